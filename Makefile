@@ -1,0 +1,109 @@
+# tenantlake — multi-tenant AWS data lake. `make help` lists the targets.
+# Every target sets up what it needs (venvs, jars, tool config) on first use, idempotently.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON_BOOTSTRAP ?= python3.11
+VENV            := .venv
+CHECKOV_VENV    := .venv-checkov
+PY              := $(VENV)/bin/python
+LOCAL_DIR       := .local
+TENANT          ?=
+PARALLELISM     ?= 2
+
+# Terraform: provider from the repo's CLI config (filesystem mirror), no metadata probing, no prompts.
+export TF_CLI_CONFIG_FILE := $(CURDIR)/infra/terraform.rc
+export TF_IN_AUTOMATION := 1
+export AWS_EC2_METADATA_DISABLED := true
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export SPARK_LOCAL_IP := 127.0.0.1
+export CHECKOV_VENV_BIN := $(CURDIR)/$(CHECKOV_VENV)/bin
+
+define not_yet
+	@echo "make $@: not yet available ($(1)); see README.md 'Status'." >&2; exit 2
+endef
+
+##@ Getting started
+.PHONY: help
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^##@/ {printf "\n%s\n", substr($$0, 5)} /^[a-zA-Z_%-]+:.*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: setup
+setup: $(VENV)/.installed $(CHECKOV_VENV)/.installed $(LOCAL_DIR)/jars/.verified ## Create the venvs and fetch the s3a jars (idempotent)
+
+$(VENV)/.installed: requirements/project.txt
+	@echo "setup: creating $(VENV) from requirements/project.txt (first run takes a few minutes)"
+	@test -x $(PY) || $(PYTHON_BOOTSTRAP) -m venv $(VENV)
+	@$(PY) -m pip install -q --disable-pip-version-check -r requirements/project.txt 2>&1 | { grep -v "is ignored: it is neither" || true; }
+	@touch $@
+
+$(CHECKOV_VENV)/.installed: requirements/checkov.txt
+	@echo "setup: creating $(CHECKOV_VENV) (checkov has its own venv)"
+	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON_BOOTSTRAP) -m venv $(CHECKOV_VENV)
+	@$(CHECKOV_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements/checkov.txt 2>&1 | { grep -v "is ignored: it is neither" || true; }
+	@touch $@
+
+$(LOCAL_DIR)/jars/.verified: $(VENV)/.installed infra/local/s3a_jars.py
+	@$(PY) -m infra.local.s3a_jars >/dev/null
+	@touch $@
+
+.PHONY: lock
+lock: ## Re-resolve requirements/*.in into the pinned requirements/*.txt
+	@rm -rf $(LOCAL_DIR)/lock && mkdir -p $(LOCAL_DIR)/lock
+	$(PYTHON_BOOTSTRAP) -m venv $(LOCAL_DIR)/lock/p && $(LOCAL_DIR)/lock/p/bin/pip install -q -r requirements/project.in
+	(echo "# Generated from requirements/project.in by \`make lock\`; every package pinned."; $(LOCAL_DIR)/lock/p/bin/pip freeze) > requirements/project.txt
+	$(PYTHON_BOOTSTRAP) -m venv $(LOCAL_DIR)/lock/c && $(LOCAL_DIR)/lock/c/bin/pip install -q -r requirements/checkov.in
+	(echo "# Generated from requirements/checkov.in by \`make lock\`; every package pinned."; $(LOCAL_DIR)/lock/c/bin/pip freeze) > requirements/checkov.txt
+
+.PHONY: demo
+demo: setup ## Run the platform end to end on the embedded emulator
+	@$(PY) -m infra.local.demo
+
+.PHONY: test
+test: setup ## Run the whole test suite (unit, integration, browser)
+	@$(PY) -m pytest
+
+##@ Embedded AWS emulator (moto server on 127.0.0.1)
+.PHONY: emulator-up emulator-down emulator-status
+emulator-up: $(VENV)/.installed ## Start the emulator, or reuse the running one
+	@$(PY) -m infra.local.emulator up
+emulator-down: $(VENV)/.installed ## Stop exactly the emulator recorded in .local/emulator.json
+	@$(PY) -m infra.local.emulator down
+emulator-status: $(VENV)/.installed ## Show whether the emulator runs
+	@$(PY) -m infra.local.emulator status
+
+##@ Infrastructure
+.PHONY: synth plan apply destroy plan-all apply-all
+synth: ## Synthesize the tenant Terraform module
+	$(call not_yet,the CDKTF tenant module is issue 3)
+plan: ## Plan one tenant: make plan TENANT=acme
+	$(call not_yet,per-tenant Terragrunt configs are issue 4)
+apply: ## Apply one tenant: make apply TENANT=acme
+	$(call not_yet,per-tenant Terragrunt configs are issue 4)
+destroy: ## Destroy one tenant: make destroy TENANT=acme
+	$(call not_yet,per-tenant Terragrunt configs are issue 4)
+plan-all: ## Plan every tenant
+	$(call not_yet,per-tenant Terragrunt configs are issue 4)
+apply-all: ## Apply every tenant
+	$(call not_yet,per-tenant Terragrunt configs are issue 4)
+
+##@ Pipeline
+.PHONY: deploy-jobs dq-report
+deploy-jobs: ## Package spark_jobs and submit it to EMR on EKS: make deploy-jobs TENANT=acme
+	$(call not_yet,EMR on EKS deployment is issue 7)
+dq-report: ## Build the data-quality report index: make dq-report TENANT=acme
+	$(call not_yet,data-quality reports are issue 6)
+
+##@ Benchmarks
+.PHONY: bench
+bench: ## Run the benchmarks in bench/ and print figures
+	$(call not_yet,benchmarks are issue 8)
+
+##@ Housekeeping
+.PHONY: clean
+clean: ## Stop the emulator and remove local state, build output and venvs
+	@if [ -x $(PY) ]; then $(PY) -m infra.local.emulator down || true; fi
+	rm -rf $(LOCAL_DIR) $(VENV) $(CHECKOV_VENV) .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

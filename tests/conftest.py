@@ -1,0 +1,60 @@
+"""Session-wide fixtures shared by every test package.
+
+The emulator fixture starts a moto server of its own (state under .local/test-emulator/, never the
+user's .local/emulator.json), and stops exactly that PID at the end of the session.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+TEST_STATE_DIR = REPO_ROOT / ".local" / "test-emulator"
+
+# Same environment the Makefile exports, so a bare `pytest` behaves like `make test`.
+os.environ.setdefault("TF_CLI_CONFIG_FILE", str(REPO_ROOT / "infra" / "terraform.rc"))
+os.environ.setdefault("TF_IN_AUTOMATION", "1")
+os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+@pytest.fixture(scope="session")
+def emulator():
+    """A moto server for this test session: yields its EmulatorState, stops it afterwards."""
+    from infra.local import emulator as emu
+
+    emu.stop(TEST_STATE_DIR)  # a crashed earlier session may have left one behind
+    state, _ = emu.start(TEST_STATE_DIR)
+    try:
+        yield state
+    finally:
+        emu.stop(TEST_STATE_DIR)
+
+
+@pytest.fixture(scope="session")
+def aws_env(emulator):
+    """Environment variables pointing SDKs at the session emulator."""
+    from infra.local import emulator as emu
+
+    return emu.env_vars(emulator)
+
+
+@pytest.fixture
+def boto_session(aws_env):
+    """A factory ``client(service, region='eu-west-1')`` for boto3 clients on the emulator."""
+    import boto3
+
+    def client(service: str, region: str = "eu-west-1"):
+        return boto3.client(
+            service,
+            region_name=region,
+            endpoint_url=aws_env["AWS_ENDPOINT_URL"],
+            verify=aws_env["AWS_CA_BUNDLE"],
+            aws_access_key_id=aws_env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=aws_env["AWS_SECRET_ACCESS_KEY"],
+        )
+
+    return client
