@@ -1,17 +1,20 @@
 """Session-wide fixtures shared by every test package.
 
-The emulator fixture starts a moto server of its own (state under .local/test-emulator/, never the
-user's .local/emulator.json), and stops exactly that PID at the end of the session.
+The emulator fixture starts a moto server of its own (state under .local/test-emulator/<pytest pid>/,
+never the user's .local/emulator.json), and stops exactly that PID at the end of the session.
+Several pytest sessions may run at once (helpers, an editor's test runner); each has its own.
 """
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-TEST_STATE_DIR = REPO_ROOT / ".local" / "test-emulator"
+TEST_STATE_ROOT = REPO_ROOT / ".local" / "test-emulator"
+TEST_STATE_DIR = TEST_STATE_ROOT / str(os.getpid())
 
 # Same environment the Makefile exports, so a bare `pytest` behaves like `make test`.
 os.environ.setdefault("TF_CLI_CONFIG_FILE", str(REPO_ROOT / "infra" / "terraform.rc"))
@@ -26,12 +29,17 @@ def emulator():
     """A moto server for this test session: yields its EmulatorState, stops it afterwards."""
     from infra.local import emulator as emu
 
-    emu.stop(TEST_STATE_DIR)  # a crashed earlier session may have left one behind
+    # A crashed earlier session may have left its emulator behind: stop those whose pytest is gone.
+    for leftover in TEST_STATE_ROOT.glob("*"):
+        if leftover.name.isdigit() and not emu._pid_alive(int(leftover.name)):
+            emu.stop(leftover)
+            shutil.rmtree(leftover, ignore_errors=True)
     state, _ = emu.start(TEST_STATE_DIR)
     try:
         yield state
     finally:
         emu.stop(TEST_STATE_DIR)
+        shutil.rmtree(TEST_STATE_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
