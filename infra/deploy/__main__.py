@@ -1,0 +1,5 @@
+import sys
+
+from infra.deploy.cli import main
+
+sys.exit(main())

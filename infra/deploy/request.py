@@ -1,0 +1,214 @@
+"""The StartJobRun request for one dataset and layer: a pure function of target, artifact and selection.
+
+The dict it returns is exactly what ``boto3.client("emr-containers").start_job_run(**request)`` sends
+and what ``aws emr-containers start-job-run --cli-input-json`` accepts (``--dry-run`` prints it).
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+from typing import Any
+
+from infra.deploy.target import DeployError, DeployTarget
+
+# EMR 7.5.0 ships Spark 3.5.2-amzn-1 (EMR on EKS 7.5.0 release notes): the Spark line of pyspark 3.5.9 here.
+DEFAULT_RELEASE_LABEL = "emr-7.5.0-latest"
+LAYERS: tuple[str, ...] = ("bronze", "silver", "gold")  # dependency order
+MAX_NAME_LENGTH = 64  # StartJobRun name: 1-64 characters
+
+
+@dataclasses.dataclass(frozen=True)
+class JobSizing:
+    """Driver/executor sizing and shuffle partitions of every job run.
+
+    Attributes:
+        driver_cores: @default - 1
+        driver_memory: @default - "2g"
+        executor_instances: @default - 2
+        executor_cores: @default - 2
+        executor_memory: @default - "4g"
+        shuffle_partitions: ``spark.sql.shuffle.partitions``: 4 per executor core (2 x 2). @default - 16
+    """
+
+    driver_cores: int = 1
+    driver_memory: str = "2g"
+    executor_instances: int = 2
+    executor_cores: int = 2
+    executor_memory: str = "4g"
+    shuffle_partitions: int = 16
+
+
+@dataclasses.dataclass(frozen=True)
+class RequestOptions:
+    """Options that shape every request of one deploy.
+
+    Attributes:
+        release_label: EMR release. @default - "emr-7.5.0-latest" (Spark 3.5.2)
+        sizing: see ``JobSizing``. @default - JobSizing()
+        python_env_archive: ``s3://.../env.tar.gz`` of a packed virtualenv (venv-pack) with the jobs'
+            third-party dependencies, unpacked as ``./environment`` by ``--archives``. @default - "" (none)
+        container_image: a custom EMR on EKS image with the dependencies baked in. @default - "" (EMR's)
+    """
+
+    release_label: str = DEFAULT_RELEASE_LABEL
+    sizing: JobSizing = JobSizing()
+    python_env_archive: str = ""
+    container_image: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+    """One job run: a dataset's layer for a run date."""
+
+    dataset: str
+    layer: str
+    run_date: datetime.date
+
+    @property
+    def label(self) -> str:
+        return f"{self.dataset}/{self.layer}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ArtifactLocation:
+    """Where the uploaded artifact is, and what it is."""
+
+    version: str
+    zip_uri: str
+    entrypoint_uri: str
+
+
+def job_name(tenant: str, spec: RunSpec, version: str) -> str:
+    name = f"{tenant}-{spec.dataset}-{spec.layer}-{spec.run_date:%Y%m%d}-{version[:8]}"
+    return name[:MAX_NAME_LENGTH]
+
+
+def client_token(tenant: str, spec: RunSpec, version: str, attempt: int = 0) -> str:
+    """Deterministic per (tenant, dataset, layer, date, version, attempt): a retried deploy re-sends the
+    same token, so EMR returns the existing run instead of starting a second one. ``attempt`` moves on
+    only after a run of the same identity ended FAILED or CANCELLED (see ``runner``)."""
+    identity = "|".join([tenant, spec.dataset, spec.layer, spec.run_date.isoformat(), version, str(attempt)])
+    return hashlib.sha256(identity.encode()).hexdigest()[:32]
+
+
+def run_tags(tenant: str, spec: RunSpec, version: str, attempt: int = 0) -> dict[str, str]:
+    return {
+        "tenant": tenant,
+        "dataset": spec.dataset,
+        "layer": spec.layer,
+        "code_version": version,
+        "run_date": spec.run_date.isoformat(),
+        "attempt": str(attempt),
+    }
+
+
+def entrypoint_arguments(target: DeployTarget, spec: RunSpec, lake_uri: str | None = None) -> list[str]:
+    """Arguments of ``spark_jobs.cli.main`` for one run (``lake_uri`` overrides the target's for local runs)."""
+    return [
+        "run",
+        "--dataset", spec.dataset,
+        "--layer", spec.layer,
+        "--date", spec.run_date.isoformat(),
+        "--lake-uri", lake_uri or target.lake_uri,
+        "--kms-key-arn", target.kms_key_arn,
+        "--region", target.region,
+    ]
+
+
+def spark_submit_parameters(artifact: ArtifactLocation, spec: RunSpec, contract_sha256: str,
+                            options: RequestOptions) -> str:
+    sizing = options.sizing
+    conf = {
+        "spark.driver.cores": str(sizing.driver_cores),
+        "spark.driver.memory": sizing.driver_memory,
+        "spark.executor.instances": str(sizing.executor_instances),
+        "spark.executor.cores": str(sizing.executor_cores),
+        "spark.executor.memory": sizing.executor_memory,
+        "spark.sql.shuffle.partitions": str(sizing.shuffle_partitions),
+        # The contract travels inside the zip; these record which one (and which bytes) the run used.
+        "spark.tenantlake.dataset": spec.dataset,
+        "spark.tenantlake.contract": f"spark_jobs/contracts/{spec.dataset}.yaml",
+        "spark.tenantlake.contract.sha256": contract_sha256,
+        "spark.tenantlake.code_version": artifact.version,
+    }
+    args = ["--py-files", artifact.zip_uri]
+    if options.python_env_archive:
+        args += ["--archives", f"{options.python_env_archive}#environment"]
+        conf["spark.pyspark.python"] = "./environment/bin/python"
+        conf["spark.pyspark.driver.python"] = "./environment/bin/python"
+    if options.container_image:
+        conf["spark.kubernetes.container.image"] = options.container_image
+    for key, value in conf.items():
+        args += ["--conf", f"{key}={value}"]
+    # EMR splits sparkSubmitParameters on spaces; quoting is not part of that contract, so refuse
+    # values that would need it instead of quoting them.
+    for token in args:
+        if not token or any(ch.isspace() or ch in "'\"" for ch in token):
+            raise DeployError(f"sparkSubmitParameters: '{token}' must not be empty or contain spaces or quotes")
+    return " ".join(args)
+
+
+def configuration_overrides(target: DeployTarget, spec: RunSpec) -> dict[str, Any]:
+    return {
+        "applicationConfiguration": [
+            {
+                # EMRFS (s3://) writes every object SSE-KMS with the tenant key: the bucket policy
+                # denies puts without it.
+                "classification": "emrfs-site",
+                "properties": {
+                    "fs.s3.enableServerSideEncryption": "true",
+                    "fs.s3.serverSideEncryption.kms.keyId": target.kms_key_arn,
+                },
+            },
+            {
+                # Same rule for any s3a:// path, and UTC for event dates.
+                "classification": "spark-defaults",
+                "properties": {
+                    "spark.hadoop.fs.s3a.encryption.algorithm": "SSE-KMS",
+                    "spark.hadoop.fs.s3a.encryption.key": target.kms_key_arn,
+                    "spark.sql.session.timeZone": "UTC",
+                },
+            },
+        ],
+        "monitoringConfiguration": {
+            "persistentAppUI": "ENABLED",
+            "cloudWatchMonitoringConfiguration": {
+                "logGroupName": target.log_group,
+                "logStreamNamePrefix": log_stream_prefix(spec),
+            },
+            "s3MonitoringConfiguration": {"logUri": target.logs_uri},
+        },
+    }
+
+
+def log_stream_prefix(spec: RunSpec) -> str:
+    return f"spark_jobs/{spec.dataset}/{spec.layer}"
+
+
+def build_request(target: DeployTarget, artifact: ArtifactLocation, spec: RunSpec, contract_sha256: str,
+                  options: RequestOptions = RequestOptions(), attempt: int = 0) -> dict[str, Any]:
+    """The StartJobRun request for ``spec``."""
+    tenant = target.tenant_id
+    return {
+        "name": job_name(tenant, spec, artifact.version),
+        "virtualClusterId": target.virtual_cluster_id,
+        "clientToken": client_token(tenant, spec, artifact.version, attempt),
+        "executionRoleArn": target.role_arn,
+        "releaseLabel": options.release_label,
+        "jobDriver": {
+            "sparkSubmitJobDriver": {
+                "entryPoint": artifact.entrypoint_uri,
+                "entryPointArguments": entrypoint_arguments(target, spec),
+                "sparkSubmitParameters": spark_submit_parameters(artifact, spec, contract_sha256, options),
+            }
+        },
+        "configurationOverrides": configuration_overrides(target, spec),
+        "tags": run_tags(tenant, spec, artifact.version, attempt),
+    }
+
+
+def run_plan(datasets: list[str], layers: list[str], run_date: datetime.date) -> list[RunSpec]:
+    """Runs in dependency order: every dataset's bronze, then silver, then gold."""
+    ordered_layers = [layer for layer in LAYERS if layer in layers]
+    return [RunSpec(dataset, layer, run_date) for layer in ordered_layers for dataset in datasets]

@@ -1,0 +1,147 @@
+"""Where jobs go: the tenant's Terraform outputs, read (never hand-copied) and checked for completeness.
+
+Outputs come from ``infra.terragrunt.outputs(tenant)`` (``terraform output -json`` in the tenant's
+working dir), or from a file holding what ``terraform output -json`` printed (``--outputs-file``).
+In the local environment the tenant's ``lake.json`` (written by apply) also names the emulator's
+endpoint and CA bundle, which the AWS clients then use; on AWS there is no such entry.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+# Output name -> what it is for (named in the error when missing).
+REQUIRED_OUTPUTS: dict[str, str] = {
+    "tenant_id": "the tenant id",
+    "region": "the lake's region",
+    "lake_bucket_name": "where the artifact and the logs go",
+    "kms_key_arn": "the tenant key for SSE-KMS",
+    "job_execution_role_arn": "the job execution role",
+    "emr_virtual_cluster_id": "the EMR on EKS virtual cluster",
+    "log_group_name": "the CloudWatch log group for job logs",
+}
+
+
+class DeployError(RuntimeError):
+    """Anything that stops a deploy, as one line a user can act on (the CLI prints it, no traceback)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DeployTarget:
+    """The tenant's deploy target, taken from its Terraform outputs.
+
+    Attributes:
+        tenant_id: the tenant.
+        region: AWS region of the lake and the virtual cluster.
+        bucket: the lake bucket (artifacts under ``artifacts/``, job logs under ``logs/``).
+        kms_key_arn: the tenant key; every object the deploy or the jobs write is SSE-KMS with it.
+        role_arn: the job execution role.
+        virtual_cluster_id: the EMR on EKS virtual cluster.
+        log_group: the CloudWatch log group for job logs.
+        endpoint_url: AWS endpoint override (the emulator in the local environment). @default - ""
+        ca_bundle: CA bundle for ``endpoint_url``. @default - ""
+    """
+
+    tenant_id: str
+    region: str
+    bucket: str
+    kms_key_arn: str
+    role_arn: str
+    virtual_cluster_id: str
+    log_group: str
+    endpoint_url: str = ""
+    ca_bundle: str = ""
+
+    @property
+    def lake_uri(self) -> str:
+        return f"s3://{self.bucket}"
+
+    @property
+    def logs_uri(self) -> str:
+        return f"s3://{self.bucket}/logs/"
+
+
+def flatten_outputs(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Accept ``terraform output -json`` shape ({name: {value, type, sensitive}}) or a flat map."""
+    flat: dict[str, Any] = {}
+    for name, value in raw.items():
+        if isinstance(value, Mapping) and "value" in value and set(value) <= {"value", "type", "sensitive"}:
+            flat[name] = value["value"]
+        else:
+            flat[name] = value
+    return flat
+
+
+def target_from_outputs(tenant: str, outputs: Mapping[str, Any], endpoint_url: str = "",
+                        ca_bundle: str = "") -> DeployTarget:
+    """Check the outputs a deploy needs and return the target, or raise ``DeployError`` naming the gap."""
+    flat = flatten_outputs(outputs)
+    for name, purpose in REQUIRED_OUTPUTS.items():
+        value = flat.get(name)
+        if not isinstance(value, str) or not value.strip():
+            hint = ("the tenant has no EMR on EKS virtual cluster; apply a module that creates one"
+                    if name == "emr_virtual_cluster_id" else "re-apply the tenant (make apply TENANT=%s)" % tenant)
+            raise DeployError(f"tenant '{tenant}': terraform output '{name}' ({purpose}) is missing or empty; {hint}")
+    if flat["tenant_id"] != tenant:
+        raise DeployError(
+            f"tenant '{tenant}': the outputs belong to tenant '{flat['tenant_id']}'; check --outputs-file / the working dir"
+        )
+    return DeployTarget(
+        tenant_id=tenant,
+        region=flat["region"],
+        bucket=flat["lake_bucket_name"],
+        kms_key_arn=flat["kms_key_arn"],
+        role_arn=flat["job_execution_role_arn"],
+        virtual_cluster_id=flat["emr_virtual_cluster_id"],
+        log_group=flat["log_group_name"],
+        endpoint_url=endpoint_url,
+        ca_bundle=ca_bundle,
+    )
+
+
+def state_dir() -> Path:
+    return Path(os.environ.get("TENANTLAKE_STATE_DIR") or REPO_ROOT / ".local")
+
+
+def local_environment(tenant: str) -> tuple[str, str]:
+    """(endpoint, ca_bundle) from the tenant's ``lake.json`` in the local environment, else ("", "")."""
+    path = state_dir() / "tenants" / tenant / "lake.json"
+    try:
+        lake = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return "", ""
+    return str(lake.get("s3_endpoint") or ""), str(lake.get("ca_bundle") or "")
+
+
+def read_outputs(tenant: str, outputs_file: str | None = None) -> dict[str, Any]:
+    """The tenant's Terraform outputs: from ``outputs_file`` when given, else from its Terraform state."""
+    if outputs_file:
+        try:
+            return flatten_outputs(json.loads(Path(outputs_file).read_text()))
+        except OSError as exc:
+            raise DeployError(f"--outputs-file {outputs_file}: cannot read it ({exc.strerror})") from exc
+        except ValueError as exc:
+            raise DeployError(f"--outputs-file {outputs_file}: not JSON from `terraform output -json` ({exc})") from exc
+    try:
+        from infra import terragrunt
+    except ImportError as exc:  # the terragrunt fallback is a separate workstream
+        raise DeployError(f"tenant '{tenant}': cannot read Terraform outputs (infra.terragrunt unavailable: {exc}); "
+                          "pass --outputs-file with `terraform output -json`") from exc
+    try:
+        return flatten_outputs(terragrunt.outputs(tenant))
+    except terragrunt.TenantNotAppliedError as exc:
+        raise DeployError(str(exc)) from exc
+
+
+def resolve_target(tenant: str, outputs_file: str | None = None, endpoint_url: str = "") -> DeployTarget:
+    """Outputs + endpoint: explicit ``endpoint_url``, else ``AWS_ENDPOINT_URL``, else the local lake.json."""
+    outputs = read_outputs(tenant, outputs_file)
+    local_endpoint, local_ca = local_environment(tenant)
+    endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL", "") or local_endpoint
+    ca_bundle = os.environ.get("AWS_CA_BUNDLE", "") or (local_ca if endpoint == local_endpoint else "")
+    return target_from_outputs(tenant, outputs, endpoint_url=endpoint, ca_bundle=ca_bundle)

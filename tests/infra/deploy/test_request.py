@@ -1,0 +1,133 @@
+"""The StartJobRun request: exact fields, valid for the service model the AWS CLI also uses, deterministic."""
+from __future__ import annotations
+
+import datetime
+import json
+import shlex
+
+import botocore.session
+import pytest
+from botocore.validate import ParamValidator
+
+from infra.deploy.request import (
+    DEFAULT_RELEASE_LABEL, LAYERS, ArtifactLocation, JobSizing, RequestOptions, RunSpec, build_request, client_token,
+    job_name, run_plan,
+)
+from infra.deploy.target import DeployError, DeployTarget, flatten_outputs, target_from_outputs
+
+KEY = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+TARGET = DeployTarget(
+    tenant_id="acme", region="eu-west-1", bucket="acme-eu-west-1-lake", kms_key_arn=KEY,
+    role_arn="arn:aws:iam::123456789012:role/acme-emr-job-execution", virtual_cluster_id="abcdefghijklmnopqrstuvwxy",
+    log_group="/tenantlake/acme/emr-jobs",
+)
+LOCATION = ArtifactLocation(
+    version="0123456789ab",
+    zip_uri="s3://acme-eu-west-1-lake/artifacts/spark_jobs/0123456789ab/spark_jobs.zip",
+    entrypoint_uri="s3://acme-eu-west-1-lake/artifacts/spark_jobs/0123456789ab/entrypoint.py",
+)
+SPEC = RunSpec("iot", "silver", datetime.date(2024, 5, 1))
+
+
+def _conf(params: str) -> dict[str, str]:
+    tokens = shlex.split(params)
+    return dict(tokens[i + 1].split("=", 1) for i, t in enumerate(tokens) if t == "--conf")
+
+
+def test_request_is_valid_for_the_emr_containers_service_model():
+    request = build_request(TARGET, LOCATION, SPEC, "c0ffee")
+    model = botocore.session.get_session().get_service_model("emr-containers")
+    report = ParamValidator().validate(json.loads(json.dumps(request)), model.operation_model("StartJobRun").input_shape)
+    assert not report.has_errors(), report.generate_report()
+
+
+def test_request_fields():
+    request = build_request(TARGET, LOCATION, SPEC, "c0ffee")
+    assert request["virtualClusterId"] == TARGET.virtual_cluster_id
+    assert request["executionRoleArn"] == TARGET.role_arn
+    assert request["releaseLabel"] == DEFAULT_RELEASE_LABEL == "emr-7.5.0-latest"
+    driver = request["jobDriver"]["sparkSubmitJobDriver"]
+    assert driver["entryPoint"] == LOCATION.entrypoint_uri
+    assert driver["entryPointArguments"] == [
+        "run", "--dataset", "iot", "--layer", "silver", "--date", "2024-05-01",
+        "--lake-uri", "s3://acme-eu-west-1-lake", "--kms-key-arn", KEY, "--region", "eu-west-1",
+    ]
+    params = driver["sparkSubmitParameters"]
+    assert shlex.split(params)[:2] == ["--py-files", LOCATION.zip_uri]
+    conf = _conf(params)
+    assert conf["spark.driver.cores"] == "1" and conf["spark.driver.memory"] == "2g"
+    assert conf["spark.executor.instances"] == "2" and conf["spark.executor.cores"] == "2"
+    assert conf["spark.executor.memory"] == "4g" and conf["spark.sql.shuffle.partitions"] == "16"
+    assert conf["spark.tenantlake.contract"] == "spark_jobs/contracts/iot.yaml"
+    assert conf["spark.tenantlake.contract.sha256"] == "c0ffee"
+    overrides = request["configurationOverrides"]
+    emrfs = next(c for c in overrides["applicationConfiguration"] if c["classification"] == "emrfs-site")
+    assert emrfs["properties"] == {"fs.s3.enableServerSideEncryption": "true",
+                                   "fs.s3.serverSideEncryption.kms.keyId": KEY}
+    monitoring = overrides["monitoringConfiguration"]
+    assert monitoring["cloudWatchMonitoringConfiguration"] == {
+        "logGroupName": "/tenantlake/acme/emr-jobs", "logStreamNamePrefix": "spark_jobs/iot/silver"}
+    assert monitoring["s3MonitoringConfiguration"] == {"logUri": "s3://acme-eu-west-1-lake/logs/"}
+    assert request["tags"] == {"tenant": "acme", "dataset": "iot", "layer": "silver", "code_version": "0123456789ab",
+                               "run_date": "2024-05-01", "attempt": "0"}
+    assert request["name"] == "acme-iot-silver-20240501-01234567"
+
+
+def test_documented_sizing_defaults():
+    assert JobSizing() == JobSizing(driver_cores=1, driver_memory="2g", executor_instances=2, executor_cores=2,
+                                    executor_memory="4g", shuffle_partitions=16)
+
+
+def test_client_token_is_deterministic_and_changes_with_identity():
+    token = client_token("acme", SPEC, "0123456789ab")
+    assert token == client_token("acme", SPEC, "0123456789ab") == build_request(TARGET, LOCATION, SPEC, "x")["clientToken"]
+    others = {
+        client_token("other", SPEC, "0123456789ab"),
+        client_token("acme", RunSpec("clickstream", "silver", SPEC.run_date), "0123456789ab"),
+        client_token("acme", RunSpec("iot", "gold", SPEC.run_date), "0123456789ab"),
+        client_token("acme", RunSpec("iot", "silver", datetime.date(2024, 5, 2)), "0123456789ab"),
+        client_token("acme", SPEC, "ba9876543210"),
+        client_token("acme", SPEC, "0123456789ab", attempt=1),
+    }
+    assert token not in others and len(others) == 6
+
+
+def test_optional_dependency_delivery_and_release_label():
+    options = RequestOptions(release_label="emr-7.2.0-latest", python_env_archive="s3://acme-eu-west-1-lake/envs/jobs.tar.gz",
+                             container_image="123456789012.dkr.ecr.eu-west-1.amazonaws.com/jobs:1")
+    request = build_request(TARGET, LOCATION, SPEC, "c0ffee", options)
+    params = request["jobDriver"]["sparkSubmitJobDriver"]["sparkSubmitParameters"]
+    assert request["releaseLabel"] == "emr-7.2.0-latest"
+    assert "--archives s3://acme-eu-west-1-lake/envs/jobs.tar.gz#environment" in params
+    conf = _conf(params)
+    assert conf["spark.pyspark.python"] == "./environment/bin/python"
+    assert conf["spark.kubernetes.container.image"] == options.container_image
+    assert "--archives" not in build_request(TARGET, LOCATION, SPEC, "c0ffee")["jobDriver"]["sparkSubmitJobDriver"]["sparkSubmitParameters"]
+
+
+def test_run_plan_is_in_dependency_order():
+    plan = run_plan(["iot", "clickstream"], ["gold", "bronze", "silver"], SPEC.run_date)
+    assert [(s.layer, s.dataset) for s in plan] == [
+        ("bronze", "iot"), ("bronze", "clickstream"), ("silver", "iot"), ("silver", "clickstream"),
+        ("gold", "iot"), ("gold", "clickstream")]
+    assert LAYERS == ("bronze", "silver", "gold")
+
+
+def test_job_name_fits_for_the_longest_tenant_id():
+    name = job_name("a" * 24, RunSpec("clickstream", "silver", SPEC.run_date), "0123456789ab")
+    assert len(name) <= 64
+
+
+def test_outputs_from_terraform_output_json_shape():
+    raw = {"tenant_id": {"value": "acme", "type": "string", "sensitive": False},
+           "gateway_endpoint_ids": {"value": {"vpc-1": "vpce-1"}, "type": ["map", "string"], "sensitive": False}}
+    assert flatten_outputs(raw) == {"tenant_id": "acme", "gateway_endpoint_ids": {"vpc-1": "vpce-1"}}
+
+
+def test_missing_virtual_cluster_output_is_named():
+    outputs = {"tenant_id": "acme", "region": "eu-west-1", "lake_bucket_name": "b", "kms_key_arn": KEY,
+               "job_execution_role_arn": TARGET.role_arn, "emr_virtual_cluster_id": "", "log_group_name": "g"}
+    with pytest.raises(DeployError, match="emr_virtual_cluster_id.*missing or empty.*no EMR on EKS virtual cluster"):
+        target_from_outputs("acme", outputs)
+    with pytest.raises(DeployError, match="belong to tenant 'acme'"):
+        target_from_outputs("other", {**outputs, "emr_virtual_cluster_id": "x"})
