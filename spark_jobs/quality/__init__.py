@@ -1,4 +1,4 @@
-"""Data-quality hook points called by every layer job (issue 6 replaces the no-op bodies).
+"""Data-quality hook points called by every layer job: Great Expectations validation and run reports.
 
 Call order inside a layer job (see /work/brief/INTERFACES.md section 6):
 1. compute the layer's output DataFrame (and, for silver, the quarantine DataFrame);
@@ -6,33 +6,149 @@ Call order inside a layer job (see /work/brief/INTERFACES.md section 6):
    ``validation.reason`` in the manifest, write the report, exit non-zero;
 3. publish (write) the output;
 4. ``publish_report(...)`` with the final manifest: writes validation JSON, summary page, data docs.
+
+Submodules: ``suites`` (contract -> expectation specs), ``runner`` (GX on Spark), ``gating`` (severity,
+status, exit codes), ``quarantine`` (links failures to quarantined rows), ``report`` (run folder),
+``index`` (tenant index with trend charts), ``storage`` (lake I/O).
+
+``TENANTLAKE_VALIDATION=off`` skips validation (status "pass", no report): for benchmarks only.
 """
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
+import tempfile
+import time
 from typing import Any
+
+from spark_jobs.quality.gating import EXIT_FAIL, EXIT_PASS, EXIT_WARN, exit_code, gate, worst  # noqa: F401
+
+__all__ = ["LayerValidation", "validate_layer", "publish_report", "exit_code", "worst",
+           "EXIT_PASS", "EXIT_WARN", "EXIT_FAIL"]
 
 
 @dataclasses.dataclass
 class LayerValidation:
-    """Outcome of validating one layer's output. status: "pass" | "warn" | "fail"."""
+    """Outcome of validating one layer's output. status: "pass" | "warn" | "fail".
+
+    Attributes:
+        status: "pass" | "warn" | "fail" (``gating.gate``). @default - "pass"
+        blocking: an ``error``-severity expectation failed: do not publish. @default - False
+        reason: one line naming the failing expectations and counts. @default - ""
+        results: one dict per expectation (name, severity, threshold, observed, unexpected, rule...).
+        suite_name: ``<dataset>.<layer>`` (``.<gold name>`` for gold outputs). @default - ""
+        gx_result: the GX validation result as a JSON-able dict. @default - {}
+        quarantine: ``{"total", "by_rule", "samples"}`` of this run's quarantine. @default - None
+        quarantine_location: where the quarantined rows are in the lake. @default - ""
+        validated_with_quarantine: silver rule-linked expectations were judged on published + quarantined
+            rows (``quarantine.apply_quarantine``). @default - False
+        docs_dir / docs_page: the rendered GX Data Docs (local temp folder, page within it). @default - ""
+        seconds: wall time spent validating (GX run + quarantine summary). @default - 0.0
+        skipped: validation was switched off (``TENANTLAKE_VALIDATION=off``). @default - False
+    """
 
     status: str = "pass"
     blocking: bool = False
     reason: str = ""
     results: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    suite_name: str = ""
+    gx_result: dict[str, Any] = dataclasses.field(default_factory=dict)
+    quarantine: dict[str, Any] | None = None
+    quarantine_location: str = ""
+    validated_with_quarantine: bool = False
+    docs_dir: str = ""
+    docs_page: str = ""
+    seconds: float = 0.0
+    skipped: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code(self.status)
+
+
+def validation_enabled() -> bool:
+    return os.environ.get("TENANTLAKE_VALIDATION", "on").lower() not in ("off", "0", "false", "no")
+
+
+def _ensure_cached(df: Any) -> None:
+    """GX makes a few passes over the frame: keep it in memory so the job's own publish reuses it too."""
+    if df is not None and not df.is_cached:
+        from pyspark import StorageLevel
+
+        df.persist(StorageLevel.MEMORY_AND_DISK)
 
 
 def validate_layer(spark: Any, *, layer: str, contract: Any, df: Any, context: dict[str, Any]) -> LayerValidation:
     """Validate ``df`` (the in-memory output the job already has) against the contract's suite for ``layer``.
 
     ``context`` carries at least: run_id, lake_uri, dataset, layer, and for silver ``quarantine_df``,
-    for gold ``silver_count`` (referential checks). No-op until issue 6 lands.
+    for gold ``silver_count`` (referential checks) and ``gold_name``. ``df`` is persisted if the job
+    has not cached it (never re-read from storage).
     """
-    return LayerValidation()
+    from spark_jobs.quality import quarantine as quarantine_links
+    from spark_jobs.quality.runner import run_suite
+    from spark_jobs.quality.suites import DEFAULT_ROW_MOSTLY, SuiteError, build_specs, field
+
+    dataset = context.get("dataset") or field(contract, "dataset", "dataset")
+    suite_name = ".".join(p for p in (dataset, layer, context.get("gold_name")) if p)
+    if not validation_enabled():
+        return LayerValidation(suite_name=suite_name, skipped=True)
+    started = time.perf_counter()
+    try:
+        specs = build_specs(contract, layer, columns=df.columns, context=context)
+    except SuiteError as err:
+        return LayerValidation(status="fail", blocking=True, reason=f"suite error: {err}", suite_name=suite_name)
+    _ensure_cached(df)
+    docs_dir = tempfile.mkdtemp(prefix=f"tenantlake-dq-{suite_name}-")
+    run = run_suite(df, specs, suite_name=suite_name, docs_dir=docs_dir)
+    quarantine_df = context.get("quarantine_df")
+    summary = quarantine_links.summarize(quarantine_df, context.get("run_id")) if quarantine_df is not None else None
+    with_quarantine = layer == "silver" and summary is not None
+    if with_quarantine:
+        quarantine_links.apply_quarantine(run.results, summary, DEFAULT_ROW_MOSTLY)
+    status, blocking, reason = gate(run.results)
+    lake_uri = context.get("lake_uri")
+    location = f"{lake_uri.rstrip('/')}/quarantine/{dataset}/" if lake_uri and quarantine_df is not None else ""
+    return LayerValidation(status=status, blocking=blocking, reason=reason, results=run.results, suite_name=suite_name,
+                           gx_result=run.gx_result, quarantine=summary, quarantine_location=location,
+                           validated_with_quarantine=with_quarantine, docs_dir=run.docs_dir, docs_page=run.docs_page,
+                           seconds=time.perf_counter() - started)
+
+
+def tenant_of(context: dict[str, Any]) -> str:
+    return context.get("tenant") or os.environ.get("TENANTLAKE_TENANT") or "local"
 
 
 def publish_report(spark: Any, *, layer: str, contract: Any, validation: LayerValidation,
                    manifest: dict[str, Any], context: dict[str, Any]) -> str | None:
-    """Write the per-run report next to the manifest; return its location. No-op until issue 6 lands."""
-    return None
+    """Write the per-run report next to the manifest (lake + local mirror) and refresh the mirror's index.
+
+    Returns the report folder (lake URI, or the mirror path when there is no lake). A report that cannot
+    be written is reported on stderr in one line; it never changes the job's outcome.
+    """
+    from spark_jobs.quality import index, report
+    from spark_jobs.quality.suites import field
+
+    if validation.skipped:
+        return None
+    dataset = context.get("report_dataset") or context.get("dataset") or field(contract, "dataset", "dataset")
+    if context.get("gold_name") and not context.get("report_dataset"):
+        dataset = f"{dataset}.{context['gold_name']}"
+    run_id = context.get("run_id") or manifest.get("run_id") or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    tenant, lake_uri = tenant_of(context), context.get("lake_uri")
+    try:
+        mirror = report.mirror_root(tenant)
+        previous = report.previous_run_id(spark, lake_uri, mirror, layer, dataset, run_id)
+        published = bool(manifest.get("published", not validation.blocking))
+        summary = report.build_summary(tenant=tenant, layer=layer, dataset=dataset, run_id=run_id,
+                                       validation=validation, manifest=manifest, previous=previous,
+                                       exit_code=validation.exit_code, published=published)
+        lake_folder, mirror_folder = report.write_run_report(spark, lake_uri=lake_uri, tenant=tenant, summary=summary,
+                                                             validation=validation, manifest=manifest)
+        index.build_index(tenant, mirror)
+    except Exception as err:  # noqa: BLE001 - a report problem must not turn a good run into a failed one
+        print(f"data-quality report for {layer}/{dataset}/{run_id} not written: {type(err).__name__}: {err}",
+              file=sys.stderr)
+        return None
+    return lake_folder or str(mirror_folder)

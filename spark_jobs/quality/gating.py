@@ -1,0 +1,54 @@
+"""Severity gating: which failures block publishing, the run status, and the job's exit code.
+
+- an ``error``-severity expectation that fails -> status ``fail``, blocking: the layer's output is not
+  published (the partition stays unpublished) and the reason names the failing expectations;
+- only ``warn``-severity failures -> status ``warn``, published;
+- nothing failed -> ``pass``.
+An expectation that raised inside GX counts as failed with its own severity.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+STATUSES = ("pass", "warn", "fail")
+
+# Exit codes of `python -m spark_jobs run|run-all` (README "Data quality"). 1 and 2 stay the generic
+# "job error" and "usage error"; the data-quality outcomes get their own codes so CI can tell them apart.
+EXIT_PASS = 0
+EXIT_WARN = 3
+EXIT_FAIL = 4
+EXIT_CODES = {"pass": EXIT_PASS, "warn": EXIT_WARN, "fail": EXIT_FAIL}
+
+
+def gate(results: Iterable[dict[str, Any]]) -> tuple[str, bool, str]:
+    """Return ``(status, blocking, reason)`` for a layer's expectation results."""
+    failed = [r for r in results if not r.get("success")]
+    errors = [r for r in failed if r.get("severity", "error") == "error"]
+    warnings = [r for r in failed if r.get("severity") == "warn"]
+    if errors:
+        return "fail", True, "error-severity expectations failed: " + ", ".join(_describe(r) for r in errors)
+    if warnings:
+        return "warn", False, "warn-severity expectations failed: " + ", ".join(_describe(r) for r in warnings)
+    return "pass", False, ""
+
+
+def _describe(result: dict[str, Any]) -> str:
+    if result.get("exception"):
+        return f"{result['name']} (raised: {str(result['exception']).splitlines()[0][:120]})"
+    if result.get("unexpected_count") is not None:
+        return f"{result['name']} ({result['unexpected_count']} unexpected of {result.get('element_count')})"
+    return f"{result['name']} (observed {result.get('observed_value')})"
+
+
+def worst(statuses: Iterable[str]) -> str:
+    """The worst of several statuses (a run-all over datasets and layers): fail > warn > pass."""
+    ranked = [STATUSES.index(s) for s in statuses if s in STATUSES]
+    return STATUSES[max(ranked)] if ranked else "pass"
+
+
+def exit_code(statuses: Iterable[str] | str, *, allow_warn: bool = False) -> int:
+    """Exit code for one or several statuses: 0 pass, 3 warn (0 with ``allow_warn``), 4 fail."""
+    status = worst([statuses] if isinstance(statuses, str) else statuses)
+    if status == "warn" and allow_warn:
+        return EXIT_PASS
+    return EXIT_CODES[status]

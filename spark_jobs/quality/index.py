@@ -1,0 +1,104 @@
+"""The tenant's data-quality index: every run by layer and dataset, with status and a trend chart.
+
+Built from the run folders' ``summary.json`` files under one ``reports/`` root (the local mirror, or a
+folder synced from the lake). Self-contained HTML: inline CSS and inline SVG, no JavaScript.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from spark_jobs.quality.report import _CSS, status_badge
+
+TREND_RUNS = 10    # runs shown in each trend chart
+LISTED_RUNS = 20   # runs listed per layer and dataset
+LAYER_ORDER = ("bronze", "silver", "gold")
+
+
+def load_summaries(reports_root: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """``{(layer, dataset): [summary, ...]}``, oldest run first."""
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for path in sorted(reports_root.glob("*/*/*/summary.json")):
+        try:
+            summary = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        grouped.setdefault((summary["layer"], summary["dataset"]), []).append(summary)
+    for runs in grouped.values():
+        runs.sort(key=lambda s: s["run_id"])
+    return grouped
+
+
+def _rows(summary: dict[str, Any]) -> int:
+    value = summary.get("rows_validated")
+    return int(value) if isinstance(value, (int, float)) else 0
+
+
+def trend_svg(runs: list[dict[str, Any]], *, width: int = 360, height: int = 90) -> str:
+    """Bars: rows validated per run; line: failure rate (failed / all expectations) on a 0-100 % axis."""
+    runs = runs[-TREND_RUNS:]
+    if not runs:
+        return ""
+    pad, slot = 4, (width - 8) / max(len(runs), 1)
+    top_rows = max(max(_rows(r) for r in runs), 1)
+    colors = {"pass": "#1f8a4c", "warn": "#b7791f", "fail": "#c53030"}
+    parts = [f'<svg class="trend" role="img" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+             f'xmlns="http://www.w3.org/2000/svg"><title>rows and failure rate, last {len(runs)} runs</title>',
+             f'<rect x="0" y="0" width="{width}" height="{height}" fill="#fafbfd" stroke="#dde"/>']
+    points = []
+    for i, run in enumerate(runs):
+        x = pad + i * slot
+        bar = (height - 2 * pad) * _rows(run) / top_rows
+        parts.append(f'<rect class="bar" x="{x + 2:.1f}" y="{height - pad - bar:.1f}" width="{max(slot - 4, 1):.1f}" '
+                     f'height="{bar:.1f}" fill="{colors.get(run["status"], "#888")}" opacity="0.55">'
+                     f'<title>{html.escape(run["run_id"])}: {_rows(run)} rows, {run["status"]}</title></rect>')
+        rate = float(run.get("failure_rate") or 0.0)
+        points.append(f"{x + slot / 2:.1f},{height - pad - (height - 2 * pad) * rate:.1f}")
+    parts.append(f'<polyline class="failure-rate" points="{" ".join(points)}" fill="none" stroke="#c53030" stroke-width="2"/>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def render_index(tenant: str, grouped: dict[tuple[str, str], list[dict[str, Any]]]) -> str:
+    order = sorted(grouped, key=lambda k: (LAYER_ORDER.index(k[0]) if k[0] in LAYER_ORDER else 9, k[1]))
+    sections = []
+    for layer, dataset in order:
+        runs = grouped[(layer, dataset)]
+        latest = runs[-1]
+        lines = []
+        for run in reversed(runs[-LISTED_RUNS:]):
+            href = f'{layer}/{dataset}/{run["run_id"]}/summary.html'
+            failed = ", ".join(run.get("failed_expectations") or []) or "-"
+            lines.append(
+                f'<tr data-run="{html.escape(run["run_id"])}"><td><a href="{html.escape(href)}">{html.escape(run["run_id"])}</a></td>'
+                f'<td>{status_badge(run["status"])}</td><td>{_rows(run)}</td>'
+                f'<td>{run.get("expectations_failed", 0)} / {run.get("expectations_total", 0)}</td>'
+                f'<td>{100 * float(run.get("failure_rate") or 0):.1f} %</td><td>{run.get("quarantine", {}).get("total", 0)}</td>'
+                f'<td>{"yes" if run.get("published") else "no"}</td><td>{html.escape(failed)}</td></tr>')
+        sections.append(
+            f'<section id="{html.escape(layer)}-{html.escape(dataset)}"><h2>{html.escape(layer)} / {html.escape(dataset)} '
+            f'{status_badge(latest["status"])}</h2>'
+            f'<p class="meta">latest run {html.escape(latest["run_id"])}; trend over the last {min(len(runs), TREND_RUNS)} runs '
+            f'(bars: rows validated, coloured by status; line: failure rate 0-100 %)</p>{trend_svg(runs)}'
+            '<table><tr><th>run</th><th>status</th><th>rows</th><th>failed expectations</th><th>failure rate</th>'
+            '<th>quarantined</th><th>published</th><th>failing</th></tr>' + "".join(lines) + "</table></section>")
+    generated = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    body = "".join(sections) or "<p>No runs yet.</p>"
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Data quality: {html.escape(tenant)}</title>'
+            f'<style>{_CSS}</style></head><body><h1>Data quality: tenant {html.escape(tenant)}</h1>'
+            f'<p class="meta">{sum(len(v) for v in grouped.values())} runs; generated {generated}</p>{body}</body></html>\n')
+
+
+def build_index(tenant: str, reports_root: Path) -> Path:
+    """Write ``<reports_root>/index.html`` and ``index.json`` (latest status per layer/dataset)."""
+    grouped = load_summaries(reports_root)
+    reports_root.mkdir(parents=True, exist_ok=True)
+    target = reports_root / "index.html"
+    target.write_text(render_index(tenant, grouped))
+    latest = {f"{layer}/{dataset}": {"run_id": runs[-1]["run_id"], "status": runs[-1]["status"]}
+              for (layer, dataset), runs in grouped.items()}
+    (reports_root / "index.json").write_text(json.dumps({"tenant": tenant, "latest": latest}, indent=1))
+    return target

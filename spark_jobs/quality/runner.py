@@ -1,0 +1,157 @@
+"""Run an expectation suite with Great Expectations 1.x on the DataFrame a job already holds in memory.
+
+One ephemeral GX context per validation: a Spark data source with a whole-DataFrame batch, the suite
+built from ``ExpectationSpec``s, one ``ValidationDefinition.run``. GX bundles the aggregate metrics of
+the suite into few Spark jobs; ``result_format=BASIC`` keeps extra passes (unexpected samples) small.
+Data Docs are rendered into a local folder right after the run (the validation result lives only in
+the ephemeral context).
+
+GX 1.x cannot return failing rows on Spark (upstream issues 11647, 10922), so row-level quarantine stays
+in the Spark jobs; the report links failures to quarantined rows by rule name.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from spark_jobs.quality.suites import ExpectationSpec
+
+RESULT_FORMAT = "BASIC"  # observed values, counts and up to 20 unexpected samples; SUMMARY costs more passes
+DOCS_SITE_NAME = "tenantlake_run"  # "local_site" is taken by the ephemeral context's defaults
+
+
+@dataclasses.dataclass
+class SuiteRun:
+    """What one GX run produced.
+
+    Attributes:
+        results: one dict per spec, in suite order (see ``_result_row``).
+        gx_result: the GX ``ExpectationSuiteValidationResult`` as JSON-able dict.
+        docs_dir: local folder holding the rendered Data Docs site ("" if not built).
+        docs_page: path of the run's validation page relative to ``docs_dir``.
+        seconds: wall time of the GX run (without Data Docs).
+    """
+
+    results: list[dict[str, Any]]
+    gx_result: dict[str, Any]
+    docs_dir: str = ""
+    docs_page: str = ""
+    seconds: float = 0.0
+
+
+def _quiet_gx() -> None:
+    for name in ("great_expectations", "great_expectations.core", "py4j"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def _camel(snake: str) -> str:
+    return "".join(part.capitalize() for part in snake.split("_"))
+
+
+def to_gx_expectation(spec: ExpectationSpec):
+    """The GX 1.x expectation object for ``spec`` (severity and our metadata ride along in ``meta``)."""
+    import great_expectations.expectations as gxe
+    from great_expectations.expectations.metadata_types import FailureSeverity
+
+    cls = gxe.UnexpectedRowsExpectation if spec.expectation == "unexpected_rows_expectation" else getattr(
+        gxe, _camel(spec.expectation), None)
+    if cls is None:
+        raise ValueError(f"expectation '{spec.name}': {spec.expectation} is not a Great Expectations 1.x expectation")
+    kwargs = dict(spec.kwargs)
+    if spec.mostly is not None:
+        kwargs["mostly"] = spec.mostly
+    meta = {"name": spec.name, "rule": spec.rule, "severity": spec.severity, "source": spec.source}
+    severity = FailureSeverity.CRITICAL if spec.severity == "error" else FailureSeverity.WARNING
+    extra = {"description": spec.name} if cls is gxe.UnexpectedRowsExpectation else {}
+    return cls(**kwargs, meta=meta, severity=severity, **extra)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def _result_row(spec: ExpectationSpec, gx_row: Any) -> dict[str, Any]:
+    result = dict(gx_row.result or {})
+    exception = gx_row.exception_info or {}
+    raised = bool(exception.get("raised_exception")) if isinstance(exception, dict) else False
+    observed = result.get("observed_value")
+    if observed is None and "unexpected_count" in result:
+        observed = f"{result['unexpected_count']} unexpected of {result.get('element_count', '?')}"
+    return {
+        "name": spec.name,
+        "expectation": spec.expectation,
+        "column": spec.kwargs.get("column") or ",".join(spec.kwargs.get("column_list", [])) or None,
+        "kwargs": _jsonable(dict(spec.kwargs)),
+        "threshold": spec.threshold_text(),
+        "severity": spec.severity,
+        "mostly": spec.mostly,
+        "rule": spec.rule,
+        "source": spec.source,
+        "success": bool(gx_row.success) and not raised,
+        "observed_value": _jsonable(observed),
+        "element_count": result.get("element_count"),
+        "unexpected_count": result.get("unexpected_count"),
+        "unexpected_percent": result.get("unexpected_percent"),
+        "partial_unexpected_list": _jsonable((result.get("partial_unexpected_list") or [])[:5]),
+        "exception": (exception.get("exception_message") if raised else None),
+    }
+
+
+def run_suite(df: Any, specs: list[ExpectationSpec], *, suite_name: str, docs_dir: str | Path | None = None) -> SuiteRun:
+    """Validate ``df`` (not re-read, not re-computed by us: cache it in the job) against ``specs``."""
+    import great_expectations as gx
+    from great_expectations.core import ValidationDefinition
+    from great_expectations.core.expectation_suite import ExpectationSuite
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    _quiet_gx()
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    asset_name = suite_name.replace(".", "_")
+    batch = (context.data_sources.add_spark(name="tenantlake")
+             .add_dataframe_asset(name=asset_name)
+             .add_batch_definition_whole_dataframe("whole_dataframe"))
+    suite = ExpectationSuite(name=suite_name)
+    for spec in specs:
+        suite.add_expectation(to_gx_expectation(spec))
+    suite = context.suites.add(suite)
+    validation = context.validation_definitions.add(
+        ValidationDefinition(name=f"{suite_name}.validation", data=batch, suite=suite))
+    started = time.perf_counter()
+    outcome = validation.run(batch_parameters={"dataframe": df}, result_format=RESULT_FORMAT)
+    seconds = time.perf_counter() - started
+    spec_by_name = {spec.name: spec for spec in specs}
+    rows_by_name = {}
+    for gx_row in outcome.results:  # GX groups results by domain, not suite order: match on our meta name
+        spec = spec_by_name[(gx_row.expectation_config.meta or {})["name"]]
+        rows_by_name[spec.name] = _result_row(spec, gx_row)
+    results = [rows_by_name[s.name] for s in specs if s.name in rows_by_name]
+    run = SuiteRun(results=results, gx_result=_jsonable(outcome.to_json_dict()), seconds=seconds)
+    if docs_dir is not None:
+        run.docs_dir, run.docs_page = _build_docs(context, Path(docs_dir))
+    return run
+
+
+def _build_docs(context: Any, docs_dir: Path) -> tuple[str, str]:
+    """Render the Data Docs site (HTML only; GX's pages load their CSS/JS from public CDNs)."""
+    docs_dir.mkdir(parents=True, exist_ok=True)
+    context.add_data_docs_site(site_name=DOCS_SITE_NAME, site_config={
+        "class_name": "SiteBuilder",
+        "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(docs_dir)},
+        "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+    })
+    context.build_data_docs(site_names=[DOCS_SITE_NAME])
+    pages = sorted(p.relative_to(docs_dir).as_posix() for p in (docs_dir / "validations").rglob("*.html"))
+    return str(docs_dir), (pages[-1] if pages else "index.html")
