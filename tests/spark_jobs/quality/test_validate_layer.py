@@ -1,0 +1,127 @@
+"""validate_layer / publish_report on real Spark DataFrames with Great Expectations 1.x."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spark_jobs import quality
+from spark_jobs.quality import report
+
+from .conftest import SILVER_DDL, silver_rows
+
+pytestmark = pytest.mark.integration
+
+
+def _quarantine(spark, rules_per_row, run_id="20261121T120000Z-0000abcd"):
+    rows = [(f'{{"event_id": "q{i}"}}', rules, "landing/iot/f.json", run_id) for i, rules in enumerate(rules_per_row)]
+    return spark.createDataFrame(rows, "_raw string, _failed_rules array<string>, _source_file string, _run_id string")
+
+
+def _context(tmp_path, run_id="20261121T120000Z-0000abcd", **extra):
+    return {"run_id": run_id, "lake_uri": str(tmp_path / "lake"), "dataset": "iot", "layer": "silver",
+            "tenant": "acme", **extra}
+
+
+def test_clean_silver_passes_and_report_lands_in_lake_and_mirror(spark, contract, tmp_path, state_dir):
+    df = spark.createDataFrame(silver_rows(20), SILVER_DDL)
+    context = _context(tmp_path, quarantine_df=_quarantine(spark, []))
+    contract["expectations"]["silver"] = [{"name": "event_ts_freshness", "severity": "warn"}]
+    validation = quality.validate_layer(spark, layer="silver", contract=contract, df=df, context=context)
+    assert not validation.blocking
+    failed = [r["name"] for r in validation.results if not r["success"]]
+    assert failed in ([], ["event_ts_freshness"])  # the fixture rows are dated 2026-11-21 12:00
+    where = quality.publish_report(spark, layer="silver", contract=contract, validation=validation,
+                                   manifest={"run_id": context["run_id"], "rows_in": 20, "rows_out": 20},
+                                   context=context)
+    lake_folder = tmp_path / "lake" / "reports" / "silver" / "iot" / context["run_id"]
+    assert where == str(lake_folder)
+    mirror = state_dir / "dq" / "acme" / "reports" / "silver" / "iot" / context["run_id"]
+    for folder in (lake_folder, mirror):
+        assert (folder / "summary.html").is_file() and (folder / "validation.json").is_file()
+        summary = json.loads((folder / "summary.json").read_text())
+        assert summary["rows_validated"] == 20 and summary["counts"] == {"rows_in": 20, "rows_out": 20}
+        assert summary["links"]["data_docs"].startswith("data_docs/validations/")
+        assert (folder / summary["links"]["data_docs"]).is_file()
+    assert json.loads((mirror / "validation.json").read_text())["statistics"]["evaluated_expectations"] == len(
+        validation.results)
+    assert (state_dir / "dq" / "acme" / "reports" / "index.html").is_file()
+
+
+def test_error_failure_blocks_publish_and_links_quarantined_rows(spark, contract, tmp_path, state_dir):
+    # 20 published rows, 3 rows quarantined for sensor_id_regex: 3/23 = 13 % > 1 % allowed -> fail.
+    df = spark.createDataFrame(silver_rows(20), SILVER_DDL)
+    quarantine_df = _quarantine(spark, [["sensor_id_regex"]] * 3 + [["temperature_range", "status_allowed"]])
+    validation = quality.validate_layer(spark, layer="silver", contract=contract, df=df,
+                                        context=_context(tmp_path, quarantine_df=quarantine_df))
+    assert (validation.status, validation.blocking, validation.exit_code) == ("fail", True, 4)
+    regex = next(r for r in validation.results if r["name"] == "sensor_id_regex")
+    assert (regex["success"], regex["published_success"]) == (False, True)
+    assert (regex["unexpected_count"], regex["element_count"], regex["quarantined_rows"]) == (3, 24, 3)
+    assert "sensor_id_regex (3 unexpected of 24)" in validation.reason
+    assert validation.quarantine["by_rule"] == {"sensor_id_regex": 3, "status_allowed": 1, "temperature_range": 1}
+    assert validation.quarantine["total"] == 4
+    assert len(validation.quarantine["samples"]["sensor_id_regex"]) == 3
+    where = quality.publish_report(spark, layer="silver", contract=contract, validation=validation,
+                                   manifest={"published": False, "reason": validation.reason},
+                                   context=_context(tmp_path, quarantine_df=quarantine_df))
+    summary = json.loads((tmp_path / "lake" / "reports" / "silver" / "iot" /
+                          "20261121T120000Z-0000abcd" / "summary.json").read_text())
+    assert where and summary["status"] == "fail" and summary["exit_code"] == 4 and summary["published"] is False
+    assert {"sensor_id_regex", "temperature_range", "status_allowed"} <= set(summary["failed_expectations"])
+    page = (tmp_path / "lake" / "reports" / "silver" / "iot" / "20261121T120000Z-0000abcd" / "summary.html").read_text()
+    assert 'href="#q-sensor_id_regex"' in page and 'id="q-sensor_id_regex"' in page and "Not published." in page
+
+
+def test_warn_failure_does_not_block(spark, contract, tmp_path, state_dir):
+    df = spark.createDataFrame(silver_rows(20, hot=2), SILVER_DDL)  # 2 of 20 published rows out of range
+    contract["expectations"]["silver"] = [{"name": "temperature_range", "severity": "warn", "mostly": 0.95}]
+    validation = quality.validate_layer(spark, layer="silver", contract=contract, df=df, context=_context(tmp_path))
+    hot = next(r for r in validation.results if r["name"] == "temperature_range")
+    assert (hot["success"], hot["unexpected_count"], hot["severity"]) == (False, 2, "warn")
+    assert validation.status in ("warn",) and validation.blocking is False and validation.exit_code == 3
+
+
+def test_mostly_tolerates_a_trickle_of_quarantined_rows(spark, contract, tmp_path, state_dir):
+    df = spark.createDataFrame(silver_rows(200), SILVER_DDL)
+    contract["expectations"]["silver"] = [{"name": "event_ts_freshness", "severity": "warn"}]
+    validation = quality.validate_layer(spark, layer="silver", contract=contract, df=df,
+                                        context=_context(tmp_path, quarantine_df=_quarantine(spark, [["sensor_id_regex"]])))
+    regex = next(r for r in validation.results if r["name"] == "sensor_id_regex")
+    assert regex["success"] and regex["quarantined_rows"] == 1 and regex["unexpected_count"] == 1
+    assert not validation.blocking
+
+
+def test_gold_referential_check_against_silver_count(spark, contract, tmp_path, state_dir):
+    gold = spark.createDataFrame([("sensor-001", 3, 1.0, 2.0, 3.0), ("sensor-002", 2, 5.0, 4.0, 6.0)],
+                                 "sensor_id string, reading_count long, temperature_min double, "
+                                 "temperature_avg double, temperature_max double")
+    validation = quality.validate_layer(spark, layer="gold", contract=contract, df=gold,
+                                        context=_context(tmp_path, layer="gold", silver_count=6, gold_name="iot_hourly"))
+    by_name = {r["name"]: r for r in validation.results}
+    assert by_name["covers_every_silver_row"]["success"] is False  # 5 readings aggregated, silver had 6
+    assert by_name["covers_every_silver_row"]["observed_value"] == 5
+    assert by_name["temperature_avg_not_below_min"]["success"] is False  # sensor-002: avg 4.0 below min 5.0
+    assert validation.blocking and validation.suite_name == "iot.gold.iot_hourly"
+
+
+def test_previous_run_is_linked(spark, contract, tmp_path, state_dir):
+    df = spark.createDataFrame(silver_rows(5), SILVER_DDL)
+    for run_id in ("20261121T100000Z-00000001", "20261121T110000Z-00000002"):
+        context = _context(tmp_path, run_id=run_id)
+        validation = quality.validate_layer(spark, layer="silver", contract=contract, df=df, context=context)
+        quality.publish_report(spark, layer="silver", contract=contract, validation=validation,
+                               manifest={}, context=context)
+    mirror = report.mirror_root("acme") / "silver" / "iot"
+    second = json.loads((mirror / "20261121T110000Z-00000002" / "summary.json").read_text())
+    assert second["previous_run_id"] == "20261121T100000Z-00000001"
+    assert second["links"]["previous_run"] == "../20261121T100000Z-00000001/summary.html"
+    index_html = (report.mirror_root("acme") / "index.html").read_text()
+    assert "silver/iot/20261121T110000Z-00000002/summary.html" in index_html and "<svg" in index_html
+
+
+def test_validation_switch_off_skips_everything(spark, contract, tmp_path, monkeypatch):
+    monkeypatch.setenv("TENANTLAKE_VALIDATION", "off")
+    df = spark.createDataFrame(silver_rows(5), SILVER_DDL)
+    validation = quality.validate_layer(spark, layer="silver", contract=contract, df=df, context=_context(tmp_path))
+    assert validation.skipped and validation.status == "pass" and not df.is_cached
