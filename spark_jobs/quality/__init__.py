@@ -46,6 +46,8 @@ class LayerValidation:
         docs_dir / docs_page: the rendered GX Data Docs (local temp folder, page within it). @default - ""
         seconds: wall time spent validating (GX run + quarantine summary). @default - 0.0
         skipped: validation was switched off (``TENANTLAKE_VALIDATION=off``). @default - False
+        label: which output of the layer run this is (gold name, ``batch-<n>``), "" for the only one.
+        parts: the validations combined into this one (one layer run validating several outputs).
     """
 
     status: str = "pass"
@@ -61,10 +63,40 @@ class LayerValidation:
     docs_page: str = ""
     seconds: float = 0.0
     skipped: bool = False
+    label: str = ""
+    parts: list["LayerValidation"] = dataclasses.field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
         return exit_code(self.status)
+
+
+# Every validation of a layer run, so that the one report per run covers all of them (a gold run
+# validates each gold output; a bronze run each batch). Filled by validate_layer, drained by publish_report.
+_RUN_VALIDATIONS: dict[tuple[str, str], list[LayerValidation]] = {}
+
+
+def combine(validations: list[LayerValidation]) -> LayerValidation:
+    """One validation for a layer run that validated several outputs (worst status wins)."""
+    if len(validations) == 1:
+        return validations[0]
+    results = []
+    for part in validations:
+        results += [{**r, "name": f"{part.label}/{r['name']}" if part.label else r["name"]} for r in part.results]
+    by_rule: dict[str, int] = {}
+    for part in validations:
+        for rule, rows in ((part.quarantine or {}).get("by_rule") or {}).items():
+            by_rule[rule] = by_rule.get(rule, 0) + rows
+    status = worst([p.status for p in validations])
+    reason = "; ".join(f"{p.label}: {p.reason}" if p.label else p.reason for p in validations if p.reason)
+    return LayerValidation(status=status, blocking=any(p.blocking for p in validations), reason=reason, results=results,
+                           suite_name=validations[0].suite_name.rsplit(".", 1)[0] if validations[0].label else
+                           validations[0].suite_name,
+                           gx_result={"validations": [p.gx_result for p in validations]},
+                           quarantine=next((p.quarantine for p in validations if p.quarantine), None),
+                           quarantine_location=next((p.quarantine_location for p in validations if p.quarantine_location), ""),
+                           validated_with_quarantine=any(p.validated_with_quarantine for p in validations),
+                           seconds=sum(p.seconds for p in validations), parts=list(validations))
 
 
 def validation_enabled() -> bool:
@@ -110,13 +142,19 @@ def validate_layer(spark: Any, *, layer: str, contract: Any, df: Any, context: d
     status, blocking, reason = gate(run.results)
     lake_uri = context.get("lake_uri")
     location = f"{lake_uri.rstrip('/')}/quarantine/{dataset}/" if lake_uri and quarantine_df is not None else ""
-    return LayerValidation(status=status, blocking=blocking, reason=reason, results=run.results, suite_name=suite_name,
-                           gx_result=run.gx_result, quarantine=summary, quarantine_location=location,
-                           validated_with_quarantine=with_quarantine, docs_dir=run.docs_dir, docs_page=run.docs_page,
-                           seconds=time.perf_counter() - started)
+    label = context.get("gold_name") or (f"batch-{context['batch_id']}" if context.get("batch_id") is not None else "")
+    validation = LayerValidation(status=status, blocking=blocking, reason=reason, results=run.results,
+                                 suite_name=suite_name, gx_result=run.gx_result, quarantine=summary,
+                                 quarantine_location=location, validated_with_quarantine=with_quarantine,
+                                 docs_dir=run.docs_dir, docs_page=run.docs_page,
+                                 seconds=time.perf_counter() - started, label=label)
+    if context.get("run_id"):
+        _RUN_VALIDATIONS.setdefault((context["run_id"], layer), []).append(validation)
+    return validation
 
 
 def tenant_of(context: dict[str, Any]) -> str:
+    """``context["tenant"]``, else ``$TENANTLAKE_TENANT`` (the CLI sets it from ``--tenant``), else "local"."""
     return context.get("tenant") or os.environ.get("TENANTLAKE_TENANT") or "local"
 
 
@@ -132,10 +170,13 @@ def publish_report(spark: Any, *, layer: str, contract: Any, validation: LayerVa
 
     if validation.skipped:
         return None
-    dataset = context.get("report_dataset") or context.get("dataset") or field(contract, "dataset", "dataset")
-    if context.get("gold_name") and not context.get("report_dataset"):
-        dataset = f"{dataset}.{context['gold_name']}"
+    dataset = context.get("dataset") or field(contract, "dataset", "dataset")
     run_id = context.get("run_id") or manifest.get("run_id") or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    validation = combine(_RUN_VALIDATIONS.pop((run_id, layer), None) or [validation])
+    if not validation.suite_name and manifest.get("status") == "failed":
+        # The job stopped before it validated anything: the report says so instead of "pass".
+        validation = dataclasses.replace(validation, status="fail", blocking=True, suite_name=f"{dataset}.{layer}",
+                                         reason=f"job failed before validation: {manifest.get('error') or 'see manifest'}")
     tenant, lake_uri = tenant_of(context), context.get("lake_uri")
     try:
         mirror = report.mirror_root(tenant)
@@ -145,7 +186,8 @@ def publish_report(spark: Any, *, layer: str, contract: Any, validation: LayerVa
                                        validation=validation, manifest=manifest, previous=previous,
                                        exit_code=validation.exit_code, published=published)
         lake_folder, mirror_folder = report.write_run_report(spark, lake_uri=lake_uri, tenant=tenant, summary=summary,
-                                                             validation=validation, manifest=manifest)
+                                                             validation=validation, manifest=manifest,
+                                                             report_dir=context.get("report_dir"))
         index.build_index(tenant, mirror)
     except Exception as err:  # noqa: BLE001 - a report problem must not turn a good run into a failed one
         print(f"data-quality report for {layer}/{dataset}/{run_id} not written: {type(err).__name__}: {err}",

@@ -12,11 +12,12 @@ from typing import Any, Iterable
 
 STATUSES = ("pass", "warn", "fail")
 
-# Exit codes of `python -m spark_jobs run|run-all` (README "Data quality"). 1 and 2 stay the generic
-# "job error" and "usage error"; the data-quality outcomes get their own codes so CI can tell them apart.
+# Exit codes of `python -m spark_jobs run|run-all` (README "Data quality"). 1, 2 and 3 stay the CLI's
+# "job failed", "usage error" and "counts invariant violated"; 4 is the CLI's "validation blocked a
+# publish"; warn gets its own code so CI can tell the three data-quality outcomes apart.
 EXIT_PASS = 0
-EXIT_WARN = 3
 EXIT_FAIL = 4
+EXIT_WARN = 5
 EXIT_CODES = {"pass": EXIT_PASS, "warn": EXIT_WARN, "fail": EXIT_FAIL}
 
 
@@ -47,7 +48,7 @@ def worst(statuses: Iterable[str]) -> str:
 
 
 def exit_code(statuses: Iterable[str] | str, *, allow_warn: bool = False) -> int:
-    """Exit code for one or several statuses: 0 pass, 3 warn (0 with ``allow_warn``), 4 fail."""
+    """Exit code for one or several statuses: 0 pass, 5 warn (0 with ``allow_warn``), 4 fail."""
     status = worst([statuses] if isinstance(statuses, str) else statuses)
     if status == "warn" and allow_warn:
         return EXIT_PASS

@@ -99,11 +99,28 @@ def build_summary(*, tenant: str, layer: str, dataset: str, run_id: str, validat
             "summary_html": "summary.html",
             "validation_json": "validation.json",
             "manifest_json": "manifest.json",
-            "data_docs": f"data_docs/{validation.docs_page}" if validation.docs_page else None,
+            "data_docs": _docs_link(validation),
             "previous_run": f"../{previous}/summary.html" if previous else None,
             "index": "../../../index.html",
         },
     }
+
+
+def _docs_parts(validation: Any) -> list[tuple[str, Any]]:
+    """(sub-folder under data_docs/, validation) for each part that has rendered docs."""
+    parts = validation.parts or [validation]
+    if len(parts) == 1:
+        return [("", parts[0])] if parts[0].docs_dir else []
+    return [(part.label or f"part-{i}", part) for i, part in enumerate(parts) if part.docs_dir]
+
+
+def _docs_link(validation: Any) -> str | None:
+    """The Data Docs page of the first failing part (else the first part)."""
+    parts = _docs_parts(validation)
+    if not parts:
+        return None
+    folder, part = next(((f, p) for f, p in parts if p.status != "pass"), parts[0])
+    return "/".join(x for x in ("data_docs", folder, part.docs_page) if x)
 
 
 _CSS = """
@@ -192,7 +209,7 @@ published: <strong id="published">{"yes" if summary["published"] else "no"}</str
 
 
 def write_run_report(spark: Any, *, lake_uri: str | None, tenant: str, summary: dict[str, Any],
-                     validation: Any, manifest: dict[str, Any]) -> tuple[str, Path]:
+                     validation: Any, manifest: dict[str, Any], report_dir: str | None = None) -> tuple[str, Path]:
     """Write the run folder to the mirror, then copy it to the lake. Returns (lake folder or "", mirror folder)."""
     folder = run_folder(summary["layer"], summary["dataset"], summary["run_id"])
     mirror = mirror_root(tenant).parent / folder
@@ -201,11 +218,11 @@ def write_run_report(spark: Any, *, lake_uri: str | None, tenant: str, summary: 
     (mirror / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     (mirror / "summary.html").write_text(render_summary_html(summary))
     (mirror / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
-    if validation.docs_dir:
-        storage.copy_tree(spark, validation.docs_dir, str(mirror / "data_docs"), suffixes=(".html",))
+    for sub_folder, part in _docs_parts(validation):
+        storage.copy_tree(spark, part.docs_dir, str(mirror / "data_docs" / sub_folder), suffixes=(".html",))
     lake_folder = ""
     if lake_uri:
-        lake_folder = storage.join(lake_uri, folder)
+        lake_folder = report_dir or storage.join(lake_uri, folder)
         # manifest.json belongs to the job (it writes its own); everything else is ours.
         storage.copy_tree(spark, mirror, lake_folder, suffixes=(".html", "validation.json", "summary.json"))
     return lake_folder, mirror

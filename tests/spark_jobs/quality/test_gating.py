@@ -27,9 +27,9 @@ def test_all_passing_is_pass():
 
 
 def test_exit_codes_distinguish_pass_warn_fail():
-    assert (gating.EXIT_PASS, gating.EXIT_WARN, gating.EXIT_FAIL) == (0, 3, 4)
+    assert (gating.EXIT_PASS, gating.EXIT_WARN, gating.EXIT_FAIL) == (0, 5, 4)
     assert gating.exit_code("pass") == 0
-    assert gating.exit_code(["pass", "warn"]) == 3
+    assert gating.exit_code(["pass", "warn"]) == 5
     assert gating.exit_code(["warn", "fail", "pass"]) == 4
     assert gating.exit_code("warn", allow_warn=True) == 0
     assert gating.exit_code("fail", allow_warn=True) == 4

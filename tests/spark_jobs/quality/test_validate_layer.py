@@ -79,7 +79,7 @@ def test_warn_failure_does_not_block(spark, contract, tmp_path, state_dir):
     validation = quality.validate_layer(spark, layer="silver", contract=contract, df=df, context=_context(tmp_path))
     hot = next(r for r in validation.results if r["name"] == "temperature_range")
     assert (hot["success"], hot["unexpected_count"], hot["severity"]) == (False, 2, "warn")
-    assert validation.status in ("warn",) and validation.blocking is False and validation.exit_code == 3
+    assert validation.status in ("warn",) and validation.blocking is False and validation.exit_code == 5
 
 
 def test_mostly_tolerates_a_trickle_of_quarantined_rows(spark, contract, tmp_path, state_dir):
@@ -125,3 +125,30 @@ def test_validation_switch_off_skips_everything(spark, contract, tmp_path, monke
     df = spark.createDataFrame(silver_rows(5), SILVER_DDL)
     validation = quality.validate_layer(spark, layer="silver", contract=contract, df=df, context=_context(tmp_path))
     assert validation.skipped and validation.status == "pass" and not df.is_cached
+
+
+def test_one_report_covers_every_output_of_a_layer_run(spark, contract, tmp_path, state_dir):
+    gold = spark.createDataFrame([("sensor-001", 3, 1.0, 2.0, 3.0)], "sensor_id string, reading_count long, "
+                                 "temperature_min double, temperature_avg double, temperature_max double")
+    context = _context(tmp_path, layer="gold", run_id="20261121T130000Z-00000003")
+    first = quality.validate_layer(spark, layer="gold", contract=contract, df=gold,
+                                   context={**context, "gold_name": "iot_hourly", "silver_count": 3})
+    second = quality.validate_layer(spark, layer="gold", contract=contract, df=gold,
+                                    context={**context, "gold_name": "iot_daily", "silver_count": 4})
+    assert (first.status, second.status) == ("pass", "fail")
+    quality.publish_report(spark, layer="gold", contract=contract, validation=second, manifest={}, context=context)
+    summary = json.loads((report.mirror_root("acme") / "gold" / "iot" / "20261121T130000Z-00000003" /
+                          "summary.json").read_text())
+    assert summary["status"] == "fail" and summary["failed_expectations"] == ["iot_daily/covers_every_silver_row"]
+    assert "iot_hourly/row_count" in [e["name"] for e in summary["expectations"]]
+    assert summary["links"]["data_docs"].startswith("data_docs/iot_daily/validations/")
+
+
+def test_job_failing_before_validation_reports_fail(spark, contract, tmp_path, state_dir):
+    context = _context(tmp_path, run_id="20261121T140000Z-00000004")
+    quality.publish_report(spark, layer="silver", contract=contract, validation=quality.LayerValidation(),
+                           manifest={"status": "failed", "error": "AnalysisException: path does not exist"},
+                           context=context)
+    summary = json.loads((report.mirror_root("acme") / "silver" / "iot" / "20261121T140000Z-00000004" /
+                          "summary.json").read_text())
+    assert summary["status"] == "fail" and "path does not exist" in summary["reason"]
