@@ -62,7 +62,7 @@ demo: setup ## Run the platform end to end on the embedded emulator
 	@$(PY) -m infra.local.demo
 
 .PHONY: test
-test: setup ## Run the whole test suite (unit, integration, browser)
+test: setup browser ## Run the whole test suite (unit, integration, browser)
 	@$(PY) -m pytest
 
 ##@ Embedded AWS emulator (moto server on 127.0.0.1)
@@ -93,8 +93,14 @@ apply-all: ## Apply every tenant
 .PHONY: deploy-jobs dq-report
 deploy-jobs: ## Package spark_jobs and submit it to EMR on EKS: make deploy-jobs TENANT=acme
 	$(call not_yet,EMR on EKS deployment is issue 7)
-dq-report: ## Build the data-quality report index: make dq-report TENANT=acme
-	$(call not_yet,data-quality reports are issue 6)
+dq-report: $(VENV)/.installed ## Build the data-quality report index: make dq-report TENANT=acme
+	@test -n "$(TENANT)" || { echo "make dq-report: say which tenant, e.g. make dq-report TENANT=acme" >&2; exit 2; }
+	@$(PY) -m spark_jobs.quality index --tenant $(TENANT)
+
+.PHONY: browser
+browser: ## Install Debian's chromium for the browser tests, if /usr/bin/chromium is missing (apt-get)
+	@test -x /usr/bin/chromium || { echo "browser: installing Debian's chromium with apt-get"; \
+	  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
 ##@ Benchmarks
 .PHONY: bench
