@@ -14,13 +14,15 @@ import re
 from typing import Any, Mapping
 
 TENANT_ID_RE = r"^[a-z][a-z0-9-]{2,23}$"
-TENANT_ID_RULE = "3-24 characters, lowercase, matching [a-z][a-z0-9-]*"
+TENANT_ID_RULE = "3-24 characters, lowercase, matching [a-z][a-z0-9-]*"  # also inside RULE_TEXTS
 ACCOUNT_ID_RE = r"^[0-9]{12}$"
 VPC_ID_RE = r"^vpc-[0-9a-f]{8,17}$"
 REGION_RE = r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$"
-EKS_CLUSTER_NAME_RE = r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$"
+# No backslashes in these patterns: each is also embedded in a Terraform regex() call in the module.
+EKS_CLUSTER_NAME_RE = r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$"
 K8S_NAMESPACE_RE = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 OIDC_PROVIDER_ARN_RE = r"^arn:aws[a-z-]*:iam::[0-9]{12}:oidc-provider/.+$"
+ADMIN_PRINCIPAL_ARN_RE = r"^arn:aws[a-z-]*:(iam|sts)::[0-9]{12}:.+$"
 
 CLASSIFICATIONS: tuple[str, ...] = ("public", "internal", "confidential", "pii", "gdpr")
 # Regions where GDPR data may live: the EU (eu-*) only.  eu-central-2 (Zurich) and eu-south-* are EU
@@ -28,9 +30,55 @@ CLASSIFICATIONS: tuple[str, ...] = ("public", "internal", "confidential", "pii",
 EU_REGION_PREFIX = "eu-"
 ENVIRONMENTS: tuple[str, ...] = ("local", "dev", "staging", "prod")
 
-# The lake bucket's prefixes (the seed design: one bucket per tenant, layered by prefix).
+# The lake bucket's prefixes (the seed design: one bucket per tenant, layered by prefix).  S3 access
+# logs go to the separate per-tenant log bucket, not under a prefix of the lake.
 LAKE_PREFIXES: tuple[str, ...] = (
-    "landing", "bronze", "silver", "gold", "quarantine", "reports", "checkpoints", "artifacts", "logs",
+    "landing", "bronze", "silver", "gold", "quarantine", "reports", "checkpoints", "artifacts",
+)
+
+# Resource names, as str.format templates over the tenant's inputs.  Python renders them with plain
+# values; the CDKTF module renders the SAME templates with Terraform tokens (var.tenant_id, ...), so
+# ``acme-eu-west-1-lake`` and ``${var.tenant_id}-${var.region}-lake`` come from one string.
+NAME_TEMPLATES: dict[str, str] = {
+    "lake_bucket": "{tenant_id}-{region}-lake",
+    "log_bucket": "{tenant_id}-{region}-lake-logs",
+    "kms_alias": "alias/{tenant_id}-lake",
+    "emr_namespace": "emr-{tenant_id}",
+    "job_execution_role": "{tenant_id}-emr-job-execution",
+    "ingest_writer_role": "{tenant_id}-lake-ingest-writer",
+    "consumer_role": "{tenant_id}-lake-consumer",
+    "log_group": "/tenantlake/{tenant_id}/emr",
+    "virtual_cluster": "{tenant_id}-lake",
+    "oidc_provider_placeholder": "arn:aws:iam::{account_id}:oidc-provider/oidc.eks.{region}.amazonaws.com/id/{cluster_upper}",
+}
+
+
+def render_name(kind: str, **values: str) -> str:
+    """Render ``NAME_TEMPLATES[kind]``; ``values`` may be plain strings or CDKTF tokens."""
+    return NAME_TEMPLATES[kind].format(**values)
+
+
+# Rule texts shared by ``validate`` (Python) and the module's variable validations (Terraform), so a
+# plan-time error and a config-check error read the same.  ``{...}`` fields are the offending values.
+RULE_TEXTS: dict[str, str] = {
+    "tenant_id": "'{tenant_id}' must be " + "3-24 characters, lowercase, matching [a-z][a-z0-9-]*",
+    "region": "'{region}' is not an AWS region name like eu-west-1",
+    "gdpr": "{region} is outside the EU but data_classification includes gdpr",
+    "account_id": "'{account_id}' must be exactly 12 digits",
+    "data_classification": "every entry must be one of {classifications}, and at least one is required",
+    "vpc_ids": "must list at least one VPC id like vpc-0123456789abcdef0, each once",
+    "environment": "'{environment}' is not one of {environments}",
+    "eks_cluster_name": "'{eks_cluster_name}' is not a valid EKS cluster name",
+    "eks_oidc_provider_arn": "'{eks_oidc_provider_arn}' is not an IAM OIDC provider ARN",
+    "emr_namespace": "'{emr_namespace}' is not a Kubernetes namespace name",
+    "admin_principal_arns": "every entry must be an IAM or STS principal ARN like arn:aws:iam::123456789012:role/deployer",
+    "retention_days": "keys must be among {retention_keys}, values whole days from 1 to 3650",
+    "retention_bronze": "bronze must be more than 90 days (it transitions to GLACIER_IR at 90)",
+    "retention_logs": "logs must be a CloudWatch Logs retention period ({log_retention_values})",
+}
+# The retention periods CloudWatch Logs accepts (the log group's retention is retention_days["logs"]).
+LOG_RETENTION_VALUES: tuple[int, ...] = (
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
 )
 
 # Documented defaults (README "Tenant inputs" table; asserted in tests).
@@ -90,7 +138,7 @@ class TenantConfig:
     # ---- derived names (the only place resource names are built) -------------------------
     @property
     def namespace(self) -> str:
-        return self.emr_namespace or f"emr-{self.tenant_id}"
+        return self.emr_namespace or render_name("emr_namespace", tenant_id=self.tenant_id)
 
     @property
     def lake_bucket_name(self) -> str:
@@ -98,11 +146,16 @@ class TenantConfig:
 
     @property
     def log_bucket_name(self) -> str:
-        return f"{self.tenant_id}-{self.region}-lake-logs"
+        return render_name("log_bucket", tenant_id=self.tenant_id, region=self.region)
 
     @property
     def kms_alias(self) -> str:
-        return f"alias/{self.tenant_id}-lake"
+        return render_name("kms_alias", tenant_id=self.tenant_id)
+
+    def name(self, kind: str) -> str:
+        """Any resource name of ``NAME_TEMPLATES`` for this tenant."""
+        return render_name(kind, tenant_id=self.tenant_id, region=self.region, account_id=self.account_id,
+                           cluster_upper=self.eks_cluster_name.upper())
 
     @property
     def effective_retention_days(self) -> dict[str, int]:
@@ -110,10 +163,7 @@ class TenantConfig:
 
     @property
     def oidc_provider_arn(self) -> str:
-        return self.eks_oidc_provider_arn or (
-            f"arn:aws:iam::{self.account_id}:oidc-provider/oidc.eks.{self.region}.amazonaws.com/id/"
-            f"{self.eks_cluster_name.upper()}"
-        )
+        return self.eks_oidc_provider_arn or self.name("oidc_provider_placeholder")
 
     @property
     def gdpr(self) -> bool:
@@ -131,7 +181,7 @@ class TenantConfig:
 
 
 def lake_bucket_name(tenant_id: str, region: str) -> str:
-    return f"{tenant_id}-{region}-lake"
+    return render_name("lake_bucket", tenant_id=tenant_id, region=region)
 
 
 def is_eu_region(region: str) -> bool:
@@ -151,20 +201,20 @@ def validate(cfg: TenantConfig) -> TenantConfig:
     """Check every rule; raise ``TenantConfigError`` on the first broken one, else return ``cfg``."""
     t = cfg.tenant_id if isinstance(cfg.tenant_id, str) else repr(cfg.tenant_id)
     if not isinstance(cfg.tenant_id, str) or not re.match(TENANT_ID_RE, cfg.tenant_id):
-        raise TenantConfigError(t, "tenant_id", f"'{cfg.tenant_id}' must be {TENANT_ID_RULE}")
+        raise TenantConfigError(t, "tenant_id", RULE_TEXTS["tenant_id"].format(tenant_id=cfg.tenant_id))
     if len(lake_bucket_name(cfg.tenant_id, cfg.region) + "-logs") > MAX_BUCKET_NAME:
         raise TenantConfigError(t, "tenant_id", f"too long for S3 bucket names in {cfg.region} (max {MAX_BUCKET_NAME} characters)")
     if not re.match(REGION_RE, cfg.region or ""):
-        raise TenantConfigError(t, "region", f"'{cfg.region}' is not an AWS region name like eu-west-1")
+        raise TenantConfigError(t, "region", RULE_TEXTS["region"].format(region=cfg.region))
     if not re.match(ACCOUNT_ID_RE, cfg.account_id or ""):
-        raise TenantConfigError(t, "account_id", f"'{cfg.account_id}' must be exactly 12 digits")
+        raise TenantConfigError(t, "account_id", RULE_TEXTS["account_id"].format(account_id=cfg.account_id))
     if not cfg.data_classification:
         raise TenantConfigError(t, "data_classification", f"must name at least one of {', '.join(CLASSIFICATIONS)}")
     for c in cfg.data_classification:
         if c not in CLASSIFICATIONS:
             raise TenantConfigError(t, "data_classification", f"'{c}' is not one of {', '.join(CLASSIFICATIONS)}")
     if cfg.gdpr and not is_eu_region(cfg.region):
-        raise TenantConfigError(t, "region", f"{cfg.region} is outside the EU but data_classification includes gdpr")
+        raise TenantConfigError(t, "region", RULE_TEXTS["gdpr"].format(region=cfg.region))
     if not cfg.vpc_ids:
         raise TenantConfigError(t, "vpc_ids", "must list at least one VPC id")
     for v in cfg.vpc_ids:
@@ -173,13 +223,15 @@ def validate(cfg: TenantConfig) -> TenantConfig:
     if len(set(cfg.vpc_ids)) != len(cfg.vpc_ids):
         raise TenantConfigError(t, "vpc_ids", "lists a VPC more than once")
     if cfg.environment not in ENVIRONMENTS:
-        raise TenantConfigError(t, "environment", f"'{cfg.environment}' is not one of {', '.join(ENVIRONMENTS)}")
+        raise TenantConfigError(t, "environment", RULE_TEXTS["environment"].format(
+            environment=cfg.environment, environments=", ".join(ENVIRONMENTS)))
     if not re.match(EKS_CLUSTER_NAME_RE, cfg.eks_cluster_name):
-        raise TenantConfigError(t, "eks_cluster_name", f"'{cfg.eks_cluster_name}' is not a valid EKS cluster name")
+        raise TenantConfigError(t, "eks_cluster_name", RULE_TEXTS["eks_cluster_name"].format(eks_cluster_name=cfg.eks_cluster_name))
     if cfg.eks_oidc_provider_arn and not re.match(OIDC_PROVIDER_ARN_RE, cfg.eks_oidc_provider_arn):
-        raise TenantConfigError(t, "eks_oidc_provider_arn", f"'{cfg.eks_oidc_provider_arn}' is not an IAM OIDC provider ARN")
+        raise TenantConfigError(t, "eks_oidc_provider_arn", RULE_TEXTS["eks_oidc_provider_arn"].format(
+            eks_oidc_provider_arn=cfg.eks_oidc_provider_arn))
     if not re.match(K8S_NAMESPACE_RE, cfg.namespace):
-        raise TenantConfigError(t, "emr_namespace", f"'{cfg.namespace}' is not a Kubernetes namespace name")
+        raise TenantConfigError(t, "emr_namespace", RULE_TEXTS["emr_namespace"].format(emr_namespace=cfg.namespace))
     for prefix, days in dict(cfg.retention_days).items():
         if prefix not in DEFAULT_RETENTION_DAYS:
             raise TenantConfigError(t, "retention_days", f"'{prefix}' is not one of {', '.join(DEFAULT_RETENTION_DAYS)}")
@@ -187,7 +239,13 @@ def validate(cfg: TenantConfig) -> TenantConfig:
             raise TenantConfigError(t, "retention_days", f"{prefix}={days!r} must be a whole number of days from 1 to 3650")
     if cfg.effective_retention_days["bronze"] <= 90:
         # bronze moves to GLACIER_IR at 90 d; expiring before that would make the transition moot.
-        raise TenantConfigError(t, "retention_days", "bronze must be more than 90 days (it transitions to GLACIER_IR at 90)")
+        raise TenantConfigError(t, "retention_days", RULE_TEXTS["retention_bronze"])
+    if cfg.effective_retention_days["logs"] not in LOG_RETENTION_VALUES:
+        raise TenantConfigError(t, "retention_days", RULE_TEXTS["retention_logs"].format(
+            log_retention_values=", ".join(map(str, LOG_RETENTION_VALUES))))
+    for arn in cfg.admin_principal_arns:
+        if not re.match(ADMIN_PRINCIPAL_ARN_RE, arn):
+            raise TenantConfigError(t, "admin_principal_arns", f"'{arn}': " + RULE_TEXTS["admin_principal_arns"])
     for key, value in dict(cfg.tags).items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise TenantConfigError(t, "tags", "must map strings to strings")

@@ -1,0 +1,136 @@
+"""IAM roles of one tenant, least privilege by medallion layer.
+
+| role | trusted by | may read | may write |
+|---|---|---|---|
+| job execution (EMR on EKS) | the EKS OIDC provider, only for the tenant namespace's EMR service accounts (``system:serviceaccount:<ns>:emr-containers-sa-*-*-<account>-*``, ``aud = sts.amazonaws.com``) | landing/, bronze/, artifacts/ and everything it writes | bronze/ silver/ gold/ quarantine/ reports/ checkpoints/ |
+| ingest writer | principals of the tenant's account | - | landing/ (put only) |
+| consumer | principals of the tenant's account | gold/, reports/ | - |
+
+Every role may use only the tenant key (data-key actions), and the job role may write only the
+tenant's log group.  No statement grants S3 or KMS actions on ``*`` (a checkov custom check, too).
+Write prefixes are also readable by the job role: Spark's commit protocol lists and reads what it
+writes, and the gold job reads silver.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Mapping, Sequence
+
+from cdktf_cdktf_provider_aws.iam_role import IamRole
+from cdktf_cdktf_provider_aws.iam_role_policy import IamRolePolicy
+from constructs import Construct
+
+from modules.policy_document import Condition, Principal, Statement, policy_document
+
+S3_READ_ACTIONS: tuple[str, ...] = ("s3:GetObject", "s3:GetObjectVersion")
+S3_WRITE_ACTIONS: tuple[str, ...] = ("s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload",
+                                     "s3:ListMultipartUploadParts")
+S3_PUT_ONLY_ACTIONS: tuple[str, ...] = ("s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts")
+KMS_READ_ACTIONS: tuple[str, ...] = ("kms:Decrypt", "kms:DescribeKey")
+# Writing SSE-KMS objects needs a data key; multipart completion also decrypts it.
+KMS_WRITE_ACTIONS: tuple[str, ...] = ("kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey", "kms:Encrypt")
+LOG_WRITE_ACTIONS: tuple[str, ...] = ("logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams")
+
+
+@dataclasses.dataclass(frozen=True)
+class RoleAccess:
+    """Which prefixes a role may read and write, and whether it writes the tenant's log group."""
+
+    read: Sequence[str] = ()
+    write: Sequence[str] = ()
+    put_only: Sequence[str] = ()
+    logs: bool = False
+
+
+# The access matrix (README "IAM roles"; asserted in tests/modules/test_job_roles.py).
+ROLE_ACCESS: dict[str, RoleAccess] = {
+    "job_execution": RoleAccess(read=("landing", "bronze", "artifacts"),
+                                write=("bronze", "silver", "gold", "quarantine", "reports", "checkpoints"),
+                                logs=True),
+    "ingest_writer": RoleAccess(put_only=("landing",)),
+    "consumer": RoleAccess(read=("gold", "reports")),
+}
+EMR_SERVICE_ACCOUNT_PATTERN = "system:serviceaccount:{namespace}:emr-containers-sa-*-*-{account_id}-*"
+
+
+@dataclasses.dataclass(frozen=True)
+class JobRolesConfig:
+    """Inputs of ``JobRoles`` (values may be Terraform expressions).
+
+    Attributes:
+        role_names: name per role key of ``ROLE_ACCESS`` (from ``infra.tenant.NAME_TEMPLATES``).
+        partition, account_id: the tenant's account.
+        oidc_provider_arn, oidc_issuer: the EKS cluster's IAM OIDC provider and its issuer (host/path).
+        emr_namespace: the Kubernetes namespace of the tenant's EMR jobs.
+        tags: tags of the roles.
+        max_session_duration: seconds a role session lasts at most. @default - 3600
+    """
+
+    role_names: Mapping[str, str]
+    partition: str
+    account_id: str
+    oidc_provider_arn: str
+    oidc_issuer: str
+    emr_namespace: str
+    tags: Mapping[str, str]
+    max_session_duration: int = 3600
+
+
+def trust_statements(cfg: JobRolesConfig, role: str) -> list[Statement]:
+    if role == "job_execution":
+        return [Statement(
+            "EmrOnEksServiceAccountsOfTenantNamespace", ["sts:AssumeRoleWithWebIdentity"], [],
+            principals=[Principal("Federated", [cfg.oidc_provider_arn])],
+            conditions=[
+                Condition("StringLike", f"{cfg.oidc_issuer}:sub",
+                          [EMR_SERVICE_ACCOUNT_PATTERN.format(namespace=cfg.emr_namespace, account_id=cfg.account_id)]),
+                Condition("StringEquals", f"{cfg.oidc_issuer}:aud", ["sts.amazonaws.com"]),
+            ])]
+    return [Statement("TenantAccountPrincipals", ["sts:AssumeRole"], [],
+                      principals=[Principal("AWS", [f"arn:{cfg.partition}:iam::{cfg.account_id}:root"])])]
+
+
+def permission_statements(access: RoleAccess, bucket_arn: str, key_arn: str, log_group_arn: str) -> list[Statement]:
+    readable = list(dict.fromkeys([*access.read, *access.write]))
+    statements: list[Statement] = []
+    listable = list(dict.fromkeys([*readable, *access.put_only]))
+    if listable and readable:
+        statements.append(Statement(
+            "ListOwnPrefixes", ["s3:ListBucket"], [bucket_arn],
+            conditions=[Condition("StringLike", "s3:prefix", [v for p in listable for v in (f"{p}/", f"{p}/*")])]))
+        statements.append(Statement("LocateBucket", ["s3:GetBucketLocation"], [bucket_arn]))
+    if readable:
+        statements.append(Statement("ReadPrefixes", list(S3_READ_ACTIONS), [f"{bucket_arn}/{p}/*" for p in readable]))
+    if access.write:
+        statements.append(Statement("WritePrefixes", list(S3_WRITE_ACTIONS), [f"{bucket_arn}/{p}/*" for p in access.write]))
+    if access.put_only:
+        statements.append(Statement("PutOnlyPrefixes", list(S3_PUT_ONLY_ACTIONS),
+                                    [f"{bucket_arn}/{p}/*" for p in access.put_only]))
+    writes = bool(access.write or access.put_only)
+    statements.append(Statement("UseTenantKey", list(KMS_WRITE_ACTIONS if writes else KMS_READ_ACTIONS), [key_arn]))
+    if access.logs:
+        statements.append(Statement("WriteTenantLogGroup", list(LOG_WRITE_ACTIONS),
+                                    [log_group_arn, f"{log_group_arn}:*"]))
+    return statements
+
+
+class JobRoles(Construct):
+    """The three tenant roles.  ``grant(...)`` attaches their permissions once the key exists."""
+
+    def __init__(self, scope: Construct, id_: str, cfg: JobRolesConfig) -> None:
+        super().__init__(scope, id_)
+        self.cfg = cfg
+        self.roles: dict[str, IamRole] = {}
+        for role in ROLE_ACCESS:
+            trust = policy_document(self, f"{role}_trust", trust_statements(cfg, role))
+            self.roles[role] = IamRole(
+                self, role, name=cfg.role_names[role], assume_role_policy=trust.json,
+                description=f"tenantlake {role.replace('_', ' ')} role", max_session_duration=cfg.max_session_duration,
+                tags=cfg.tags)
+        self.arns = {role: r.arn for role, r in self.roles.items()}
+
+    def grant(self, bucket_arn: str, key_arn: str, log_group_arn: str) -> None:
+        for role, access in ROLE_ACCESS.items():
+            document = policy_document(self, f"{role}_permissions",
+                                       permission_statements(access, bucket_arn, key_arn, log_group_arn))
+            IamRolePolicy(self, f"{role}_policy", name="lake-access", role=self.roles[role].id, policy=document.json)

@@ -1,0 +1,89 @@
+"""Lifecycle rules per lake prefix (and for the log bucket), with documented defaults.
+
+Every rule, whatever its prefix, aborts incomplete multipart uploads after
+``abort_multipart_days`` and expires noncurrent versions after ``noncurrent_days`` (checkpoints:
+``checkpoint_noncurrent_days``).  Per prefix, by default (README "Tenant module" table; asserted in
+tests/modules/test_lifecycle.py):
+
+| prefix      | transitions                               | expiry                                   |
+|-------------|-------------------------------------------|------------------------------------------|
+| landing     | -                                         | retention_days["landing"] (30 d)         |
+| bronze      | STANDARD_IA at 30 d, GLACIER_IR at 90 d   | retention_days["bronze"] (365 d)         |
+| silver      | STANDARD_IA at 90 d                       | -                                        |
+| gold        | INTELLIGENT_TIERING at 0 d                | -                                        |
+| quarantine  | -                                         | retention_days["quarantine"] (30 d)      |
+| reports, checkpoints, artifacts | -                     | -                                        |
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Mapping, Sequence
+
+from cdktf_cdktf_provider_aws.s3_bucket_lifecycle_configuration import (
+    S3BucketLifecycleConfiguration,
+    S3BucketLifecycleConfigurationRule,
+    S3BucketLifecycleConfigurationRuleAbortIncompleteMultipartUpload,
+    S3BucketLifecycleConfigurationRuleExpiration,
+    S3BucketLifecycleConfigurationRuleFilter,
+    S3BucketLifecycleConfigurationRuleNoncurrentVersionExpiration,
+    S3BucketLifecycleConfigurationRuleTransition,
+)
+from constructs import Construct
+
+from infra.tenant import LAKE_PREFIXES
+
+Number = float  # a number or a CDKTF number token
+
+
+@dataclasses.dataclass(frozen=True)
+class LifecycleConfig:
+    """Inputs of ``LakeLifecycle``.
+
+    Attributes:
+        bucket: the bucket id.
+        expiry_days: expiry per prefix (only prefixes listed here expire); the module passes the
+            merged ``retention_days`` for landing, bronze and quarantine.
+        prefixes: the prefixes that get a rule. @default - ``infra.tenant.LAKE_PREFIXES``
+        transitions: storage-class transitions per prefix, (days, class) pairs.
+            @default - bronze: (30, STANDARD_IA), (90, GLACIER_IR); silver: (90, STANDARD_IA);
+            gold: (0, INTELLIGENT_TIERING)
+        abort_multipart_days: abort incomplete multipart uploads after. @default - 7 days
+        noncurrent_days: expire noncurrent versions after. @default - 30 days
+        checkpoint_noncurrent_days: the same for ``checkpoints/``. @default - 7 days
+    """
+
+    bucket: str
+    expiry_days: Mapping[str, Number]
+    prefixes: Sequence[str] = LAKE_PREFIXES
+    transitions: Mapping[str, Sequence[tuple[int, str]]] = dataclasses.field(default_factory=lambda: {
+        "bronze": ((30, "STANDARD_IA"), (90, "GLACIER_IR")),
+        "silver": ((90, "STANDARD_IA"),),
+        "gold": ((0, "INTELLIGENT_TIERING"),),
+    })
+    abort_multipart_days: int = 7
+    noncurrent_days: int = 30
+    checkpoint_noncurrent_days: int = 7
+
+
+class LakeLifecycle(Construct):
+    """One ``aws_s3_bucket_lifecycle_configuration`` with a rule per prefix ("" = whole bucket)."""
+
+    def __init__(self, scope: Construct, id_: str, cfg: LifecycleConfig) -> None:
+        super().__init__(scope, id_)
+        rules = []
+        for prefix in cfg.prefixes:
+            noncurrent = cfg.checkpoint_noncurrent_days if prefix == "checkpoints" else cfg.noncurrent_days
+            rules.append(S3BucketLifecycleConfigurationRule(
+                id=prefix or "all",
+                status="Enabled",
+                filter=[S3BucketLifecycleConfigurationRuleFilter(prefix=f"{prefix}/" if prefix else "")],
+                abort_incomplete_multipart_upload=[S3BucketLifecycleConfigurationRuleAbortIncompleteMultipartUpload(
+                    days_after_initiation=cfg.abort_multipart_days)],
+                noncurrent_version_expiration=[S3BucketLifecycleConfigurationRuleNoncurrentVersionExpiration(
+                    noncurrent_days=noncurrent)],
+                transition=[S3BucketLifecycleConfigurationRuleTransition(days=days, storage_class=cls)
+                            for days, cls in cfg.transitions.get(prefix, ())] or None,
+                expiration=[S3BucketLifecycleConfigurationRuleExpiration(days=cfg.expiry_days[prefix])]
+                if prefix in cfg.expiry_days else None,
+            ))
+        self.configuration = S3BucketLifecycleConfiguration(self, "configuration", bucket=cfg.bucket, rule=rules)

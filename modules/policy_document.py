@@ -1,0 +1,107 @@
+"""Typed IAM policy statements, rendered in one place.
+
+Every policy of the tenant module (key policy, bucket policies, VPC endpoint policy, role trust and
+permission policies) is a list of ``Statement``; nothing writes policy JSON by hand.  Two renderings:
+
+* ``policy_document(...)``: an ``aws_iam_policy_document`` data source (lists may be Terraform
+  expressions such as ``concat([...], var.admin_principal_arns)``; checkov reads its statements).
+* ``policy_json(...)``: a JSON string with ``${...}`` interpolations inside string values, for the KMS
+  key policy (a resource policy whose ``Resource: "*"`` means "this key", which checkov's IAM-document
+  checks would otherwise misread as a wildcard grant).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Sequence, Union
+
+from cdktf import Token
+from constructs import Construct
+from cdktf_cdktf_provider_aws.data_aws_iam_policy_document import (
+    DataAwsIamPolicyDocument,
+    DataAwsIamPolicyDocumentStatement,
+    DataAwsIamPolicyDocumentStatementCondition,
+    DataAwsIamPolicyDocumentStatementPrincipals,
+)
+
+
+
+class ListExpr(str):
+    """One Terraform expression that evaluates to a list, e.g. ``ListExpr("${var.admin_principal_arns}")``."""
+
+
+# A list of values (plain strings or scalar ``${...}`` expressions), one such value, or a ``ListExpr``.
+Values = Union[Sequence[str], str, ListExpr]
+
+
+@dataclasses.dataclass(frozen=True)
+class Condition:
+    test: str  # e.g. "StringEquals", "Bool", "ArnNotLike"
+    variable: str  # e.g. "aws:SecureTransport"
+    values: Values
+
+
+@dataclasses.dataclass(frozen=True)
+class Principal:
+    type: str  # "AWS", "Service", "Federated" or "*"
+    identifiers: Values
+
+
+@dataclasses.dataclass(frozen=True)
+class Statement:
+    sid: str
+    actions: Sequence[str]
+    resources: Values
+    effect: str = "Allow"
+    principals: Sequence[Principal] = ()
+    conditions: Sequence[Condition] = ()
+
+
+def _as_list(values: Values) -> list[str]:
+    if isinstance(values, ListExpr):
+        return Token.as_list(str(values))
+    if isinstance(values, str):
+        return [values]
+    return list(values)
+
+
+def policy_document(scope: Construct, id_: str, statements: Sequence[Statement]) -> DataAwsIamPolicyDocument:
+    """An ``aws_iam_policy_document`` data source; use ``.json`` for the policy attribute."""
+    return DataAwsIamPolicyDocument(scope, id_, statement=[
+        DataAwsIamPolicyDocumentStatement(
+            sid=s.sid,
+            effect=s.effect,
+            actions=list(s.actions),
+            resources=_as_list(s.resources) or None,
+            principals=[DataAwsIamPolicyDocumentStatementPrincipals(type=p.type, identifiers=_as_list(p.identifiers))
+                        for p in s.principals] or None,
+            condition=[DataAwsIamPolicyDocumentStatementCondition(test=c.test, variable=c.variable,
+                                                                   values=_as_list(c.values))
+                       for c in s.conditions] or None,
+        )
+        for s in statements
+    ])
+
+
+def _json_values(values: Values) -> str | list[str]:
+    if isinstance(values, ListExpr):
+        raise ValueError(f"policy_json cannot embed the list expression {values}; use policy_document")
+    return values if isinstance(values, str) else list(values)
+
+
+def policy_json(statements: Sequence[Statement]) -> str:
+    """The policy as a JSON string (only for values that are plain strings or scalar ``${...}``)."""
+    def block(s: Statement) -> dict:
+        out: dict = {"Sid": s.sid, "Effect": s.effect}
+        if s.principals:
+            out["Principal"] = {p.type: _json_values(p.identifiers) for p in s.principals}
+        out["Action"] = list(s.actions)
+        out["Resource"] = _json_values(s.resources)
+        if s.conditions:
+            cond: dict = {}
+            for c in s.conditions:
+                cond.setdefault(c.test, {})[c.variable] = _json_values(c.values)
+            out["Condition"] = cond
+        return out
+
+    return json.dumps({"Version": "2012-10-17", "Statement": [block(s) for s in statements]}, sort_keys=False)

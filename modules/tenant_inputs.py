@@ -1,0 +1,158 @@
+"""The tenant module's inputs: typed, described Terraform variables with plan-time validation.
+
+The module is synthesized once and reused by every tenant, so tenant values are Terraform variables,
+not Python values.  Every regex, allowed value and error text comes from ``infra.tenant`` (the same
+constants ``infra.tenant.validate`` uses), so a rule is written once: a bad tenant fails the Python
+config check and, if it got past that, ``terraform plan`` with the same one-line message.
+
+The construct also derives the values every other construct needs (names, tags, retention) as
+Terraform locals, from the same ``NAME_TEMPLATES``.
+"""
+from __future__ import annotations
+
+import json
+
+from cdktf import TerraformLocal, TerraformVariable, TerraformVariableValidationConfig, Token
+from cdktf_cdktf_provider_aws.data_aws_partition import DataAwsPartition
+from constructs import Construct
+
+from infra import tenant as model
+
+# Each input referenced by name inside Terraform expressions.
+V = {name: "${var.%s}" % name for name in sorted(model.FIELDS)}
+
+
+def _hcl_list(values) -> str:
+    return json.dumps(list(values))
+
+
+def _check(condition: str, field: str, rule: str) -> TerraformVariableValidationConfig:
+    # error_message names the input and the rule, like TenantConfigError does (without the tenant
+    # prefix: Terraform already prints which variable failed).
+    return TerraformVariableValidationConfig(condition="${%s}" % condition, error_message=f"{field}: {rule}")
+
+
+def _regex(pattern: str, ref: str) -> str:
+    return f"can(regex({json.dumps(pattern)}, {ref}))"
+
+
+class TenantInputs(Construct):
+    """Declares the module's variables (names = ``infra.tenant.TenantConfig`` fields) and locals.
+
+    Attributes exposed to the other constructs (Terraform expressions, as strings or tokens):
+        tenant_id, region, account_id, partition: scalar inputs.
+        tags: the four standard tags merged over the user's ``tags`` (ours win).
+        names: every name of ``infra.tenant.NAME_TEMPLATES`` for this tenant.
+        retention: ``retention_days`` merged over ``DEFAULT_RETENTION_DAYS`` (a number per key).
+        emr_namespace, oidc_provider_arn, oidc_issuer: derived EMR-on-EKS identity values.
+        vpc_ids, admin_principal_arns, environment, eks_cluster_name: list/scalar inputs.
+    """
+
+    def __init__(self, scope: Construct, id_: str) -> None:
+        super().__init__(scope, id_)
+        rules = model.RULE_TEXTS
+        classes = _hcl_list(model.CLASSIFICATIONS)
+        retention_keys = _hcl_list(model.DEFAULT_RETENTION_DAYS)
+        log_values = json.dumps(list(model.LOG_RETENTION_VALUES))
+
+        def var(name: str, type_: str, description: str, default=None, checks=()) -> TerraformVariable:
+            return TerraformVariable(self, name, type=type_, description=description, default=default,
+                                     validation=list(checks) or None)
+
+        var("tenant_id", "string", "Tenant id: " + model.TENANT_ID_RULE + "; part of every resource name.", checks=[
+            _check(_regex(model.TENANT_ID_RE, "var.tenant_id"), "tenant_id",
+                   rules["tenant_id"].format(tenant_id=V["tenant_id"])),
+            _check(f'length("{model.NAME_TEMPLATES["log_bucket"].format(**V)}") <= {model.MAX_BUCKET_NAME}',
+                   "tenant_id", f"too long for S3 bucket names in {V['region']} (max {model.MAX_BUCKET_NAME} characters)"),
+        ])
+        var("region", "string", "AWS region of the lake, e.g. eu-west-1.", checks=[
+            _check(_regex(model.REGION_RE, "var.region"), "region", rules["region"].format(region=V["region"])),
+            # Cross-variable validation (Terraform >= 1.9): gdpr data stays in the EU.
+            _check(f'!contains(var.data_classification, "gdpr") || startswith(var.region, "{model.EU_REGION_PREFIX}")',
+                   "region", rules["gdpr"].format(region=V["region"])),
+        ])
+        var("account_id", "string", "The 12-digit AWS account that owns the lake.", checks=[
+            _check(_regex(model.ACCOUNT_ID_RE, "var.account_id"), "account_id",
+                   rules["account_id"].format(account_id=V["account_id"])),
+        ])
+        var("data_classification", "list(string)",
+            f"Classifications of the tenant's data, a non-empty subset of {', '.join(model.CLASSIFICATIONS)}; "
+            "gdpr requires an EU region.", checks=[
+                _check(f"length(var.data_classification) > 0 && alltrue([for c in var.data_classification : contains({classes}, c)])",
+                       "data_classification", rules["data_classification"].format(classifications=", ".join(model.CLASSIFICATIONS))),
+            ])
+        vpc_ids = var("vpc_ids", "list(string)", "The tenant's existing VPCs; the lake is reachable only through their endpoints.", checks=[
+            _check("length(var.vpc_ids) > 0 && length(distinct(var.vpc_ids)) == length(var.vpc_ids) && "
+                   f"alltrue([for v in var.vpc_ids : {_regex(model.VPC_ID_RE, 'v')}])", "vpc_ids", rules["vpc_ids"]),
+        ])
+        var("tags", "map(string)", "Extra tags on every taggable resource (the four standard tags win).", default={})
+        var("environment", "string", f"Deployment environment, one of {', '.join(model.ENVIRONMENTS)}; local targets the embedded emulator.",
+            default="local", checks=[
+                _check(f"contains({_hcl_list(model.ENVIRONMENTS)}, var.environment)", "environment",
+                       rules["environment"].format(environment=V["environment"], environments=", ".join(model.ENVIRONMENTS))),
+            ])
+        var("cost_center", "string", "Cost-allocation tag.", default="data-platform")
+        var("eks_cluster_name", "string", "EKS cluster that hosts the tenant's EMR virtual cluster.", default="tenantlake", checks=[
+            _check(_regex(model.EKS_CLUSTER_NAME_RE, "var.eks_cluster_name"), "eks_cluster_name",
+                   rules["eks_cluster_name"].format(eks_cluster_name=V["eks_cluster_name"])),
+        ])
+        var("eks_oidc_provider_arn", "string",
+            "IAM OIDC provider of the EKS cluster; empty derives a placeholder ARN in account_id.", default="", checks=[
+                _check(f'var.eks_oidc_provider_arn == "" || {_regex(model.OIDC_PROVIDER_ARN_RE, "var.eks_oidc_provider_arn")}',
+                       "eks_oidc_provider_arn", rules["eks_oidc_provider_arn"].format(eks_oidc_provider_arn=V["eks_oidc_provider_arn"])),
+            ])
+        var("emr_namespace", "string", "Kubernetes namespace of the tenant's EMR jobs; empty means emr-<tenant_id>.", default="", checks=[
+            _check(f'var.emr_namespace == "" || {_regex(model.K8S_NAMESPACE_RE, "var.emr_namespace")}', "emr_namespace",
+                   rules["emr_namespace"].format(emr_namespace=V["emr_namespace"])),
+        ])
+        var("retention_days", "map(number)",
+            "Expiry in days per prefix, overriding the defaults " + json.dumps(model.DEFAULT_RETENTION_DAYS, sort_keys=True) + ".",
+            default={}, checks=[
+                _check(f"alltrue([for k, v in var.retention_days : contains({retention_keys}, k) && v >= 1 && v <= 3650 && floor(v) == v])",
+                       "retention_days", rules["retention_days"].format(retention_keys=", ".join(model.DEFAULT_RETENTION_DAYS))),
+                _check(f'lookup(var.retention_days, "bronze", {model.DEFAULT_RETENTION_DAYS["bronze"]}) > 90',
+                       "retention_days", rules["retention_bronze"]),
+                _check(f'contains({log_values}, lookup(var.retention_days, "logs", {model.DEFAULT_RETENTION_DAYS["logs"]}))',
+                       "retention_days", rules["retention_logs"].format(log_retention_values=", ".join(map(str, model.LOG_RETENTION_VALUES)))),
+            ])
+        var("admin_principal_arns", "list(string)",
+            "Principals exempt from the bucket policy's VPC-endpoint rule, besides the deployer running terraform.",
+            default=[], checks=[
+                _check(f"alltrue([for a in var.admin_principal_arns : {_regex(model.ADMIN_PRINCIPAL_ARN_RE, 'a')}])",
+                       "admin_principal_arns", rules["admin_principal_arns"]),
+            ])
+
+        self.partition = DataAwsPartition(self, "partition").partition
+        self.tenant_id, self.region, self.account_id = V["tenant_id"], V["region"], V["account_id"]
+        self.environment, self.eks_cluster_name = V["environment"], V["eks_cluster_name"]
+        self.vpc_ids = vpc_ids.list_value
+        self.admin_principal_arns_expr = V["admin_principal_arns"]
+
+        name_values = {**V, "cluster_upper": "${upper(var.eks_cluster_name)}"}
+        self.names = {kind: model.render_name(kind, **name_values) for kind in model.NAME_TEMPLATES}
+        self.emr_namespace = self._local(
+            "namespace", f'${{var.emr_namespace != "" ? var.emr_namespace : "{self.names["emr_namespace"]}"}}')
+        self.names["emr_namespace"] = self.emr_namespace
+        self.oidc_provider_arn = self._local(
+            "oidc_provider_arn",
+            f'${{var.eks_oidc_provider_arn != "" ? var.eks_oidc_provider_arn : "{self.names["oidc_provider_placeholder"]}"}}')
+        # The issuer host/path, as it appears in the trust policy's condition keys.
+        self.oidc_issuer = self._local("oidc_issuer", '${element(split(":oidc-provider/", local.oidc_provider_arn), 1)}')
+
+        standard = {
+            "tenant": V["tenant_id"],
+            "data_classification": '${join("-", sort(var.data_classification))}',
+            "environment": V["environment"],
+            "cost_center": V["cost_center"],
+        }
+        TerraformLocal(self, "standard_tags", standard)
+        self.tags = Token.as_string_map(self._local("resource_tags", "${merge(var.tags, local.standard_tags)}"))
+        TerraformLocal(self, "retention_defaults", dict(model.DEFAULT_RETENTION_DAYS))
+        self._local("retention", "${merge(local.retention_defaults, var.retention_days)}")
+        self.retention = {k: Token.as_number(f'${{local.retention["{k}"]}}') for k in model.DEFAULT_RETENTION_DAYS}
+        # Buckets may be emptied on destroy only on the local emulator; elsewhere a destroy keeps data.
+        self.is_local = '${var.environment == "local"}'
+
+    def _local(self, name: str, expression: str) -> str:
+        TerraformLocal(self, name, expression)
+        return "${local.%s}" % name
