@@ -3,3 +3,4 @@
 This package never imports ``modules``, ``infra`` or cdktf: whoever launches a job passes the lake URI,
 prefixes and key ARN as arguments.
 """
+__version__ = "0.1.0"

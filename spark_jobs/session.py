@@ -86,6 +86,8 @@ def build_session(
         "spark.driver.memory": driver_memory,
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        # Unparseable timestamps become null (and fail the <col>_type rule) instead of raising.
+        "spark.sql.legacy.timeParserPolicy": "CORRECTED",
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
     }
@@ -104,3 +106,16 @@ def build_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def apply_bucket_settings(spark, bucket: str, s3a: S3aSettings) -> None:
+    """Per-bucket s3a settings on a running session (``fs.s3a.bucket.<bucket>.*``).
+
+    Lets one session (a test's, or a driver serving several tenants) write each lake with its own
+    key and endpoint. Takes effect for buckets whose FileSystem is not yet cached by the JVM.
+    The trust store is JVM-wide: it must be given when the session starts.
+    """
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in s3a.hadoop_conf().items():
+        if key.startswith("fs.s3a.") and key != "fs.s3a.fast.upload":
+            hadoop_conf.set(f"fs.s3a.bucket.{bucket}.{key[len('fs.s3a.'):]}", value)

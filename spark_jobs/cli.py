@@ -1,0 +1,248 @@
+"""``python -m spark_jobs``: generate data, run one layer, run every layer, print the counts table.
+
+Lake selection, in order of precedence: ``--lake-uri`` (+ ``--kms-key-arn``, ``--region``,
+``--s3-endpoint``, ``--truststore``), else ``--lake-config FILE``, else ``--tenant T`` (reads
+``$TENANTLAKE_STATE_DIR/tenants/T/lake.json``). s3a credentials come from the standard AWS env vars
+or default chain.
+
+Exit codes: 0 success, 1 job failed, 2 bad arguments or configuration, 3 counts invariant violated,
+4 validation blocked a publish.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from spark_jobs.contract import ContractError, available_datasets, load_contract
+from spark_jobs.lake import LAYERS, LakeConfig, LakeConfigError, resolve_lake
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INVARIANT, EXIT_VALIDATION = 0, 1, 2, 3, 4
+
+
+def _lake_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("lake selection (first that is given wins)")
+    group.add_argument("--lake-uri", default="", help="s3a://bucket, s3://bucket (EMR) or a local path")
+    group.add_argument("--kms-key-arn", default="", help="tenant KMS key: every write is SSE-KMS with it")
+    group.add_argument("--region", default="", help="lake region (default: eu-west-1, or the lake config's)")
+    group.add_argument("--s3-endpoint", default="", help="S3 endpoint for s3a, e.g. the emulator's https://127.0.0.1:PORT")
+    group.add_argument("--truststore", default="", help="PKCS#12 trust store for the endpoint's CA (JVM)")
+    group.add_argument("--ca-bundle", default="", help="PEM CA bundle for boto3 (datagen; default $AWS_CA_BUNDLE)")
+    group.add_argument("--lake-config", default="", help="a lake.json (terraform outputs + emulator facts)")
+    group.add_argument("--tenant", default="", help="tenant id: reads $TENANTLAKE_STATE_DIR/tenants/<T>/lake.json")
+    parser.add_argument("--jars", default="", help="comma-separated extra jars for s3a (default: $TENANTLAKE_SPARK_JARS "
+                        "or .local/jars/)")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _date(text: str) -> str:
+    try:
+        time.strptime(text, "%Y-%m-%d")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a date YYYY-MM-DD") from None
+    return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m spark_jobs", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 1)[1])
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{datagen,run,run-all,counts}")
+    datasets = available_datasets()
+
+    gen = commands.add_parser("datagen", help="write deterministic sample data into landing/<dataset>/",
+                              description="Write deterministic sample data (with optional bad and late records) "
+                                          "into landing/<dataset>/ of the lake.")
+    gen.add_argument("--dataset", required=True, choices=["iot", "clickstream", "inventory"])
+    gen.add_argument("--sources", type=_positive_int, default=5, help="sensors / sites / orgs (default: 5)")
+    gen.add_argument("--records", type=_positive_int, default=1000, help="records in total (default: 1000)")
+    gen.add_argument("--batch-size", type=_positive_int, default=10, help="records per landing file (default: 10)")
+    gen.add_argument("--interval", type=float, default=15.0,
+                     help="event-time seconds between two landing files (default: 15)")
+    gen.add_argument("--bad-rate", type=float, default=0.0, help="share of bad records, 0..1 (default: 0)")
+    gen.add_argument("--late-rate", type=float, default=0.0, help="share of late records, 0..1 (default: 0)")
+    gen.add_argument("--seed", type=int, default=42, help="random seed (default: 42)")
+    gen.add_argument("--start", default="2020-11-16T22:00:00Z", help="event time of the first file (UTC)")
+    gen.add_argument("--truth-file", default="", help="also write the ground truth (bad records, valid rows) as JSON here")
+    _lake_args(gen)
+
+    run = commands.add_parser("run", help="run one layer of one dataset",
+                              description="Run one layer (bronze, silver or gold) of one dataset and write its "
+                                          "run manifest under reports/<layer>/<dataset>/<run_id>/.")
+    run.add_argument("--dataset", required=True, choices=datasets)
+    run.add_argument("--layer", required=True, choices=LAYERS)
+    _run_args(run)
+
+    run_all = commands.add_parser("run-all", help="run bronze, silver and gold in order",
+                                  description="Run bronze -> silver -> gold for each dataset, then print row counts.")
+    run_all.add_argument("--dataset", action="append", choices=datasets,
+                         help="dataset to run (repeatable; default: every dataset with landing data)")
+    _run_args(run_all)
+
+    counts = commands.add_parser("counts", help="print the row counts per layer",
+                                 description="Read the lake and print row counts per dataset and layer.")
+    counts.add_argument("--dataset", action="append", choices=datasets, help="dataset (repeatable; default: all)")
+    counts.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    _lake_args(counts)
+    return parser
+
+
+def _run_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--date", type=_date, default=None,
+                        help="silver/gold: only this event date (YYYY-MM-DD); default: everything")
+    parser.add_argument("--continuous", action="store_true",
+                        help="bronze: keep polling landing/ instead of stopping when it is caught up (availableNow)")
+    parser.add_argument("--trigger-seconds", type=_positive_int, default=10, help="bronze --continuous poll interval")
+    parser.add_argument("--max-runtime", type=float, default=None,
+                        help="bronze --continuous: stop after this many seconds (default: run until Ctrl-C)")
+    parser.add_argument("--max-files-per-trigger", type=_positive_int, default=200,
+                        help="bronze: landing files per micro-batch (default: 200)")
+    _lake_args(parser)
+
+
+def _resolve(args: argparse.Namespace) -> LakeConfig:
+    return resolve_lake(lake_uri=args.lake_uri, kms_key_arn=args.kms_key_arn, region=args.region,
+                        s3_endpoint=args.s3_endpoint, truststore=args.truststore, ca_bundle=args.ca_bundle,
+                        lake_config=args.lake_config, tenant=args.tenant)
+
+
+def _cmd_datagen(args: argparse.Namespace) -> int:
+    from spark_jobs.datagen import DatagenConfig, generate
+    from spark_jobs.datagen.generate import summary
+    from spark_jobs.datagen.sink import write_landing
+
+    lake = _resolve(args)
+    config = DatagenConfig(dataset=args.dataset, sources=args.sources, records=args.records,
+                           batch_size=args.batch_size, interval_seconds=args.interval, bad_rate=args.bad_rate,
+                           late_rate=args.late_rate, seed=args.seed, start=args.start)
+    data = generate(config)
+    where = write_landing(lake, args.dataset, data.files)
+    if args.truth_file:
+        Path(args.truth_file).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.truth_file).write_text(json.dumps(data.truth(), indent=1))
+    print(f"datagen {summary(data)} -> {where}")
+    return EXIT_OK
+
+
+def _open_session(args: argparse.Namespace, lake: LakeConfig, app: str):
+    from spark_jobs.jobs.runtime import session_for
+
+    jars = [j for j in args.jars.split(",") if j] if args.jars else None
+    return session_for(lake, app, jars)
+
+
+def run_layer(spark, lake: LakeConfig, dataset: str, layer: str, *, date: str | None = None,
+              continuous: bool = False, trigger_seconds: int = 10, max_runtime: float | None = None,
+              max_files_per_trigger: int = 200, progress=None) -> dict:
+    """Run one layer of one dataset on ``spark``; returns the run manifest (a dict)."""
+    from spark_jobs.jobs.bronze import run_bronze
+    from spark_jobs.jobs.gold import run_gold
+    from spark_jobs.jobs.runtime import job_run, print_progress
+    from spark_jobs.jobs.silver import run_silver
+
+    contract = load_contract(dataset)
+    with job_run(spark, lake, contract, layer, date=date, progress=progress or print_progress) as run:
+        if layer == "bronze":
+            run_bronze(run, continuous=continuous, trigger_seconds=trigger_seconds,
+                       max_runtime_seconds=max_runtime, max_files_per_trigger=max_files_per_trigger)
+        elif layer == "silver":
+            run_silver(run)
+        else:
+            run_gold(run)
+    return run.manifest.to_dict()
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from spark_jobs.report import format_counts_table, layer_counts
+
+    lake = _resolve(args)
+    if args.command == "run":
+        plan = [(args.dataset, args.layer)]
+        datasets = [args.dataset]
+    else:
+        datasets = args.dataset or available_datasets()
+        plan = [(d, layer) for d in datasets for layer in LAYERS]
+    spark, created = _open_session(args, lake, f"tenantlake-{args.command}")
+    try:
+        if args.command == "run-all" and not args.dataset:
+            from spark_jobs.io import storage
+
+            datasets = [d for d in datasets if storage.has_data_files(spark, lake.landing(d))]
+            plan = [(d, layer) for d in datasets for layer in LAYERS]
+            if not datasets:
+                print(f"error: no landing data under {lake.path('landing')}; run `python -m spark_jobs datagen` first",
+                      file=sys.stderr)
+                return EXIT_FAILED
+        for dataset, layer in plan:
+            manifest = run_layer(spark, lake, dataset, layer, date=args.date, continuous=args.continuous,
+                                 trigger_seconds=args.trigger_seconds, max_runtime=args.max_runtime,
+                                 max_files_per_trigger=args.max_files_per_trigger)
+            print(f"{layer} {dataset}: rows_in={manifest['rows_in']} rows_out={manifest['rows_out']} "
+                  f"quarantined={manifest['quarantined']} duplicates={manifest['duplicates']} "
+                  f"late={manifest['late']} ({manifest['duration_seconds']}s) manifest: "
+                  f"{lake.report_dir(layer, dataset, manifest['run_id'])}/manifest.json")
+        if args.command == "run-all":
+            print(format_counts_table(layer_counts(spark, lake, datasets)))
+    finally:
+        if created:
+            spark.stop()
+    return EXIT_OK
+
+
+def _cmd_counts(args: argparse.Namespace) -> int:
+    from spark_jobs.report import format_counts_table, layer_counts
+
+    lake = _resolve(args)
+    spark, created = _open_session(args, lake, "tenantlake-counts")
+    try:
+        rows = layer_counts(spark, lake, args.dataset or available_datasets())
+    finally:
+        if created:
+            spark.stop()
+    print(json.dumps(rows, indent=2) if args.json else format_counts_table(rows))
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Programmatic entry point: returns the exit code (see the module docstring)."""
+    from spark_jobs.datagen.generate import DatagenError
+    from spark_jobs.manifest import InvariantViolation
+
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "datagen":
+            return _cmd_datagen(args)
+        if args.command == "counts":
+            return _cmd_counts(args)
+        return _cmd_run(args)
+    except (LakeConfigError, ContractError, DatagenError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except InvariantViolation as exc:
+        print(f"error: counts invariant violated: {exc}", file=sys.stderr)
+        return EXIT_INVARIANT
+    except Exception as exc:  # one actionable line, not a JVM stack trace
+        from spark_jobs.io.readers import MissingInputError
+        from spark_jobs.jobs.runtime import JobFailed
+
+        if isinstance(exc, JobFailed):
+            print(f"error: {exc}", file=sys.stderr)
+            return exc.exit_code
+        if isinstance(exc, MissingInputError):
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        print(f"error: {type(exc).__name__}: {first_line}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,248 @@
+"""Dataset contracts: YAML data (``spark_jobs/contracts/<dataset>.yaml``) loaded into frozen dataclasses.
+
+A contract says what a dataset looks like (schema, key, event time, landing format), which row rules
+decide silver vs quarantine, which gold transformations run, and which extra expectations apply per
+layer. The engine reads only contracts, so adding a dataset is adding a file (plus, if it needs one,
+a gold transformation in ``spark_jobs/transforms/gold/<name>.py``).
+
+Row-rule names (quarantine reasons, shared with the data-quality reports):
+``<col>_required``, ``<col>_type``, ``<col>_range``, ``<col>_allowed``, ``<col>_regex``,
+``malformed_record`` (unparseable input), ``unknown_fields`` (a field the schema does not know, when
+``allow_extra_fields`` is false) and each explicit rule's ``name``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+CONTRACTS_DIR = Path(__file__).resolve().parent / "contracts"
+CONTRACTS_DIR_ENV = "TENANTLAKE_CONTRACTS_DIR"  # optional extra folder searched first
+LANDING_FORMATS: tuple[str, ...] = ("json_array", "json_lines")
+COLUMN_TYPES: tuple[str, ...] = ("string", "int", "long", "double", "boolean", "timestamp", "date")
+CASES: tuple[str, ...] = ("lower", "upper")
+MALFORMED_RULE = "malformed_record"
+UNKNOWN_FIELDS_RULE = "unknown_fields"
+DATASET_NAME_RE = r"^[a-z][a-z0-9_]{1,39}$"
+DEFAULT_TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss'Z'"
+DEFAULT_LATENESS_MINUTES = 30
+
+
+class ContractError(ValueError):
+    """A contract file breaks a rule; ``str(err)`` is one line naming the dataset, field and rule."""
+
+    def __init__(self, dataset: str, field: str, rule: str):
+        super().__init__(f"contract '{dataset}': {field}: {rule}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ColumnSpec:
+    """One silver column. ``min``/``max``/``allowed``/``regex`` each yield a row rule of that name."""
+
+    name: str
+    type: str
+    required: bool = False
+    min: float | None = None
+    max: float | None = None
+    allowed: tuple[str, ...] | None = None
+    regex: str | None = None
+    format: str | None = None  # timestamp/date parse pattern; @default - ISO-8601 UTC "...'T'HH:mm:ss'Z'"
+    case: str | None = None    # normalise strings to lower/upper case before rules run; @default - none
+
+
+@dataclasses.dataclass(frozen=True)
+class RowRule:
+    """An explicit row rule: a Spark SQL boolean over the typed columns; true (or null) means valid."""
+
+    name: str
+    expr: str
+
+
+@dataclasses.dataclass(frozen=True)
+class DerivedColumn:
+    """Silver enrichment: a Spark SQL expression over the validated columns."""
+
+    name: str
+    expr: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Contract:
+    """A dataset contract. See ``spark_jobs/contracts/iot.yaml`` for a commented example.
+
+    Attributes:
+        dataset: name, also the folder name in every layer.
+        landing_format: ``json_array`` (one JSON array per file) or ``json_lines``.
+        source_field: the per-source field (sensor, site, org): datagen and streams partition by it.
+        key: the dedupe key; the latest ``_ingested_at`` wins, ties broken by batch, file, position.
+        event_time: the timestamp column; ``event_date`` (silver partition) derives from it.
+        lateness_minutes: a record is late when its event time is older than the newest event time in
+            its landing file by more than this. @default - 30
+        allow_extra_fields: when false, unknown fields fail ``unknown_fields``. @default - False
+        gold: gold transformation names (modules in ``spark_jobs/transforms/gold/``). @default - ()
+        gold_options: per gold name, a dict passed to its ``build``. @default - {}
+        expectations: raw per-layer expectation dicts, interpreted by ``spark_jobs.quality``.
+    """
+
+    dataset: str
+    description: str
+    landing_format: str
+    source_field: str
+    key: tuple[str, ...]
+    event_time: str
+    schema: tuple[ColumnSpec, ...]
+    rules: tuple[RowRule, ...] = ()
+    derived: tuple[DerivedColumn, ...] = ()
+    gold: tuple[str, ...] = ()
+    gold_options: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    expectations: dict[str, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
+    lateness_minutes: int = DEFAULT_LATENESS_MINUTES
+    allow_extra_fields: bool = False
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(col.name for col in self.schema)
+
+    def column(self, name: str) -> ColumnSpec:
+        return next(col for col in self.schema if col.name == name)
+
+    def rule_names(self) -> list[str]:
+        """Every row-rule name this contract can put in ``_failed_rules``, in evaluation order."""
+        names = [MALFORMED_RULE]
+        for col in self.schema:
+            names += column_rule_names(col)
+        if not self.allow_extra_fields:
+            names.append(UNKNOWN_FIELDS_RULE)
+        names += [rule.name for rule in self.rules]
+        return names
+
+
+def column_rule_names(col: ColumnSpec) -> list[str]:
+    names = []
+    if col.required:
+        names.append(f"{col.name}_required")
+    if col.type != "string":
+        names.append(f"{col.name}_type")
+    if col.min is not None or col.max is not None:
+        names.append(f"{col.name}_range")
+    if col.allowed is not None:
+        names.append(f"{col.name}_allowed")
+    if col.regex is not None:
+        names.append(f"{col.name}_regex")
+    return names
+
+
+def contract_dirs() -> list[Path]:
+    extra = os.environ.get(CONTRACTS_DIR_ENV, "")
+    return ([Path(extra)] if extra else []) + [CONTRACTS_DIR]
+
+
+def available_datasets() -> list[str]:
+    names: set[str] = set()
+    for folder in contract_dirs():
+        names.update(path.stem for path in folder.glob("*.yaml"))
+    return sorted(names)
+
+
+def load_contract(name: str) -> Contract:
+    """Load ``<name>.yaml`` from ``$TENANTLAKE_CONTRACTS_DIR`` (if set) or the packaged contracts."""
+    for folder in contract_dirs():
+        path = folder / f"{name}.yaml"
+        if path.is_file():
+            return parse_contract(yaml.safe_load(path.read_text()), source=str(path))
+    raise ContractError(name, "dataset", f"no contract file {name}.yaml; known datasets: {', '.join(available_datasets())}")
+
+
+def parse_contract(raw: Any, source: str = "<memory>") -> Contract:
+    """Validate a contract mapping and build the dataclass; every error names the field and rule."""
+    if not isinstance(raw, dict):
+        raise ContractError(source, "(file)", "must be a YAML mapping")
+    dataset = str(raw.get("dataset", ""))
+    if not re.match(DATASET_NAME_RE, dataset):
+        raise ContractError(dataset or source, "dataset", f"must match {DATASET_NAME_RE}")
+
+    def need(field: str) -> Any:
+        if field not in raw or raw[field] in (None, "", []):
+            raise ContractError(dataset, field, "is required")
+        return raw[field]
+
+    landing_format = (need("landing") or {}).get("format", "")
+    if landing_format not in LANDING_FORMATS:
+        raise ContractError(dataset, "landing.format", f"'{landing_format}' is not one of {', '.join(LANDING_FORMATS)}")
+    schema = tuple(_parse_column(dataset, i, item) for i, item in enumerate(need("schema")))
+    names = [col.name for col in schema]
+    if len(set(names)) != len(names):
+        raise ContractError(dataset, "schema", "column names must be unique")
+    key = tuple(need("key"))
+    for field in key:
+        if field not in names:
+            raise ContractError(dataset, "key", f"'{field}' is not a schema column")
+    event_time = need("event_time")
+    if event_time not in names or schema[names.index(event_time)].type != "timestamp":
+        raise ContractError(dataset, "event_time", f"'{event_time}' must be a timestamp column of the schema")
+    source_field = need("source_field")
+    if source_field not in names:
+        raise ContractError(dataset, "source_field", f"'{source_field}' is not a schema column")
+    rules = tuple(RowRule(name=str(r["name"]), expr=str(r["expr"])) for r in raw.get("rules") or [])
+    derived = tuple(DerivedColumn(name=str(d["name"]), expr=str(d["expr"])) for d in raw.get("derived") or [])
+    gold = tuple(raw.get("gold") or [])
+    gold_options = dict(raw.get("gold_options") or {})
+    for name in gold_options:
+        if name not in gold:
+            raise ContractError(dataset, f"gold_options.{name}", "names no gold transformation listed in `gold`")
+    expectations = {layer: list(items or []) for layer, items in (raw.get("expectations") or {}).items()}
+    return Contract(
+        dataset=dataset,
+        description=str(raw.get("description", "")).strip(),
+        landing_format=landing_format,
+        source_field=source_field,
+        key=key,
+        event_time=event_time,
+        schema=schema,
+        rules=rules,
+        derived=derived,
+        gold=gold,
+        gold_options=gold_options,
+        expectations=expectations,
+        lateness_minutes=int(raw.get("lateness_minutes", DEFAULT_LATENESS_MINUTES)),
+        allow_extra_fields=bool(raw.get("allow_extra_fields", False)),
+    )
+
+
+def _parse_column(dataset: str, index: int, item: Any) -> ColumnSpec:
+    where = f"schema[{index}]"
+    if not isinstance(item, dict) or not item.get("name"):
+        raise ContractError(dataset, where, "needs at least `name` and `type`")
+    where = f"schema[{index}] ({item['name']})"
+    col_type = item.get("type", "")
+    if col_type == "integer":
+        col_type = "int"
+    if col_type not in COLUMN_TYPES:
+        raise ContractError(dataset, f"{where}.type", f"'{col_type}' is not one of {', '.join(COLUMN_TYPES)}")
+    case = item.get("case")
+    if case is not None and case not in CASES:
+        raise ContractError(dataset, f"{where}.case", f"'{case}' is not one of {', '.join(CASES)}")
+    if (item.get("min") is not None or item.get("max") is not None) and col_type not in ("int", "long", "double"):
+        raise ContractError(dataset, f"{where}.min/max", "only numeric columns take a range")
+    regex = item.get("regex")
+    if regex is not None:
+        try:
+            re.compile(regex)
+        except re.error as exc:
+            raise ContractError(dataset, f"{where}.regex", f"invalid regular expression ({exc})") from None
+    allowed = item.get("allowed")
+    return ColumnSpec(
+        name=str(item["name"]),
+        type=col_type,
+        required=bool(item.get("required", False)),
+        min=None if item.get("min") is None else float(item["min"]),
+        max=None if item.get("max") is None else float(item["max"]),
+        allowed=None if allowed is None else tuple(str(v) for v in allowed),
+        regex=regex,
+        format=item.get("format") or (DEFAULT_TIMESTAMP_FORMAT if col_type == "timestamp" else None),
+        case=case,
+    )

@@ -1,0 +1,1 @@
+"""I/O: reading and writing the lake (Spark readers/writers, small files through Hadoop's FileSystem)."""

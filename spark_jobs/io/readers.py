@@ -1,0 +1,55 @@
+"""Readers: landing files (streaming and batch), and the parquet layers."""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from spark_jobs.io import storage
+
+LANDING_GLOB = "*.json*"  # .json and .jsonl; temp files a producer hides as .x or _x are skipped
+
+
+class MissingInputError(RuntimeError):
+    """A layer's input does not exist yet; the message names the command that creates it."""
+
+
+def _whole_files(reader) -> DataFrame:
+    return reader.load().select("value", F.col("_metadata.file_path").alias("_source_file"))
+
+
+def landing_stream(spark: SparkSession, landing_uri: str, max_files_per_trigger: int) -> DataFrame:
+    """A streaming DataFrame of whole landing files: (value, _source_file). The file source's
+    checkpoint remembers every file it has handed out, so each file is ingested exactly once."""
+    reader = (
+        spark.readStream.format("text")
+        .option("wholetext", "true")
+        .option("pathGlobFilter", LANDING_GLOB)
+        .option("maxFilesPerTrigger", str(max_files_per_trigger))
+        .option("path", landing_uri)
+    )
+    return _whole_files(reader)
+
+
+def landing_files(spark: SparkSession, landing_uri: str) -> DataFrame:
+    """The same (value, _source_file) rows as a batch read, for counts and checks."""
+    reader = (
+        spark.read.format("text")
+        .option("wholetext", "true")
+        .option("pathGlobFilter", LANDING_GLOB)
+        .option("path", landing_uri)
+    )
+    return _whole_files(reader)
+
+
+def read_layer(spark: SparkSession, uri: str, what: str, hint: str) -> DataFrame:
+    if not storage.has_data_files(spark, uri):
+        raise MissingInputError(f"{what} has no data at {uri}; {hint}")
+    return spark.read.parquet(uri)
+
+
+def read_partitions(spark: SparkSession, uri: str, column: str, values: list[str]) -> DataFrame:
+    """Rows of the given partitions only (``uri`` as the base path, so the column is kept)."""
+    existing = [f"{uri}/{column}={v}" for v in values if storage.exists(spark, f"{uri}/{column}={v}")]
+    if not existing:
+        return spark.read.parquet(uri).limit(0) if storage.has_data_files(spark, uri) else None
+    return spark.read.option("basePath", uri).parquet(*existing)

@@ -1,0 +1,1 @@
+"""Orchestration: one job per layer (bronze, silver, gold), each writing a run manifest."""

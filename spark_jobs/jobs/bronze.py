@@ -1,0 +1,127 @@
+"""Bronze job: landing/<dataset>/ -> bronze/<dataset>/_batch_id=<n>/, exactly once.
+
+Structured Streaming's file source (checkpoint under ``checkpoints/<dataset>/bronze/``) writes each
+micro-batch's file list to its offset log BEFORE the batch runs, and marks the batch done in its
+commit log AFTER the sink returns. A restart therefore replays an unfinished batch with the SAME id
+and the SAME files, and never re-reads a committed one. The sink is ``foreachBatch`` writing the
+partition ``_batch_id=<id>`` with dynamic partition overwrite: a replay replaces that partition
+instead of appending to it, so every landing record is in bronze exactly once. (The built-in file
+sink with its ``_spark_metadata`` log is exactly-once too, but then every reader of bronze must go
+through that log; a plain partitioned layout is readable by any engine.)
+
+``availableNow`` (the default) processes everything new, in batches of ``max_files_per_trigger``
+files, then stops: a batch-like run. ``continuous`` polls every ``trigger_seconds`` until stopped
+(or ``max_runtime_seconds``).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from spark_jobs.io import readers, storage, writers
+from spark_jobs.jobs.runtime import JobFailed, JobRun
+from spark_jobs.manifest import InvariantViolation
+from spark_jobs.transforms import bronze as bronze_tx
+
+DEFAULT_MAX_FILES_PER_TRIGGER = 200
+DEFAULT_TRIGGER_SECONDS = 10
+
+
+def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = DEFAULT_TRIGGER_SECONDS,
+               max_runtime_seconds: float | None = None,
+               max_files_per_trigger: int = DEFAULT_MAX_FILES_PER_TRIGGER) -> None:
+    spark, lake, contract, manifest = run.spark, run.lake, run.contract, run.manifest
+    dataset = contract.dataset
+    landing_uri, bronze_uri = lake.landing(dataset), lake.bronze(dataset)
+    manifest.inputs = [landing_uri]
+    manifest.outputs = {"bronze": bronze_uri, "checkpoint": lake.checkpoint(dataset)}
+    if not storage.has_data_files(spark, landing_uri):
+        raise JobFailed(f"bronze {dataset}: no landing files under {landing_uri}; "
+                        f"run `python -m spark_jobs datagen --dataset {dataset} ...` first", 1)
+
+    failures: list[BaseException] = []
+
+    def write_batch(landing_batch: DataFrame, batch_id: int) -> None:
+        try:
+            write_one_batch(landing_batch, batch_id)
+        except BaseException as exc:  # surfaced as itself, not as Spark's wrapper, after the query stops
+            failures.append(exc)
+            raise
+
+    def write_one_batch(landing_batch: DataFrame, batch_id: int) -> None:
+        records = bronze_tx.add_ingest_metadata(
+            bronze_tx.split_landing_records(landing_batch, contract.landing_format),
+            batch_id=batch_id, ingested_at=dt.datetime.now(dt.timezone.utc), source_field=contract.source_field,
+        ).persist()
+        try:
+            counts = records.agg(
+                F.count(F.lit(1)).alias("rows"),
+                F.sum(F.col("_is_malformed").cast("int")).alias("malformed"),
+                F.countDistinct("_source_file").alias("files"),
+            ).first()
+            rows_in, malformed, files = int(counts["rows"]), int(counts["malformed"] or 0), int(counts["files"])
+            run.validate(records, batch_id=batch_id)
+            writers.replace_partitions(records, bronze_uri, ["_batch_id"])
+        finally:
+            records.unpersist()
+        partition = f"{bronze_uri}/_batch_id={batch_id}"
+        rows_out = spark.read.parquet(partition).count() if rows_in else 0
+        if rows_out != rows_in:
+            raise InvariantViolation(f"bronze {dataset} batch {batch_id}: wrote {rows_in} rows, {rows_out} read back")
+        manifest.batches.append({"batch_id": batch_id, "files": files, "rows": rows_in, "malformed": malformed})
+        manifest.rows_in += rows_in
+        manifest.rows_out += rows_out
+        manifest.malformed += malformed
+        run.stage(f"batch {batch_id}", files=files, rows=rows_in, malformed=malformed)
+
+    _quiet_stream_errors(spark)
+    landing = readers.landing_stream(spark, landing_uri, max_files_per_trigger)
+    writer = (
+        landing.writeStream.queryName(f"bronze_{dataset}_{run.run_id.replace('-', '_')}")
+        .foreachBatch(write_batch)
+        .option("checkpointLocation", lake.checkpoint(dataset))
+    )
+    if continuous:
+        query = writer.trigger(processingTime=f"{int(trigger_seconds)} seconds").start()
+        run.stage("streaming", trigger_seconds=trigger_seconds)
+        try:
+            query.awaitTermination(max_runtime_seconds) if max_runtime_seconds else query.awaitTermination()
+        except KeyboardInterrupt:
+            run.stage("interrupted")
+        except Exception:
+            if failures:
+                raise failures[0] from None
+            raise
+        finally:
+            if query.isActive:
+                query.stop()
+        if failures:
+            raise failures[0]
+    else:
+        query = writer.trigger(availableNow=True).start()
+        try:
+            query.awaitTermination()
+        except Exception:
+            if failures:
+                raise failures[0] from None
+            raise
+    if failures:
+        raise failures[0]
+    if not manifest.batches:
+        run.stage("no new landing files")
+    manifest.check_invariant()
+    manifest.published = True
+
+
+def _quiet_stream_errors(spark) -> None:
+    """A failing batch is reported once, by this job, in one line; Spark would also log the query's
+    termination with a JVM stack trace."""
+    jvm = spark.sparkContext._jvm
+    try:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            "org.apache.spark.sql.execution.streaming.MicroBatchExecution", jvm.org.apache.logging.log4j.Level.OFF)
+    except Exception:  # noqa: BLE001 - logging tweaks are best effort (another log4j on EMR)
+        pass

@@ -1,0 +1,156 @@
+"""What every layer job shares: the Spark session for a lake, progress lines, and the run envelope
+(manifest written on success and on failure, invariant checked, quality hook called)."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import glob
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from pyspark.sql import SparkSession
+
+from spark_jobs import quality
+from spark_jobs.contract import Contract
+from spark_jobs.io import storage
+from spark_jobs.lake import LakeConfig
+from spark_jobs.manifest import RunManifest, code_version, new_run_id
+from spark_jobs.session import S3aSettings, apply_bucket_settings, build_session
+
+JARS_ENV = "TENANTLAKE_SPARK_JARS"
+REPO_JAR_CACHE = Path(__file__).resolve().parents[2] / ".local" / "jars"
+
+Progress = Callable[[str], None]
+
+
+def print_progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class JobFailed(RuntimeError):
+    """A job stopped on purpose (bad input, blocking validation); ``exit_code`` says which."""
+
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def s3a_settings(lake: LakeConfig) -> S3aSettings:
+    return S3aSettings(
+        endpoint=lake.s3_endpoint, region=lake.region, kms_key_arn=lake.kms_key_arn, truststore=lake.truststore,
+    )
+
+
+def find_jars(explicit: list[str] | None = None) -> list[str]:
+    """s3a jars: explicit list, else ``$TENANTLAKE_SPARK_JARS`` (comma-separated), else the repo's
+    verified cache (``.local/jars``, filled by ``python -m infra.local.s3a_jars``)."""
+    if explicit:
+        return explicit
+    if os.environ.get(JARS_ENV):
+        return [j for j in os.environ[JARS_ENV].split(",") if j]
+    return sorted(glob.glob(str(REPO_JAR_CACHE / "*.jar")))
+
+
+def session_for(lake: LakeConfig, app_name: str, jars: list[str] | None = None) -> tuple[SparkSession, bool]:
+    """The running session (tests, spark-submit) with this lake's bucket settings, or a new tuned one.
+    Returns ``(spark, created)``."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.conf.set("spark.sql.legacy.timeParserPolicy", "CORRECTED")
+        active.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+        if lake.is_s3a:
+            apply_bucket_settings(active, lake.bucket, s3a_settings(lake))
+        return active, False
+    if lake.is_s3a:
+        found = find_jars(jars)
+        if not found:
+            raise JobFailed(
+                f"s3a needs the hadoop-aws jars: pass --jars, set {JARS_ENV}, or run `python -m infra.local.s3a_jars`", 2
+            )
+        spark = build_session(app_name, s3a=s3a_settings(lake), jars=found)
+        apply_bucket_settings(spark, lake.bucket, s3a_settings(lake))
+    else:
+        spark = build_session(app_name)
+    return spark, True
+
+
+@dataclasses.dataclass
+class JobRun:
+    """One layer run of one dataset: its manifest, timing and progress output."""
+
+    spark: SparkSession
+    lake: LakeConfig
+    contract: Contract
+    layer: str
+    manifest: RunManifest
+    progress: Progress
+    started: float = dataclasses.field(default_factory=time.monotonic)
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest.run_id
+
+    def stage(self, name: str, **counts: Any) -> None:
+        elapsed = time.monotonic() - self.started
+        self.manifest.stages.append({"stage": name, "elapsed_seconds": round(elapsed, 2), **counts})
+        detail = " ".join(f"{k}={v}" for k, v in counts.items())
+        self.progress(f"[{self.layer} {self.contract.dataset}] {name:<22} {detail} ({elapsed:.1f}s)")
+
+    def context(self, **extra: Any) -> dict[str, Any]:
+        return {"run_id": self.run_id, "lake_uri": self.lake.lake_uri, "dataset": self.contract.dataset,
+                "layer": self.layer, "report_dir": self.report_dir, **extra}
+
+    @property
+    def report_dir(self) -> str:
+        return self.lake.report_dir(self.layer, self.contract.dataset, self.run_id)
+
+    def validate(self, df, **context: Any) -> quality.LayerValidation:
+        """Call the quality hook before publishing; a blocking outcome stops the run (exit 4)."""
+        validation = quality.validate_layer(self.spark, layer=self.layer, contract=self.contract, df=df,
+                                            context=self.context(**context))
+        name = context.get("gold_name") or self.layer
+        self.manifest.validation[name] = {"status": validation.status, "blocking": validation.blocking,
+                                          "reason": validation.reason}
+        self._last_validation = validation
+        if validation.blocking:
+            raise JobFailed(f"{self.layer} {self.contract.dataset}: validation blocked the publish: {validation.reason}", 4)
+        return validation
+
+
+@contextlib.contextmanager
+def job_run(spark: SparkSession, lake: LakeConfig, contract: Contract, layer: str, *, date: str | None = None,
+            progress: Progress = print_progress, run_id: str | None = None) -> Iterator[JobRun]:
+    """Wrap a layer job: the manifest is written whatever happens, then the report hook runs."""
+    manifest = RunManifest(
+        run_id=run_id or new_run_id(), dataset=contract.dataset, layer=layer, lake_uri=lake.lake_uri,
+        started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), code_version=code_version(),
+        date=date,
+    )
+    run = JobRun(spark=spark, lake=lake, contract=contract, layer=layer, manifest=manifest, progress=progress)
+    run.stage("start", run_id=manifest.run_id)
+    try:
+        yield run
+    except BaseException as exc:
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        manifest.finish("failed", run.started, time.monotonic(), error=f"{type(exc).__name__}: {first_line}")
+        try:
+            _write_manifest(run)
+        except Exception as write_error:  # noqa: BLE001 - never hide the job's own error
+            run.progress(f"[{layer} {contract.dataset}] manifest not written: {type(write_error).__name__}")
+        raise
+    manifest.finish("succeeded", run.started, time.monotonic())
+    _write_manifest(run)
+    run.stage("done", rows_in=manifest.rows_in, rows_out=manifest.rows_out, quarantined=manifest.quarantined,
+              duplicates=manifest.duplicates)
+
+
+def _write_manifest(run: JobRun) -> None:
+    uri = f"{run.report_dir}/manifest.json"
+    storage.write_text(run.spark, uri, run.manifest.to_json())
+    validation = getattr(run, "_last_validation", None) or quality.LayerValidation()
+    quality.publish_report(run.spark, layer=run.layer, contract=run.contract, validation=validation,
+                           manifest=run.manifest.to_dict(), context=run.context(manifest_uri=uri))

@@ -1,0 +1,137 @@
+"""Where a tenant's lake is and how to reach it: the lake URI, key and endpoint, and the layout under it.
+
+Layout (INTERFACES section 4): ``landing/<ds>/``, ``bronze/<ds>/``, ``silver/<ds>/event_date=.../``,
+``gold/<ds>/<gold_name>/``, ``quarantine/<ds>/``, ``checkpoints/<ds>/bronze/``,
+``reports/<layer>/<ds>/<run_id>/manifest.json``. Jobs never rebuild resource names: the launcher
+passes the lake URI and key (from the tenant's Terraform outputs).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from urllib.parse import urlparse
+
+LAYERS: tuple[str, ...] = ("bronze", "silver", "gold")
+STATE_DIR_ENV = "TENANTLAKE_STATE_DIR"
+
+
+class LakeConfigError(ValueError):
+    """The lake cannot be located from the given arguments; the message says which argument to pass."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LakeConfig:
+    """How to reach one tenant's lake.
+
+    Attributes:
+        lake_uri: ``s3a://bucket`` (local), ``s3://bucket`` (EMR, EMRFS) or a plain path.
+        kms_key_arn: the tenant key; every s3a write is SSE-KMS with it. @default - ""
+        region: the lake's region. @default - "eu-west-1"
+        s3_endpoint: S3 endpoint for s3a ("" = AWS). @default - ""
+        truststore: PKCS#12 trust store for the emulator's private CA (JVM side). @default - ""
+        ca_bundle: PEM CA bundle for boto3 (datagen only). @default - $AWS_CA_BUNDLE or ""
+    """
+
+    lake_uri: str
+    kms_key_arn: str = ""
+    region: str = "eu-west-1"
+    s3_endpoint: str = ""
+    truststore: str = ""
+    ca_bundle: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "lake_uri", self.lake_uri.rstrip("/"))
+
+    @property
+    def scheme(self) -> str:
+        return urlparse(self.lake_uri).scheme
+
+    @property
+    def is_s3a(self) -> bool:
+        return self.scheme == "s3a"
+
+    @property
+    def is_object_store(self) -> bool:
+        return self.scheme in ("s3", "s3a", "s3n")
+
+    @property
+    def bucket(self) -> str:
+        return urlparse(self.lake_uri).netloc
+
+    def path(self, *parts: str) -> str:
+        return "/".join([self.lake_uri, *[p.strip("/") for p in parts if p]])
+
+    def landing(self, dataset: str) -> str:
+        return self.path("landing", dataset)
+
+    def bronze(self, dataset: str) -> str:
+        return self.path("bronze", dataset)
+
+    def silver(self, dataset: str) -> str:
+        return self.path("silver", dataset)
+
+    def quarantine(self, dataset: str) -> str:
+        return self.path("quarantine", dataset)
+
+    def gold(self, dataset: str, gold_name: str) -> str:
+        return self.path("gold", dataset, gold_name)
+
+    def checkpoint(self, dataset: str) -> str:
+        return self.path("checkpoints", dataset, "bronze")
+
+    def report_dir(self, layer: str, dataset: str, run_id: str) -> str:
+        return self.path("reports", layer, dataset, run_id)
+
+
+def lake_from_outputs(outputs: dict, source: str) -> LakeConfig:
+    """Build a LakeConfig from a tenant's ``lake.json`` (terraform outputs + emulator facts)."""
+    bucket = outputs.get("lake_bucket_name")
+    if not bucket:
+        raise LakeConfigError(f"{source}: has no lake_bucket_name; re-run `make apply TENANT=<tenant>`")
+    return LakeConfig(
+        lake_uri=f"s3a://{bucket}",
+        kms_key_arn=str(outputs.get("kms_key_arn", "")),
+        region=str(outputs.get("region", "eu-west-1")),
+        s3_endpoint=str(outputs.get("s3_endpoint", "")),
+        truststore=str(outputs.get("truststore", "")),
+        ca_bundle=str(outputs.get("ca_bundle", "") or os.environ.get("AWS_CA_BUNDLE", "")),
+    )
+
+
+def tenant_lake_file(tenant: str) -> Path:
+    state_dir = Path(os.environ.get(STATE_DIR_ENV) or Path(__file__).resolve().parents[1] / ".local")
+    return state_dir / "tenants" / tenant / "lake.json"
+
+
+def resolve_lake(
+    lake_uri: str = "", kms_key_arn: str = "", region: str = "", s3_endpoint: str = "", truststore: str = "",
+    ca_bundle: str = "", lake_config: str = "", tenant: str = "",
+) -> LakeConfig:
+    """Precedence: explicit ``lake_uri`` (+ key, region, endpoint, truststore), else a lake-config file,
+    else the tenant's ``$TENANTLAKE_STATE_DIR/tenants/<tenant>/lake.json``."""
+    if lake_uri:
+        if urlparse(lake_uri).scheme in ("s3", "s3a") and not kms_key_arn:
+            raise LakeConfigError("--kms-key-arn is required with an s3/s3a --lake-uri (writes are SSE-KMS)")
+        return LakeConfig(
+            lake_uri=lake_uri, kms_key_arn=kms_key_arn, region=region or "eu-west-1", s3_endpoint=s3_endpoint,
+            truststore=truststore, ca_bundle=ca_bundle or os.environ.get("AWS_CA_BUNDLE", ""),
+        )
+    if lake_config:
+        path = Path(lake_config)
+    elif tenant:
+        path = tenant_lake_file(tenant)
+    else:
+        raise LakeConfigError("say which lake: --lake-uri URI (with --kms-key-arn), --lake-config FILE or --tenant T")
+    try:
+        outputs = json.loads(path.read_text())
+    except FileNotFoundError:
+        hint = f"; run `make apply TENANT={tenant}` first" if tenant else ""
+        raise LakeConfigError(f"lake config {path} does not exist{hint}") from None
+    except ValueError as exc:
+        raise LakeConfigError(f"lake config {path} is not valid JSON ({exc})") from None
+    lake = lake_from_outputs(outputs, str(path))
+    overrides = {k: v for k, v in {"kms_key_arn": kms_key_arn, "region": region, "s3_endpoint": s3_endpoint,
+                                   "truststore": truststore, "ca_bundle": ca_bundle}.items() if v}
+    return dataclasses.replace(lake, **overrides)

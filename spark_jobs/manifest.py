@@ -1,0 +1,90 @@
+"""The run manifest: one JSON per job run at ``reports/<layer>/<dataset>/<run_id>/manifest.json``.
+
+Every run checks ``rows_in = rows_out + quarantined + duplicates`` before it publishes anything; a run
+that breaks it raises ``InvariantViolation`` (exit code 3), and its manifest says so.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+import secrets
+from pathlib import Path
+from typing import Any
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+CODE_VERSION_PREFIX = "spark_jobs-"
+
+
+class InvariantViolation(RuntimeError):
+    """rows_in != rows_out + quarantined + duplicates, or a written output does not read back the same."""
+
+
+def new_run_id(now: dt.datetime | None = None) -> str:
+    """``YYYYMMDDTHHMMSSZ-<8 hex>``: sortable by time, unique across concurrent runs."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(4)}"
+
+
+def code_version() -> str:
+    """The package version and a digest of its code and contracts: identical code, identical version,
+    with no git needed (the package runs on EMR as a zip)."""
+    from spark_jobs import __version__
+
+    digest = hashlib.sha256()
+    for path in sorted(PACKAGE_DIR.rglob("*")):
+        if path.suffix in (".py", ".yaml") and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(PACKAGE_DIR)).encode())
+            digest.update(path.read_bytes())
+    return f"{CODE_VERSION_PREFIX}{__version__}+{digest.hexdigest()[:12]}"
+
+
+@dataclasses.dataclass
+class RunManifest:
+    run_id: str
+    dataset: str
+    layer: str
+    lake_uri: str
+    started_at: str
+    code_version: str
+    date: str | None = None
+    status: str = "running"           # running | succeeded | failed
+    finished_at: str | None = None
+    duration_seconds: float | None = None
+    rows_in: int = 0
+    rows_out: int = 0
+    quarantined: int = 0
+    duplicates: int = 0
+    late: int = 0
+    malformed: int = 0
+    invariant_holds: bool | None = None
+    published: bool = False            # the outputs were written (false when a check stopped the run)
+    inputs: list[str] = dataclasses.field(default_factory=list)
+    outputs: dict[str, str] = dataclasses.field(default_factory=dict)
+    output_rows: dict[str, int] = dataclasses.field(default_factory=dict)
+    batches: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    stages: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    validation: dict[str, Any] = dataclasses.field(default_factory=dict)
+    error: str | None = None
+
+    def check_invariant(self) -> None:
+        accounted = self.rows_out + self.quarantined + self.duplicates
+        self.invariant_holds = self.rows_in == accounted
+        if not self.invariant_holds:
+            raise InvariantViolation(
+                f"{self.layer} {self.dataset} run {self.run_id}: rows_in={self.rows_in} but rows_out={self.rows_out} "
+                f"+ quarantined={self.quarantined} + duplicates={self.duplicates} = {accounted}"
+            )
+
+    def finish(self, status: str, started_monotonic: float, now_monotonic: float, error: str | None = None) -> None:
+        self.status = status
+        self.error = error
+        self.finished_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        self.duration_seconds = round(now_monotonic - started_monotonic, 3)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True, default=str)

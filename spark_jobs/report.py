@@ -1,0 +1,42 @@
+"""Row counts per layer, read back from the lake: what ``make demo`` prints at the end."""
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from spark_jobs.contract import load_contract
+from spark_jobs.io import readers, storage
+from spark_jobs.lake import LakeConfig
+from spark_jobs.transforms import bronze as bronze_tx
+
+
+def layer_counts(spark: SparkSession, lake: LakeConfig, datasets: list[str]) -> list[dict]:
+    """One row per (dataset, layer or gold table): ``{"dataset", "layer", "rows", "location"}``;
+    rows is None when the location holds no data yet."""
+    table = []
+    for dataset in datasets:
+        contract = load_contract(dataset)
+        landing = lake.landing(dataset)
+        landing_rows = None
+        if storage.has_data_files(spark, landing):
+            landing_rows = bronze_tx.split_landing_records(
+                readers.landing_files(spark, landing), contract.landing_format).count()
+        table.append({"dataset": dataset, "layer": "landing (records)", "rows": landing_rows, "location": landing})
+        locations = [("bronze", lake.bronze(dataset)), ("silver", lake.silver(dataset)),
+                     ("quarantine", lake.quarantine(dataset))]
+        locations += [(f"gold {name}", lake.gold(dataset, name)) for name in contract.gold]
+        for layer, uri in locations:
+            rows = spark.read.parquet(uri).count() if storage.has_data_files(spark, uri) else None
+            table.append({"dataset": dataset, "layer": layer, "rows": rows, "location": uri})
+    return table
+
+
+def format_counts_table(rows: list[dict]) -> str:
+    header = ("dataset", "layer", "rows", "location")
+    cells = [[str(r["dataset"]), str(r["layer"]), "-" if r["rows"] is None else str(r["rows"]), str(r["location"])]
+             for r in rows]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) if i != 2 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths)))]
+    lines.append("  ".join("-" * w for w in widths))
+    for c in cells:
+        lines.append("  ".join(v.ljust(w) if i != 2 else v.rjust(w) for i, (v, w) in enumerate(zip(c, widths))))
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Pure transformations: DataFrame in, DataFrame out. No I/O, no boto3, no paths."""

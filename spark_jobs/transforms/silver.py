@@ -1,0 +1,180 @@
+"""Silver: enforce the contract (schema, types, normalisation), flag invalid rows, dedupe, mark late.
+
+Order (each step a pure function, composed by ``spark_jobs.jobs.silver``):
+1. ``parse_records``: every schema field is pulled out of ``_raw`` as text, then cast to its contract
+   type (a value that does not cast is null in the typed column and fails ``<col>_type``);
+2. ``flag_invalid_rows``: ``_failed_rules`` = the names of the row rules the record breaks;
+3. valid rows: ``dedupe_latest`` on the contract key (latest ``_ingested_at`` wins; ties broken by
+   ``_batch_id``, ``_source_file``, ``_record_index``, so the result never depends on task order);
+   ``flag_late_rows``; ``to_silver`` (enrichment + ``event_date`` + the silver schema);
+4. invalid rows: ``to_quarantine`` (the raw record, the failed rule names, lineage).
+Invalid rows are quarantined before the dedupe, so a bad re-send never replaces a good record.
+"""
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from spark_jobs.contract import MALFORMED_RULE, UNKNOWN_FIELDS_RULE, ColumnSpec, Contract
+
+RAW_PREFIX = "__raw__"
+LINEAGE_COLUMNS: tuple[str, ...] = ("_ingested_at", "_source_file", "_batch_id", "_record_index")
+QUARANTINE_COLUMNS: tuple[str, ...] = (
+    "_raw", "_failed_rules", "_source_file", "_batch_id", "_record_index", "_ingested_at", "_run_id", "event_date",
+)
+_INTEGER_TEXT = r"^\s*[-+]?[0-9]+\s*$"
+_BOOLEAN_TEXTS = ("true", "false")
+
+
+def _raw_name(column: str) -> str:
+    return f"{RAW_PREFIX}{column}"
+
+
+def _typed(col: ColumnSpec) -> Column:
+    """The contract-typed value of ``col`` from its raw text; null when the text does not cast."""
+    raw = F.col(_raw_name(col.name))
+    if col.type == "string":
+        text = F.trim(raw)
+        if col.case == "lower":
+            text = F.lower(text)
+        elif col.case == "upper":
+            text = F.upper(text)
+        return text
+    if col.type in ("int", "long"):
+        is_integer_text = raw.rlike(_INTEGER_TEXT)
+        return F.when(is_integer_text, F.trim(raw).cast(col.type))
+    if col.type == "double":
+        return F.trim(raw).cast("double")
+    if col.type == "boolean":
+        is_boolean_text = F.lower(F.trim(raw)).isin(*_BOOLEAN_TEXTS)
+        return F.when(is_boolean_text, F.lower(F.trim(raw)).cast("boolean"))
+    if col.type == "timestamp":
+        return F.to_timestamp(F.trim(raw), col.format)
+    if col.type == "date":
+        return F.to_date(F.trim(raw), col.format or "yyyy-MM-dd")
+    raise ValueError(f"column {col.name}: unsupported type {col.type}")
+
+
+def parse_records(bronze: DataFrame, contract: Contract) -> DataFrame:
+    """Bronze rows -> bronze lineage + ``_raw`` + ``_is_malformed`` + raw text and typed value per column.
+
+    Malformed means: flagged in bronze, or not a JSON object the field extraction can read.
+    """
+    text_schema = T.StructType([T.StructField(name, T.StringType()) for name in contract.column_names])
+    parsed = F.from_json(F.col("_raw"), text_schema)
+    all_fields = F.map_keys(F.from_json(F.col("_raw"), T.MapType(T.StringType(), T.StringType())))
+    known_fields = F.array(*[F.lit(name) for name in contract.column_names])
+    with_text = bronze.select(
+        "_raw",
+        (F.col("_is_malformed") | parsed.isNull()).alias("_is_malformed"),
+        F.coalesce(F.array_except(all_fields, known_fields), F.array().cast("array<string>")).alias("_unknown_fields"),
+        *LINEAGE_COLUMNS,
+        *[parsed.getField(name).alias(_raw_name(name)) for name in contract.column_names],
+    )
+    return with_text.select(
+        "*",
+        *[_typed(col).alias(col.name) for col in contract.schema],
+    )
+
+
+def _column_failures(col: ColumnSpec) -> list[tuple[str, Column]]:
+    """(rule name, failed condition) for one column; each condition is false when it does not apply."""
+    raw, typed = F.col(_raw_name(col.name)), F.col(col.name)
+    is_missing = raw.isNull() | (F.trim(raw) == "")
+    failures = []
+    if col.required:
+        failures.append((f"{col.name}_required", is_missing))
+    if col.type != "string":
+        failures.append((f"{col.name}_type", ~is_missing & typed.isNull()))
+    if col.min is not None or col.max is not None:
+        below_min = typed < F.lit(col.min) if col.min is not None else F.lit(False)
+        above_max = typed > F.lit(col.max) if col.max is not None else F.lit(False)
+        failures.append((f"{col.name}_range", typed.isNotNull() & (below_min | above_max)))
+    if col.allowed is not None:
+        failures.append((f"{col.name}_allowed", typed.isNotNull() & ~typed.isin(*col.allowed)))
+    if col.regex is not None:
+        failures.append((f"{col.name}_regex", typed.isNotNull() & ~typed.rlike(col.regex)))
+    return failures
+
+
+def flag_invalid_rows(parsed: DataFrame, contract: Contract) -> DataFrame:
+    """Add ``_failed_rules`` (array<string>, empty when valid). A malformed record fails only
+    ``malformed_record``: its fields are unknowable, so the other rules would only add noise."""
+    failures: list[tuple[str, Column]] = []
+    for col in contract.schema:
+        failures += _column_failures(col)
+    if not contract.allow_extra_fields:
+        failures.append((UNKNOWN_FIELDS_RULE, F.size("_unknown_fields") > 0))
+    for rule in contract.rules:
+        # SQL three-valued logic: a rule over a missing optional value is not broken (null -> valid).
+        failures.append((rule.name, ~F.coalesce(F.expr(rule.expr), F.lit(True))))
+    failed_names = F.array_compact(F.array(*[
+        F.when(F.coalesce(condition, F.lit(False)), F.lit(name)) for name, condition in failures
+    ]))
+    return parsed.select(
+        "*",
+        F.when(F.col("_is_malformed"), F.array(F.lit(MALFORMED_RULE)))
+        .otherwise(failed_names)
+        .alias("_failed_rules"),
+    )
+
+
+def valid_rows(flagged: DataFrame) -> DataFrame:
+    return flagged.where(F.size("_failed_rules") == 0)
+
+
+def invalid_rows(flagged: DataFrame) -> DataFrame:
+    return flagged.where(F.size("_failed_rules") > 0)
+
+
+def dedupe_latest(valid: DataFrame, contract: Contract) -> DataFrame:
+    """One row per contract key: the latest ``_ingested_at`` wins, with a deterministic tiebreak."""
+    latest_first = Window.partitionBy(*contract.key).orderBy(
+        F.col("_ingested_at").desc(), F.col("_batch_id").desc(),
+        F.col("_source_file").desc(), F.col("_record_index").desc(),
+    )
+    return (
+        valid
+        .withColumn("_key_rank", F.row_number().over(latest_first))
+        .where(F.col("_key_rank") == 1)
+        .drop("_key_rank")
+    )
+
+
+def flag_late_rows(records: DataFrame, contract: Contract) -> DataFrame:
+    """``_is_late``: the event time trails the newest event time of the same landing file by more than
+    the contract's ``lateness_minutes`` (a late arrival rolled into a newer producer batch)."""
+    same_file = Window.partitionBy("_source_file")
+    newest_in_file = F.max(contract.event_time).over(same_file)
+    allowed_lag = F.expr(f"INTERVAL {int(contract.lateness_minutes)} MINUTES")
+    return records.withColumn("_is_late", F.col(contract.event_time) < newest_in_file - allowed_lag)
+
+
+def silver_columns(contract: Contract) -> list[str]:
+    return [*contract.column_names, *[d.name for d in contract.derived], "event_date", "_is_late", *LINEAGE_COLUMNS]
+
+
+def to_silver(records: DataFrame, contract: Contract) -> DataFrame:
+    """Enrich (contract ``derived`` expressions) and state the silver schema."""
+    enriched = records.select(
+        "*",
+        *[F.expr(d.expr).alias(d.name) for d in contract.derived],
+        F.to_date(contract.event_time).alias("event_date"),
+    )
+    return enriched.select(*silver_columns(contract))
+
+
+def to_quarantine(invalid: DataFrame, contract: Contract, run_id: str) -> DataFrame:
+    """The quarantine schema: raw record, failed rule names and lineage, partitioned by event date
+    (null when the event time itself is unreadable)."""
+    return invalid.select(
+        "_raw",
+        "_failed_rules",
+        "_source_file",
+        "_batch_id",
+        "_record_index",
+        "_ingested_at",
+        F.lit(run_id).alias("_run_id"),
+        F.to_date(contract.event_time).alias("event_date"),
+    )
