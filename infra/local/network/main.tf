@@ -1,0 +1,156 @@
+# Fixture network for the local environment: one tenant VPC (the one its tenant file names), with two
+# private subnets, each with its own route table, so that the tenant module's `vpc_ids` resolve and
+# its S3 gateway endpoint has route tables to attach to. Never used with TENANTLAKE_ENV=aws, where
+# tenants name their real VPCs.
+#
+# The runner (infra/terragrunt.py) applies one copy per fixture VPC, with state in the emulator's
+# state bucket under network/<vpc id>/terraform.tfstate.  Moto cannot be told a VPC id, so the VPC
+# is created right after reseeding moto (see infra/local/network/fixture_ids.py), and a
+# postcondition checks that it got exactly the id the tenant file lists.
+
+terraform {
+  required_version = ">= 1.6"
+  required_providers {
+    aws = {
+      source  = "hashicorp/aws"
+      version = "5.100.0"
+    }
+  }
+  backend "s3" {}
+}
+
+variable "tenant_id" {
+  type        = string
+  description = "Tenant that owns the VPC (tags only)."
+}
+
+variable "region" {
+  type        = string
+  description = "Region of the tenant, and of its VPC."
+}
+
+variable "vpc_id" {
+  type        = string
+  description = "The VPC id the tenant file lists; the created VPC must get exactly this id."
+}
+
+variable "id_seed" {
+  type        = number
+  description = "Moto seed that yields vpc_id (fixture_ids.fixture_seed)."
+}
+
+variable "cidr_block" {
+  type        = string
+  description = "CIDR of the fixture VPC."
+  default     = "10.20.0.0/16"
+}
+
+variable "endpoint" {
+  type        = string
+  description = "The emulator's endpoint URL."
+}
+
+variable "ca_bundle" {
+  type        = string
+  description = "The emulator's CA certificate (PEM)."
+}
+
+variable "python" {
+  type        = string
+  description = "Python interpreter of the project venv (runs the seed step)."
+}
+
+variable "repo_root" {
+  type        = string
+  description = "Repository root (working directory of the seed step)."
+}
+
+provider "aws" {
+  region                      = var.region
+  access_key                  = "testing"
+  secret_key                  = "testing"
+  skip_credentials_validation = true
+  skip_requesting_account_id  = true
+  skip_region_validation      = true
+  skip_metadata_api_check     = "true"
+  custom_ca_bundle            = var.ca_bundle
+  endpoints {
+    ec2 = var.endpoint
+    sts = var.endpoint
+  }
+}
+
+locals {
+  tags = {
+    tenant               = var.tenant_id
+    "tenantlake:fixture" = "network"
+    environment          = "local"
+  }
+  subnets = {
+    a = cidrsubnet(var.cidr_block, 8, 1)
+    b = cidrsubnet(var.cidr_block, 8, 2)
+  }
+}
+
+# Reseed moto right before the VPC is created: its id is then a function of the seed.
+resource "terraform_data" "id_seed" {
+  input = var.id_seed
+
+  provisioner "local-exec" {
+    command     = "\"$PYTHON\" -m infra.local.network.fixture_ids seed --region \"$REGION\" --seed \"$SEED\""
+    working_dir = var.repo_root
+    environment = {
+      PYTHON           = var.python
+      REGION           = var.region
+      SEED             = tostring(var.id_seed)
+      AWS_ENDPOINT_URL = var.endpoint
+      AWS_CA_BUNDLE    = var.ca_bundle
+    }
+  }
+}
+
+resource "aws_vpc" "tenant" {
+  cidr_block           = var.cidr_block
+  enable_dns_support   = true
+  enable_dns_hostnames = true
+  tags                 = merge(local.tags, { Name = "${var.tenant_id}-fixture" })
+
+  depends_on = [terraform_data.id_seed]
+
+  lifecycle {
+    postcondition {
+      condition     = self.id == var.vpc_id
+      error_message = "The fixture VPC of ${var.tenant_id} got id ${self.id}, not ${var.vpc_id}: something else created EC2 resources in the emulator while it was being created. Restart the emulator (make emulator-down) and apply again."
+    }
+  }
+}
+
+resource "aws_subnet" "private" {
+  for_each          = local.subnets
+  vpc_id            = aws_vpc.tenant.id
+  cidr_block        = each.value
+  availability_zone = "${var.region}${each.key}"
+  tags              = merge(local.tags, { Name = "${var.tenant_id}-private-${each.key}" })
+}
+
+resource "aws_route_table" "private" {
+  for_each = local.subnets
+  vpc_id   = aws_vpc.tenant.id
+  tags     = merge(local.tags, { Name = "${var.tenant_id}-private-${each.key}" })
+}
+
+resource "aws_route_table_association" "private" {
+  for_each       = local.subnets
+  subnet_id      = aws_subnet.private[each.key].id
+  route_table_id = aws_route_table.private[each.key].id
+}
+
+output "vpc_id" {
+  value       = aws_vpc.tenant.id
+  description = "The fixture VPC's id (equal to var.vpc_id)."
+}
+
+output "route_table_ids" {
+  value       = [for rt in aws_route_table.private : rt.id]
+  description = "The private route tables (the VPC's main route table comes on top)."
+}
