@@ -66,7 +66,9 @@ def build_summary(*, tenant: str, layer: str, dataset: str, run_id: str, validat
                   previous: str | None, exit_code: int, published: bool) -> dict[str, Any]:
     results = validation.results
     failed = [r for r in results if not r["success"]]
-    rows = next((r["observed_value"] for r in results if r["name"] == "row_count"), None)
+    row_counts = [r["observed_value"] for r in results if r["name"].split("/")[-1] == "row_count"
+                  and isinstance(r["observed_value"], int)]
+    rows = sum(row_counts) if row_counts else None  # several outputs (batches, gold tables): their total
     quarantine = validation.quarantine or {"total": 0, "by_rule": {}, "samples": {}}
     for result in results:
         result["quarantined_rows"] = quarantine["by_rule"].get(result["rule"], 0) if result.get("rule") else 0
