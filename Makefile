@@ -76,8 +76,11 @@ emulator-status: $(VENV)/.installed ## Show whether the emulator runs
 
 ##@ Infrastructure
 .PHONY: synth plan apply destroy plan-all apply-all
-synth: ## Synthesize the tenant Terraform module
-	$(call not_yet,the CDKTF tenant module is issue 3)
+synth: $(VENV)/.installed ## Synthesize the tenant Terraform module into infra/build/tenant_lake
+	$(PY) -m infra.synth
+.PHONY: policy
+policy: $(VENV)/.installed $(CHECKOV_VENV)/.installed ## checkov gate (built-in + policies/checks) on the synthesized module
+	$(PY) -m policies.gate
 plan: ## Plan one tenant: make plan TENANT=acme
 	$(call not_yet,per-tenant Terragrunt configs are issue 4)
 apply: ## Apply one tenant: make apply TENANT=acme

@@ -59,7 +59,7 @@ class TenantLakeStack(TerraformStack):
             user_role_arns=list(roles.arns.values()), log_group_name=names["log_group"], tags=tags))
 
         log_bucket = LakeBucket(self, "log_bucket", LakeBucketConfig(
-            bucket_name=names["log_bucket"], tags=tags, force_destroy=inputs.is_local))
+            bucket_name=names["log_bucket"], tags=tags, force_destroy=inputs.is_local, purpose="access-logs"))
         lake = LakeBucket(self, "lake", LakeBucketConfig(
             bucket_name=names["lake_bucket"], tags=tags, kms_key_arn=key.arn, log_bucket=log_bucket.id,
             force_destroy=inputs.is_local))
@@ -72,7 +72,7 @@ class TenantLakeStack(TerraformStack):
         LakeLifecycle(self, "lake_lifecycle", LifecycleConfig(
             bucket=lake.id, expiry_days={p: inputs.retention[p] for p in ("landing", "bronze", "quarantine")}))
         LakeLifecycle(self, "log_lifecycle", LifecycleConfig(
-            bucket=log_bucket.id, prefixes=("",), transitions={}, expiry_days={"": inputs.retention["logs"]}))
+            bucket=log_bucket.id, prefixes=(), transitions={}, expiry_days={"": inputs.retention["logs"]}))
 
         endpoints = VpcEndpoints(self, "endpoints", VpcEndpointsConfig(
             vpc_ids=inputs.vpc_ids, region=inputs.region, name_prefix=f"{inputs.tenant_id}-lake",

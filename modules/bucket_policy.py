@@ -24,7 +24,7 @@ from cdktf_cdktf_provider_aws.s3_bucket_policy import S3BucketPolicy
 from constructs import Construct
 
 from modules.refs import address
-from modules.policy_document import Condition, ListExpr, Principal, Statement, policy_document
+from modules.policy_document import Condition, ListExpr, Principal, Statement, policy_json
 
 EVERYONE = Principal("*", ["*"])
 
@@ -105,10 +105,9 @@ def bucket_policy_statements(cfg: BucketPolicyConfig) -> list[Statement]:
 
 
 class BucketPolicy(Construct):
-    """The bucket policy (one ``aws_iam_policy_document`` + one ``aws_s3_bucket_policy``)."""
+    """The bucket policy: one ``aws_s3_bucket_policy`` whose JSON names every statement literally."""
 
     def __init__(self, scope: Construct, id_: str, cfg: BucketPolicyConfig, depends_on: list | None = None) -> None:
         super().__init__(scope, id_)
-        self.document = policy_document(self, "document", bucket_policy_statements(cfg))
-        self.policy = S3BucketPolicy(self, "policy", bucket=cfg.bucket, policy=self.document.json,
+        self.policy = S3BucketPolicy(self, "policy", bucket=cfg.bucket, policy=policy_json(bucket_policy_statements(cfg)),
                                      depends_on=depends_on)

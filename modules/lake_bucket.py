@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping, Optional
 
-from cdktf import Token
+from cdktf import Fn, Token
 from cdktf_cdktf_provider_aws.s3_bucket import S3Bucket
 from cdktf_cdktf_provider_aws.s3_bucket_logging import S3BucketLoggingA
 from cdktf_cdktf_provider_aws.s3_bucket_notification import S3BucketNotification
@@ -45,6 +45,8 @@ class LakeBucketConfig:
         force_destroy: allow ``terraform destroy`` to empty the bucket (a bool expression; the module
             passes ``environment == "local"``). @default - False
         eventbridge: send object events to EventBridge. @default - True
+        purpose: the ``bucket_purpose`` tag: ``lake`` (tenant data, must be SSE-KMS with the tenant
+            key; checked by policies/checks CKV2_TL_3) or ``access-logs``. @default - "lake"
     """
 
     bucket_name: str
@@ -54,6 +56,7 @@ class LakeBucketConfig:
     log_prefix: Optional[str] = None
     force_destroy: object = False
     eventbridge: bool = True
+    purpose: str = "lake"
 
 
 class LakeBucket(Construct):
@@ -62,7 +65,8 @@ class LakeBucket(Construct):
     def __init__(self, scope: Construct, id_: str, cfg: LakeBucketConfig) -> None:
         super().__init__(scope, id_)
         force = cfg.force_destroy if isinstance(cfg.force_destroy, bool) else Token.as_any(cfg.force_destroy)
-        self.bucket = S3Bucket(self, "bucket", bucket=cfg.bucket_name, force_destroy=force, tags=cfg.tags)
+        tags = Token.as_string_map(Fn.merge([cfg.tags, {"bucket_purpose": cfg.purpose}]))
+        self.bucket = S3Bucket(self, "bucket", bucket=cfg.bucket_name, force_destroy=force, tags=tags)
         b = self.bucket.id
         S3BucketVersioningA(self, "versioning", bucket=b,
                             versioning_configuration=S3BucketVersioningVersioningConfiguration(status="Enabled"))

@@ -1,8 +1,8 @@
-"""Lifecycle rules per lake prefix (and for the log bucket), with documented defaults.
+"""Lifecycle rules of the lake bucket (and the log bucket), with documented defaults.
 
-Every rule, whatever its prefix, aborts incomplete multipart uploads after
-``abort_multipart_days`` and expires noncurrent versions after ``noncurrent_days`` (checkpoints:
-``checkpoint_noncurrent_days``).  Per prefix, by default (README "Tenant module" table; asserted in
+A bucket-wide rule ``all`` aborts incomplete multipart uploads after ``abort_multipart_days`` and
+expires noncurrent versions after ``noncurrent_days``, so every prefix (also one added later) gets
+both.  Per-prefix rules add, by default (README "Tenant module" table; asserted in
 tests/modules/test_lifecycle.py):
 
 | prefix      | transitions                               | expiry                                   |
@@ -12,7 +12,9 @@ tests/modules/test_lifecycle.py):
 | silver      | STANDARD_IA at 90 d                       | -                                        |
 | gold        | INTELLIGENT_TIERING at 0 d                | -                                        |
 | quarantine  | -                                         | retention_days["quarantine"] (30 d)      |
-| reports, checkpoints, artifacts | -                     | -                                        |
+| checkpoints | noncurrent versions expire after 7 d      | -                                        |
+
+Where rules overlap, S3 applies the earliest expiry (checkpoints' 7 d beats the bucket-wide 30 d).
 """
 from __future__ import annotations
 
@@ -43,7 +45,8 @@ class LifecycleConfig:
         bucket: the bucket id.
         expiry_days: expiry per prefix (only prefixes listed here expire); the module passes the
             merged ``retention_days`` for landing, bronze and quarantine.
-        prefixes: the prefixes that get a rule. @default - ``infra.tenant.LAKE_PREFIXES``
+        prefixes: the prefixes that may get a rule (one with at least one action). @default -
+            ``infra.tenant.LAKE_PREFIXES``
         transitions: storage-class transitions per prefix, (days, class) pairs.
             @default - bronze: (30, STANDARD_IA), (90, GLACIER_IR); silver: (90, STANDARD_IA);
             gold: (0, INTELLIGENT_TIERING)
@@ -66,24 +69,33 @@ class LifecycleConfig:
 
 
 class LakeLifecycle(Construct):
-    """One ``aws_s3_bucket_lifecycle_configuration`` with a rule per prefix ("" = whole bucket)."""
+    """One ``aws_s3_bucket_lifecycle_configuration``: the bucket-wide rule, then a rule per prefix."""
 
     def __init__(self, scope: Construct, id_: str, cfg: LifecycleConfig) -> None:
         super().__init__(scope, id_)
-        rules = []
+        rules = [S3BucketLifecycleConfigurationRule(
+            id="all", status="Enabled",
+            filter=[S3BucketLifecycleConfigurationRuleFilter(prefix="")],
+            abort_incomplete_multipart_upload=[S3BucketLifecycleConfigurationRuleAbortIncompleteMultipartUpload(
+                days_after_initiation=cfg.abort_multipart_days)],
+            noncurrent_version_expiration=[S3BucketLifecycleConfigurationRuleNoncurrentVersionExpiration(
+                noncurrent_days=cfg.noncurrent_days)],
+            expiration=[S3BucketLifecycleConfigurationRuleExpiration(days=cfg.expiry_days[""])]
+            if "" in cfg.expiry_days else None,
+        )]
         for prefix in cfg.prefixes:
-            noncurrent = cfg.checkpoint_noncurrent_days if prefix == "checkpoints" else cfg.noncurrent_days
+            transitions = [S3BucketLifecycleConfigurationRuleTransition(days=days, storage_class=cls)
+                           for days, cls in cfg.transitions.get(prefix, ())]
+            expiration = ([S3BucketLifecycleConfigurationRuleExpiration(days=cfg.expiry_days[prefix])]
+                          if prefix in cfg.expiry_days else [])
+            noncurrent = ([S3BucketLifecycleConfigurationRuleNoncurrentVersionExpiration(
+                noncurrent_days=cfg.checkpoint_noncurrent_days)] if prefix == "checkpoints" else [])
+            if not (transitions or expiration or noncurrent):
+                continue
             rules.append(S3BucketLifecycleConfigurationRule(
-                id=prefix or "all",
-                status="Enabled",
-                filter=[S3BucketLifecycleConfigurationRuleFilter(prefix=f"{prefix}/" if prefix else "")],
-                abort_incomplete_multipart_upload=[S3BucketLifecycleConfigurationRuleAbortIncompleteMultipartUpload(
-                    days_after_initiation=cfg.abort_multipart_days)],
-                noncurrent_version_expiration=[S3BucketLifecycleConfigurationRuleNoncurrentVersionExpiration(
-                    noncurrent_days=noncurrent)],
-                transition=[S3BucketLifecycleConfigurationRuleTransition(days=days, storage_class=cls)
-                            for days, cls in cfg.transitions.get(prefix, ())] or None,
-                expiration=[S3BucketLifecycleConfigurationRuleExpiration(days=cfg.expiry_days[prefix])]
-                if prefix in cfg.expiry_days else None,
+                id=prefix, status="Enabled",
+                filter=[S3BucketLifecycleConfigurationRuleFilter(prefix=f"{prefix}/")],
+                transition=transitions or None, expiration=expiration or None,
+                noncurrent_version_expiration=noncurrent or None,
             ))
         self.configuration = S3BucketLifecycleConfiguration(self, "configuration", bucket=cfg.bucket, rule=rules)

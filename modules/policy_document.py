@@ -5,14 +5,16 @@ permission policies) is a list of ``Statement``; nothing writes policy JSON by h
 
 * ``policy_document(...)``: an ``aws_iam_policy_document`` data source (lists may be Terraform
   expressions such as ``concat([...], var.admin_principal_arns)``; checkov reads its statements).
-* ``policy_json(...)``: a JSON string with ``${...}`` interpolations inside string values, for the KMS
-  key policy (a resource policy whose ``Resource: "*"`` means "this key", which checkov's IAM-document
-  checks would otherwise misread as a wildcard grant).
+* ``policy_json(...)``: a JSON string with ``${...}`` interpolations, for resource policies (the KMS
+  key policy, whose ``Resource: "*"`` means "this key" and which checkov's IAM-document checks would
+  misread as a wildcard grant; the bucket policies).  A ``ListExpr`` value becomes
+  ``${jsonencode(<list>)}`` in place of a JSON array; ``policies/checks`` parse such strings.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from typing import Sequence, Union
 
 from cdktf import Token
@@ -83,9 +85,12 @@ def policy_document(scope: Construct, id_: str, statements: Sequence[Statement])
     ])
 
 
+_LIST_MARK = "\u0000LIST:"
+
+
 def _json_values(values: Values) -> str | list[str]:
     if isinstance(values, ListExpr):
-        raise ValueError(f"policy_json cannot embed the list expression {values}; use policy_document")
+        return _LIST_MARK + values[2:-1]  # replaced by an unquoted ${jsonencode(...)} below
     return values if isinstance(values, str) else list(values)
 
 
@@ -94,7 +99,8 @@ def policy_json(statements: Sequence[Statement]) -> str:
     def block(s: Statement) -> dict:
         out: dict = {"Sid": s.sid, "Effect": s.effect}
         if s.principals:
-            out["Principal"] = {p.type: _json_values(p.identifiers) for p in s.principals}
+            out["Principal"] = ("*" if any(p.type == "*" for p in s.principals)
+                                else {p.type: _json_values(p.identifiers) for p in s.principals})
         out["Action"] = list(s.actions)
         out["Resource"] = _json_values(s.resources)
         if s.conditions:
@@ -104,4 +110,6 @@ def policy_json(statements: Sequence[Statement]) -> str:
             out["Condition"] = cond
         return out
 
-    return json.dumps({"Version": "2012-10-17", "Statement": [block(s) for s in statements]}, sort_keys=False)
+    text = json.dumps({"Version": "2012-10-17", "Statement": [block(s) for s in statements]}, sort_keys=False)
+    return re.sub(r'"\\u0000LIST:((?:[^"\\]|\\.)*)"',
+                  lambda m: "${jsonencode(" + json.loads(f'"{m.group(1)}"') + ")}", text)
