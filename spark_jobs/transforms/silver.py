@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from spark_jobs.contract import MALFORMED_RULE, UNKNOWN_FIELDS_RULE, ColumnSpec, Contract
+from spark_jobs.transforms.bronze import is_json_object
 
 RAW_PREFIX = "__raw__"
 LINEAGE_COLUMNS: tuple[str, ...] = ("_ingested_at", "_source_file", "_batch_id", "_record_index")
@@ -40,7 +41,7 @@ def _typed(col: ColumnSpec) -> Column:
             text = F.lower(text)
         elif col.case == "upper":
             text = F.upper(text)
-        return text
+        return F.when(F.trim(raw) != "", text)  # blank is missing
     if col.type in ("int", "long"):
         is_integer_text = raw.rlike(_INTEGER_TEXT)
         return F.when(is_integer_text, F.trim(raw).cast(col.type))
@@ -59,7 +60,7 @@ def _typed(col: ColumnSpec) -> Column:
 def parse_records(bronze: DataFrame, contract: Contract) -> DataFrame:
     """Bronze rows -> bronze lineage + ``_raw`` + ``_is_malformed`` + raw text and typed value per column.
 
-    Malformed means: flagged in bronze, or not a JSON object the field extraction can read.
+    Malformed means: flagged in bronze, or not a JSON object (checked again: bronze may predate a fix).
     """
     text_schema = T.StructType([T.StructField(name, T.StringType()) for name in contract.column_names])
     parsed = F.from_json(F.col("_raw"), text_schema)
@@ -67,7 +68,7 @@ def parse_records(bronze: DataFrame, contract: Contract) -> DataFrame:
     known_fields = F.array(*[F.lit(name) for name in contract.column_names])
     with_text = bronze.select(
         "_raw",
-        (F.col("_is_malformed") | parsed.isNull()).alias("_is_malformed"),
+        (F.col("_is_malformed") | ~is_json_object(F.col("_raw"))).alias("_is_malformed"),
         F.coalesce(F.array_except(all_fields, known_fields), F.array().cast("array<string>")).alias("_unknown_fields"),
         *LINEAGE_COLUMNS,
         *[parsed.getField(name).alias(_raw_name(name)) for name in contract.column_names],

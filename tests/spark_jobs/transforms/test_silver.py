@@ -1,0 +1,127 @@
+"""Silver transformations: typing, rule names, dedupe, lateness, output schemas; exact rows."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from spark_jobs.contract import parse_contract
+from spark_jobs.transforms import silver
+from tests.spark_jobs.conftest import ts
+
+CONTRACT = parse_contract({
+    "dataset": "mini",
+    "landing": {"format": "json_lines"},
+    "source_field": "sensor_id",
+    "key": ["event_id"],
+    "event_time": "event_ts",
+    "lateness_minutes": 30,
+    "schema": [
+        {"name": "event_id", "type": "string", "required": True},
+        {"name": "sensor_id", "type": "string", "required": True, "regex": "^sensor-[0-9]{3}$"},
+        {"name": "event_ts", "type": "timestamp", "required": True, "format": "yyyy-MM-dd HH:mm:ss"},
+        {"name": "temperature", "type": "double", "min": -40, "max": 85},
+        {"name": "count", "type": "int"},
+        {"name": "status", "type": "string", "case": "lower", "allowed": ["ok", "fault"]},
+    ],
+    "rules": [{"name": "fault_is_hot", "expr": "status <> 'fault' OR temperature > 50"}],
+    "derived": [{"name": "temperature_f", "expr": "temperature * 9 / 5 + 32"}],
+})
+AT = dt.datetime(2026, 1, 1, 0, 0, 0)
+
+
+def _bronze(spark, records, ingested_at=AT, batch_id=0, source_file="f.jsonl"):
+    rows = []
+    for i, record in enumerate(records):
+        raw = record if isinstance(record, str) else json.dumps(record)
+        rows.append((raw, False, source_file, i, ingested_at, batch_id))
+    return spark.createDataFrame(
+        rows, "_raw string, _is_malformed boolean, _source_file string, _record_index int, "
+              "_ingested_at timestamp, _batch_id long")
+
+
+GOOD = {"event_id": "e1", "sensor_id": "sensor-001", "event_ts": "2020-11-16 22:59:59",
+        "temperature": 21.5, "count": 3, "status": " OK "}
+
+
+def _failed(spark, records):
+    flagged = silver.flag_invalid_rows(silver.parse_records(_bronze(spark, records), CONTRACT), CONTRACT)
+    return [r["_failed_rules"] for r in flagged.orderBy("_record_index").collect()]
+
+
+def test_parse_casts_to_contract_types_and_normalises(spark):
+    parsed = silver.parse_records(_bronze(spark, [GOOD]), CONTRACT)
+    row = parsed.select(*CONTRACT.column_names).first()
+    assert tuple(row) == ("e1", "sensor-001", ts("2020-11-16 22:59:59"), 21.5, 3, "ok")
+
+
+CASES = [
+    ({}, []),
+    ({"temperature": "hot"}, ["temperature_type"]),
+    ({"count": "2.5"}, ["count_type"]),
+    ({"event_ts": "16/11/2020"}, ["event_ts_type"]),
+    ({"sensor_id": None}, ["sensor_id_required"]),
+    ({"sensor_id": "  "}, ["sensor_id_required"]),
+    ({"sensor_id": "SENSOR-1"}, ["sensor_id_regex"]),
+    ({"temperature": 150}, ["temperature_range"]),
+    ({"status": "broken"}, ["status_allowed"]),
+    ({"status": "fault", "temperature": 20}, ["fault_is_hot"]),
+    ({"firmware": "1.2"}, ["unknown_fields"]),
+    ({"event_id": None, "temperature": -41}, ["event_id_required", "temperature_range"]),
+    ({"status": "fault", "temperature": None}, []),  # a rule over a missing optional value is not broken
+]
+
+
+def test_each_broken_rule_is_named(spark):
+    records = []
+    for change, _ in CASES:
+        record = {**GOOD, **change}
+        records.append({k: v for k, v in record.items() if v is not None})
+    assert _failed(spark, records) == [expected for _, expected in CASES]
+
+
+def test_malformed_records_fail_only_malformed_record(spark):
+    assert _failed(spark, ['{"event_id": "e1", ', "[1, 2]"]) == [["malformed_record"], ["malformed_record"]]
+
+
+def test_dedupe_keeps_latest_ingest_then_breaks_ties_deterministically(spark):
+    early = _bronze(spark, [{**GOOD, "temperature": 1.0}], ingested_at=AT, batch_id=0, source_file="a.jsonl")
+    late = _bronze(spark, [{**GOOD, "temperature": 2.0}], ingested_at=AT + dt.timedelta(hours=1), batch_id=1,
+                   source_file="a.jsonl")
+    tie_a = _bronze(spark, [{**GOOD, "event_id": "e2", "temperature": 3.0}], source_file="a.jsonl")
+    tie_b = _bronze(spark, [{**GOOD, "event_id": "e2", "temperature": 4.0}], source_file="b.jsonl")
+    bronze = early.unionByName(late).unionByName(tie_a).unionByName(tie_b)
+    parsed = silver.valid_rows(silver.flag_invalid_rows(silver.parse_records(bronze, CONTRACT), CONTRACT))
+    deduped = silver.dedupe_latest(parsed, CONTRACT)
+    assert sorted((r["event_id"], r["temperature"]) for r in deduped.collect()) == [("e1", 2.0), ("e2", 4.0)]
+
+
+def test_late_rows_trail_their_file_by_more_than_the_lateness(spark):
+    records = [{**GOOD, "event_id": "now", "event_ts": "2020-11-16 23:00:00"},
+               {**GOOD, "event_id": "29min", "event_ts": "2020-11-16 22:31:00"},
+               {**GOOD, "event_id": "31min", "event_ts": "2020-11-16 22:29:00"}]
+    parsed = silver.parse_records(_bronze(spark, records), CONTRACT)
+    flagged = silver.flag_late_rows(parsed, CONTRACT)
+    assert sorted((r["event_id"], r["_is_late"]) for r in flagged.collect()) == [
+        ("29min", False), ("31min", True), ("now", False)]
+
+
+def test_to_silver_enriches_and_states_the_schema(spark):
+    parsed = silver.flag_late_rows(silver.parse_records(_bronze(spark, [GOOD]), CONTRACT), CONTRACT)
+    out = silver.to_silver(parsed, CONTRACT)
+    assert out.columns == [*CONTRACT.column_names, "temperature_f", "event_date", "_is_late",
+                           "_ingested_at", "_source_file", "_batch_id", "_record_index"]
+    row = out.first()
+    assert (row["temperature_f"], row["event_date"], row["_is_late"]) == (70.7, dt.date(2020, 11, 16), False)
+
+
+def test_to_quarantine_keeps_raw_reasons_and_lineage(spark):
+    bad = {**GOOD, "temperature": "hot"}
+    flagged = silver.flag_invalid_rows(silver.parse_records(_bronze(spark, [bad, "{oops"]), CONTRACT), CONTRACT)
+    out = silver.to_quarantine(silver.invalid_rows(flagged), CONTRACT, run_id="r1").orderBy("_record_index")
+    assert out.columns == list(silver.QUARANTINE_COLUMNS)
+    assert [tuple(r) for r in out.collect()] == [
+        (json.dumps(bad), ["temperature_type"], "f.jsonl", 0, 0, AT, "r1", dt.date(2020, 11, 16)),
+        ("{oops", ["malformed_record"], "f.jsonl", 0, 1, AT, "r1", None),
+    ]
