@@ -94,8 +94,9 @@ apply-all: ## Apply every tenant
 
 ##@ Pipeline
 .PHONY: deploy-jobs dq-report
-deploy-jobs: ## Package spark_jobs and submit it to EMR on EKS: make deploy-jobs TENANT=acme
-	$(call not_yet,EMR on EKS deployment is issue 7)
+deploy-jobs: $(VENV)/.installed ## Package spark_jobs and run it on EMR on EKS: make deploy-jobs TENANT=acme [ARGS="--dry-run ..."]
+	@test -n "$(TENANT)" || { echo "make deploy-jobs: TENANT is required, e.g. make deploy-jobs TENANT=acme" >&2; exit 2; }
+	@$(PY) -m infra.deploy --tenant "$(TENANT)" $(ARGS)
 dq-report: $(VENV)/.installed ## Build the data-quality report index: make dq-report TENANT=acme
 	@test -n "$(TENANT)" || { echo "make dq-report: say which tenant, e.g. make dq-report TENANT=acme" >&2; exit 2; }
 	@$(PY) -m spark_jobs.quality index --tenant $(TENANT)

@@ -54,8 +54,12 @@ class DrivenEmulator:
 @pytest.fixture(scope="session")
 def driven_emulator(tmp_path_factory):
     """Moto's WSGI app served over HTTPS from a thread of this process; stopped at session end."""
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
+
+    class QuietHandler(MotoRequestHandler):
+        def log_request(self, *args, **kwargs):  # one line per poll would drown the test output
+            pass
 
     from infra.local import tls
 
@@ -63,7 +67,7 @@ def driven_emulator(tmp_path_factory):
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(str(certs / "server.pem"), str(certs / "server.key"))
     server = make_server("127.0.0.1", 0, DomainDispatcherApplication(create_backend_app), threaded=True,
-                         ssl_context=context)
+                         request_handler=QuietHandler, ssl_context=context)
     thread = threading.Thread(target=server.serve_forever, name="driven-moto", daemon=True)
     thread.start()
     try:
@@ -123,6 +127,9 @@ class JobDriver:
         self._thread = threading.Thread(target=self._loop, name="job-driver", daemon=True)
 
     def __enter__(self):
+        # Runs that exist already are driven too, but not recorded as created by this step.
+        now = time.monotonic()
+        self._seen = {run_id: now for run_id in self.emu.backend().job_runs}
         self._thread.start()
         return self
 
