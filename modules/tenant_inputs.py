@@ -146,7 +146,7 @@ class TenantInputs(Construct):
             "cost_center": V["cost_center"],
         }
         TerraformLocal(self, "standard_tags", standard)
-        self.tags = Token.as_string_map(self._local("resource_tags", "${merge(var.tags, local.standard_tags)}"))
+        self.tags = TerraformLocal(self, "resource_tags", "${merge(var.tags, local.standard_tags)}").as_string_map
         TerraformLocal(self, "retention_defaults", dict(model.DEFAULT_RETENTION_DAYS))
         self._local("retention", "${merge(local.retention_defaults, var.retention_days)}")
         self.retention = {k: Token.as_number(f'${{local.retention["{k}"]}}') for k in model.DEFAULT_RETENTION_DAYS}
