@@ -1,0 +1,136 @@
+"""`make deploy-jobs TENANT=acme` end to end against moto (the target a user runs), outputs from a file.
+
+Job runs are moved to COMPLETED / FAILED by the test (see conftest: moto keeps them RUNNING forever).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import botocore.session
+import pytest
+from botocore.validate import ParamValidator
+
+from infra.deploy.artifact import build_artifact
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+REPO = Path(__file__).resolve().parents[3]
+DATE = "2024-05-01"
+
+
+def make_deploy(emu, tmp_path, *args: str, tenant: str = "acme") -> subprocess.CompletedProcess:
+    env = {**os.environ, **emu.env(), "TENANTLAKE_STATE_DIR": str(tmp_path / "state")}
+    return subprocess.run(["make", "-s", "deploy-jobs", f"TENANT={tenant}", f"ARGS={shlex.join(args)}"], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=110)
+
+
+def _artifact_keys(emu, bucket: str) -> list[str]:
+    return [o["Key"] for o in emu.client("s3").list_objects_v2(Bucket=bucket, Prefix="artifacts/").get("Contents", [])]
+
+
+def test_dry_run_prints_valid_requests_and_submits_nothing(driven_emulator, tmp_path, outputs_file, tenant_outputs):
+    result = make_deploy(driven_emulator, tmp_path, "--outputs-file", str(outputs_file), "--dry-run",
+                         "--datasets", "iot,clickstream", "--layers", "silver", "--date", DATE)
+    assert result.returncode == 0, result.stderr
+    requests = json.loads(result.stdout)
+    assert [(r["tags"]["dataset"], r["tags"]["layer"]) for r in requests] == [("iot", "silver"), ("clickstream", "silver")]
+    shape = botocore.session.get_session().get_service_model("emr-containers").operation_model("StartJobRun").input_shape
+    for request in requests:
+        report = ParamValidator().validate(request, shape)
+        assert not report.has_errors(), report.generate_report()
+        assert request["virtualClusterId"] == tenant_outputs["emr_virtual_cluster_id"]
+    assert "nothing uploaded, nothing submitted" in result.stderr
+    assert _artifact_keys(driven_emulator, tenant_outputs["lake_bucket_name"]) == []
+    assert driven_emulator.backend().job_runs == {}
+
+
+def test_deploy_uploads_submits_in_order_and_a_rerun_changes_nothing(driven_emulator, tmp_path, outputs_file,
+                                                                     tenant_outputs, job_driver):
+    version = build_artifact(tmp_path / "expected").version
+    args = ("--outputs-file", str(outputs_file), "--datasets", "iot", "--date", DATE, "--poll-seconds", "0.1")
+    with job_driver() as driver:
+        result = make_deploy(driven_emulator, tmp_path, *args)
+    assert result.returncode == 0, result.stderr
+
+    bucket = tenant_outputs["lake_bucket_name"]
+    s3 = driven_emulator.client("s3")
+    zip_key = f"artifacts/spark_jobs/{version}/spark_jobs.zip"
+    assert sorted(_artifact_keys(driven_emulator, bucket)) == [f"artifacts/spark_jobs/{version}/entrypoint.py", zip_key]
+    head = s3.head_object(Bucket=bucket, Key=zip_key)
+    assert (head["ServerSideEncryption"], head["SSEKMSKeyId"]) == ("aws:kms", tenant_outputs["kms_key_arn"])
+
+    assert [c["tags"]["layer"] for c in driver.created] == ["bronze", "silver", "gold"]
+    assert all(set(c["states_before"].values()) <= {"COMPLETED"} for c in driver.created)
+    emr = driven_emulator.client("emr-containers")
+    for created in driver.created:
+        run = emr.describe_job_run(id=created["id"], virtualClusterId=tenant_outputs["emr_virtual_cluster_id"])["jobRun"]
+        layer = created["tags"]["layer"]
+        assert run["executionRoleArn"] == tenant_outputs["job_execution_role_arn"]
+        assert run["releaseLabel"] == "emr-7.5.0-latest"
+        driver_spec = run["jobDriver"]["sparkSubmitJobDriver"]
+        assert driver_spec["entryPoint"] == f"s3://{bucket}/artifacts/spark_jobs/{version}/entrypoint.py"
+        assert driver_spec["entryPointArguments"][:7] == ["run", "--dataset", "iot", "--layer", layer, "--date", DATE]
+        assert f"--py-files s3://{bucket}/{zip_key}" in driver_spec["sparkSubmitParameters"]
+        monitoring = run["configurationOverrides"]["monitoringConfiguration"]
+        assert monitoring["s3MonitoringConfiguration"]["logUri"] == f"s3://{bucket}/logs/"
+        assert monitoring["cloudWatchMonitoringConfiguration"]["logGroupName"] == tenant_outputs["log_group_name"]
+        assert run["tags"] == {"tenant": "acme", "dataset": "iot", "layer": layer, "code_version": version,
+                               "run_date": DATE, "attempt": "0"}
+    assert result.stdout.count("COMPLETED") == 3
+    assert f"S3 s3://{bucket}/logs/{tenant_outputs['emr_virtual_cluster_id']}/jobs/" in result.stdout
+    assert "uploaded" in result.stderr
+
+    etag = head["ETag"]
+    with job_driver() as driver:
+        again = make_deploy(driven_emulator, tmp_path, *args)
+    assert again.returncode == 0, again.stderr
+    assert "unchanged, not uploaded again" in again.stderr
+    assert s3.head_object(Bucket=bucket, Key=zip_key)["ETag"] == etag
+    assert driver.created == [] and again.stderr.count("already COMPLETED") == 3
+
+
+def test_a_failing_job_exits_non_zero_with_the_reason(driven_emulator, tmp_path, outputs_file, job_driver):
+    def fail_silver(run):
+        if run.tags["layer"] == "silver":
+            return "FAILED", "USER_ERROR", "Job failed: quality gate blocked silver iot"
+        return "COMPLETED", "", ""
+
+    with job_driver(fail_silver) as driver:
+        result = make_deploy(driven_emulator, tmp_path, "--outputs-file", str(outputs_file), "--datasets", "iot",
+                             "--date", DATE, "--poll-seconds", "0.1")
+    assert result.returncode != 0
+    assert "error: iot/silver ended FAILED: Job failed: quality gate blocked silver iot [failureReason USER_ERROR]" in result.stderr
+    assert "not submitted (an earlier run did not complete): iot/gold" in result.stdout
+    assert [c["tags"]["layer"] for c in driver.created] == ["bronze", "silver"]
+
+
+@pytest.mark.parametrize("case", ["unknown dataset", "wrong role", "missing cluster", "outputs of another tenant"])
+def test_refused_deploys_submit_and_upload_nothing(driven_emulator, tmp_path, tenant_outputs, case):
+    outputs = dict(tenant_outputs)
+    args = ["--date", DATE]
+    expected = {
+        "unknown dataset": "unknown dataset 'weather'",
+        "wrong role": "job execution role arn:aws:iam::123456789012:role/acme-missing does not exist",
+        "missing cluster": "terraform output 'emr_virtual_cluster_id' (the EMR on EKS virtual cluster) is missing",
+        "outputs of another tenant": "the outputs belong to tenant 'globex'",
+    }[case]
+    if case == "unknown dataset":
+        args += ["--datasets", "iot,weather"]
+    elif case == "wrong role":
+        outputs["job_execution_role_arn"] = "arn:aws:iam::123456789012:role/acme-missing"
+    elif case == "missing cluster":
+        outputs.pop("emr_virtual_cluster_id")
+    else:
+        outputs["tenant_id"] = "globex"
+    path = tmp_path / "outputs.json"
+    path.write_text(json.dumps(outputs))
+    result = make_deploy(driven_emulator, tmp_path, "--outputs-file", str(path), *args)
+    assert result.returncode == 2
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(error_lines) == 1 and expected in error_lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+    assert _artifact_keys(driven_emulator, tenant_outputs["lake_bucket_name"]) == []
+    assert driven_emulator.backend().job_runs == {}
