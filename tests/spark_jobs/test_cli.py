@@ -1,0 +1,41 @@
+"""The CLI's help and argument errors, through the real entry point (no Spark is started)."""
+import subprocess
+import sys
+
+import pytest
+
+from spark_jobs.cli import main
+from tests.conftest import REPO_ROOT
+
+
+@pytest.mark.parametrize("args", [[], ["datagen"], ["run"], ["run-all"], ["counts"]])
+def test_help_everywhere(args):
+    result = subprocess.run([sys.executable, "-m", "spark_jobs", *args, "--help"], cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "usage: python -m spark_jobs" in result.stdout
+    if args in (["run"], ["run-all"]):
+        assert "--lake-uri" in result.stdout and "--tenant" in result.stdout and "--date" in result.stdout
+
+
+def test_missing_lake_is_a_one_line_usage_error(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("TENANTLAKE_STATE_DIR", str(tmp_path))
+    assert main(["run", "--dataset", "iot", "--layer", "silver"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: say which lake: --lake-uri URI (with --kms-key-arn), --lake-config FILE or --tenant T")
+    assert main(["run", "--dataset", "iot", "--layer", "silver", "--tenant", "acme"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: lake config ") and err.endswith("does not exist; run `make apply TENANT=acme` first")
+
+
+def test_s3_lake_without_a_key_is_refused(capsys):
+    assert main(["datagen", "--dataset", "iot", "--lake-uri", "s3a://bucket"]) == 2
+    assert "--kms-key-arn is required" in capsys.readouterr().err
+
+
+def test_datagen_writes_a_local_landing_folder(tmp_path, capsys):
+    assert main(["datagen", "--dataset", "clickstream", "--lake-uri", str(tmp_path), "--records", "30",
+                 "--truth-file", str(tmp_path / "truth.json")]) == 0
+    assert len(list((tmp_path / "landing" / "clickstream").glob("*.jsonl"))) == 3
+    assert (tmp_path / "truth.json").is_file()
+    assert "clickstream: 3 files, 30 records" in capsys.readouterr().out
