@@ -20,7 +20,9 @@ from typing import Any
 
 from spark_jobs.quality.suites import ExpectationSpec
 
-RESULT_FORMAT = "BASIC"  # observed values, counts and up to 20 unexpected samples; SUMMARY costs more passes
+# Observed values and unexpected counts, but no unexpected-value samples: those cost one more Spark job per
+# expectation (1M rows, 22 expectations: 2.5 s -> 1.4 s), and the report shows quarantined sample rows instead.
+RESULT_FORMAT = {"result_format": "BASIC", "partial_unexpected_count": 0}
 DOCS_SITE_NAME = "tenantlake_run"  # "local_site" is taken by the ephemeral context's defaults
 
 
