@@ -25,6 +25,14 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
 @pytest.fixture(scope="session")
+def tenant_module() -> dict:
+    """The tenant-lake Terraform module (infra.synth), synthesized once per session (~18 s: AWS bindings)."""
+    from infra.synth import synthesize
+
+    return synthesize()
+
+
+@pytest.fixture(scope="session")
 def emulator():
     """A moto server for this test session: yields its EmulatorState, stops it afterwards."""
     from infra.local import emulator as emu

@@ -1,0 +1,61 @@
+"""modules/bucket_policy.py: every statement of the lake and log bucket policies."""
+from __future__ import annotations
+
+from tests.modules.helpers import data, json_policy_statements, resource
+
+LAKE_ARN = "${aws_s3_bucket.lake_bucket.arn}"
+LOG_ARN = "${aws_s3_bucket.log_bucket_bucket.arn}"
+ENDPOINTS = "list:[for e in aws_vpc_endpoint.endpoints_gateway : e.id]"
+ADMINS = "list:concat([data.aws_iam_session_context.deployer_session.issuer_arn], var.admin_principal_arns)"
+
+
+def _statements(module, name):
+    policy = resource(module, "aws_s3_bucket_policy", name)
+    return policy, json_policy_statements(policy["policy"])
+
+
+def test_lake_policy_statements(tenant_module):
+    policy, s = _statements(tenant_module, "lake_policy_policy")
+    assert policy["bucket"] == "${aws_s3_bucket.lake_bucket.id}"
+    assert policy["depends_on"] == ["aws_s3_bucket_public_access_block.lake_public_access_block"]
+    assert list(s) == ["DenyInsecureTransport", "DenyUnencryptedUploads", "DenyNonKmsUploads", "DenyWrongKeyUploads",
+                       "DenyOutsideTenantVpcEndpoints"]
+    assert all(st["Effect"] == "Deny" and st["Principal"] == "*" for st in s.values())
+    assert s["DenyInsecureTransport"]["Action"] == ["s3:*"]
+    assert s["DenyInsecureTransport"]["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]
+    assert s["DenyInsecureTransport"]["Condition"] == {"Bool": {"aws:SecureTransport": ["false"]}}
+    for sid in ("DenyUnencryptedUploads", "DenyNonKmsUploads", "DenyWrongKeyUploads"):
+        assert s[sid]["Action"] == ["s3:PutObject"] and s[sid]["Resource"] == f"{LAKE_ARN}/*"
+    assert s["DenyUnencryptedUploads"]["Condition"] == {"Null": {"s3:x-amz-server-side-encryption": ["true"]}}
+    assert s["DenyNonKmsUploads"]["Condition"] == {
+        "StringNotEqualsIfExists": {"s3:x-amz-server-side-encryption": ["aws:kms"]}}
+    assert s["DenyWrongKeyUploads"]["Condition"] == {
+        "StringNotEquals": {"s3:x-amz-server-side-encryption-aws-kms-key-id": ["${aws_kms_key.kms_key.arn}"]}}
+    outside = s["DenyOutsideTenantVpcEndpoints"]
+    assert outside["Action"] == ["s3:*"] and outside["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]
+    # Both conditions must hold to deny: not via a tenant endpoint AND not an admin principal.
+    assert outside["Condition"] == {"StringNotEquals": {"aws:SourceVpce": [ENDPOINTS]},
+                                    "ArnNotLike": {"aws:PrincipalArn": [ADMINS]}}
+
+
+def test_deployer_is_the_identity_running_terraform(tenant_module):
+    caller = data(tenant_module, "aws_caller_identity", "deployer_caller")
+    assert set(caller) <= {"//"}
+    # An assumed-role session resolves to its role ARN, which is what aws:PrincipalArn carries.
+    assert data(tenant_module, "aws_iam_session_context", "deployer_session")["arn"] == \
+        "${data.aws_caller_identity.deployer_caller.arn}"
+
+
+def test_log_bucket_policy_allows_log_delivery_and_denies_the_rest(tenant_module):
+    policy, s = _statements(tenant_module, "log_policy_policy")
+    assert policy["bucket"] == "${aws_s3_bucket.log_bucket_bucket.id}"
+    assert list(s) == ["DenyInsecureTransport", "S3ServerAccessLogsDelivery", "DenyOutsideTenantVpcEndpoints"]
+    delivery = s["S3ServerAccessLogsDelivery"]
+    assert delivery["Effect"] == "Allow" and delivery["Principal"] == {"Service": ["logging.s3.amazonaws.com"]}
+    assert delivery["Action"] == ["s3:PutObject"] and delivery["Resource"] == f"{LOG_ARN}/*"
+    assert delivery["Condition"]["StringEquals"] == {"aws:SourceAccount": ["${var.account_id}"]}
+    assert [a.rsplit(":", 1)[-1] for a in delivery["Condition"]["ArnLike"]["aws:SourceArn"]] == [
+        "${var.tenant_id}-${var.region}-lake", "${var.tenant_id}-${var.region}-lake-logs"]
+    assert s["DenyOutsideTenantVpcEndpoints"]["Condition"] == {
+        "StringNotEquals": {"aws:SourceVpce": [ENDPOINTS]}, "ArnNotLike": {"aws:PrincipalArn": [ADMINS]},
+        "Bool": {"aws:PrincipalIsAWSService": ["false"]}}

@@ -1,0 +1,83 @@
+"""modules/job_roles.py: trust conditions and least-privilege permissions per role."""
+from __future__ import annotations
+
+import pytest
+
+from modules.job_roles import KMS_READ_ACTIONS, KMS_WRITE_ACTIONS, ROLE_ACCESS
+from tests.modules.helpers import document_statements, resource
+
+LAKE = "${aws_s3_bucket.lake_bucket.arn}"
+KEY = "${aws_kms_key.kms_key.arn}"
+
+
+def test_access_matrix():
+    assert ROLE_ACCESS["job_execution"].read == ("landing", "bronze", "artifacts")
+    assert ROLE_ACCESS["job_execution"].write == ("bronze", "silver", "gold", "quarantine", "reports", "checkpoints")
+    assert ROLE_ACCESS["ingest_writer"].put_only == ("landing",) and not ROLE_ACCESS["ingest_writer"].read
+    assert ROLE_ACCESS["consumer"].read == ("gold", "reports") and not ROLE_ACCESS["consumer"].write
+
+
+@pytest.mark.parametrize("role,name", [("job_execution", "${var.tenant_id}-emr-job-execution"),
+                                       ("ingest_writer", "${var.tenant_id}-lake-ingest-writer"),
+                                       ("consumer", "${var.tenant_id}-lake-consumer")])
+def test_role_names_and_session_length(tenant_module, role, name):
+    r = resource(tenant_module, "aws_iam_role", f"roles_{role}")
+    assert r["name"] == name and r["max_session_duration"] == 3600
+    assert r["assume_role_policy"] == f"${{data.aws_iam_policy_document.roles_{role}_trust.json}}"
+
+
+def test_job_role_trusts_only_the_tenant_namespace_emr_service_accounts(tenant_module):
+    [trust] = document_statements(tenant_module, "roles_job_execution_trust").values()
+    assert trust["actions"] == ["sts:AssumeRoleWithWebIdentity"]
+    assert trust["principals"] == [{"type": "Federated", "identifiers": ["${local.oidc_provider_arn}"]}]
+    assert trust["condition"] == [
+        {"test": "StringLike", "variable": "${local.oidc_issuer}:sub",
+         "values": ["system:serviceaccount:${local.namespace}:emr-containers-sa-*-*-${var.account_id}-*"]},
+        {"test": "StringEquals", "variable": "${local.oidc_issuer}:aud", "values": ["sts.amazonaws.com"]}]
+    assert tenant_module["locals"]["oidc_issuer"] == '${element(split(":oidc-provider/", local.oidc_provider_arn), 1)}'
+
+
+@pytest.mark.parametrize("role", ["ingest_writer", "consumer"])
+def test_other_roles_trust_the_tenant_account(tenant_module, role):
+    [trust] = document_statements(tenant_module, f"roles_{role}_trust").values()
+    assert trust["actions"] == ["sts:AssumeRole"]
+    assert trust["principals"] == [{"type": "AWS", "identifiers": [
+        "arn:${data.aws_partition.inputs_partition.partition}:iam::${var.account_id}:root"]}]
+
+
+def test_job_role_permissions(tenant_module):
+    s = document_statements(tenant_module, "roles_job_execution_permissions")
+    readable = ["landing", "bronze", "artifacts", "silver", "gold", "quarantine", "reports", "checkpoints"]
+    assert s["ListOwnPrefixes"]["resources"] == [LAKE]
+    assert s["ListOwnPrefixes"]["condition"] == [{"test": "StringLike", "variable": "s3:prefix",
+                                                  "values": [v for p in readable for v in (f"{p}/", f"{p}/*")]}]
+    assert s["ReadPrefixes"]["resources"] == [f"{LAKE}/{p}/*" for p in readable]
+    assert s["WritePrefixes"]["resources"] == [f"{LAKE}/{p}/*" for p in
+                                               ("bronze", "silver", "gold", "quarantine", "reports", "checkpoints")]
+    assert "s3:PutObject" in s["WritePrefixes"]["actions"]
+    assert s["UseTenantKey"]["resources"] == [KEY] and s["UseTenantKey"]["actions"] == list(KMS_WRITE_ACTIONS)
+    log_group = ("arn:${data.aws_partition.inputs_partition.partition}:logs:${var.region}:${var.account_id}"
+                 ":log-group:/tenantlake/${var.tenant_id}/emr")
+    assert s["WriteTenantLogGroup"]["resources"] == [log_group, f"{log_group}:*"]
+
+
+def test_ingest_writer_may_only_put_under_landing(tenant_module):
+    s = document_statements(tenant_module, "roles_ingest_writer_permissions")
+    assert list(s) == ["PutOnlyPrefixes", "UseTenantKey"]
+    assert s["PutOnlyPrefixes"]["actions"] == ["s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"]
+    assert s["PutOnlyPrefixes"]["resources"] == [f"{LAKE}/landing/*"]
+
+
+def test_consumer_reads_gold_and_reports_only(tenant_module):
+    s = document_statements(tenant_module, "roles_consumer_permissions")
+    assert list(s) == ["ListOwnPrefixes", "LocateBucket", "ReadPrefixes", "UseTenantKey"]
+    assert s["ReadPrefixes"]["actions"] == ["s3:GetObject", "s3:GetObjectVersion"]
+    assert s["ReadPrefixes"]["resources"] == [f"{LAKE}/gold/*", f"{LAKE}/reports/*"]
+    assert s["UseTenantKey"]["actions"] == list(KMS_READ_ACTIONS)
+
+
+def test_no_s3_or_kms_action_on_a_wildcard_resource(tenant_module):
+    for name, doc in tenant_module["data"]["aws_iam_policy_document"].items():
+        for st in doc["statement"]:
+            if any(a == "*" or a.startswith(("s3:", "kms:")) for a in st["actions"]):
+                assert "*" not in st.get("resources", []), (name, st["sid"])
