@@ -59,7 +59,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tenant", required=True, help="tenant id (make deploy-jobs TENANT=...)")
     p.add_argument("--datasets", help="comma-separated datasets (default: every contract in spark_jobs/contracts)")
     p.add_argument("--layers", help="comma-separated layers among bronze,silver,gold (default: all, in that order)")
-    p.add_argument("--date", type=_date, default=None, help="run date passed to the jobs (default: today, UTC)")
+    p.add_argument("--date", type=_date, default=None,
+                   help="event date for silver and gold (passed to the jobs as --date); also names the runs. "
+                        "Default: the jobs process every date, and the runs are named after today (UTC)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the StartJobRun requests as a JSON array (each item works with "
                         "`aws emr-containers start-job-run --cli-input-json`); upload and submit nothing")
@@ -104,7 +106,7 @@ def deploy(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys
         container_image=args.container_image,
     )
     run_date = args.date or datetime.datetime.now(datetime.timezone.utc).date()
-    specs = run_plan(datasets, layers, run_date)
+    specs = run_plan(datasets, layers, run_date, event_date=args.date)
     hashes = {d: artifact_mod.contract_sha256(built, d) for d in datasets}
     emr = clients("emr-containers")
     if args.dry_run:
@@ -124,7 +126,8 @@ def deploy(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys
         err.write(f"unchanged, not uploaded again: {', '.join(uploaded.skipped)}\n")
     outcomes = runner.run_in_order(emr, target, uploaded.location, specs, hashes, options, rerun=args.rerun,
                                    poll_seconds=args.poll_seconds, timeout_seconds=args.timeout_minutes * 60, out=err)
-    out.write(f"deploy-jobs tenant '{tenant}', code version {built.version}, run date {run_date}:\n")
+    out.write(f"deploy-jobs tenant '{tenant}', code version {built.version}, run date {run_date}, "
+              f"event date {specs[0].event_date_label if specs else 'all'}:\n")
     for outcome in outcomes:
         out.write("  " + runner.describe_outcome(outcome) + "\n")
     not_run = specs[len(outcomes):]

@@ -15,6 +15,7 @@ from infra.deploy.target import DeployError, DeployTarget
 # EMR 7.5.0 ships Spark 3.5.2-amzn-1 (EMR on EKS 7.5.0 release notes): the Spark line of pyspark 3.5.9 here.
 DEFAULT_RELEASE_LABEL = "emr-7.5.0-latest"
 LAYERS: tuple[str, ...] = ("bronze", "silver", "gold")  # dependency order
+DATE_FILTERED_LAYERS = ("silver", "gold")  # bronze ingests whatever landed; --date means an event date
 MAX_NAME_LENGTH = 64  # StartJobRun name: 1-64 characters
 
 
@@ -59,11 +60,20 @@ class RequestOptions:
 
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
-    """One job run: a dataset's layer for a run date."""
+    """One job run: a dataset's layer, identified by a run date.
+
+    ``event_date`` (``--date``) restricts silver and gold to that event date and is passed to the job;
+    without it the jobs process everything, and ``run_date`` (the deploy's UTC day) only names the run.
+    """
 
     dataset: str
     layer: str
     run_date: datetime.date
+    event_date: datetime.date | None = None
+
+    @property
+    def event_date_label(self) -> str:
+        return self.event_date.isoformat() if self.event_date else "all"
 
     @property
     def label(self) -> str:
@@ -88,7 +98,8 @@ def client_token(tenant: str, spec: RunSpec, version: str, attempt: int = 0) -> 
     """Deterministic per (tenant, dataset, layer, date, version, attempt): a retried deploy re-sends the
     same token, so EMR returns the existing run instead of starting a second one. ``attempt`` moves on
     only after a run of the same identity ended FAILED or CANCELLED (see ``runner``)."""
-    identity = "|".join([tenant, spec.dataset, spec.layer, spec.run_date.isoformat(), version, str(attempt)])
+    identity = "|".join([tenant, spec.dataset, spec.layer, spec.run_date.isoformat(), spec.event_date_label,
+                         version, str(attempt)])
     return hashlib.sha256(identity.encode()).hexdigest()[:32]
 
 
@@ -99,21 +110,18 @@ def run_tags(tenant: str, spec: RunSpec, version: str, attempt: int = 0) -> dict
         "layer": spec.layer,
         "code_version": version,
         "run_date": spec.run_date.isoformat(),
+        "event_date": spec.event_date_label,
         "attempt": str(attempt),
     }
 
 
 def entrypoint_arguments(target: DeployTarget, spec: RunSpec, lake_uri: str | None = None) -> list[str]:
     """Arguments of ``spark_jobs.cli.main`` for one run (``lake_uri`` overrides the target's for local runs)."""
-    return [
-        "run",
-        "--dataset", spec.dataset,
-        "--layer", spec.layer,
-        "--date", spec.run_date.isoformat(),
-        "--lake-uri", lake_uri or target.lake_uri,
-        "--kms-key-arn", target.kms_key_arn,
-        "--region", target.region,
-    ]
+    args = ["run", "--dataset", spec.dataset, "--layer", spec.layer]
+    if spec.event_date and spec.layer in DATE_FILTERED_LAYERS:
+        args += ["--date", spec.event_date.isoformat()]
+    return args + ["--lake-uri", lake_uri or target.lake_uri, "--kms-key-arn", target.kms_key_arn,
+                   "--region", target.region]
 
 
 def spark_submit_parameters(artifact: ArtifactLocation, spec: RunSpec, contract_sha256: str,
@@ -208,7 +216,8 @@ def build_request(target: DeployTarget, artifact: ArtifactLocation, spec: RunSpe
     }
 
 
-def run_plan(datasets: list[str], layers: list[str], run_date: datetime.date) -> list[RunSpec]:
+def run_plan(datasets: list[str], layers: list[str], run_date: datetime.date,
+             event_date: datetime.date | None = None) -> list[RunSpec]:
     """Runs in dependency order: every dataset's bronze, then silver, then gold."""
     ordered_layers = [layer for layer in LAYERS if layer in layers]
-    return [RunSpec(dataset, layer, run_date) for layer in ordered_layers for dataset in datasets]
+    return [RunSpec(dataset, layer, run_date, event_date) for layer in ordered_layers for dataset in datasets]

@@ -25,7 +25,7 @@ from infra.deploy.target import DeployError, DeployTarget
 ACTIVE_STATES = frozenset({"PENDING", "SUBMITTED", "RUNNING", "CANCEL_PENDING"})
 FAILED_STATES = frozenset({"FAILED", "CANCELLED"})
 SUCCESS_STATE = "COMPLETED"
-IDENTITY_TAGS = ("tenant", "dataset", "layer", "run_date", "code_version")
+IDENTITY_TAGS = ("tenant", "dataset", "layer", "run_date", "event_date", "code_version")
 DEFAULT_POLL_SECONDS = 10.0
 DEFAULT_TIMEOUT_MINUTES = 120.0
 HEARTBEAT_SECONDS = 60.0

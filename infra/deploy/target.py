@@ -134,7 +134,7 @@ def read_outputs(tenant: str, outputs_file: str | None = None) -> dict[str, Any]
                           "pass --outputs-file with `terraform output -json`") from exc
     try:
         return flatten_outputs(terragrunt.outputs(tenant))
-    except terragrunt.TenantNotAppliedError as exc:
+    except terragrunt.TerragruntError as exc:  # incl. TenantNotAppliedError: "tenant 'x' is not applied here ..."
         raise DeployError(str(exc)) from exc
 
 

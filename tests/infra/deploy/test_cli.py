@@ -72,13 +72,16 @@ def test_deploy_uploads_submits_in_order_and_a_rerun_changes_nothing(driven_emul
         assert run["releaseLabel"] == "emr-7.5.0-latest"
         driver_spec = run["jobDriver"]["sparkSubmitJobDriver"]
         assert driver_spec["entryPoint"] == f"s3://{bucket}/artifacts/spark_jobs/{version}/entrypoint.py"
-        assert driver_spec["entryPointArguments"][:7] == ["run", "--dataset", "iot", "--layer", layer, "--date", DATE]
+        date_args = [] if layer == "bronze" else ["--date", DATE]
+        assert driver_spec["entryPointArguments"] == ["run", "--dataset", "iot", "--layer", layer, *date_args,
+                                                      "--lake-uri", f"s3://{bucket}", "--kms-key-arn",
+                                                      tenant_outputs["kms_key_arn"], "--region", "eu-west-1"]
         assert f"--py-files s3://{bucket}/{zip_key}" in driver_spec["sparkSubmitParameters"]
         monitoring = run["configurationOverrides"]["monitoringConfiguration"]
         assert monitoring["s3MonitoringConfiguration"]["logUri"] == f"s3://{bucket}/logs/"
         assert monitoring["cloudWatchMonitoringConfiguration"]["logGroupName"] == tenant_outputs["log_group_name"]
         assert run["tags"] == {"tenant": "acme", "dataset": "iot", "layer": layer, "code_version": version,
-                               "run_date": DATE, "attempt": "0"}
+                               "run_date": DATE, "event_date": DATE, "attempt": "0"}
     assert result.stdout.count("COMPLETED") == 3
     assert f"S3 s3://{bucket}/logs/{tenant_outputs['emr_virtual_cluster_id']}/jobs/" in result.stdout
     assert "uploaded" in result.stderr

@@ -26,7 +26,7 @@ LOCATION = ArtifactLocation(
     zip_uri="s3://acme-eu-west-1-lake/artifacts/spark_jobs/0123456789ab/spark_jobs.zip",
     entrypoint_uri="s3://acme-eu-west-1-lake/artifacts/spark_jobs/0123456789ab/entrypoint.py",
 )
-SPEC = RunSpec("iot", "silver", datetime.date(2024, 5, 1))
+SPEC = RunSpec("iot", "silver", datetime.date(2024, 5, 1), event_date=datetime.date(2024, 5, 1))
 
 
 def _conf(params: str) -> dict[str, str]:
@@ -69,7 +69,7 @@ def test_request_fields():
         "logGroupName": "/tenantlake/acme/emr-jobs", "logStreamNamePrefix": "spark_jobs/iot/silver"}
     assert monitoring["s3MonitoringConfiguration"] == {"logUri": "s3://acme-eu-west-1-lake/logs/"}
     assert request["tags"] == {"tenant": "acme", "dataset": "iot", "layer": "silver", "code_version": "0123456789ab",
-                               "run_date": "2024-05-01", "attempt": "0"}
+                               "run_date": "2024-05-01", "event_date": "2024-05-01", "attempt": "0"}
     assert request["name"] == "acme-iot-silver-20240501-01234567"
 
 
@@ -88,8 +88,9 @@ def test_client_token_is_deterministic_and_changes_with_identity():
         client_token("acme", RunSpec("iot", "silver", datetime.date(2024, 5, 2)), "0123456789ab"),
         client_token("acme", SPEC, "ba9876543210"),
         client_token("acme", SPEC, "0123456789ab", attempt=1),
+        client_token("acme", RunSpec("iot", "silver", SPEC.run_date), "0123456789ab"),  # no event-date filter
     }
-    assert token not in others and len(others) == 6
+    assert token not in others and len(others) == 7
 
 
 def test_optional_dependency_delivery_and_release_label():
@@ -131,3 +132,15 @@ def test_missing_virtual_cluster_output_is_named():
         target_from_outputs("acme", outputs)
     with pytest.raises(DeployError, match="belong to tenant 'acme'"):
         target_from_outputs("other", {**outputs, "emr_virtual_cluster_id": "x"})
+
+
+def test_date_goes_to_silver_and_gold_only_and_no_date_means_everything():
+    day = datetime.date(2024, 5, 1)
+    args = {s.layer: build_request(TARGET, LOCATION, s, "x")["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
+            for s in run_plan(["iot"], list(LAYERS), day, event_date=day)}
+    assert "--date" not in args["bronze"]
+    assert args["silver"][args["silver"].index("--date") + 1] == "2024-05-01" and "--date" in args["gold"]
+    undated = run_plan(["iot"], ["silver"], day)[0]
+    request = build_request(TARGET, LOCATION, undated, "x")
+    assert "--date" not in request["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
+    assert request["tags"]["event_date"] == "all" and request["tags"]["run_date"] == "2024-05-01"

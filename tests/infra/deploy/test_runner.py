@@ -29,7 +29,7 @@ def _run(emu, target, specs, **kwargs):
 
 def test_runs_in_dependency_order_each_after_the_previous_completed(driven_emulator, tenant_outputs, job_driver):
     target = target_from_outputs("acme", tenant_outputs)
-    specs = run_plan(["iot", "clickstream"], ["bronze", "silver", "gold"], DATE)
+    specs = run_plan(["iot", "clickstream"], ["bronze", "silver", "gold"], DATE, DATE)
     with job_driver() as driver:
         outcomes, log = _run(driven_emulator, target, specs)
     assert [o.state for o in outcomes] == ["COMPLETED"] * 6
