@@ -6,7 +6,8 @@ Lake selection, in order of precedence: ``--lake-uri`` (+ ``--kms-key-arn``, ``-
 or default chain.
 
 Exit codes: 0 success, 1 job failed, 2 bad arguments or configuration, 3 counts invariant violated,
-4 validation blocked a publish.
+4 validation blocked a publish (an error-severity expectation failed), 5 only warn-severity expectations
+failed (0 with --allow-warn). See README "Data quality".
 """
 from __future__ import annotations
 
@@ -105,6 +106,8 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
                         help="bronze --continuous: stop after this many seconds (default: run until Ctrl-C)")
     parser.add_argument("--max-files-per-trigger", type=_positive_int, default=200,
                         help="bronze: landing files per micro-batch (default: 200)")
+    parser.add_argument("--allow-warn", action="store_true",
+                        help="exit 0 instead of 5 when only warn-severity expectations failed")
     _lake_args(parser)
 
 
@@ -161,6 +164,7 @@ def run_layer(spark, lake: LakeConfig, dataset: str, layer: str, *, date: str | 
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from spark_jobs.quality import exit_code, run_status
     from spark_jobs.report import format_counts_table, layer_counts
 
     lake = _resolve(args)
@@ -181,6 +185,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 print(f"error: no landing data under {lake.path('landing')}; run `python -m spark_jobs datagen` first",
                       file=sys.stderr)
                 return EXIT_FAILED
+        statuses = []
         for dataset, layer in plan:
             manifest = run_layer(spark, lake, dataset, layer, date=args.date, continuous=args.continuous,
                                  trigger_seconds=args.trigger_seconds, max_runtime=args.max_runtime,
@@ -189,12 +194,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
                   f"quarantined={manifest['quarantined']} duplicates={manifest['duplicates']} "
                   f"late={manifest['late']} ({manifest['duration_seconds']}s) manifest: "
                   f"{lake.report_dir(layer, dataset, manifest['run_id'])}/manifest.json")
+            statuses.append(run_status(manifest["run_id"], layer, manifest.get("validation")))
         if args.command == "run-all":
             print(format_counts_table(layer_counts(spark, lake, datasets)))
     finally:
         if created:
             spark.stop()
-    return EXIT_OK
+    return exit_code(statuses, allow_warn=args.allow_warn)
 
 
 def _cmd_counts(args: argparse.Namespace) -> int:

@@ -24,7 +24,7 @@ from typing import Any
 
 from spark_jobs.quality.gating import EXIT_FAIL, EXIT_PASS, EXIT_WARN, exit_code, gate, worst  # noqa: F401
 
-__all__ = ["LayerValidation", "validate_layer", "publish_report", "exit_code", "worst",
+__all__ = ["LayerValidation", "validate_layer", "publish_report", "run_status", "exit_code", "worst",
            "EXIT_PASS", "EXIT_WARN", "EXIT_FAIL"]
 
 
@@ -74,6 +74,14 @@ class LayerValidation:
 # Every validation of a layer run, so that the one report per run covers all of them (a gold run
 # validates each gold output; a bronze run each batch). Filled by validate_layer, drained by publish_report.
 _RUN_VALIDATIONS: dict[tuple[str, str], list[LayerValidation]] = {}
+_RUN_STATUS: dict[tuple[str, str], str] = {}  # combined status per (run_id, layer), set by publish_report
+
+
+def run_status(run_id: str, layer: str, manifest_validation: dict[str, Any] | None = None) -> str:
+    """The combined status of a finished layer run (every output / batch), for the CLI's exit code."""
+    if (run_id, layer) in _RUN_STATUS:
+        return _RUN_STATUS[(run_id, layer)]
+    return worst([v.get("status", "pass") for v in (manifest_validation or {}).values()])
 
 
 def combine(validations: list[LayerValidation]) -> LayerValidation:
@@ -154,8 +162,25 @@ def validate_layer(spark: Any, *, layer: str, contract: Any, df: Any, context: d
 
 
 def tenant_of(context: dict[str, Any]) -> str:
-    """``context["tenant"]``, else ``$TENANTLAKE_TENANT`` (the CLI sets it from ``--tenant``), else "local"."""
-    return context.get("tenant") or os.environ.get("TENANTLAKE_TENANT") or "local"
+    """Whose mirror a report goes to: ``context["tenant"]``, else ``$TENANTLAKE_TENANT``, else the tenant whose
+    ``$TENANTLAKE_STATE_DIR/tenants/<T>/lake.json`` names the lake's bucket, else "local"."""
+    explicit = context.get("tenant") or os.environ.get("TENANTLAKE_TENANT")
+    if explicit:
+        return explicit
+    lake_uri = context.get("lake_uri") or ""
+    if "://" in lake_uri:
+        import json
+
+        from spark_jobs.quality.report import state_dir
+
+        bucket = lake_uri.split("://", 1)[1].split("/", 1)[0]
+        for lake_file in sorted((state_dir() / "tenants").glob("*/lake.json")):
+            try:
+                if json.loads(lake_file.read_text()).get("lake_bucket_name") == bucket:
+                    return lake_file.parent.name
+            except (OSError, ValueError):
+                continue
+    return "local"
 
 
 def publish_report(spark: Any, *, layer: str, contract: Any, validation: LayerValidation,
@@ -173,6 +198,7 @@ def publish_report(spark: Any, *, layer: str, contract: Any, validation: LayerVa
     dataset = context.get("dataset") or field(contract, "dataset", "dataset")
     run_id = context.get("run_id") or manifest.get("run_id") or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     validation = combine(_RUN_VALIDATIONS.pop((run_id, layer), None) or [validation])
+    _RUN_STATUS[(run_id, layer)] = validation.status
     if not validation.suite_name and manifest.get("status") == "failed":
         # The job stopped before it validated anything: the report says so instead of "pass".
         validation = dataclasses.replace(validation, status="fail", blocking=True, suite_name=f"{dataset}.{layer}",

@@ -37,7 +37,7 @@ def test_bad_data_blocks_silver_and_the_report_shows_exact_failures(spark, tmp_p
     expected_by_rule = collections.Counter(bad["reason"] for bad in truth["bad"])
     assert expected_by_rule["temperature_type"] >= 2  # enough to break 0.1 %
 
-    assert cli.main(["run", "--dataset", "iot", "--layer", "bronze", "--lake-uri", str(lake)]) == 0
+    bronze_code = cli.main(["run", "--dataset", "iot", "--layer", "bronze", "--lake-uri", str(lake)])
     assert cli.main(["run", "--dataset", "iot", "--layer", "silver", "--lake-uri", str(lake)]) == 4
 
     silver_runs = sorted((lake / "reports" / "silver" / "iot").iterdir())
@@ -58,5 +58,22 @@ def test_bad_data_blocks_silver_and_the_report_shows_exact_failures(spark, tmp_p
         expected_by_rule["temperature_range"]
     assert (Path(tmp_path / "state" / "dq" / "acme" / "reports" / "index.html")).is_file()
     bronze = json.loads(next((lake / "reports" / "bronze" / "iot").glob("*/summary.json")).read_text())
+    assert bronze_code == {"pass": 0, "warn": 5}[bronze["status"]] == bronze["exit_code"]
     malformed = [e for e in bronze["expectations"] if e["name"].endswith("malformed_rate")]
     assert sum(e["unexpected_count"] for e in malformed) == expected_by_rule["malformed_record"]
+
+
+def test_warn_only_run_exits_5_and_0_with_allow_warn(spark, tmp_path, monkeypatch):
+    from spark_jobs import cli
+
+    monkeypatch.setenv("TENANTLAKE_STATE_DIR", str(tmp_path / "state"))
+    lake = str(tmp_path / "lake")
+    assert cli.main(["datagen", "--dataset", "iot", "--records", "300", "--lake-uri", lake]) == 0
+    assert cli.main(["run", "--dataset", "iot", "--layer", "bronze", "--lake-uri", lake]) == 0
+    # datagen's events start 2020-11-16: silver's freshness expectation (warn) fails, nothing else does.
+    assert cli.main(["run", "--dataset", "iot", "--layer", "silver", "--lake-uri", lake]) == 5
+    summary = json.loads(next((Path(lake) / "reports" / "silver" / "iot").glob("*/summary.json")).read_text())
+    assert (summary["status"], summary["published"], summary["failed_expectations"]) == (
+        "warn", True, ["event_ts_freshness"])
+    assert cli.main(["run", "--dataset", "iot", "--layer", "silver", "--lake-uri", lake, "--allow-warn"]) == 0
+    assert (tmp_path / "state" / "dq" / "local" / "reports" / "index.html").is_file()
