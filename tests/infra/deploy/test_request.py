@@ -144,3 +144,21 @@ def test_date_goes_to_silver_and_gold_only_and_no_date_means_everything():
     request = build_request(TARGET, LOCATION, undated, "x")
     assert "--date" not in request["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
     assert request["tags"]["event_date"] == "all" and request["tags"]["run_date"] == "2024-05-01"
+
+
+def test_readme_states_the_defaults_the_code_uses():
+    from pathlib import Path
+
+    from infra.deploy import runner
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = readme.split("## Deploying jobs to EMR on EKS", 1)[1].split("\n## ", 1)[0]
+    sizing = JobSizing()
+    for fact in (f"**`{DEFAULT_RELEASE_LABEL}`**", f"spark.driver.cores={sizing.driver_cores}",
+                 f"spark.driver.memory={sizing.driver_memory}", f"spark.executor.instances={sizing.executor_instances}",
+                 f"spark.executor.cores={sizing.executor_cores}", f"spark.executor.memory={sizing.executor_memory}",
+                 f"spark.sql.shuffle.partitions={sizing.shuffle_partitions}",
+                 f"`--poll-seconds`, default {runner.DEFAULT_POLL_SECONDS:g}",
+                 f"`--timeout-minutes`, default {runner.DEFAULT_TIMEOUT_MINUTES:g}",
+                 "first 12 hex digits", "first 32 hex digits", "logStreamNamePrefix=spark_jobs/<dataset>/<layer>"):
+        assert fact in section, fact
