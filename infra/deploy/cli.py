@@ -88,15 +88,13 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def deploy(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr,
-           clients_factory: Callable[[DeployTarget], Callable[[str], object]] = aws_clients,
-           target: DeployTarget | None = None) -> int:
+def deploy(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     tenant = args.tenant
     built = artifact_mod.build_artifact(args.build_dir)
     err.write(f"artifact: spark_jobs version {built.version} ({len(built.files)} files, sha256 {built.sha256[:16]}...)\n")
     datasets, layers = preflight.check_selection(tenant, args.datasets, args.layers, artifact_mod.datasets_in(built))
-    target = target or resolve_target(tenant, args.outputs_file, args.endpoint_url)
-    clients = clients_factory(target)
+    target = resolve_target(tenant, args.outputs_file, args.endpoint_url)
+    clients = aws_clients(target)
     preflight.run_all_checks(clients, target)
     options = RequestOptions(
         release_label=args.release_label,

@@ -137,3 +137,11 @@ def test_refused_deploys_submit_and_upload_nothing(driven_emulator, tmp_path, te
     assert "Traceback" not in result.stderr
     assert _artifact_keys(driven_emulator, tenant_outputs["lake_bucket_name"]) == []
     assert driven_emulator.backend().job_runs == {}
+
+
+def test_a_tenant_that_is_not_applied_is_refused(driven_emulator, tmp_path):
+    result = make_deploy(driven_emulator, tmp_path, "--date", DATE, tenant="initech")
+    assert result.returncode == 2
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(error_lines) == 1 and error_lines[0].startswith("error: tenant 'initech' is not applied here")
+    assert "make apply TENANT=initech" in result.stderr and "Traceback" not in result.stderr
