@@ -1,0 +1,89 @@
+"""infra/tenant.py: the tenant model's rules, names and defaults (plain Python, no cdktf)."""
+from __future__ import annotations
+
+import pytest
+
+from infra import tenant as model
+
+GOOD = {"tenant_id": "acme", "region": "eu-west-1", "account_id": "123456789012",
+        "data_classification": ["internal", "gdpr"], "vpc_ids": ["vpc-0123456789abcdef0"]}
+
+
+def _error(**overrides) -> model.TenantConfigError:
+    with pytest.raises(model.TenantConfigError) as info:
+        model.from_inputs({**GOOD, **overrides})
+    return info.value
+
+
+def test_valid_inputs_and_derived_names():
+    cfg = model.from_inputs(GOOD)
+    assert cfg.lake_bucket_name == "acme-eu-west-1-lake" == model.lake_bucket_name("acme", "eu-west-1")
+    assert cfg.log_bucket_name == "acme-eu-west-1-lake-logs"
+    assert cfg.kms_alias == "alias/acme-lake" and cfg.namespace == "emr-acme"
+    assert cfg.name("job_execution_role") == "acme-emr-job-execution"
+    assert cfg.name("log_group") == "/tenantlake/acme/emr"
+    assert cfg.oidc_provider_arn == "arn:aws:iam::123456789012:oidc-provider/oidc.eks.eu-west-1.amazonaws.com/id/TENANTLAKE"
+    assert cfg.effective_retention_days == {"landing": 30, "bronze": 365, "quarantine": 30, "logs": 90}
+    assert cfg.standard_tags() == {"tenant": "acme", "data_classification": "gdpr-internal",
+                                   "environment": "local", "cost_center": "data-platform"}
+
+
+def test_standard_tags_win_over_user_tags():
+    cfg = model.from_inputs({**GOOD, "tags": {"tenant": "spoof", "team": "data"}})
+    assert cfg.standard_tags()["tenant"] == "acme" and cfg.standard_tags()["team"] == "data"
+
+
+def test_comma_separated_strings_are_accepted_for_lists():
+    cfg = model.from_inputs({**GOOD, "data_classification": '"internal", "pii"'})
+    assert cfg.data_classification == ("internal", "pii")
+
+
+@pytest.mark.parametrize("overrides,field,text", [
+    ({"tenant_id": "Acme"}, "tenant_id", "must be 3-24 characters"),
+    ({"tenant_id": "ab"}, "tenant_id", "must be 3-24 characters"),
+    ({"tenant_id": "a" * 25}, "tenant_id", "must be 3-24 characters"),
+    ({"region": "mars"}, "region", "is not an AWS region name"),
+    ({"region": "us-east-1"}, "region", "us-east-1 is outside the EU but data_classification includes gdpr"),
+    ({"account_id": "123"}, "account_id", "must be exactly 12 digits"),
+    ({"data_classification": []}, "data_classification", "must name at least one"),
+    ({"data_classification": ["secret"]}, "data_classification", "'secret' is not one of"),
+    ({"vpc_ids": []}, "vpc_ids", "at least one VPC"),
+    ({"vpc_ids": ["vpc-xyz"]}, "vpc_ids", "is not a VPC id"),
+    ({"vpc_ids": ["vpc-12345678", "vpc-12345678"]}, "vpc_ids", "more than once"),
+    ({"environment": "qa"}, "environment", "'qa' is not one of local, dev, staging, prod"),
+    ({"eks_cluster_name": "-bad"}, "eks_cluster_name", "not a valid EKS cluster name"),
+    ({"eks_oidc_provider_arn": "nope"}, "eks_oidc_provider_arn", "not an IAM OIDC provider ARN"),
+    ({"emr_namespace": "Bad_NS"}, "emr_namespace", "not a Kubernetes namespace name"),
+    ({"retention_days": {"gold": 5}}, "retention_days", "'gold' is not one of"),
+    ({"retention_days": {"landing": 0}}, "retention_days", "from 1 to 3650"),
+    ({"retention_days": {"landing": True}}, "retention_days", "from 1 to 3650"),
+    ({"retention_days": {"bronze": 90}}, "retention_days", "bronze must be more than 90 days"),
+    ({"retention_days": {"logs": 100}}, "retention_days", "CloudWatch Logs retention period"),
+    ({"admin_principal_arns": ["deployer"]}, "admin_principal_arns", "IAM or STS principal ARN"),
+    ({"tags": {"a": 1}}, "tags", "must map strings to strings"),
+    ({"colour": "red"}, "colour", "unknown input"),
+    ({"tenant_id": 7}, "tenant_id", "must be a string"),
+])
+def test_bad_inputs_give_one_line_errors_naming_the_field(overrides, field, text):
+    err = _error(**overrides)
+    assert err.field == field and text in str(err)
+    assert "\n" not in str(err) and str(err).startswith("tenant '")
+
+
+def test_missing_required_input():
+    inputs = dict(GOOD)
+    del inputs["vpc_ids"]
+    with pytest.raises(model.TenantConfigError, match=r"^tenant 'acme': vpc_ids: is required$"):
+        model.from_inputs(inputs)
+
+
+def test_rule_texts_render_with_python_values_and_terraform_references():
+    assert model.RULE_TEXTS["gdpr"].format(region="${var.region}") == \
+        "${var.region} is outside the EU but data_classification includes gdpr"
+    assert all("\\" not in p for p in (model.TENANT_ID_RE, model.REGION_RE, model.EKS_CLUSTER_NAME_RE))
+
+
+def test_check_unique_rejects_duplicate_tenants():
+    a = model.from_inputs(GOOD)
+    with pytest.raises(model.TenantConfigError, match="more than one tenant"):
+        model.check_unique([a, a])
