@@ -123,3 +123,19 @@ def test_every_spec_becomes_a_gx_expectation_with_severity_and_rule_meta(contrac
         assert gx_expectation.meta == {"name": spec.name, "rule": spec.rule, "severity": spec.severity,
                                        "source": spec.source}
         assert gx_expectation.severity.value == ("critical" if spec.severity == "error" else "warning")
+
+
+def test_readme_data_quality_numbers_match_the_code():
+    from pathlib import Path
+
+    from spark_jobs.quality import gating, index
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = readme[readme.index("## Data quality"):readme.index("## Timings")]
+    assert suites.DEFAULT_ROW_MOSTLY == 0.99 and "(default **0.99**" in section
+    assert suites.DEFAULT_FRESHNESS_HOURS == 48 and "at most 48 h old" in section
+    assert suites.DEFAULT_MAX_MALFORMED_RATE == 0.01 and "false for at least 99 % of rows" in section
+    assert index.TREND_RUNS == 10 and "last 10 runs" in section
+    assert (gating.EXIT_PASS, gating.EXIT_FAIL, gating.EXIT_WARN) == (0, 4, 5)
+    assert "`0` pass" in section and "`4` fail" in section and "`5` warn" in section
+    assert "make dq-report TENANT=acme" in section
