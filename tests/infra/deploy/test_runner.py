@@ -91,3 +91,27 @@ def test_completed_runs_are_skipped_and_failed_ones_get_a_new_attempt(driven_emu
     assert retry["tags"]["attempt"] == "1"
     first_token = build_request(target, _location(target), specs[1], "aa")["clientToken"]
     assert retry["client_token"] != first_token
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_prints_changes_in_a_log_and_rewrites_one_line_on_a_terminal():
+    spec = run_plan(["iot"], ["bronze"], DATE)[0]
+    clock = iter([0.0, 5.0, 10.0, 70.0]).__next__
+    log = io.StringIO()
+    progress = runner.Progress(log, clock=clock)
+    for state, elapsed in (("SUBMITTED", 0), ("RUNNING", 5), ("RUNNING", 10), ("RUNNING", 70)):
+        progress.update(1, 3, spec, "j1", state, elapsed)
+    lines = log.getvalue().splitlines()
+    # SUBMITTED, RUNNING, then the unchanged state again only after the 60 s heartbeat.
+    assert [line.split()[2] for line in lines] == ["SUBMITTED", "RUNNING", "RUNNING"]
+    assert lines[0].startswith("[1/3] iot/bronze") and lines[-1].split()[3] == "01:10"
+    tty = _Tty()
+    progress = runner.Progress(tty, clock=iter([0.0, 1.0]).__next__)
+    progress.update(1, 3, spec, "j1", "RUNNING", 0)
+    progress.update(1, 3, spec, "j1", "COMPLETED", 1)
+    progress.done()
+    assert tty.getvalue().count("\r") == 2 and tty.getvalue().endswith("\n") and tty.getvalue().count("\n") == 1
