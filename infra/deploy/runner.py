@@ -19,7 +19,7 @@ from typing import Any, Callable, TextIO
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from infra.deploy.request import ArtifactLocation, RequestOptions, RunSpec, build_request, job_name, log_stream_prefix
+from infra.deploy.request import ArtifactLocation, RequestOptions, RunSpec, build_request, log_stream_prefix
 from infra.deploy.target import DeployError, DeployTarget
 
 ACTIVE_STATES = frozenset({"PENDING", "SUBMITTED", "RUNNING", "CANCEL_PENDING"})
