@@ -81,16 +81,23 @@ synth: $(VENV)/.installed ## Synthesize the tenant Terraform module into infra/b
 .PHONY: policy
 policy: $(VENV)/.installed $(CHECKOV_VENV)/.installed ## checkov gate (built-in + policies/checks) on the synthesized module
 	$(PY) -m policies.gate
-plan: ## Plan one tenant: make plan TENANT=acme
-	$(call not_yet,per-tenant Terragrunt configs are issue 4)
-apply: ## Apply one tenant: make apply TENANT=acme
-	$(call not_yet,per-tenant Terragrunt configs are issue 4)
-destroy: ## Destroy one tenant: make destroy TENANT=acme
-	$(call not_yet,per-tenant Terragrunt configs are issue 4)
-plan-all: ## Plan every tenant
-	$(call not_yet,per-tenant Terragrunt configs are issue 4)
-apply-all: ## Apply every tenant
-	$(call not_yet,per-tenant Terragrunt configs are issue 4)
+# Tenants (issue 4): infra/terragrunt.py validates the tenant file(s) first, starts/reuses the emulator
+# when TENANTLAKE_ENV=local (the default), then runs terragrunt, or its documented fallback when terragrunt
+# is not on PATH. TF_ARGS goes to terraform (e.g. TF_ARGS=-detailed-exitcode); TENANTS_DIR defaults to tenants.
+# The *-all targets run PARALLELISM tenants at once, or N with `make -jN`.
+TG_RUN = $(PY) -m infra.terragrunt
+TG_DIR = --tenants-dir "$(or $(TENANTS_DIR),tenants)"
+TG_PARALLELISM = $(or $(patsubst -j%,%,$(filter -j%,$(MAKEFLAGS))),$(PARALLELISM))
+plan: $(VENV)/.installed ## Plan one tenant: make plan TENANT=acme
+	@$(TG_RUN) plan --tenant "$(TENANT)" $(TG_DIR) -- $(TF_ARGS)
+apply: $(VENV)/.installed ## Apply one tenant: make apply TENANT=acme
+	@$(TG_RUN) apply --tenant "$(TENANT)" $(TG_DIR) -- $(TF_ARGS)
+destroy: $(VENV)/.installed ## Destroy one tenant: make destroy TENANT=acme
+	@$(TG_RUN) destroy --tenant "$(TENANT)" $(TG_DIR) -- $(TF_ARGS)
+plan-all: $(VENV)/.installed ## Plan every tenant (PARALLELISM=2 at once, or make -jN)
+	@$(TG_RUN) plan-all --parallelism "$(TG_PARALLELISM)" $(TG_DIR) -- $(TF_ARGS)
+apply-all: $(VENV)/.installed ## Apply every tenant (PARALLELISM=2 at once, or make -jN)
+	@$(TG_RUN) apply-all --parallelism "$(TG_PARALLELISM)" $(TG_DIR) -- $(TF_ARGS)
 
 ##@ Pipeline
 .PHONY: deploy-jobs dq-report

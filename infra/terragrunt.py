@@ -201,6 +201,9 @@ class _Parser:
 
     def __init__(self, text: str, ctx: EvalContext):
         self.ctx, self.text, self.pos = ctx, text, 0
+        for name in re.findall(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*)\s*\(", text):
+            if name not in SUPPORTED_FUNCTIONS:
+                raise ctx.refuse(f"function {name}()")
         self.tokens: list[tuple[str, str]] = []
         while self.pos < len(text):
             if not text[self.pos:].strip():
@@ -597,9 +600,8 @@ def emulator_state():
 
 
 def run_env() -> dict[str, str]:
-    """Process environment for terragrunt/terraform: ``static_env()`` plus, in ``local``, the emulator
-    (started or reused) and its dummy credentials.  Also applied to ``os.environ``, which the fallback's
-    ``get_env`` reads, exactly as terragrunt reads its own environment."""
+    """Process environment for terragrunt/terraform: ``os.environ`` + ``static_env()`` plus, in ``local``,
+    the emulator (started or reused) and its dummy credentials."""
     env = static_env()
     if env_name() == "local":
         from infra.local import emulator as emu
@@ -608,8 +610,7 @@ def run_env() -> dict[str, str]:
         env.update(emu.env_vars(state))
         env["TENANTLAKE_AWS_ENDPOINT"] = state.endpoint
         env["AWS_REGION"] = env["TENANTLAKE_STATE_REGION"]
-    os.environ.update(env)
-    return dict(os.environ)
+    return {**os.environ, **env}
 
 
 def _boto_client(service: str, region: str, env: Mapping[str, str]):
@@ -851,6 +852,7 @@ def run_tenant(run: TenantRun, command: str, env: Mapping[str, str], extra: list
 def _prepare(runs: list[TenantRun], command: str, echo: Printer, tenants_dir: Path) -> tuple[list[TenantRun], dict[str, str]]:
     """Start/reuse the emulator, then evaluate the (already validated) tenant files again in that environment."""
     env = run_env()
+    os.environ.update(env)  # the fallback's get_env reads the process env, as terragrunt reads its own
     runs = [load_tenant(run.name, tenants_dir) for run in runs]
     if env_name() == "local":
         for run in runs:
@@ -909,14 +911,15 @@ def synth_if_stale() -> int:
         return 0  # a module built elsewhere: not ours to rebuild
     if built.is_file() and all(p.stat().st_mtime <= built.stat().st_mtime for p in sources):
         return 0
-    print("synth: the tenant module is missing or older than its sources; running make synth", flush=True)
-    return subprocess.run(["make", "-s", "-C", str(REPO_ROOT), "synth"]).returncode
+    print("synth: the tenant module is missing or older than its sources; re-synthesizing (python -m infra.synth)", flush=True)
+    return subprocess.run([sys.executable, "-m", "infra.synth"], cwd=REPO_ROOT).returncode
 
 
 def print_env() -> int:
+    env = run_env()
     for key in ("TENANTLAKE_ENV", "TENANTLAKE_STATE_ACCOUNT_ID", "TENANTLAKE_STATE_REGION", "TENANTLAKE_AWS_ENDPOINT",
                 "AWS_CA_BUNDLE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "TF_CLI_CONFIG_FILE"):
-        value = run_env().get(key)
+        value = env.get(key)
         if value:
             print(f"export {key}={value}")
     return 0

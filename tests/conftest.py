@@ -74,3 +74,44 @@ def boto_session(aws_env):
         )
 
     return client
+
+
+def run_make(target: str, *args: str, env: dict[str, str] | None = None, timeout: float = 900):
+    """``make -s <target> <args>`` in the repo against the session emulator's state dir."""
+    import subprocess
+
+    full_env = {**os.environ, "TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR), **(env or {})}
+    return subprocess.run(["make", "-s", target, *args], cwd=REPO_ROOT, env=full_env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def applied_tenant(emulator):
+    """A factory ``applied_tenant(tenant_id) -> dict``: the tenant's lake.json (Terraform outputs plus the
+    emulator's s3_endpoint, ca_bundle, truststore).
+
+    The first call per tenant runs ``make apply TENANT=<id>`` against the session emulator (as a user
+    would); later calls reuse it, unless a test destroyed the tenant meanwhile (lake.json gone), in which
+    case it is applied again.  Tenants still applied at the end of the session are destroyed.
+    """
+    import json
+
+    applied: set[str] = set()
+
+    def apply(tenant_id: str) -> dict:
+        lake_json = TEST_STATE_DIR / "tenants" / tenant_id / "lake.json"
+        if tenant_id not in applied or not lake_json.is_file():
+            result = run_make("apply", f"TENANT={tenant_id}")
+            if result.returncode != 0:
+                tail = "\n".join((result.stdout + result.stderr).splitlines()[-30:])
+                pytest.fail(f"make apply TENANT={tenant_id} failed (exit {result.returncode}):\n{tail}", pytrace=False)
+            applied.add(tenant_id)
+        return json.loads(lake_json.read_text())
+
+    yield apply
+    for tenant_id in sorted(applied):
+        if (TEST_STATE_DIR / "tenants" / tenant_id / "lake.json").is_file():
+            result = run_make("destroy", f"TENANT={tenant_id}")
+            if result.returncode != 0:
+                print(f"applied_tenant: make destroy TENANT={tenant_id} failed at session end:\n"
+                      + "\n".join((result.stdout + result.stderr).splitlines()[-10:]))

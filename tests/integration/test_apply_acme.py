@@ -1,0 +1,276 @@
+"""Terratest-style: apply `acme` through `make apply`, assert with boto3, re-plan, apply `globex` alongside,
+destroy both, and check that nothing is left.  One apply per module; the tests run in file order.
+
+Runs against this session's emulator (tests/conftest.py), through the same make targets a user runs.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import uuid
+
+import pytest
+
+from infra import terragrunt as tg
+from infra.local.network import fixture_ids
+from tests.conftest import REPO_ROOT, TEST_STATE_DIR, run_make
+
+pytestmark = pytest.mark.integration
+
+TENANT = "acme"
+REGION = "eu-west-1"
+STATE_BUCKET = "tenantlake-tfstate-123456789012-eu-west-1"
+
+
+def _config():
+    import os
+
+    os.environ.setdefault("TENANTLAKE_STATE_ACCOUNT_ID", tg.LOCAL_ACCOUNT_ID)  # what the runner exports
+    return tg.load_tenant(TENANT).config
+
+
+def _fail(result: subprocess.CompletedProcess, what: str) -> str:
+    return f"{what} exited {result.returncode}:\n" + "\n".join((result.stdout + result.stderr).splitlines()[-25:])
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return _config()
+
+
+@pytest.fixture(scope="module")
+def lake(applied_tenant):
+    return applied_tenant(TENANT)
+
+
+@pytest.fixture
+def s3(boto_session):
+    return boto_session("s3", REGION)
+
+
+# ---- bad input first: nothing may reach the emulator --------------------------------------------
+def test_bad_tenant_file_fails_before_terraform_and_creates_nothing(emulator, boto_session):
+    folder = REPO_ROOT / ".local" / "test-tenants" / uuid.uuid4().hex[:8]
+    (folder / "badco").mkdir(parents=True)
+    try:
+        shutil.copy2(REPO_ROOT / "tenants" / "root.hcl", folder / "root.hcl")
+        (folder / "badco" / "terragrunt.hcl").write_text(
+            'include "root" {\n  path = find_in_parent_folders("root.hcl")\n}\ninputs = {\n'
+            '  tenant_id = "badco"\n  region = "us-east-1"\n  data_classification = ["gdpr"]\n'
+            f'  account_id = "123456789012"\n  vpc_ids = ["{fixture_ids.fixture_vpc_id("badco")}"]\n}}\n')
+        result = run_make("apply", "TENANT=badco", f"TENANTS_DIR={folder}")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert result.returncode != 0
+    assert "error: tenant 'badco': region: us-east-1 is outside the EU but data_classification includes gdpr" \
+        in result.stderr.splitlines()
+    assert "terraform" not in result.stdout.lower()
+    buckets = [b["Name"] for b in boto_session("s3", "us-east-1").list_buckets()["Buckets"]]
+    assert not [b for b in buckets if "badco" in b]
+    assert not (TEST_STATE_DIR / "tenants" / "badco").exists()
+    vpcs = boto_session("ec2", "us-east-1").describe_vpcs(
+        Filters=[{"Name": "tag:tenant", "Values": ["badco"]}])["Vpcs"]
+    assert vpcs == []
+
+
+# ---- apply ---------------------------------------------------------------------------------------
+def test_apply_writes_lake_json_with_the_module_outputs(lake, cfg, emulator):
+    assert lake["tenant_id"] == TENANT and lake["region"] == REGION
+    assert lake["lake_bucket_name"] == cfg.lake_bucket_name
+    assert lake["s3_endpoint"] == emulator.endpoint and lake["ca_bundle"] == emulator.ca_bundle
+    assert lake["truststore"] == emulator.truststore
+    for key in ("kms_key_arn", "job_execution_role_arn", "emr_virtual_cluster_id", "log_group_name",
+                "gateway_endpoint_ids", "lake_prefixes"):
+        assert lake[key], key
+    import os
+
+    os.environ["TENANTLAKE_STATE_DIR"] = str(TEST_STATE_DIR)
+    try:
+        assert tg.outputs(TENANT)["lake_bucket_name"] == lake["lake_bucket_name"]
+    finally:
+        del os.environ["TENANTLAKE_STATE_DIR"]
+
+
+def test_state_lives_in_the_emulator_state_bucket_not_on_disk(lake, s3):
+    head = s3.head_object(Bucket=STATE_BUCKET, Key=f"tenants/{TENANT}/terraform.tfstate")
+    assert head["ContentLength"] > 0
+    state = json.loads(s3.get_object(Bucket=STATE_BUCKET, Key=f"tenants/{TENANT}/terraform.tfstate")["Body"].read())
+    assert any(r["type"] == "aws_s3_bucket" for r in state["resources"])
+    assert s3.get_bucket_versioning(Bucket=STATE_BUCKET)["Status"] == "Enabled"
+    work = TEST_STATE_DIR / "tenants" / TENANT
+    assert not (work / "terraform.tfstate").exists()
+    backend = json.loads((work / ".terraform" / "terraform.tfstate").read_text())
+    assert backend["backend"]["type"] == "s3" and "resources" not in backend
+
+
+def test_bucket_encryption_is_kms_with_the_tenant_key(lake, s3):
+    rules = s3.get_bucket_encryption(Bucket=lake["lake_bucket_name"])["ServerSideEncryptionConfiguration"]["Rules"]
+    default = rules[0]["ApplyServerSideEncryptionByDefault"]
+    assert default["SSEAlgorithm"] == "aws:kms"
+    assert default["KMSMasterKeyID"] == lake["kms_key_arn"]
+
+
+def test_versioning_and_public_access_block(lake, s3):
+    assert s3.get_bucket_versioning(Bucket=lake["lake_bucket_name"])["Status"] == "Enabled"
+    block = s3.get_public_access_block(Bucket=lake["lake_bucket_name"])["PublicAccessBlockConfiguration"]
+    assert block == {"BlockPublicAcls": True, "IgnorePublicAcls": True, "BlockPublicPolicy": True,
+                     "RestrictPublicBuckets": True}
+
+
+def test_every_documented_lifecycle_rule_per_prefix(lake, s3, cfg):
+    rules = s3.get_bucket_lifecycle_configuration(Bucket=lake["lake_bucket_name"])["Rules"]
+    by_prefix = {r.get("Filter", {}).get("Prefix", r.get("Prefix", "")): r for r in rules}
+    assert all(r["Status"] == "Enabled" for r in rules)
+    bucket_wide = by_prefix[""]
+    assert bucket_wide["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"] == 7
+    assert bucket_wide["NoncurrentVersionExpiration"]["NoncurrentDays"] == 30
+    for prefix in ("landing", "bronze", "quarantine"):
+        assert by_prefix[f"{prefix}/"]["Expiration"]["Days"] == cfg.effective_retention_days[prefix], prefix
+    transitions = {t["StorageClass"]: t["Days"] for t in by_prefix["bronze/"]["Transitions"]}
+    assert transitions == {"STANDARD_IA": 30, "GLACIER_IR": 90}
+    assert by_prefix["checkpoints/"]["NoncurrentVersionExpiration"]["NoncurrentDays"] == 7
+
+
+def test_bucket_policy_denies_plain_http_other_keys_and_other_endpoints(lake, s3):
+    policy = json.loads(s3.get_bucket_policy(Bucket=lake["lake_bucket_name"])["Policy"])
+    statements = {s["Sid"]: s for s in policy["Statement"]}
+    tls = statements["DenyInsecureTransport"]
+    assert tls["Effect"] == "Deny" and _values(tls["Condition"]["Bool"]["aws:SecureTransport"]) == ["false"]
+    wrong_key = statements["DenyWrongKeyUploads"]
+    assert _values(wrong_key["Condition"]["StringNotEquals"]["s3:x-amz-server-side-encryption-aws-kms-key-id"]) \
+        == [lake["kms_key_arn"]]
+    non_kms = statements["DenyNonKmsUploads"]
+    assert _values(non_kms["Condition"]["StringNotEqualsIfExists"]["s3:x-amz-server-side-encryption"]) == ["aws:kms"]
+    vpce = statements["DenyOutsideTenantVpcEndpoints"]
+    assert vpce["Effect"] == "Deny"
+    vpce_condition = {k.lower(): v for k, v in vpce["Condition"]["StringNotEquals"].items()}
+    assert sorted(_values(vpce_condition["aws:sourcevpce"])) == sorted(lake["gateway_endpoint_ids"].values())
+
+
+def _values(value):
+    return value if isinstance(value, list) else [value]
+
+
+def test_gateway_endpoint_is_attached_to_every_route_table_of_the_tenant_vpc(lake, boto_session, cfg):
+    ec2 = boto_session("ec2", REGION)
+    (vpc_id,) = cfg.vpc_ids
+    assert list(lake["gateway_endpoint_ids"]) == [vpc_id]
+    (endpoint,) = ec2.describe_vpc_endpoints(VpcEndpointIds=[lake["gateway_endpoint_ids"][vpc_id]])["VpcEndpoints"]
+    assert endpoint["VpcEndpointType"] == "Gateway" and endpoint["VpcId"] == vpc_id
+    assert endpoint["ServiceName"] == f"com.amazonaws.{REGION}.s3"
+    tables = ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["RouteTables"]
+    assert len(tables) == 3  # the main one plus the fixture network's two private ones
+    assert sorted(endpoint["RouteTableIds"]) == sorted(t["RouteTableId"] for t in tables)
+
+
+def test_job_role_trust_has_the_exact_sub_and_aud(lake, boto_session, cfg):
+    iam = boto_session("iam", REGION)
+    role_name = lake["job_execution_role_arn"].rsplit("/", 1)[1]
+    trust = iam.get_role(RoleName=role_name)["Role"]["AssumeRolePolicyDocument"]
+    if isinstance(trust, str):
+        trust = json.loads(trust)
+    (statement,) = trust["Statement"]
+    issuer = cfg.oidc_provider_arn.split(":oidc-provider/", 1)[1]
+    assert statement["Action"] in ("sts:AssumeRoleWithWebIdentity", ["sts:AssumeRoleWithWebIdentity"])
+    assert _values(statement["Principal"]["Federated"]) == [cfg.oidc_provider_arn]
+    assert _values(statement["Condition"]["StringLike"][f"{issuer}:sub"]) == [
+        f"system:serviceaccount:emr-{TENANT}:emr-containers-sa-*-*-123456789012-*"]
+    assert _values(statement["Condition"]["StringEquals"][f"{issuer}:aud"]) == ["sts.amazonaws.com"]
+
+
+def test_virtual_cluster_is_running_in_the_tenant_namespace(lake, boto_session):
+    emr = boto_session("emr-containers", REGION)
+    cluster = emr.describe_virtual_cluster(id=lake["emr_virtual_cluster_id"])["virtualCluster"]
+    assert cluster["state"] == "RUNNING"
+    assert cluster["containerProvider"]["info"]["eksInfo"]["namespace"] == f"emr-{TENANT}" == lake["emr_namespace"]
+
+
+def test_tags_on_each_resource(lake, boto_session, cfg):
+    expected = cfg.standard_tags()
+    assert expected["owner"] == "acme-data-team" and expected["data_classification"] == "gdpr"
+    s3 = boto_session("s3", REGION)
+    for bucket in (lake["lake_bucket_name"], lake["log_bucket_name"]):
+        assert _tag_dict(s3.get_bucket_tagging(Bucket=bucket)["TagSet"]) == expected, bucket
+    kms = boto_session("kms", REGION)
+    assert _tag_dict(kms.list_resource_tags(KeyId=lake["kms_key_arn"])["Tags"], "TagKey", "TagValue") == expected
+    iam = boto_session("iam", REGION)
+    for output in ("job_execution_role_arn", "ingest_writer_role_arn", "consumer_role_arn"):
+        role = iam.get_role(RoleName=lake[output].rsplit("/", 1)[1])["Role"]
+        assert _tag_dict(role.get("Tags", [])) == expected, output
+    logs = boto_session("logs", REGION)
+    (group,) = [g for g in logs.describe_log_groups(logGroupNamePrefix=lake["log_group_name"])["logGroups"]
+                if g["logGroupName"] == lake["log_group_name"]]
+    assert logs.list_tags_for_resource(resourceArn=group["arn"].removesuffix(":*"))["tags"] == expected
+    emr = boto_session("emr-containers", REGION)
+    assert emr.describe_virtual_cluster(id=lake["emr_virtual_cluster_id"])["virtualCluster"]["tags"] == expected
+    ec2 = boto_session("ec2", REGION)
+    (endpoint,) = ec2.describe_vpc_endpoints(VpcEndpointIds=list(lake["gateway_endpoint_ids"].values()))["VpcEndpoints"]
+    assert {k: v for k, v in _tag_dict(endpoint["Tags"]).items() if k != "Name"} == expected
+
+
+def _tag_dict(tags, key="Key", value="Value"):
+    return {t[key]: t[value] for t in tags}
+
+
+# ---- re-plan, with globex applied alongside ------------------------------------------------------
+def test_globex_applied_alongside_leaves_acme_untouched_and_acme_replans_clean(lake, s3, boto_session):
+    before = s3.head_object(Bucket=STATE_BUCKET, Key=f"tenants/{TENANT}/terraform.tfstate")
+    acme_policy = s3.get_bucket_policy(Bucket=lake["lake_bucket_name"])["Policy"]
+    env = {"TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR)}
+    import os
+
+    globex = subprocess.Popen(["make", "-s", "apply", "TENANT=globex"], cwd=REPO_ROOT, env={**os.environ, **env},
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        replan = run_make("plan", f"TENANT={TENANT}", "TF_ARGS=-detailed-exitcode")
+    finally:
+        globex_out, _ = globex.communicate(timeout=900)
+    assert replan.returncode == 0, _fail(replan, "second make plan TENANT=acme (0 = no changes)")
+    assert "No changes." in replan.stdout
+    assert globex.returncode == 0, "make apply TENANT=globex failed:\n" + "\n".join(globex_out.splitlines()[-25:])
+
+    after = s3.head_object(Bucket=STATE_BUCKET, Key=f"tenants/{TENANT}/terraform.tfstate")
+    assert after["ETag"] == before["ETag"] and after.get("VersionId") == before.get("VersionId")
+    assert s3.get_bucket_policy(Bucket=lake["lake_bucket_name"])["Policy"] == acme_policy
+    globex_lake = json.loads((TEST_STATE_DIR / "tenants" / "globex" / "lake.json").read_text())
+    assert globex_lake["lake_bucket_name"] == "globex-us-east-1-lake" != lake["lake_bucket_name"]
+    assert globex_lake["kms_key_arn"] != lake["kms_key_arn"]
+    s3.head_object(Bucket=STATE_BUCKET, Key="tenants/globex/terraform.tfstate")
+
+
+# ---- destroy -------------------------------------------------------------------------------------
+def test_destroy_removes_every_resource_of_the_tenant(lake, boto_session, cfg):
+    import os
+
+    globex = subprocess.Popen(["make", "-s", "destroy", "TENANT=globex"], cwd=REPO_ROOT,
+                              env={**os.environ, "TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR)},
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        result = run_make("destroy", f"TENANT={TENANT}")
+    finally:
+        globex_out, _ = globex.communicate(timeout=900)
+    assert result.returncode == 0, _fail(result, "make destroy TENANT=acme")
+    assert globex.returncode == 0, "make destroy TENANT=globex failed:\n" + "\n".join(globex_out.splitlines()[-25:])
+    assert not (TEST_STATE_DIR / "tenants" / TENANT / "lake.json").exists()
+
+    for tenant, region in ((TENANT, REGION), ("globex", "us-east-1")):
+        s3 = boto_session("s3", region)
+        assert not [b["Name"] for b in s3.list_buckets()["Buckets"] if b["Name"].startswith(f"{tenant}-")]
+        iam = boto_session("iam", region)
+        assert not [r["RoleName"] for r in iam.list_roles()["Roles"] if tenant in r["RoleName"]]
+        kms = boto_session("kms", region)
+        assert not [a for a in kms.list_aliases()["Aliases"] if a["AliasName"] == f"alias/{tenant}-lake"]
+        logs = boto_session("logs", region)
+        assert not [g for g in logs.describe_log_groups()["logGroups"] if tenant in g["logGroupName"]]
+        emr = boto_session("emr-containers", region)
+        assert not [c for c in emr.list_virtual_clusters()["virtualClusters"]
+                    if c["state"] == "RUNNING" and tenant in c["name"]]
+        ec2 = boto_session("ec2", region)
+        endpoints = ec2.describe_vpc_endpoints(Filters=[{"Name": "tag:tenant", "Values": [tenant]}])["VpcEndpoints"]
+        assert [e for e in endpoints if e["State"].lower() not in ("deleted", "deleting")] == []
+        groups = ec2.describe_security_groups(Filters=[{"Name": "tag:tenant", "Values": [tenant]}])["SecurityGroups"]
+        assert groups == []
+    # The tenant key cannot vanish at once: AWS (and moto) schedule it for deletion.
+    key = boto_session("kms", REGION).describe_key(KeyId=lake["kms_key_arn"])["KeyMetadata"]
+    assert key["KeyState"] == "PendingDeletion"
