@@ -49,9 +49,17 @@ def main() -> int:
             code = cli.main(["run", "--dataset", "iot", "--layer", "silver", *quiet])
             timings[mode].append(time.perf_counter() - started)
             print(f"silver validation={mode}: {timings[mode][-1]:.1f}s (exit {code})", file=sys.stderr)
+    import json
+
+    # The validation's own wall time inside each "on" run (suite, GX run, quarantine summary), from its report.
+    summaries = sorted((work / "lake" / "reports" / "silver" / "iot").glob("*/summary.json"))
+    inside = [json.loads(p.read_text())["validation_seconds"] for p in summaries]
     off, on = statistics.median(timings["off"]), statistics.median(timings["on"])
+    pairs = [f"{100 * (b - a) / a:+.1f}%" for a, b in zip(timings["off"], timings["on"])]
     print(f"records={args.records} silver_without_validation={off:.1f}s silver_with_validation={on:.1f}s "
-          f"overhead={100 * (on - off) / off:.1f}%")
+          f"overhead={100 * (on - off) / off:.1f}% (per pair: {', '.join(pairs)}) "
+          f"validation_inside_job={statistics.median(inside):.1f}s "
+          f"({100 * statistics.median(inside) / on:.1f}% of the job with validation)")
     spark.stop()
     return 0
 

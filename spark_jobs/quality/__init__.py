@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -219,4 +220,8 @@ def publish_report(spark: Any, *, layer: str, contract: Any, validation: LayerVa
         print(f"data-quality report for {layer}/{dataset}/{run_id} not written: {type(err).__name__}: {err}",
               file=sys.stderr)
         return None
+    finally:
+        for part in validation.parts or [validation]:  # the rendered Data Docs now live in the report folder
+            if part.docs_dir:
+                shutil.rmtree(part.docs_dir, ignore_errors=True)
     return lake_folder or str(mirror_folder)
