@@ -42,7 +42,7 @@ def trend_svg(runs: list[dict[str, Any]], *, width: int = 360, height: int = 90)
     runs = runs[-TREND_RUNS:]
     if not runs:
         return ""
-    pad, slot = 4, (width - 8) / max(len(runs), 1)
+    pad, slot = 4, min((width - 8) / max(len(runs), 1), 36.0)
     top_rows = max(max(_rows(r) for r in runs), 1)
     colors = {"pass": "#1f8a4c", "warn": "#b7791f", "fail": "#c53030"}
     parts = [f'<svg class="trend" role="img" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
@@ -58,6 +58,7 @@ def trend_svg(runs: list[dict[str, Any]], *, width: int = 360, height: int = 90)
         rate = float(run.get("failure_rate") or 0.0)
         points.append(f"{x + slot / 2:.1f},{height - pad - (height - 2 * pad) * rate:.1f}")
     parts.append(f'<polyline class="failure-rate" points="{" ".join(points)}" fill="none" stroke="#c53030" stroke-width="2"/>')
+    parts += [f'<circle cx="{p.split(",")[0]}" cy="{p.split(",")[1]}" r="3" fill="#c53030"/>' for p in points]
     parts.append("</svg>")
     return "".join(parts)
 

@@ -77,5 +77,5 @@ def apply_quarantine(results: list[dict[str, Any]], summary: dict[str, Any], def
             "observed_value": (f"{unexpected} unexpected of {candidates} candidate rows "
                                f"({result['quarantined_rows']} quarantined, {published_unexpected} published)"),
         })
-        result["threshold"] = (result.get("threshold") or "-").replace(", mostly=", ", gx mostly=") + \
-            f"; at most {100 * (1 - mostly):.2f} % of candidate rows (mostly={mostly})"
+        base = "" if result.get("threshold") in (None, "-") else result["threshold"] + "; "
+        result["threshold"] = base + f"at most {100 * (1 - mostly):.2f} % of candidate rows (mostly={mostly})"
