@@ -54,6 +54,7 @@ SUPPORTED_FUNCTIONS = ("find_in_parent_folders", "path_relative_to_include", "ge
 COMMANDS = ("plan", "apply", "destroy", "output", "validate")
 NETWORK_DIR = REPO_ROOT / "infra" / "local" / "network"
 LAKE_JSON = "lake.json"
+NETWORK_ATTEMPTS = 3  # fixture VPC creation, when another client shifted moto's ids (see ensure_network)
 
 
 class TerragruntError(RuntimeError):
@@ -779,9 +780,19 @@ def ensure_network(run: TenantRun, env: Mapping[str, str], echo: Printer) -> Non
             "python": sys.executable, "repo_root": str(REPO_ROOT)})}
         _terraform(["init", "-input=false", "-reconfigure", "-backend-config=backend.hcl"], folder, tf_env, echo,
                    "init (fixture network)")
-        # One operation at a time: nothing may take moto ids between the reseed and CreateVpc.
-        _terraform(["apply", "-input=false", "-auto-approve", "-parallelism=1", f"-lock-timeout={LOCK_TIMEOUT}"],
-                   folder, tf_env, echo, "apply (fixture network)")
+        # One operation at a time: nothing may draw moto ids between the reseed and CreateVpc.  Every
+        # moto response draws a request id from the same generator, so a concurrent client can still
+        # shift it; the postcondition then fails, and the VPC is destroyed and created once more.
+        apply = ["apply", "-input=false", "-auto-approve", "-parallelism=1", f"-lock-timeout={LOCK_TIMEOUT}"]
+        for attempt in range(1, NETWORK_ATTEMPTS + 1):
+            try:
+                _terraform(apply, folder, tf_env, echo, "apply (fixture network)")
+                break
+            except TerragruntError:
+                if attempt == NETWORK_ATTEMPTS:
+                    raise
+                echo(f"fixture network of {run.name}: retrying ({attempt}/{NETWORK_ATTEMPTS - 1}) after a clean destroy")
+                _terraform(["destroy", *apply[1:]], folder, tf_env, echo, "destroy (fixture network)")
 
 
 # ---------------------------------------------------------------------------------------------------
