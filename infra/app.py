@@ -81,10 +81,12 @@ class TenantLakeStack(TerraformStack):
         BucketPolicy(self, "lake_policy", BucketPolicyConfig(
             bucket=lake.id, bucket_arn=lake.arn, vpc_endpoint_ids=ListExpr(endpoints.gateway_id_list),
             admin_principal_arns=admins, kms_key_arn=key.arn), depends_on=[lake.public_access_block])
-        BucketPolicy(self, "log_policy", BucketPolicyConfig(
+        log_policy = BucketPolicy(self, "log_policy", BucketPolicyConfig(
             bucket=log_bucket.id, bucket_arn=log_bucket.arn, vpc_endpoint_ids=ListExpr(endpoints.gateway_id_list),
             admin_principal_arns=admins, log_delivery_source_arns=[lake_arn, log_bucket_arn],
             account_id=inputs.account_id), depends_on=[log_bucket.public_access_block])
+        for bucket in (lake, log_bucket):
+            bucket.logging_after(log_policy.policy)
 
         log_group = TenantLogGroup(self, "log_group", LogGroupConfig(
             name=names["log_group"], kms_key_arn=key.arn, retention_in_days=inputs.retention["logs"], tags=tags))

@@ -26,7 +26,11 @@ from constructs import Construct
 from modules.refs import address
 from modules.policy_document import Condition, ListExpr, Principal, Statement, policy_json
 
-EVERYONE = Principal("*", ["*"])
+# {"AWS": "*"} is IAM's equivalent of "Principal": "*" (everyone, anonymous included).  The object form
+# also keeps moto 5.2.5 working: its log-delivery permission check crashes on a string Principal.
+EVERYONE = Principal("AWS", "*")
+# A single string, not a list: moto only recognises the log-delivery grant in this form.
+LOG_DELIVERY_SERVICE = "logging.s3.amazonaws.com"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +94,7 @@ def bucket_policy_statements(cfg: BucketPolicyConfig) -> list[Statement]:
     if cfg.log_delivery_source_arns:
         statements.append(Statement(
             "S3ServerAccessLogsDelivery", ["s3:PutObject"], objects,
-            principals=[Principal("Service", ["logging.s3.amazonaws.com"])],
+            principals=[Principal("Service", LOG_DELIVERY_SERVICE)],
             conditions=[Condition("ArnLike", "aws:SourceArn", list(cfg.log_delivery_source_arns)),
                         Condition("StringEquals", "aws:SourceAccount", [cfg.account_id])]))
     outside = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping, Optional
 
-from cdktf import Fn, Token
+from cdktf import Fn, TerraformResource, TerraformResourceLifecycle, Token
 from cdktf_cdktf_provider_aws.s3_bucket import S3Bucket
 from cdktf_cdktf_provider_aws.s3_bucket_logging import S3BucketLoggingA
 from cdktf_cdktf_provider_aws.s3_bucket_notification import S3BucketNotification
@@ -28,6 +28,8 @@ from cdktf_cdktf_provider_aws.s3_bucket_versioning import (
     S3BucketVersioningA, S3BucketVersioningVersioningConfiguration,
 )
 from constructs import Construct
+
+from modules.refs import address
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,10 +87,19 @@ class LakeBucket(Construct):
             ignore_public_acls=True, restrict_public_buckets=True)
         S3BucketOwnershipControls(self, "ownership", bucket=b,
                                   rule=S3BucketOwnershipControlsRule(object_ownership="BucketOwnerEnforced"))
-        S3BucketLoggingA(self, "logging", bucket=b, target_bucket=cfg.log_bucket or b,
-                         target_prefix=cfg.log_prefix or f"s3-access/{cfg.bucket_name}/")
+        # S3 refuses a logging target that does not grant the logging service yet: callers make this
+        # depend on the target's bucket policy (``logging_after``).
+        self.logging = S3BucketLoggingA(self, "logging", bucket=b, target_bucket=cfg.log_bucket or b,
+                                        target_prefix=cfg.log_prefix or f"s3-access/{cfg.bucket_name}/")
         if cfg.eventbridge:
-            S3BucketNotification(self, "notification", bucket=b, eventbridge=True)
+            # moto 5.2.5 stores EventBridgeConfiguration as {} and never reports it back, so every
+            # re-plan on the emulator would flip it again; the setting is made at create time.
+            S3BucketNotification(self, "notification", bucket=b, eventbridge=True,
+                                 lifecycle=TerraformResourceLifecycle(ignore_changes=["eventbridge"]))
         self.name = self.bucket.bucket
         self.arn = self.bucket.arn
         self.id = b
+
+    def logging_after(self, *resources: TerraformResource) -> None:
+        """Create the access-logging configuration only after ``resources`` (the target's bucket policy)."""
+        self.logging.add_override("depends_on", [address(r) for r in resources])

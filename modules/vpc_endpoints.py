@@ -110,6 +110,7 @@ class VpcEndpoints(Construct):
             subnet_ids=Token.as_list("${local.endpoint_subnet_ids[each.value.vpc_id]}"),
             security_group_ids=[f"${{{address(self.security_group)}[each.value.vpc_id].id}}"],
             tags=cfg.tags)
-        self.gateway_ids = f"${{{{ for k, e in {address(self.gateway)} : k => e.id }}}}"
-        self.interface_ids = f"${{{{ for k, e in {address(self.interface)} : k => e.id }}}}"
+        # tomap(): the outputs are map(string), not objects with one attribute per VPC.
+        self.gateway_ids = f"${{tomap({{ for k, e in {address(self.gateway)} : k => e.id }})}}"
+        self.interface_ids = f"${{tomap({{ for k, e in {address(self.interface)} : k => e.id }})}}"
         self.gateway_id_list = f"${{[for e in {address(self.gateway)} : e.id]}}"

@@ -20,7 +20,10 @@ def test_outputs_are_the_interface_and_described(tenant_module):
     assert outputs["lake_prefixes"]["value"] == list(model.LAKE_PREFIXES) == [
         "landing", "bronze", "silver", "gold", "quarantine", "reports", "checkpoints", "artifacts"]
     assert outputs["lake_bucket_name"]["value"] == "${aws_s3_bucket.lake_bucket.bucket}"
-    assert outputs["gateway_endpoint_ids"]["value"] == "${{ for k, e in aws_vpc_endpoint.endpoints_gateway : k => e.id }}"
+    assert outputs["gateway_endpoint_ids"]["value"] == \
+        "${tomap({ for k, e in aws_vpc_endpoint.endpoints_gateway : k => e.id })}"
+    assert outputs["interface_endpoint_ids"]["value"] == \
+        "${tomap({ for k, e in aws_vpc_endpoint.endpoints_interface : k => e.id })}"
 
 
 def test_every_element_has_a_readable_address(tenant_module):

@@ -20,7 +20,7 @@ def test_lake_policy_statements(tenant_module):
     assert policy["depends_on"] == ["aws_s3_bucket_public_access_block.lake_public_access_block"]
     assert list(s) == ["DenyInsecureTransport", "DenyUnencryptedUploads", "DenyNonKmsUploads", "DenyWrongKeyUploads",
                        "DenyOutsideTenantVpcEndpoints"]
-    assert all(st["Effect"] == "Deny" and st["Principal"] == "*" for st in s.values())
+    assert all(st["Effect"] == "Deny" and st["Principal"] == {"AWS": "*"} for st in s.values())
     assert s["DenyInsecureTransport"]["Action"] == ["s3:*"]
     assert s["DenyInsecureTransport"]["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]
     assert s["DenyInsecureTransport"]["Condition"] == {"Bool": {"aws:SecureTransport": ["false"]}}
@@ -51,7 +51,7 @@ def test_log_bucket_policy_allows_log_delivery_and_denies_the_rest(tenant_module
     assert policy["bucket"] == "${aws_s3_bucket.log_bucket_bucket.id}"
     assert list(s) == ["DenyInsecureTransport", "S3ServerAccessLogsDelivery", "DenyOutsideTenantVpcEndpoints"]
     delivery = s["S3ServerAccessLogsDelivery"]
-    assert delivery["Effect"] == "Allow" and delivery["Principal"] == {"Service": ["logging.s3.amazonaws.com"]}
+    assert delivery["Effect"] == "Allow" and delivery["Principal"] == {"Service": "logging.s3.amazonaws.com"}
     assert delivery["Action"] == ["s3:PutObject"] and delivery["Resource"] == f"{LOG_ARN}/*"
     assert delivery["Condition"]["StringEquals"] == {"aws:SourceAccount": ["${var.account_id}"]}
     assert [a.rsplit(":", 1)[-1] for a in delivery["Condition"]["ArnLike"]["aws:SourceArn"]] == [
