@@ -108,14 +108,28 @@ def state_dir() -> Path:
     return Path(os.environ.get("TENANTLAKE_STATE_DIR") or REPO_ROOT / ".local")
 
 
-def local_environment(tenant: str) -> tuple[str, str]:
-    """(endpoint, ca_bundle) from the tenant's ``lake.json`` in the local environment, else ("", "")."""
+def local_environment(tenant: str, ask_terragrunt: bool = True) -> tuple[str, str]:
+    """(endpoint, ca_bundle) of the emulator in the local environment, else ("", "").
+
+    The tenant's ``lake.json`` (written by apply) names it; failing that, and when the outputs came
+    from the tenant's state, the emulator the terragrunt fallback runs terraform against.
+    """
     path = state_dir() / "tenants" / tenant / "lake.json"
     try:
         lake = json.loads(path.read_text())
+        if lake.get("s3_endpoint"):
+            return str(lake["s3_endpoint"]), str(lake.get("ca_bundle") or "")
     except (OSError, ValueError):
-        return "", ""
-    return str(lake.get("s3_endpoint") or ""), str(lake.get("ca_bundle") or "")
+        pass
+    if ask_terragrunt:
+        try:
+            from infra import terragrunt
+        except ImportError:
+            return "", ""
+        if terragrunt.env_name() == "local":
+            emulator = terragrunt.emulator_state()
+            return emulator.endpoint, emulator.ca_bundle
+    return "", ""
 
 
 def read_outputs(tenant: str, outputs_file: str | None = None) -> dict[str, Any]:
@@ -139,9 +153,11 @@ def read_outputs(tenant: str, outputs_file: str | None = None) -> dict[str, Any]
 
 
 def resolve_target(tenant: str, outputs_file: str | None = None, endpoint_url: str = "") -> DeployTarget:
-    """Outputs + endpoint: explicit ``endpoint_url``, else ``AWS_ENDPOINT_URL``, else the local lake.json."""
+    """Outputs + endpoint: explicit ``endpoint_url``, else ``AWS_ENDPOINT_URL``, else the local emulator."""
     outputs = read_outputs(tenant, outputs_file)
-    local_endpoint, local_ca = local_environment(tenant)
-    endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL", "") or local_endpoint
-    ca_bundle = os.environ.get("AWS_CA_BUNDLE", "") or (local_ca if endpoint == local_endpoint else "")
+    endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL", "")
+    ca_bundle = os.environ.get("AWS_CA_BUNDLE", "")
+    if not endpoint:
+        endpoint, local_ca = local_environment(tenant, ask_terragrunt=not outputs_file)
+        ca_bundle = local_ca or ca_bundle
     return target_from_outputs(tenant, outputs, endpoint_url=endpoint, ca_bundle=ca_bundle)
