@@ -18,7 +18,7 @@ from typing import Callable, TextIO
 
 from infra.deploy import artifact as artifact_mod
 from infra.deploy import preflight, runner
-from infra.deploy.request import DEFAULT_RELEASE_LABEL, JobSizing, RequestOptions, run_plan
+from infra.deploy.request import DEFAULT_RELEASE_LABEL, JobSizing, RequestOptions, build_request, run_plan
 from infra.deploy.target import DeployError, DeployTarget, resolve_target
 from infra.deploy.upload import location_of, upload_artifact
 
@@ -107,8 +107,10 @@ def deploy(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys
     specs = run_plan(datasets, layers, run_date, event_date=args.date)
     hashes = {d: artifact_mod.contract_sha256(built, d) for d in datasets}
     emr = clients("emr-containers")
+    location = location_of(built, target.bucket)
+    for spec in specs:  # pure: refuses bad options (e.g. a space in --executor-memory) before any upload
+        build_request(target, location, spec, hashes[spec.dataset], options)
     if args.dry_run:
-        location = location_of(built, target.bucket)
         plans = [runner.plan_run(emr, target, location, s, hashes[s.dataset], options, rerun=args.rerun) for s in specs]
         for plan in plans:
             if plan.action != "submit":
@@ -122,8 +124,13 @@ def deploy(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys
         err.write(f"uploaded {', '.join(uploaded.uploaded)} to s3://{target.bucket}/ (SSE-KMS, tenant key)\n")
     if uploaded.skipped:
         err.write(f"unchanged, not uploaded again: {', '.join(uploaded.skipped)}\n")
-    outcomes = runner.run_in_order(emr, target, uploaded.location, specs, hashes, options, rerun=args.rerun,
-                                   poll_seconds=args.poll_seconds, timeout_seconds=args.timeout_minutes * 60, out=err)
+    try:
+        outcomes = runner.run_in_order(emr, target, uploaded.location, specs, hashes, options, rerun=args.rerun,
+                                       poll_seconds=args.poll_seconds, timeout_seconds=args.timeout_minutes * 60,
+                                       out=err)
+    except DeployError as exc:  # after submissions began: a run-time failure, not a refusal
+        err.write(f"error: {exc}\n")
+        return EXIT_RUN_FAILED
     out.write(f"deploy-jobs tenant '{tenant}', code version {built.version}, run date {run_date}, "
               f"event date {specs[0].event_date_label if specs else 'all'}:\n")
     for outcome in outcomes:

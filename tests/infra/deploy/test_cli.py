@@ -145,3 +145,11 @@ def test_a_tenant_that_is_not_applied_is_refused(driven_emulator, tmp_path):
     error_lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert len(error_lines) == 1 and error_lines[0].startswith("error: tenant 'initech' is not applied here")
     assert "make apply TENANT=initech" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bad_sizing_is_refused_before_anything_is_uploaded(driven_emulator, tmp_path, outputs_file, tenant_outputs):
+    result = make_deploy(driven_emulator, tmp_path, "--outputs-file", str(outputs_file), "--datasets", "iot",
+                         "--executor-memory", "4 g")
+    assert result.returncode != 0 and "deploy-jobs] Error 2" in result.stderr
+    assert "spark.executor.memory=4 g" in result.stderr and "Traceback" not in result.stderr
+    assert _artifact_keys(driven_emulator, tenant_outputs["lake_bucket_name"]) == []
