@@ -111,3 +111,13 @@ def test_policy_cli_exit_codes(tmp_path):
     missing = subprocess.run([".venv/bin/python", "-m", "policies.gate", str(tmp_path / "nope")],
                              cwd=gate.REPO_ROOT, capture_output=True, text=True)
     assert missing.returncode == 2 and "is not a directory" in missing.stderr
+
+
+def test_checks_share_the_model_constants():
+    """policies/checks runs in checkov's venv and cannot import infra.tenant: keep the copies equal."""
+    from infra import tenant as model
+    from modules.skips import MAX_SKIPS as module_budget
+
+    source = (gate.CHECKS_DIR / "tenantlake.py").read_text()
+    assert f'EU_REGION_PREFIX = "{model.EU_REGION_PREFIX}"' in source
+    assert gate.MAX_SKIPS == module_budget == 3
