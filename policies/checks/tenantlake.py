@@ -15,7 +15,6 @@ JSON strings with interpolations are parsed tolerantly (each ``${...}`` becomes 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Iterable
 
 from checkov.common.models.enums import CheckCategories, CheckResult
