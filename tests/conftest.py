@@ -16,8 +16,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 TEST_STATE_ROOT = REPO_ROOT / ".local" / "test-emulator"
 TEST_STATE_DIR = TEST_STATE_ROOT / str(os.getpid())
 
-# Same environment the Makefile exports, so a bare `pytest` behaves like `make test`.
-os.environ.setdefault("TF_CLI_CONFIG_FILE", str(REPO_ROOT / "infra" / "terraform.rc"))
+# Same environment the Makefile exports, so a bare `pytest` behaves like `make test`. The CLI config is
+# forced, not defaulted: a shell may export TF_CLI_CONFIG_FILE pointing at a file that does not exist.
+os.environ["TF_CLI_CONFIG_FILE"] = str(REPO_ROOT / "infra" / "terraform.rc")
 os.environ.setdefault("TF_IN_AUTOMATION", "1")
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
