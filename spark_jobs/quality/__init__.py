@@ -20,6 +20,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -110,6 +111,22 @@ def combine(validations: list[LayerValidation]) -> LayerValidation:
 
 def validation_enabled() -> bool:
     return os.environ.get("TENANTLAKE_VALIDATION", "on").lower() not in ("off", "0", "false", "no")
+
+
+def _prewarm() -> None:
+    """Import Great Expectations in the background (about 2 s of Python work) while the job's Spark stages
+    run in the JVM, so that the validation itself does not pay for it. Layer jobs import this package at start."""
+    def load() -> None:
+        try:
+            import great_expectations.expectations  # noqa: F401
+        except Exception:  # noqa: BLE001 - the real import in run_suite reports any problem
+            pass
+
+    threading.Thread(target=load, name="tenantlake-gx-prewarm", daemon=True).start()
+
+
+if validation_enabled():
+    _prewarm()
 
 
 def _ensure_cached(df: Any) -> None:
