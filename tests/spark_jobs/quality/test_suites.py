@@ -139,3 +139,9 @@ def test_readme_data_quality_numbers_match_the_code():
     assert (gating.EXIT_PASS, gating.EXIT_FAIL, gating.EXIT_WARN) == (0, 4, 5)
     assert "`0` pass" in section and "`4` fail" in section and "`5` warn" in section
     assert "make dq-report TENANT=acme" in section
+
+
+def test_contract_sets_the_malformed_rate_threshold(contract):
+    contract["expectations"]["bronze"] = [{"name": "malformed_rate", "mostly": 0.95}]
+    specs = _by_name(build_specs(contract, "bronze", columns=["_raw", "_is_malformed"]))
+    assert (specs["malformed_rate"].mostly, specs["malformed_rate"].severity) == (0.95, "warn")
