@@ -798,16 +798,29 @@ def ensure_network(run: TenantRun, env: Mapping[str, str], echo: Printer) -> Non
 # ---------------------------------------------------------------------------------------------------
 # Outputs and lake.json
 # ---------------------------------------------------------------------------------------------------
-def outputs(tenant_id: str) -> dict[str, Any]:
+def outputs(tenant_id: str, tenants_dir: Path | str = DEFAULT_TENANTS_DIR) -> dict[str, Any]:
     """The tenant's Terraform outputs (name -> value); ``TenantNotAppliedError`` when it has no state."""
     folder = work_dir(tenant_id)
-    if not (folder / ".terraform").is_dir():
+    binary = terragrunt_binary()
+    if not binary and not (folder / ".terraform").is_dir():
         raise TenantNotAppliedError(f"tenant '{tenant_id}' is not applied here (no {folder}); run make apply TENANT={tenant_id}")
+    if env_name() == "local":
+        from infra.local import emulator as emu
+
+        state = emu.read_state(state_dir())
+        if state is None or not emu.is_our_server(state):
+            raise TenantNotAppliedError(f"tenant '{tenant_id}' is not applied here: no emulator runs for {state_dir()} "
+                                        f"(its state went with it); run make apply TENANT={tenant_id}")
     env = run_env()
-    result = subprocess.run(["terraform", "output", "-json"], cwd=folder, env=env, capture_output=True, text=True)
+    if binary:
+        env["TG_DOWNLOAD_DIR"] = env["TERRAGRUNT_DOWNLOAD"] = str(folder / ".terragrunt-cache")
+        cmd, cwd = [binary, "output", "-json", "--non-interactive"], Path(tenants_dir) / tenant_id
+    else:
+        cmd, cwd = ["terraform", "output", "-json"], folder
+    result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     if result.returncode != 0:
-        raise TerragruntError(f"terraform output for tenant '{tenant_id}' failed: "
-                              + (result.stderr.strip().splitlines() or ["no message"])[-1])
+        lines = [line.strip(" │╷╵") for line in result.stderr.splitlines() if "Error" in line] or ["no message"]
+        raise TerragruntError(f"terraform output for tenant '{tenant_id}' failed: {lines[0]}")
     values = {name: item["value"] for name, item in json.loads(result.stdout or "{}").items()}
     if not values:
         raise TenantNotAppliedError(f"tenant '{tenant_id}' has no outputs (not applied, or destroyed); "
@@ -882,7 +895,7 @@ def cmd_single(tenant_id: str, command: str, tenants_dir: Path, extra: list[str]
         print(f"tenant '{tenant_id}': ok (state key {run.state_key}, bucket {run.backend_config['bucket']})")
         return 0
     if command == "output":
-        print(json.dumps(outputs(tenant_id), indent=2, sort_keys=True))
+        print(json.dumps(outputs(tenant_id, tenants_dir), indent=2, sort_keys=True))
         return 0
     echo = _printer("")
     (run,), env = _prepare([run], command, echo, tenants_dir)
