@@ -292,3 +292,12 @@ def test_working_dir_and_lake_json_follow_the_state_dir(monkeypatch, tmp_path):
 def test_validate_command_checks_every_sample_tenant():
     for name in SAMPLE_TENANTS:
         assert tg.main(["validate", "--tenant", name]) == 0
+
+
+def test_outputs_without_a_running_emulator_raise_instead_of_starting_an_empty_one(monkeypatch, tmp_path):
+    monkeypatch.setenv("TENANTLAKE_STATE_DIR", str(tmp_path))
+    monkeypatch.setenv("TENANTLAKE_FORCE_FALLBACK", "1")
+    (tmp_path / "tenants" / "acme" / ".terraform").mkdir(parents=True)
+    with pytest.raises(tg.TenantNotAppliedError, match="no emulator runs for"):
+        tg.outputs("acme")
+    assert not (tmp_path / "emulator.json").exists()
