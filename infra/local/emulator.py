@@ -35,6 +35,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STATE_DIR = REPO_ROOT / ".local"
 STATE_FILE_NAME = "emulator.json"
 HOST = "127.0.0.1"
+# moto's server behind a one-line correction (see infra/local/moto_server.py).
+SERVER_MODULE = "infra.local.moto_server"
 # Moto's dashboard data endpoint answers as soon as the server can take requests.
 HEALTH_PATH = "/moto-api/data.json"
 DEFAULT_START_TIMEOUT_S = 60.0
@@ -107,7 +109,7 @@ def is_our_server(state: EmulatorState) -> bool:
     if not _pid_alive(state.pid):
         return False
     cmd = _cmdline(state.pid)
-    return "moto.server" in cmd and str(state.port) in cmd
+    return SERVER_MODULE in cmd and str(state.port) in cmd
 
 
 def is_healthy(endpoint: str, ca_bundle: str, timeout_s: float = 2.0) -> bool:
@@ -174,10 +176,11 @@ def start(
     certs = tls.ensure_certificates(state_dir)
     log_file = state_dir / "emulator.log"
     env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
     env.update(extra_env or {})
     with open(log_file, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(chosen),
+            [sys.executable, "-m", SERVER_MODULE, "-H", HOST, "-p", str(chosen),
              "-c", str(certs / "server.pem"), "-k", str(certs / "server.key")],
             stdout=log,
             stderr=subprocess.STDOUT,

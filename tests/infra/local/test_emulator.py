@@ -118,3 +118,20 @@ def test_cli_up_status_down(state_dir):
     assert status.stdout.startswith("running at")
     down = subprocess.run(py + ["down", "--state-dir", str(state_dir)], capture_output=True, text=True, check=True)
     assert "stopped emulator" in down.stdout
+
+
+def test_conditional_deny_bucket_policy_is_stored_but_not_evaluated(state_dir):
+    """Moto would deny every object request under a conditional Deny (it evaluates without request
+    context); the emulator's shim stores and returns the policy but does not evaluate it."""
+    state, _ = emu.start(state_dir)
+    s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=state.endpoint, verify=state.ca_bundle,
+                      aws_access_key_id="x", aws_secret_access_key="x")
+    s3.create_bucket(Bucket="policy-check")
+    policy = json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Sid": "DenyInsecureTransport", "Effect": "Deny", "Principal": {"AWS": "*"}, "Action": "s3:*",
+        "Resource": ["arn:aws:s3:::policy-check", "arn:aws:s3:::policy-check/*"],
+        "Condition": {"Bool": {"aws:SecureTransport": "false"}}}]})
+    s3.put_bucket_policy(Bucket="policy-check", Policy=policy)
+    s3.put_object(Bucket="policy-check", Key="bronze/x.json", Body=b"{}")
+    assert s3.get_object(Bucket="policy-check", Key="bronze/x.json")["Body"].read() == b"{}"
+    assert json.loads(s3.get_bucket_policy(Bucket="policy-check")["Policy"]) == json.loads(policy)
