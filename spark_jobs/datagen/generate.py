@@ -141,7 +141,7 @@ def generate(config: DatagenConfig) -> GeneratedData:
     files: list[tuple[str, bytes]] = []
     valid: list[dict[str, Any]] = []
     bad: list[dict[str, Any]] = []
-    duplicates = late = raw_records = seq = 0
+    duplicates = late = raw_records = seq = bad_count = 0
     previous_file_sent: list[dict[str, Any]] = []  # raw records of the previous file that silver keeps
 
     for name, source, _file_time, slots in _plan(config):
@@ -152,7 +152,10 @@ def generate(config: DatagenConfig) -> GeneratedData:
             seq += 1
             roll = rng.random()
             is_bad, is_late = roll < config.bad_rate, config.bad_rate <= roll < config.bad_rate + config.late_rate
-            kind = rng.choice(BAD_KINDS) if is_bad else None
+            kind = None
+            if is_bad:  # round robin over the kinds: every kind appears once there are enough bad records
+                kind = BAD_KINDS[bad_count % len(BAD_KINDS)]
+                bad_count += 1
             if kind == "duplicate" and not previous_file_sent:
                 kind = "wrong_type"
             if kind == "duplicate":

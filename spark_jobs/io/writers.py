@@ -19,9 +19,14 @@ def replace_partitions(
     df: DataFrame, uri: str, partition_by: list[str] | tuple[str, ...], covered: list[str] | None = None,
 ) -> None:
     """Overwrite the partitions present in ``df``; ``covered`` (values of the single partition
-    column this run is responsible for) also clears partitions that now receive no rows."""
+    column this run is responsible for) also clears partitions that now receive no rows.
+
+    Rows are clustered by the partition columns first: one file per partition instead of one per
+    shuffle task and partition, which on object stores (where each commit-time move is a copy)
+    is most of the write time for small and medium partitions."""
     (
-        df.write.mode("overwrite")
+        df.repartition(*partition_by)
+        .write.mode("overwrite")
         .option("partitionOverwriteMode", "dynamic")
         .partitionBy(*partition_by)
         .parquet(uri)

@@ -59,3 +59,11 @@ def test_manifest_is_written_per_run(spark, lake):
     assert stored["status"] == "succeeded" and stored["invariant_holds"] is True and stored["published"] is True
     assert stored["rows_in"] == 10 and stored["inputs"] == [lake.landing("iot")]
     assert stored["code_version"].startswith("spark_jobs-")
+
+
+def test_continuous_mode_ingests_then_stops_at_max_runtime(spark, lake):
+    write_landing(lake, "iot", generate(DatagenConfig(dataset="iot", records=20)).files)
+    manifest = run_layer(spark, lake, "iot", "bronze", continuous=True, trigger_seconds=1, max_runtime=6,
+                         progress=lambda _: None)
+    assert manifest["status"] == "succeeded" and manifest["rows_in"] == 20
+    assert not [q for q in spark.streams.active if q.name and q.name.startswith("bronze_iot")]

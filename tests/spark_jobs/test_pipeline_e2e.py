@@ -1,0 +1,336 @@
+"""End to end on the emulator over s3a: datagen with bad records -> run-all -> checks -> run-all again.
+
+The pipeline runs through the real CLI (``python -m spark_jobs``) in a subprocess, with the s3a jars
+and the emulator's trust store, against a bucket and KMS key made here with boto3 and found through
+``--tenant acme`` (``$TENANTLAKE_STATE_DIR/tenants/acme/lake.json``). Results are read back with boto3
+and checked with DuckDB and plain Python against the generator's ground truth, independently of Spark.
+"""
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import decimal
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+pytestmark = pytest.mark.integration
+
+TENANT = "acme"
+REGION = "eu-west-1"
+BUCKET = "tenantlake-e2e-lake"
+DATASETS = {  # dataset -> datagen options: small, but every bad kind appears
+    "iot": ["--records", "1500", "--sources", "8", "--batch-size", "25", "--interval", "50"],
+    "clickstream": ["--records", "1500", "--sources", "4", "--batch-size", "25", "--interval", "60"],
+    "inventory": ["--records", "800", "--sources", "4", "--batch-size", "20", "--interval", "21600"],
+}
+BAD_RATE, LATE_RATE = "0.02", "0.02"
+
+
+def _client(aws_env, service):
+    import boto3
+
+    return boto3.client(service, region_name=REGION, endpoint_url=aws_env["AWS_ENDPOINT_URL"],
+                        verify=aws_env["AWS_CA_BUNDLE"], aws_access_key_id=aws_env["AWS_ACCESS_KEY_ID"],
+                        aws_secret_access_key=aws_env["AWS_SECRET_ACCESS_KEY"])
+
+
+def _cli(env, *args, timeout=600):
+    result = subprocess.run([sys.executable, "-m", "spark_jobs", *args], cwd=REPO_ROOT, env=env,
+                            capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, f"{args[0]} failed ({result.returncode}):\n{result.stdout}\n{result.stderr[-3000:]}"
+    return result
+
+
+def _download(s3, prefix: str, dest: Path) -> Path:
+    """Copy every object under ``prefix`` (parquet and all) to ``dest``; returns dest."""
+    paginator = s3.get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=BUCKET, Prefix=prefix):
+        for obj in page.get("Contents", []):
+            target = dest / obj["Key"]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            s3.download_file(BUCKET, obj["Key"], str(target))
+    return dest / prefix
+
+
+def _objects(s3, prefix: str) -> dict[str, str]:
+    keys = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
+        keys.update({o["Key"]: o["ETag"] for o in page.get("Contents", [])})
+    return keys
+
+
+def _manifests(s3, layer: str, dataset: str) -> list[dict]:
+    found = [k for k in _objects(s3, f"reports/{layer}/{dataset}/") if k.endswith("/manifest.json")]
+    return [json.loads(s3.get_object(Bucket=BUCKET, Key=k)["Body"].read()) for k in sorted(found)]
+
+
+def _table(folder: Path, exclude: tuple[str, ...] = ()) -> list[tuple]:
+    """Every row of a partitioned parquet folder, sorted, as DuckDB reads it."""
+    con = duckdb.connect()
+    rel = con.sql(f"SELECT * FROM read_parquet('{folder}/**/*.parquet', hive_partitioning = true)")
+    cols = [c for c in rel.columns if c not in exclude]
+    return sorted(con.sql(f"SELECT {', '.join(cols)} FROM rel").fetchall(), key=repr)
+
+
+@pytest.fixture(scope="module")
+def pipeline(emulator, aws_env, tmp_path_factory):
+    """Provision bucket + key, generate data, run everything twice; yield what the tests inspect."""
+    from infra.local.s3a_jars import ensure_jars
+
+    work = tmp_path_factory.mktemp("e2e")
+    s3, kms = _client(aws_env, "s3"), _client(aws_env, "kms")
+    key_arn = kms.create_key(Description="tenantlake e2e lake key")["KeyMetadata"]["Arn"]
+    s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+    state_dir = work / "state"
+    lake_json = state_dir / "tenants" / TENANT / "lake.json"
+    lake_json.parent.mkdir(parents=True)
+    lake_json.write_text(json.dumps({
+        "tenant_id": TENANT, "region": REGION, "lake_bucket_name": BUCKET, "kms_key_arn": key_arn,
+        "s3_endpoint": emulator.endpoint, "ca_bundle": emulator.ca_bundle, "truststore": emulator.truststore,
+    }))
+    env = {**os.environ, **aws_env, "TENANTLAKE_STATE_DIR": str(state_dir), "SPARK_LOCAL_IP": "127.0.0.1",
+           "TENANTLAKE_SPARK_JARS": ",".join(str(j) for j in ensure_jars())}
+    truth = {}
+    for dataset, options in DATASETS.items():
+        truth_file = work / f"truth-{dataset}.json"
+        _cli(env, "datagen", "--tenant", TENANT, "--dataset", dataset, *options, "--bad-rate", BAD_RATE,
+             "--late-rate", LATE_RATE, "--seed", "11", "--truth-file", str(truth_file))
+        truth[dataset] = json.loads(truth_file.read_text())
+    # --allow-warn: warn-severity expectations (e.g. the injected malformed rate) must not fail the run.
+    first = _cli(env, "run-all", "--tenant", TENANT, "--allow-warn")
+    after_first = _download(s3, "", work / "run1")
+    objects_first = _objects(s3, "bronze/")
+    # The re-run checks the data only: validation (covered by tests/spark_jobs/quality) is off to save time.
+    second = _cli({**env, "TENANTLAKE_VALIDATION": "off"}, "run-all", "--tenant", TENANT)
+    after_second = _download(s3, "", work / "run2")
+    yield {"s3": s3, "truth": truth, "first": first, "second": second, "run1": after_first, "run2": after_second,
+           "bronze_objects_first": objects_first, "key_arn": key_arn}
+
+
+def test_run_all_prints_progress_and_the_counts_table(pipeline):
+    out, err = pipeline["first"].stdout, pipeline["first"].stderr
+    assert "[silver iot] deduped + split" in err
+    for dataset, truth in pipeline["truth"].items():
+        assert f"silver {dataset}: rows_in={truth['raw_records']} rows_out={len(truth['valid'])} " \
+               f"quarantined={len(truth['bad'])} duplicates={truth['duplicates']} late={truth['late']}" in out
+    assert "dataset" in out and "gold iot_hourly" in out
+
+
+@pytest.mark.parametrize("dataset", list(DATASETS))
+def test_manifests_hold_the_invariant_and_match_the_truth(pipeline, dataset):
+    s3, truth = pipeline["s3"], pipeline["truth"][dataset]
+    bronze_runs, silver_runs, gold_runs = (_manifests(s3, layer, dataset) for layer in ("bronze", "silver", "gold"))
+    assert len(bronze_runs) == len(silver_runs) == len(gold_runs) == 2
+    for manifest in bronze_runs + silver_runs + gold_runs:
+        assert manifest["status"] == "succeeded" and manifest["invariant_holds"] is True
+        assert manifest["rows_in"] == manifest["rows_out"] + manifest["quarantined"] + manifest["duplicates"]
+        assert manifest["code_version"].startswith("spark_jobs-") and manifest["duration_seconds"] > 0
+    first_bronze, second_bronze = sorted(bronze_runs, key=lambda m: m["run_id"])
+    assert first_bronze["rows_in"] == truth["raw_records"]
+    assert first_bronze["malformed"] == sum(1 for b in truth["bad"] if b["kind"] == "malformed")
+    assert second_bronze["rows_in"] == 0 and second_bronze["batches"] == []
+    for silver in silver_runs:
+        assert (silver["rows_in"], silver["rows_out"], silver["quarantined"], silver["duplicates"], silver["late"]) == (
+            truth["raw_records"], len(truth["valid"]), len(truth["bad"]), truth["duplicates"], truth["late"])
+        assert silver["outputs"] == {"silver": f"s3a://{BUCKET}/silver/{dataset}",
+                                     "quarantine": f"s3a://{BUCKET}/quarantine/{dataset}"}
+
+
+@pytest.mark.parametrize("dataset", list(DATASETS))
+def test_every_bad_record_is_quarantined_with_its_reason(pipeline, dataset):
+    bad = pipeline["truth"][dataset]["bad"]
+    assert {b["kind"] for b in bad} >= {"malformed", "wrong_type", "missing_key", "out_of_range", "unknown_field"}
+    con = duckdb.connect()
+    folder = pipeline["run1"] / "quarantine" / dataset
+    rows = con.sql(f"SELECT _raw, _failed_rules, _source_file FROM read_parquet('{folder}/**/*.parquet', "
+                   "hive_partitioning = true)").fetchall()
+    assert len(rows) == len(bad)
+    unmatched = list(rows)
+    for entry in bad:
+        def matches(row):
+            raw, rules, source = row
+            if entry["reason"] not in rules:
+                return False
+            if "record" in entry:
+                try:
+                    return json.loads(raw) == entry["record"]
+                except ValueError:
+                    return False
+            if "raw" in entry:
+                return raw == entry["raw"]
+            return source.endswith("/" + entry["source_file"])
+        hit = next((row for row in unmatched if matches(row)), None)
+        assert hit is not None, f"bad record not quarantined with {entry['reason']}: {entry}"
+        unmatched.remove(hit)
+
+
+@pytest.mark.parametrize("dataset", list(DATASETS))
+def test_silver_has_no_duplicate_keys_and_exactly_the_valid_rows(pipeline, dataset):
+    from spark_jobs.contract import load_contract
+
+    contract = load_contract(dataset)
+    folder = pipeline["run1"] / "silver" / dataset
+    con = duckdb.connect()
+    key = ", ".join(f'"{k}"' for k in contract.key)
+    dupes = con.sql(f"SELECT {key}, count(*) FROM read_parquet('{folder}/**/*.parquet', hive_partitioning = true) "
+                    f"GROUP BY ALL HAVING count(*) > 1").fetchall()
+    assert dupes == []
+    silver_ids = con.sql(f"SELECT {key} FROM read_parquet('{folder}/**/*.parquet', hive_partitioning = true)").fetchall()
+    expected = [tuple(_key_value(r[k], contract.column(k).type, contract.column(k).format) for k in contract.key)
+                for r in pipeline["truth"][dataset]["valid"]]
+    assert sorted(silver_ids) == sorted(expected)
+
+
+def _key_value(value, col_type, fmt):
+    if col_type == "timestamp":
+        return _parse_ts(value)
+    return value
+
+
+def _round2(value: float) -> float:
+    """Spark's round(x, 2) on a double: HALF_UP on the shortest decimal form (Python's round is HALF_EVEN)."""
+    return float(decimal.Decimal(repr(value)).quantize(decimal.Decimal("0.01"), rounding=decimal.ROUND_HALF_UP))
+
+
+def _parse_ts(text: str) -> dt.datetime:
+    return dt.datetime.strptime(text.replace("T", " ").rstrip("Z"), "%Y-%m-%d %H:%M:%S")
+
+
+def test_gold_iot_hourly_equals_duckdb_over_the_generated_rows(pipeline):
+    valid = pipeline["truth"]["iot"]["valid"]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE r (sensor_id VARCHAR, event_ts TIMESTAMP, temperature DOUBLE, humidity DOUBLE, "
+                "battery DOUBLE)")
+    con.executemany("INSERT INTO r VALUES (?, ?, ?, ?, ?)",
+                    [(r["sensor_id"], _parse_ts(r["event_ts"]), r["temperature"], r["humidity"], r["battery"])
+                     for r in valid])
+    expected = con.sql("""
+        SELECT sensor_id, date_trunc('hour', event_ts) AS h, count(*), min(temperature), avg(temperature),
+               max(temperature), min(humidity), avg(humidity), max(humidity), min(battery),
+               sum(CASE WHEN temperature < 0 OR temperature > 45 THEN 1 ELSE 0 END),
+               sum(CASE WHEN humidity < 10 OR humidity > 90 THEN 1 ELSE 0 END)
+        FROM r GROUP BY ALL ORDER BY 1, 2""").fetchall()
+    folder = pipeline["run1"] / "gold" / "iot" / "iot_hourly"
+    actual = duckdb.sql(f"""
+        SELECT sensor_id, event_hour, reading_count, temperature_min, temperature_avg, temperature_max,
+               humidity_min, humidity_avg, humidity_max, battery_min, temperature_out_of_range, humidity_out_of_range
+        FROM read_parquet('{folder}/**/*.parquet', hive_partitioning = true) ORDER BY 1, 2""").fetchall()
+    assert len(actual) == len(expected) > 0
+    for got, want in zip(actual, expected):
+        # columns: sensor, hour, count, t_min, t_avg, t_max, h_min, h_avg, h_max, b_min, t_out, h_out
+        assert got[:4] == want[:4] and got[5:7] == want[5:7] and got[8:] == want[8:]
+        assert got[4] == pytest.approx(want[4]) and got[7] == pytest.approx(want[7])
+
+
+def test_gold_clickstream_equals_plain_python_over_the_generated_rows(pipeline):
+    valid = pipeline["truth"]["clickstream"]["valid"]
+    hourly = collections.defaultdict(lambda: [0, set(), 0])
+    for r in valid:
+        ts = _parse_ts(r["timestamp"])
+        cell = hourly[(r["site_id"], ts.replace(minute=0, second=0))]
+        cell[0] += r["event"] == "page_view"
+        cell[1].add(r["user_id"])
+        cell[2] += 1
+    expected_hourly = sorted((site, hour, pv, len(users), n) for (site, hour), (pv, users, n) in hourly.items())
+    folder = pipeline["run1"] / "gold" / "clickstream"
+    actual_hourly = duckdb.sql(f"SELECT site_id, event_hour, page_views, users, event_count FROM read_parquet("
+                               f"'{folder}/clickstream_site_hourly/**/*.parquet', hive_partitioning = true) "
+                               f"ORDER BY 1, 2").fetchall()
+    assert actual_hourly == expected_hourly
+
+    by_user = collections.defaultdict(list)
+    for r in valid:
+        by_user[r["user_id"]].append(_parse_ts(r["timestamp"]))
+    expected_sessions = []
+    for user, times in by_user.items():
+        times.sort()
+        start = prev = times[0]
+        count = 1
+        for t in times[1:]:
+            if (t - prev).total_seconds() > 30 * 60:
+                expected_sessions.append((user, start, prev, count))
+                start, count = t, 0
+            count += 1
+            prev = t
+        expected_sessions.append((user, start, prev, count))
+    actual_sessions = duckdb.sql(f"SELECT user_id, session_start, session_end, event_count FROM read_parquet("
+                                 f"'{folder}/clickstream_user_sessions/**/*.parquet', hive_partitioning = true) "
+                                 f"ORDER BY 1, 2").fetchall()
+    assert actual_sessions == sorted(expected_sessions)
+
+
+def test_gold_inventory_equals_plain_python_over_the_generated_rows(pipeline):
+    from spark_jobs.contract import load_contract
+
+    valid = pipeline["truth"]["inventory"]["valid"]
+    usage = collections.defaultdict(list)
+    latest = {}
+    for r in valid:
+        day = _parse_ts(r["collected_at"]).date()
+        used = _round2(100 * (r["disk_total_gb"] - r["disk_free_gb"]) / r["disk_total_gb"])
+        usage[(day, r["org_id"])].append((r["host_id"], r["cpu_percent"], used))
+        slot = (day, r["org_id"], r["host_id"])
+        if slot not in latest or r["collected_at"] > latest[slot]["collected_at"]:
+            latest[slot] = r
+    folder = pipeline["run1"] / "gold" / "inventory"
+    actual_usage = duckdb.sql(f"SELECT event_date, org_id, host_count, snapshot_count, avg_cpu_percent, "
+                              f"avg_disk_used_pct FROM read_parquet('{folder}/inventory_org_usage/**/*.parquet', "
+                              f"hive_partitioning = true) ORDER BY 1, 2").fetchall()
+    assert len(actual_usage) == len(usage)
+    for got, ((day, org), rows) in zip(actual_usage, sorted(usage.items())):
+        assert got[:4] == (day, org, len({h for h, _, _ in rows}), len(rows))
+        assert got[4] == pytest.approx(sum(c for _, c, _ in rows) / len(rows))
+        assert got[5] == pytest.approx(sum(u for _, _, u in rows) / len(rows))
+
+    rules = load_contract("inventory").gold_options["inventory_compliance"]["policy_rules"]
+    expected_flags = set()
+    for (day, org, host), r in latest.items():
+        effective = {}
+        for rule in rules:
+            if rule["org_id"] == org or (rule["org_id"] == "*" and rule["rule"] not in effective):
+                effective[rule["rule"]] = rule
+        observed = {"cpu_percent": r["cpu_percent"],
+                    "disk_free_pct": _round2(100 * r["disk_free_gb"] / r["disk_total_gb"]),
+                    "os_release": f"{r['os_name']} {r['os_version']}"}
+        for name, rule in effective.items():
+            value = observed[rule["metric"]]
+            broken = ((rule["kind"] == "min" and value < rule["threshold"])
+                      or (rule["kind"] == "max" and value > rule["threshold"])
+                      or (rule["kind"] == "allowed" and value not in rule["allowed_values"]))
+            if broken:
+                expected_flags.add((day, host, name))
+    actual_flags = duckdb.sql(f"SELECT event_date, host_id, rule FROM read_parquet("
+                              f"'{folder}/inventory_compliance/**/*.parquet', hive_partitioning = true)").fetchall()
+    assert len(actual_flags) == len(set(actual_flags))
+    assert set(actual_flags) == expected_flags and expected_flags
+
+
+def test_a_second_run_changes_nothing(pipeline):
+    run1, run2 = pipeline["run1"], pipeline["run2"]
+    assert _objects(pipeline["s3"], "bronze/") == pipeline["bronze_objects_first"]
+    for dataset, truth in pipeline["truth"].items():
+        assert _table(run1 / "silver" / dataset) == _table(run2 / "silver" / dataset)
+        assert _table(run1 / "quarantine" / dataset, exclude=("_run_id",)) == \
+            _table(run2 / "quarantine" / dataset, exclude=("_run_id",))
+        from spark_jobs.contract import load_contract
+
+        for gold in load_contract(dataset).gold:
+            assert _table(run1 / "gold" / dataset / gold) == _table(run2 / "gold" / dataset / gold)
+
+
+def test_every_object_is_encrypted_with_the_tenant_key(pipeline):
+    s3 = pipeline["s3"]
+    keys = [k for k in _objects(s3, "") if not k.startswith("checkpoints/")][:40] + \
+        [k for k in _objects(s3, "checkpoints/")][:5]
+    for key in keys:
+        head = s3.head_object(Bucket=BUCKET, Key=key)
+        assert head.get("ServerSideEncryption") == "aws:kms", key
+        assert pipeline["key_arn"].split("/")[-1] in head.get("SSEKMSKeyId", ""), key
