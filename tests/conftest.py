@@ -110,9 +110,14 @@ def applied_tenant(emulator):
         return json.loads(lake_json.read_text())
 
     yield apply
-    for tenant_id in sorted(applied):
-        if (TEST_STATE_DIR / "tenants" / tenant_id / "lake.json").is_file():
-            result = run_make("destroy", f"TENANT={tenant_id}")
-            if result.returncode != 0:
-                print(f"applied_tenant: make destroy TENANT={tenant_id} failed at session end:\n"
-                      + "\n".join((result.stdout + result.stderr).splitlines()[-10:]))
+    import subprocess
+
+    left = [t for t in sorted(applied) if (TEST_STATE_DIR / "tenants" / t / "lake.json").is_file()]
+    env = {**os.environ, "TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR)}
+    destroys = {t: subprocess.Popen(["make", "-s", "destroy", f"TENANT={t}"], cwd=REPO_ROOT, env=env, text=True,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for t in left}  # in parallel
+    for tenant_id, proc in destroys.items():
+        out, _ = proc.communicate(timeout=900)
+        if proc.returncode != 0:
+            print(f"applied_tenant: make destroy TENANT={tenant_id} failed at session end:\n"
+                  + "\n".join(out.splitlines()[-10:]))
