@@ -24,6 +24,7 @@ from modules.log_group import LogGroupConfig, TenantLogGroup  # noqa: E402
 from modules.policy_document import ListExpr  # noqa: E402
 from modules.refs import logical_id  # noqa: E402
 from modules.skips import skip_check  # noqa: E402
+from modules.stream_ingest import StreamIngest, StreamIngestConfig  # noqa: E402
 from modules.tenant_inputs import TenantInputs  # noqa: E402
 from modules.vpc_endpoints import VpcEndpoints, VpcEndpointsConfig  # noqa: E402
 
@@ -94,6 +95,10 @@ class TenantLakeStack(TerraformStack):
         emr = EmrVirtualCluster(self, "emr", EmrVirtualClusterConfig(
             name=names["virtual_cluster"], eks_cluster_name=inputs.eks_cluster_name,
             namespace=inputs.emr_namespace, tags=tags))
+        streams = StreamIngest(self, "streams", StreamIngestConfig(
+            streams=inputs.streams, tenant_id=inputs.tenant_id, partition=partition, region=inputs.region,
+            account_id=inputs.account_id, bucket_arn=lake.arn, key_arn=key.arn,
+            ingest_writer_role=roles.roles["ingest_writer"].id, tags=tags))
 
         outputs = {
             "tenant_id": (inputs.tenant_id, "The tenant id."),
@@ -112,6 +117,9 @@ class TenantLakeStack(TerraformStack):
             "gateway_endpoint_ids": (endpoints.gateway_ids, "S3 gateway endpoint id per VPC id."),
             "interface_endpoint_ids": (endpoints.interface_ids, "Interface endpoint id per \"<vpc_id>.<service>\"."),
             "lake_prefixes": (list(model.LAKE_PREFIXES), "Top-level prefixes of the lake bucket."),
+            "kinesis_stream_names": (streams.stream_names, "Kinesis data stream name per streamed dataset (var.streams)."),
+            "firehose_delivery_stream_names": (streams.delivery_stream_names,
+                                               "Firehose delivery stream (into landing/<dataset>/) per streamed dataset."),
         }
         for name, (value, description) in outputs.items():
             TerraformOutput(self, name, value=value, description=description)

@@ -53,6 +53,26 @@ NAME_TEMPLATES: dict[str, str] = {
 }
 
 
+# Streaming ingestion (modules/stream_ingest.py): datasets a tenant may stream, and the per-stream names.
+# These templates take a ``{dataset}`` besides the tenant's inputs, so they live apart from NAME_TEMPLATES
+# (whose every entry is rendered once per tenant).  The module renders them with ``${each.value}``.
+STREAM_DATASETS: tuple[str, ...] = ("iot", "clickstream", "inventory")
+STREAM_NAME_TEMPLATES: dict[str, str] = {
+    "kinesis_stream": "{tenant_id}-lake-{dataset}",
+    "delivery_stream": "{tenant_id}-lake-{dataset}-to-landing",
+    "firehose_role": "{tenant_id}-lake-{dataset}-firehose",
+}
+# Firehose buffering: an object is written to landing/<dataset>/ after this many seconds or MiB,
+# whichever comes first (README "Streaming ingestion"; the local stand-in reads them from the stream).
+STREAM_BUFFER_SECONDS = 60
+STREAM_BUFFER_MIB = 1
+
+
+def stream_name(kind: str, dataset: str, **values: str) -> str:
+    """Render ``STREAM_NAME_TEMPLATES[kind]`` for one streamed dataset (values may be CDKTF tokens)."""
+    return STREAM_NAME_TEMPLATES[kind].format(dataset=dataset, **values)
+
+
 def render_name(kind: str, **values: str) -> str:
     """Render ``NAME_TEMPLATES[kind]``; ``values`` may be plain strings or CDKTF tokens."""
     return NAME_TEMPLATES[kind].format(**values)
@@ -75,6 +95,7 @@ RULE_TEXTS: dict[str, str] = {
     "retention_days": "keys must be among {retention_keys}, values whole days from 1 to 3650",
     "retention_bronze": "bronze must be more than 90 days (it transitions to GLACIER_IR at 90)",
     "retention_logs": "logs must be a CloudWatch Logs retention period ({log_retention_values})",
+    "streams": "every entry must be one of {stream_datasets}, each once",
 }
 # The retention periods CloudWatch Logs accepts (the log group's retention is retention_days["logs"]).
 LOG_RETENTION_VALUES: tuple[int, ...] = (
@@ -119,6 +140,8 @@ class TenantConfig:
         retention_days: expiry per prefix, overriding ``DEFAULT_RETENTION_DAYS``. @default - {}
         admin_principal_arns: principals exempt from the VPC-endpoint rule of the bucket policy (the
             deployer role that runs terraform must be one, so an apply never locks itself out). @default - []
+        streams: datasets fed by a Kinesis stream and a Firehose into ``landing/<dataset>/``, among
+            ``STREAM_DATASETS``. @default - [] (no streams)
     """
 
     tenant_id: str
@@ -134,6 +157,7 @@ class TenantConfig:
     emr_namespace: str = ""
     retention_days: Mapping[str, int] = dataclasses.field(default_factory=dict)
     admin_principal_arns: tuple[str, ...] = ()
+    streams: tuple[str, ...] = ()
 
     # ---- derived names (the only place resource names are built) -------------------------
     @property
@@ -168,6 +192,10 @@ class TenantConfig:
     @property
     def gdpr(self) -> bool:
         return "gdpr" in self.data_classification
+
+    def stream_name(self, kind: str, dataset: str) -> str:
+        """A per-stream name of ``STREAM_NAME_TEMPLATES`` for this tenant."""
+        return stream_name(kind, dataset, tenant_id=self.tenant_id)
 
     def standard_tags(self) -> dict[str, str]:
         """The four tags every taggable resource carries, plus the user's ``tags`` (ours win)."""
@@ -246,6 +274,11 @@ def validate(cfg: TenantConfig) -> TenantConfig:
     for arn in cfg.admin_principal_arns:
         if not re.match(ADMIN_PRINCIPAL_ARN_RE, arn):
             raise TenantConfigError(t, "admin_principal_arns", f"'{arn}': " + RULE_TEXTS["admin_principal_arns"])
+    for dataset in cfg.streams:
+        if dataset not in STREAM_DATASETS:
+            raise TenantConfigError(t, "streams", f"'{dataset}' is not one of {', '.join(STREAM_DATASETS)}")
+    if len(set(cfg.streams)) != len(cfg.streams):
+        raise TenantConfigError(t, "streams", "lists a dataset more than once")
     for key, value in dict(cfg.tags).items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise TenantConfigError(t, "tags", "must map strings to strings")
@@ -266,7 +299,7 @@ def from_inputs(inputs: Mapping[str, Any], source: str = "") -> TenantConfig:
     if missing:
         raise TenantConfigError(tenant, missing[0], "is required")
     values = dict(inputs)
-    for field in ("data_classification", "vpc_ids", "admin_principal_arns"):
+    for field in ("data_classification", "vpc_ids", "admin_principal_arns", "streams"):
         if field in values:
             values[field] = _as_tuple(values[field], tenant, field)
     for field in ("tags", "retention_days"):

@@ -67,9 +67,14 @@ def _as_list(values: Values) -> list[str]:
     return list(values)
 
 
-def policy_document(scope: Construct, id_: str, statements: Sequence[Statement]) -> DataAwsIamPolicyDocument:
-    """An ``aws_iam_policy_document`` data source; use ``.json`` for the policy attribute."""
-    return DataAwsIamPolicyDocument(scope, id_, statement=[
+def policy_document(scope: Construct, id_: str, statements: Sequence[Statement],
+                    for_each=None) -> DataAwsIamPolicyDocument:
+    """An ``aws_iam_policy_document`` data source; use ``.json`` for the policy attribute.
+
+    ``for_each`` (a CDKTF iterator) makes one document per element; statements may then use
+    ``${each.value}``, and a resource of the same ``for_each`` refers to ``<address>[each.key].json``.
+    """
+    return DataAwsIamPolicyDocument(scope, id_, for_each=for_each, statement=[
         DataAwsIamPolicyDocumentStatement(
             sid=s.sid,
             effect=s.effect,

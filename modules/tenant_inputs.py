@@ -46,6 +46,7 @@ class TenantInputs(Construct):
         retention: ``retention_days`` merged over ``DEFAULT_RETENTION_DAYS`` (a number per key).
         emr_namespace, oidc_provider_arn, oidc_issuer: derived EMR-on-EKS identity values.
         vpc_ids, admin_principal_arns, environment, eks_cluster_name: list/scalar inputs.
+        streams: the list of streamed datasets (``var.streams``).
     """
 
     def __init__(self, scope: Construct, id_: str) -> None:
@@ -121,12 +122,21 @@ class TenantInputs(Construct):
                 _check(f"alltrue([for a in var.admin_principal_arns : {_regex(model.ADMIN_PRINCIPAL_ARN_RE, 'a')}])",
                        "admin_principal_arns", rules["admin_principal_arns"]),
             ])
+        stream_datasets = _hcl_list(model.STREAM_DATASETS)
+        streams = var("streams", "list(string)",
+                      f"Datasets fed by a Kinesis stream and a Firehose into landing/<dataset>/, among "
+                      f"{', '.join(model.STREAM_DATASETS)}; empty creates no streams.", default=[], checks=[
+                          _check(f"length(distinct(var.streams)) == length(var.streams) && "
+                                 f"alltrue([for s in var.streams : contains({stream_datasets}, s)])",
+                                 "streams", rules["streams"].format(stream_datasets=", ".join(model.STREAM_DATASETS))),
+                      ])
 
         self.partition = DataAwsPartition(self, "partition").partition
         self.tenant_id, self.region, self.account_id = V["tenant_id"], V["region"], V["account_id"]
         self.environment, self.eks_cluster_name = V["environment"], V["eks_cluster_name"]
         self.vpc_ids = vpc_ids.list_value
         self.admin_principal_arns_expr = V["admin_principal_arns"]
+        self.streams = streams.list_value
 
         name_values = {**V, "cluster_upper": "${upper(var.eks_cluster_name)}"}
         self.names = {kind: model.render_name(kind, **name_values) for kind in model.NAME_TEMPLATES}

@@ -10,6 +10,7 @@ INTERFACE_OUTPUTS = {
     "tenant_id", "region", "lake_bucket_name", "lake_bucket_arn", "log_bucket_name", "kms_key_arn", "kms_key_alias",
     "job_execution_role_arn", "ingest_writer_role_arn", "consumer_role_arn", "emr_virtual_cluster_id",
     "emr_namespace", "log_group_name", "gateway_endpoint_ids", "interface_endpoint_ids", "lake_prefixes",
+    "kinesis_stream_names", "firehose_delivery_stream_names",  # issue 10 (modules/stream_ingest.py)
 }
 
 
@@ -63,8 +64,9 @@ def test_checkov_skips_are_few_and_justified(tenant_module):
 def test_resource_inventory(tenant_module):
     counts = {t: len(b) for t, b in tenant_module["resource"].items()}
     assert counts == {
-        "aws_cloudwatch_log_group": 1, "aws_emrcontainers_virtual_cluster": 1, "aws_iam_role": 3,
-        "aws_iam_role_policy": 3, "aws_kms_alias": 1, "aws_kms_key": 1, "aws_s3_bucket": 2,
+        "aws_cloudwatch_log_group": 1, "aws_emrcontainers_virtual_cluster": 1,
+        "aws_iam_role": 3 + 1, "aws_iam_role_policy": 3 + 2,  # + per-stream (for_each) Firehose role, 2 policies
+        "aws_kinesis_stream": 1, "aws_kinesis_firehose_delivery_stream": 1, "aws_kms_alias": 1, "aws_kms_key": 1, "aws_s3_bucket": 2,
         "aws_s3_bucket_lifecycle_configuration": 2, "aws_s3_bucket_logging": 2, "aws_s3_bucket_notification": 2,
         "aws_s3_bucket_ownership_controls": 2, "aws_s3_bucket_policy": 2, "aws_s3_bucket_public_access_block": 2,
         "aws_s3_bucket_server_side_encryption_configuration": 2, "aws_s3_bucket_versioning": 2,

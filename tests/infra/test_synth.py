@@ -120,6 +120,8 @@ BAD_INPUTS = {
     "short_bronze": ("retention_days", {"retention_days": {"bronze": 60}}),
     "bad_log_retention": ("retention_days", {"retention_days": {"logs": 100}}),
     "bad_admin": ("admin_principal_arns", {"admin_principal_arns": ["root"]}),
+    "unknown_stream": ("streams", {"streams": ["weather"]}),
+    "duplicate_stream": ("streams", {"streams": ["iot", "iot"]}),
 }
 
 

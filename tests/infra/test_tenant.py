@@ -87,3 +87,24 @@ def test_check_unique_rejects_duplicate_tenants():
     a = model.from_inputs(GOOD)
     with pytest.raises(model.TenantConfigError, match="more than one tenant"):
         model.check_unique([a, a])
+
+
+@pytest.mark.parametrize("streams,text", [
+    (["weather"], "streams: 'weather' is not one of iot, clickstream, inventory"),
+    (["iot", "iot"], "streams: lists a dataset more than once"),
+    ("iot", None),  # the seed's quoted-string shape is accepted, like data_classification
+])
+def test_streams_rule(streams, text):
+    if text is None:
+        assert model.from_inputs({**GOOD, "streams": streams}).streams == ("iot",)
+        return
+    with pytest.raises(model.TenantConfigError, match=f"^tenant 'acme': {text}$"):
+        model.from_inputs({**GOOD, "streams": streams})
+
+
+def test_streams_default_to_none_and_name_per_dataset():
+    cfg = model.from_inputs(GOOD)
+    assert cfg.streams == ()
+    assert cfg.stream_name("kinesis_stream", "iot") == "acme-lake-iot"
+    assert cfg.stream_name("delivery_stream", "iot") == "acme-lake-iot-to-landing"
+    assert cfg.stream_name("firehose_role", "clickstream") == "acme-lake-clickstream-firehose"

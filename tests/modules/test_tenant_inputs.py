@@ -11,6 +11,7 @@ INTERFACE_TYPES = {
     "vpc_ids": "list(string)", "tags": "map(string)", "environment": "string", "cost_center": "string",
     "eks_cluster_name": "string", "eks_oidc_provider_arn": "string", "emr_namespace": "string",
     "retention_days": "map(number)", "admin_principal_arns": "list(string)",
+    "streams": "list(string)",  # issue 10: streaming ingestion (modules/stream_ingest.py)
 }
 
 
@@ -31,6 +32,7 @@ def test_defaults_match_the_python_model(tenant_module):
     assert variables["eks_oidc_provider_arn"]["default"] == "" and variables["emr_namespace"]["default"] == ""
     assert variables["tags"]["default"] == {} and variables["retention_days"]["default"] == {}
     assert variables["admin_principal_arns"]["default"] == []
+    assert variables["streams"]["default"] == [] and defaults["streams"] == ()
     for required in model.REQUIRED:
         assert "default" not in variables[required], required
 
