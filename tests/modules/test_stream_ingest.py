@@ -110,3 +110,12 @@ def test_producers_may_put_into_the_stream_through_the_ingest_writer_role(tenant
 def test_stream_outputs_map_dataset_to_name(tenant_module, output, expression):
     assert tenant_module["output"][output]["value"] == expression
     assert tenant_module["output"][output]["description"]
+
+
+def test_vended_credentials_constants_match_the_ingest_writer_role():
+    """spark_jobs.creds cannot import modules/ (it runs on EMR): its copies must stay equal."""
+    from modules.job_roles import ROLE_ACCESS, JobRolesConfig
+    from spark_jobs import creds
+
+    assert creds.INGEST_ALLOWED_PREFIXES == tuple(ROLE_ACCESS["ingest_writer"].put_only)
+    assert creds.TTL_MAX_SECONDS == JobRolesConfig.max_session_duration == 3600
