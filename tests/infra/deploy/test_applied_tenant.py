@@ -18,8 +18,6 @@ import pytest
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 REPO = Path(__file__).resolve().parents[3]
 DATE = "2024-05-01"
-# The one failure tolerated (as an xfail): the emulator refusing the artifact because of the bucket policy.
-MOTO_POLICY_DEFECT = re.compile(r"error: tenant 'acme': artifact upload to s3://\S+ failed: 403: Forbidden")
 
 
 def _runs(emr, cluster_id: str) -> dict[str, dict]:
@@ -68,9 +66,6 @@ def test_make_deploy_jobs_on_the_applied_tenant(applied_tenant, emulator, boto_s
     emr, s3 = boto_session("emr-containers", region), boto_session("s3", region)
 
     result, run, runs_while_active, same_name = _deploy_and_cancel_first_run(env, emr, cluster_id)
-    if not run and MOTO_POLICY_DEFECT.search(result.stderr):
-        pytest.xfail("moto 5.2.5 applies every Principal='*' Deny statement of a bucket policy to object reads and "
-                     "writes without evaluating its Condition, so the tenant's policy blocks all object I/O on the lake")
     assert run, result.stderr
     assert result.returncode != 0 and "deploy-jobs] Error 1" in result.stderr, result.stderr
     version = re.search(r"artifact: spark_jobs version ([0-9a-f]{12})", result.stderr).group(1)
