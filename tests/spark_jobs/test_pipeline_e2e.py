@@ -27,9 +27,9 @@ TENANT = "acme"
 REGION = "eu-west-1"
 BUCKET = "tenantlake-e2e-lake"
 DATASETS = {  # dataset -> datagen options: small, but every bad kind appears
-    "iot": ["--records", "1500", "--sources", "8", "--batch-size", "25", "--interval", "50"],
-    "clickstream": ["--records", "1500", "--sources", "4", "--batch-size", "25", "--interval", "60"],
-    "inventory": ["--records", "800", "--sources", "4", "--batch-size", "20", "--interval", "21600"],
+    "iot": ["--records", "1000", "--sources", "8", "--batch-size", "25", "--interval", "50"],
+    "clickstream": ["--records", "1000", "--sources", "4", "--batch-size", "25", "--interval", "60"],
+    "inventory": ["--records", "600", "--sources", "4", "--batch-size", "20", "--interval", "21600"],
 }
 BAD_RATE, LATE_RATE = "0.02", "0.02"
 
