@@ -13,6 +13,7 @@ Row-rule names (quarantine reasons, shared with the data-quality reports):
 from __future__ import annotations
 
 import dataclasses
+import importlib.resources
 import os
 import re
 from pathlib import Path
@@ -20,7 +21,9 @@ from typing import Any
 
 import yaml
 
-CONTRACTS_DIR = Path(__file__).resolve().parent / "contracts"
+# Packaged contracts are read as package resources, not through Path(__file__): on EMR the package
+# runs from a zip on --py-files, where there is no real folder.
+CONTRACTS_DIR = importlib.resources.files("spark_jobs") / "contracts"
 CONTRACTS_DIR_ENV = "TENANTLAKE_CONTRACTS_DIR"  # optional extra folder searched first
 LANDING_FORMATS: tuple[str, ...] = ("json_array", "json_lines")
 COLUMN_TYPES: tuple[str, ...] = ("string", "int", "long", "double", "boolean", "timestamp", "date")
@@ -136,7 +139,9 @@ def column_rule_names(col: ColumnSpec) -> list[str]:
     return names
 
 
-def contract_dirs() -> list[Path]:
+def contract_dirs() -> list[Any]:
+    """Folders searched for ``<dataset>.yaml``: ``$TENANTLAKE_CONTRACTS_DIR`` first, then the packaged
+    contracts (a ``Traversable``: a real folder, or a folder inside the zip on EMR)."""
     extra = os.environ.get(CONTRACTS_DIR_ENV, "")
     return ([Path(extra)] if extra else []) + [CONTRACTS_DIR]
 
@@ -144,7 +149,8 @@ def contract_dirs() -> list[Path]:
 def available_datasets() -> list[str]:
     names: set[str] = set()
     for folder in contract_dirs():
-        names.update(path.stem for path in folder.glob("*.yaml"))
+        if folder.is_dir():
+            names.update(entry.name[: -len(".yaml")] for entry in folder.iterdir() if entry.name.endswith(".yaml"))
     return sorted(names)
 
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
+import importlib.resources
 import json
 import secrets
 from pathlib import Path
 from typing import Any
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+# A resource traversal, not Path(__file__): on EMR the package is a zip on --py-files.
+PACKAGE_DIR = importlib.resources.files("spark_jobs")
 CODE_VERSION_PREFIX = "spark_jobs-"
 
 
@@ -27,16 +29,28 @@ def new_run_id(now: dt.datetime | None = None) -> str:
     return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(4)}"
 
 
+def _code_files(folder: Any, prefix: str) -> list[tuple[str, Any]]:
+    files = []
+    for entry in folder.iterdir():
+        if entry.name == "__pycache__":
+            continue
+        relative = f"{prefix}{entry.name}"
+        if entry.is_dir():
+            files.extend(_code_files(entry, relative + "/"))
+        elif entry.name.endswith((".py", ".yaml")):
+            files.append((relative, entry))
+    return files
+
+
 def code_version() -> str:
     """The package version and a digest of its code and contracts: identical code, identical version,
     with no git needed (the package runs on EMR as a zip)."""
     from spark_jobs import __version__
 
     digest = hashlib.sha256()
-    for path in sorted(PACKAGE_DIR.rglob("*")):
-        if path.suffix in (".py", ".yaml") and "__pycache__" not in path.parts:
-            digest.update(str(path.relative_to(PACKAGE_DIR)).encode())
-            digest.update(path.read_bytes())
+    for relative, entry in sorted(_code_files(PACKAGE_DIR, "")):
+        digest.update(relative.encode())
+        digest.update(entry.read_bytes())
     return f"{CODE_VERSION_PREFIX}{__version__}+{digest.hexdigest()[:12]}"
 
 

@@ -34,10 +34,6 @@ TARGET = DeployTarget(
     role_arn="arn:aws:iam::123456789012:role/acme-emr-job-execution", virtual_cluster_id="abcdefghijklmnopqrstuvwxy",
     log_group="/tenantlake/acme/emr-jobs",
 )
-# A known defect outside this package: spark_jobs.contract finds contracts through Path(__file__),
-# which is no folder inside the --py-files zip (zipimport): the CLI then knows no dataset. Only that
-# exact failure is tolerated (as an xfail); any other failure fails the test.
-CONTRACT_IN_ZIP_DEFECT = ("invalid choice: 'iot' (choose from )", "no contract file iot.yaml")
 
 
 def _spark_submit_command(request: dict, zip_path: Path, entrypoint: Path, lake: Path) -> list[str]:
@@ -75,9 +71,6 @@ def test_packaged_entrypoint_runs_bronze_from_the_zip_alone(tmp_path):
 
     command = _spark_submit_command(request, built.zip_path, built.entrypoint_path, lake)
     result = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=280)
-    if result.returncode != 0 and any(sign in result.stderr + result.stdout for sign in CONTRACT_IN_ZIP_DEFECT):
-        pytest.xfail("spark_jobs.contract loads contracts via Path(__file__), which does not exist inside the "
-                     "--py-files zip; fix: importlib.resources.files('spark_jobs') / 'contracts'")
     assert result.returncode == 0, "\n".join(l for l in (result.stdout + result.stderr).splitlines() if " INFO " not in l)[-3000:]
     manifests = list((lake / "reports" / "bronze" / "iot").glob("*/manifest.json"))
     assert len(manifests) == 1, result.stdout
