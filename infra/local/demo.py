@@ -1,65 +1,81 @@
-"""`make demo`: run the platform end to end on the embedded emulator and say what each stage did.
+"""`make demo`: the whole platform end to end on the embedded emulator, saying what each stage did.
 
-Stages grow as features land.  Today: start (or reuse) the emulator, verify the s3a jars, then a
-Spark round trip on s3a with SSE-KMS and a tenant-style key, and report where things are.
+1. start (or reuse) the emulator: moto server over HTTPS on 127.0.0.1;
+2. provision the `acme` lake with the same command `make apply TENANT=acme` runs (idempotent: a
+   second demo re-plans and finds no changes);
+3. generate sample data (with a few bad and late records) into `landing/` for the three datasets;
+4. run bronze -> silver -> gold for each dataset on s3a (SSE-KMS with the tenant key), with
+   Great Expectations validation per layer; print the row counts per layer;
+5. build the data-quality report index and print where it is.
+
+Every step runs the same CLI a user would run, as a subprocess, so the demo proves those commands.
 """
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 from infra.local import emulator, s3a_jars
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TENANT = "acme"
+DATASETS = ("iot", "clickstream", "inventory")
+RECORDS = {"iot": 2000, "clickstream": 2000, "inventory": 400}
+BAD_RATE = "0.02"   # silver blocks (exit 4) when one rule fails on more than 1% of rows; 2% bad spreads over rules
+LATE_RATE = "0.02"
 
-def _step(msg: str) -> float:
-    print(f"==> {msg}", flush=True)
-    return time.monotonic()
+
+def _step(number: int, msg: str) -> None:
+    print(f"\n==> [{number}/5] {msg}", flush=True)
+
+
+def _run(cmd: list[str], env: dict[str, str], allowed: tuple[int, ...] = (0,)) -> int:
+    print("    $ " + " ".join(cmd[2:] if cmd[:2] == [sys.executable, "-m"] else cmd), flush=True)
+    code = subprocess.run(cmd, cwd=REPO_ROOT, env=env).returncode
+    if code not in allowed:
+        raise SystemExit(f"demo: step failed with exit code {code}: {' '.join(cmd)}")
+    return code
 
 
 def main() -> int:
-    import boto3
+    started = time.monotonic()
+    state_dir = Path(os.environ.get("TENANTLAKE_STATE_DIR") or REPO_ROOT / ".local")
+    py = [sys.executable, "-m"]
 
-    from spark_jobs.session import S3aSettings, build_session
-
-    t0 = _step("emulator: start or reuse moto server on 127.0.0.1")
-    state, reused = emulator.start()
+    _step(1, "emulator: start or reuse moto server (HTTPS) on 127.0.0.1")
+    state, reused = emulator.start(state_dir)
     print(f"    {'reusing' if reused else 'started'} {state.endpoint} (pid {state.pid})")
+    jars = ",".join(str(p) for p in s3a_jars.ensure_jars())
+    env = {**os.environ, **emulator.env_vars(state), "TENANTLAKE_STATE_DIR": str(state_dir),
+           "TENANTLAKE_SPARK_JARS": jars}
 
-    _step("s3a jars: verify the cached hadoop-aws / aws-java-sdk-bundle jars (SHA-256)")
-    jars = [str(p) for p in s3a_jars.ensure_jars()]
+    _step(2, f"infrastructure: apply tenant '{TENANT}' (tenants/{TENANT}/terragrunt.hcl) on the emulator")
+    _run(py + ["infra.terragrunt", "apply", "--tenant", TENANT], env)
+    lake = json.loads((state_dir / "tenants" / TENANT / "lake.json").read_text())
+    print(f"    lake bucket s3://{lake['lake_bucket_name']}  key {lake['kms_key_arn']}")
 
-    region, bucket = "eu-west-1", "demo-eu-west-1-lake"
-    _step(f"lake: bucket {bucket} and a KMS key (the full tenant stack comes from terraform once issues 3/4 land)")
-    kw = dict(region_name=region, endpoint_url=state.endpoint, verify=state.ca_bundle,
-              aws_access_key_id="testing", aws_secret_access_key="testing")
-    s3, kms = boto3.client("s3", **kw), boto3.client("kms", **kw)
-    aliases = {a["AliasName"]: a.get("TargetKeyId") for a in kms.list_aliases()["Aliases"]}
-    if "alias/demo-lake" not in aliases:
-        key_id = kms.create_key(Description="demo lake key")["KeyMetadata"]["KeyId"]
-        kms.create_alias(AliasName="alias/demo-lake", TargetKeyId=key_id)
-    else:
-        key_id = aliases["alias/demo-lake"]
-    key_arn = kms.describe_key(KeyId=key_id)["KeyMetadata"]["Arn"]
-    if bucket not in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
-        s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": region})
+    _step(3, "data: generate landing files (seeded; 2% bad and 2% late records)")
+    for dataset in DATASETS:
+        _run(py + ["spark_jobs", "datagen", "--tenant", TENANT, "--dataset", dataset, "--records",
+                   str(RECORDS[dataset]), "--bad-rate", BAD_RATE, "--late-rate", LATE_RATE], env)
 
-    _step("spark: local[2] session, write and read partitioned Parquet on s3a with SSE-KMS")
-    spark = build_session("tenantlake-demo", jars=jars, s3a=S3aSettings(
-        endpoint=state.endpoint, region=region, kms_key_arn=key_arn, access_key="testing",
-        secret_key="testing", truststore=state.truststore))
-    try:
-        path = f"s3a://{bucket}/silver/demo"
-        spark.range(10_000).selectExpr("id", "id % 4 AS part").write.mode("overwrite").partitionBy("part").parquet(path)
-        rows = spark.read.parquet(path).count()
-    finally:
-        spark.stop()
-    objects = s3.list_objects_v2(Bucket=bucket, Prefix="silver/demo/")["Contents"]
-    head = s3.head_object(Bucket=bucket, Key=next(o["Key"] for o in objects if o["Key"].endswith(".parquet")))
-    print(f"    {rows} rows read back from {path}")
-    print(f"    objects encrypted with {head['ServerSideEncryption']} key {head['SSEKMSKeyId']}")
-    print(f"==> done in {time.monotonic() - t0:.0f}s. Emulator left running at {state.endpoint}; "
-          "`make emulator-down` stops it.")
-    return 0 if rows == 10_000 and head["SSEKMSKeyId"] == key_arn else 1
+    _step(4, "pipeline: bronze -> silver -> gold on s3a, validated per layer")
+    # Exit 5 = only warn-severity expectations failed: reported, not fatal for a demo.
+    _run(py + ["spark_jobs", "run-all", "--tenant", TENANT, "--allow-warn"], env)
+
+    _step(5, "data quality: build the report index")
+    _run(py + ["spark_jobs.quality", "index", "--tenant", TENANT], env)
+
+    print(f"\n==> done in {time.monotonic() - started:.0f}s.")
+    print(f"    outputs:  s3://{lake['lake_bucket_name']}/{{bronze,silver,gold,quarantine,reports}}/ on {state.endpoint}")
+    print(f"    counts:   eval \"$(.venv/bin/python -m infra.local.emulator env)\" && "
+          f".venv/bin/python -m spark_jobs counts --tenant {TENANT}")
+    print("    the emulator keeps running; `make emulator-down` stops it (and drops its data).")
+    return 0
 
 
 if __name__ == "__main__":
