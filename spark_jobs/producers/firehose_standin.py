@@ -149,3 +149,38 @@ def deliver(firehose: Any, kinesis: Any, s3: Any, delivery_stream: str, dataset:
         flush()
     s3.put_object(Bucket=cfg.bucket, Key=_checkpoint_key(dataset), Body=json.dumps(checkpoint).encode(), **extra)
     return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m spark_jobs.producers.firehose_standin --tenant T --dataset D``: deliver once (emulator only)."""
+    import argparse
+    import sys
+    from pathlib import Path
+
+    import boto3
+
+    from spark_jobs.lake import tenant_lake_file
+
+    parser = argparse.ArgumentParser(prog="python -m spark_jobs.producers.firehose_standin",
+                                     description="Deliver a Kinesis-sourced Firehose once (local stand-in; see README).")
+    parser.add_argument("--tenant", default="")
+    parser.add_argument("--lake-config", default="")
+    parser.add_argument("--dataset", required=True)
+    args = parser.parse_args(argv)
+    path = Path(args.lake_config) if args.lake_config else tenant_lake_file(args.tenant)
+    try:
+        outputs = json.loads(path.read_text())
+        name = (outputs.get("firehose_delivery_stream_names") or {})[args.dataset]
+    except (FileNotFoundError, KeyError, ValueError) as exc:
+        print(f"error: no delivery stream for '{args.dataset}' in {path} ({type(exc).__name__})", file=sys.stderr)
+        return 2
+    kw = dict(region_name=outputs.get("region"), endpoint_url=outputs.get("s3_endpoint") or None,
+              verify=outputs.get("ca_bundle") or None)
+    result = deliver(boto3.client("firehose", **kw), boto3.client("kinesis", **kw), boto3.client("s3", **kw),
+                     name, args.dataset)
+    print(f"firehose stand-in {name}: {result.records} records -> {len(result.objects)} objects")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

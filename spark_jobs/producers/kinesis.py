@@ -105,3 +105,32 @@ def put_records(client: Any, stream_name: str, records: list[StreamRecord], slee
             raise ProducerError(f"kinesis {stream_name}: {len(pending)} records still rejected after "
                                 f"{MAX_ATTEMPTS} attempts ({first.get('ErrorCode')}: {first.get('ErrorMessage')})")
     return result
+
+
+def stream_for(dataset: str, tenant: str = "", lake_config: str = "") -> tuple[str, dict]:
+    """The dataset's Kinesis stream name from the tenant's lake.json (output ``kinesis_stream_names``),
+    and the lake.json itself; a one-line ``ProducerError`` when the tenant does not stream it."""
+    from pathlib import Path
+
+    from spark_jobs.lake import LakeConfigError, tenant_lake_file
+
+    path = Path(lake_config) if lake_config else tenant_lake_file(tenant)
+    try:
+        outputs = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise LakeConfigError(f"lake config {path} does not exist") from None
+    streams = outputs.get("kinesis_stream_names") or {}
+    if dataset not in streams:
+        who = outputs.get("tenant_id", tenant or path)
+        raise ProducerError(f"tenant '{who}' has no stream for '{dataset}' (streams: {', '.join(sorted(streams)) or 'none'}); "
+                            f"add it to `streams` in its terragrunt.hcl and apply")
+    return streams[dataset], outputs
+
+
+def kinesis_client(outputs: dict, ca_bundle: str = ""):
+    """A Kinesis client for the lake's region (the emulator's endpoint locally); credentials from the env."""
+    import boto3
+
+    return boto3.client("kinesis", region_name=outputs.get("region") or None,
+                        endpoint_url=outputs.get("s3_endpoint") or None,
+                        verify=(ca_bundle or outputs.get("ca_bundle")) or None)
