@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m spark_jobs", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{datagen,run,run-all,counts}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{datagen,run,run-all,counts,creds}")
     datasets = available_datasets()
 
     gen = commands.add_parser("datagen", help="write deterministic sample data into landing/<dataset>/",
@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--seed", type=int, default=42, help="random seed (default: 42)")
     gen.add_argument("--start", default="2020-11-16T22:00:00Z", help="event time of the first file (UTC)")
     gen.add_argument("--truth-file", default="", help="also write the ground truth (bad records, valid rows) as JSON here")
+    gen.add_argument("--sink", choices=["landing", "kinesis"], default="landing",
+                     help="landing: files under landing/<dataset>/ (default); kinesis: put_records into the "
+                          "tenant's stream of the dataset (lake.json kinesis_stream_names), partition key per source")
     _lake_args(gen)
 
     run = commands.add_parser("run", help="run one layer of one dataset",
@@ -93,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
     counts.add_argument("--dataset", action="append", choices=datasets, help="dataset (repeatable; default: all)")
     counts.add_argument("--json", action="store_true", help="print JSON instead of a table")
     _lake_args(counts)
+
+    from spark_jobs import creds
+
+    creds_parser = commands.add_parser("creds", help="vend short-lived credentials scoped to one prefix",
+                                       description=creds.__doc__.split("\n\n")[0])
+    creds.add_arguments(creds_parser)
     return parser
 
 
@@ -127,7 +136,17 @@ def _cmd_datagen(args: argparse.Namespace) -> int:
                            batch_size=args.batch_size, interval_seconds=args.interval, bad_rate=args.bad_rate,
                            late_rate=args.late_rate, seed=args.seed, start=args.start)
     data = generate(config)
-    where = write_landing(lake, args.dataset, data.files)
+    if args.sink == "kinesis":
+        from spark_jobs.contract import load_contract
+        from spark_jobs.producers import kinesis
+
+        contract = load_contract(args.dataset)
+        stream, outputs = kinesis.stream_for(args.dataset, tenant=args.tenant, lake_config=args.lake_config)
+        records = kinesis.records_from_files(data.files, contract.landing_format, contract.source_field)
+        result = kinesis.put_records(kinesis.kinesis_client(outputs, args.ca_bundle), stream, records)
+        where = f"kinesis {stream} ({result.records} records, {result.batches} batches)"
+    else:
+        where = write_landing(lake, args.dataset, data.files)
     if args.truth_file:
         Path(args.truth_file).parent.mkdir(parents=True, exist_ok=True)
         Path(args.truth_file).write_text(json.dumps(data.truth(), indent=1))
@@ -217,6 +236,12 @@ def _cmd_counts(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _producer_error() -> type:
+    from spark_jobs.producers.kinesis import ProducerError
+
+    return ProducerError
+
+
 def main(argv: list[str] | None = None) -> int:
     """Programmatic entry point: returns the exit code (see the module docstring)."""
     from spark_jobs.datagen.generate import DatagenError
@@ -228,8 +253,12 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_datagen(args)
         if args.command == "counts":
             return _cmd_counts(args)
+        if args.command == "creds":
+            from spark_jobs import creds
+
+            return creds.run(args)
         return _cmd_run(args)
-    except (LakeConfigError, ContractError, DatagenError) as exc:
+    except (LakeConfigError, ContractError, DatagenError, _producer_error()) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except InvariantViolation as exc:

@@ -6,7 +6,7 @@ from pyspark.sql import SparkSession
 from spark_jobs.contract import load_contract
 from spark_jobs.io import readers, storage
 from spark_jobs.lake import LakeConfig
-from spark_jobs.transforms import bronze as bronze_tx
+from spark_jobs.transforms import stream_records
 
 
 def layer_counts(spark: SparkSession, lake: LakeConfig, datasets: list[str]) -> list[dict]:
@@ -18,7 +18,7 @@ def layer_counts(spark: SparkSession, lake: LakeConfig, datasets: list[str]) -> 
         landing = lake.landing(dataset)
         landing_rows = None
         if storage.has_data_files(spark, landing):
-            landing_rows = bronze_tx.split_landing_records(
+            landing_rows = stream_records.split_landing_records(
                 readers.landing_files(spark, landing), contract.landing_format).count()
         table.append({"dataset": dataset, "layer": "landing (records)", "rows": landing_rows, "location": landing})
         locations = [("bronze", lake.bronze(dataset)), ("silver", lake.silver(dataset)),

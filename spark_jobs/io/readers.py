@@ -23,6 +23,7 @@ def landing_stream(spark: SparkSession, landing_uri: str, max_files_per_trigger:
     reader = (
         spark.readStream.format("text")
         .option("wholetext", "true")
+        .option("recursiveFileLookup", "true")  # Firehose objects sit under YYYY/MM/DD/HH/ (stream_records.py)
         .option("pathGlobFilter", LANDING_GLOB)
         .option("maxFilesPerTrigger", str(max_files_per_trigger))
         .option("path", landing_uri)
@@ -35,6 +36,7 @@ def landing_files(spark: SparkSession, landing_uri: str) -> DataFrame:
     reader = (
         spark.read.format("text")
         .option("wholetext", "true")
+        .option("recursiveFileLookup", "true")
         .option("pathGlobFilter", LANDING_GLOB)
         .option("path", landing_uri)
     )

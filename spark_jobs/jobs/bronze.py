@@ -25,6 +25,7 @@ from spark_jobs.io import readers, storage, writers
 from spark_jobs.jobs.runtime import JobFailed, JobRun
 from spark_jobs.manifest import InvariantViolation
 from spark_jobs.transforms import bronze as bronze_tx
+from spark_jobs.transforms import stream_records
 
 DEFAULT_MAX_FILES_PER_TRIGGER = 200
 DEFAULT_TRIGGER_SECONDS = 10
@@ -53,7 +54,7 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
 
     def write_one_batch(landing_batch: DataFrame, batch_id: int) -> None:
         records = bronze_tx.add_ingest_metadata(
-            bronze_tx.split_landing_records(landing_batch, contract.landing_format),
+            stream_records.split_landing_records(landing_batch, contract.landing_format),
             batch_id=batch_id, ingested_at=dt.datetime.now(dt.timezone.utc), source_field=contract.source_field,
         ).persist()
         try:

@@ -63,4 +63,6 @@ def add_ingest_metadata(records: DataFrame, batch_id: int, ingested_at: dt.datet
         "_record_index",
         F.lit(ingested_at).cast("timestamp").alias("_ingested_at"),
         F.lit(batch_id).cast("long").alias("_batch_id"),
+        # Stream metadata, when the records came through transforms.stream_records (README "Streaming").
+        *[c for c in records.columns if c.startswith("_stream_")],
     )

@@ -10,6 +10,8 @@ inputs = {
   # moto's fixed account and the local fixture VPC (see tenants/acme/terragrunt.hcl).
   account_id = "123456789012"
   vpc_ids    = ["vpc-036dbf1779fd5c315"]
+  # Kinesis -> Firehose -> landing/<dataset>/ for these datasets (README "Streaming ingestion").
+  streams = ["iot", "clickstream"]
   tags = {
     owner    = "initech-finance"
     workload = "datalake"
