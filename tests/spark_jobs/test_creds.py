@@ -94,3 +94,26 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 3 and all(line.startswith("error: ") for line in err)
     assert "outside the ingest-writer role's prefixes" in err[0] and "--ttl 60" in err[1] and "does not exist" in err[2]
+
+
+def test_spark_jobs_cli_has_the_creds_command(tmp_path, capsys):
+    from spark_jobs import cli
+
+    lake = tmp_path / "lake.json"
+    lake.write_text(json.dumps({"tenant_id": "acme", "lake_bucket_name": TARGET.bucket, "kms_key_arn": TARGET.kms_key_arn,
+                                "ingest_writer_role_arn": TARGET.role_arn, "region": "eu-west-1"}))
+    assert cli.main(["creds", "--lake-config", str(lake), "--prefix", "s3://other-bucket/landing/iot"]) == 2
+    assert capsys.readouterr().err.startswith("error: --prefix 's3://other-bucket/landing/iot' is outside tenant 'acme''s lake")
+
+
+def test_datagen_to_kinesis_needs_a_stream_of_the_dataset(tmp_path, capsys):
+    from spark_jobs import cli
+
+    lake = tmp_path / "lake.json"
+    lake.write_text(json.dumps({"tenant_id": "acme", "lake_bucket_name": TARGET.bucket, "kms_key_arn": TARGET.kms_key_arn,
+                                "region": "eu-west-1", "kinesis_stream_names": {"iot": "acme-lake-iot"}}))
+    code = cli.main(["datagen", "--lake-config", str(lake), "--dataset", "clickstream", "--records", "10", "--sink", "kinesis"])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and len(err) == 1
+    assert err[0] == ("error: tenant 'acme' has no stream for 'clickstream' (streams: iot); "
+                      "add it to `streams` in its terragrunt.hcl and apply")
