@@ -153,6 +153,13 @@ def validate_layer(spark: Any, *, layer: str, contract: Any, df: Any, context: d
     if not validation_enabled():
         return LayerValidation(suite_name=suite_name, skipped=True)
     started = time.perf_counter()
+    if layer == "gold" and context.get("gold_name") and "count_column" not in context:
+        try:  # the gold module says which column reconciles with silver (RECONCILE_COLUMN)
+            from spark_jobs.transforms.gold import load_gold
+
+            context = {**context, "count_column": load_gold(context["gold_name"]).reconcile_column}
+        except Exception:  # noqa: BLE001 - unknown gold module: fall back to the column-name guess
+            pass
     try:
         specs = build_specs(contract, layer, columns=df.columns, context=context)
     except SuiteError as err:

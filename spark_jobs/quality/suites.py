@@ -237,10 +237,16 @@ def _aggregate_triplets(columns: list[str]) -> list[tuple[str, str, str]]:
     return triplets
 
 
-def gold_specs(contract: Any, columns: Iterable[str], silver_count: int | None) -> list[ExpectationSpec]:
-    """Row counts, aggregate sanity (avg between min and max) and referential checks against silver."""
+def gold_specs(contract: Any, columns: Iterable[str], silver_count: int | None,
+               count_column: str | None = "") -> list[ExpectationSpec]:
+    """Row counts, aggregate sanity (avg between min and max) and referential checks against silver.
+
+    ``count_column``: the gold column whose sum must equal the silver rows read (the gold module's
+    ``RECONCILE_COLUMN``); None = the table has none; "" = guess from ``GOLD_COUNT_COLUMNS``.
+    """
     present = list(columns)
-    count_column = next((c for c in GOLD_COUNT_COLUMNS if c in present), None)
+    if count_column == "":
+        count_column = next((c for c in GOLD_COUNT_COLUMNS if c in present), None)
     if count_column and silver_count is not None:
         # Each gold row aggregates at least one silver row: 1 <= rows <= silver rows (none if silver is empty).
         row_bounds = {"min_value": min(1, int(silver_count)), "max_value": int(silver_count)}
@@ -276,7 +282,7 @@ def build_specs(contract: Any, layer: str, *, columns: Iterable[str] = (), conte
     elif layer == "silver":
         specs = silver_specs(contract, now=now)
     else:
-        specs = gold_specs(contract, columns, context.get("silver_count"))
+        specs = gold_specs(contract, columns, context.get("silver_count"), context.get("count_column", ""))
     added, overrides = explicit_specs(contract, layer)
     known = {spec.name for spec in specs}
     for name in overrides:

@@ -145,3 +145,12 @@ def test_contract_sets_the_malformed_rate_threshold(contract):
     contract["expectations"]["bronze"] = [{"name": "malformed_rate", "mostly": 0.95}]
     specs = _by_name(build_specs(contract, "bronze", columns=["_raw", "_is_malformed"]))
     assert (specs["malformed_rate"].mostly, specs["malformed_rate"].severity) == (0.95, "warn")
+
+
+def test_gold_uses_the_modules_reconcile_column(contract):
+    columns = ["org_id", "host_count", "snapshot_count", "count"]
+    specs = _by_name(build_specs(contract, "gold", columns=columns,
+                                 context={"silver_count": 9, "count_column": "snapshot_count"}))
+    assert specs["covers_every_silver_row"].kwargs["column"] == "snapshot_count"
+    none = _by_name(build_specs(contract, "gold", columns=columns, context={"silver_count": 9, "count_column": None}))
+    assert "covers_every_silver_row" not in none and none["row_count"].kwargs == {"min_value": 0}
