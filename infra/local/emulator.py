@@ -37,8 +37,11 @@ STATE_FILE_NAME = "emulator.json"
 HOST = "127.0.0.1"
 # moto's server behind a one-line correction (see infra/local/moto_server.py).
 SERVER_MODULE = "infra.local.moto_server"
-# Moto's dashboard data endpoint answers as soon as the server can take requests.
-HEALTH_PATH = "/moto-api/data.json"
+# Moto's dashboard page: small (10 kB), static, no side effects. (Not /moto-api/data.json: it dumps
+# every resource, 22 MB and 2.7 s after one demo, and a probe with a short timeout then killed a
+# healthy server.)
+HEALTH_PATH = "/moto-api/"
+UNHEALTHY_GRACE_S = 15.0  # a recorded server of ours that is alive but slow gets this long to answer
 DEFAULT_START_TIMEOUT_S = 60.0
 DEFAULT_STOP_TIMEOUT_S = 10.0
 
@@ -166,7 +169,13 @@ def start(
                 )
             return existing, True
         if is_our_server(existing):
-            # Alive but not answering: it is ours, so it is safe to stop before starting anew.
+            # Alive but not answering: busy, or wedged. Give it a grace period before replacing it,
+            # because replacing it drops everything the emulator holds.
+            deadline = time.monotonic() + UNHEALTHY_GRACE_S
+            while time.monotonic() < deadline:
+                if is_healthy(existing.endpoint, existing.ca_bundle, timeout_s=5.0):
+                    return existing, True
+                time.sleep(0.5)
             _terminate(existing.pid, DEFAULT_STOP_TIMEOUT_S)
         state_file(state_dir).unlink(missing_ok=True)
 

@@ -9,7 +9,12 @@ match for every caller. Every conditional ``Deny`` in the tenant lake's policy t
 The correction: bucket policies are stored and returned as usual (tests read them back and assert
 every statement), but not evaluated on object requests, i.e. the emulator behaves as documented in
 the README: "moto does not enforce bucket policies". Their effect is proven statically instead
-(see tests/policies and the tenant-isolation analysis). Nothing else in moto is changed.
+(see tests/policies and the tenant-isolation analysis).
+
+A second correction: moto 5.2.5 calls ``dispose()`` on every version when it deletes a key from a
+bucket whose versioning is suspended, but its delete markers have no ``dispose`` method: the request
+answered HTTP 500, and terraform's bucket destroy (which suspends versioning first) retried forever. Delete markers get a no-op
+``dispose``. Nothing else in moto is changed.
 
 Run as ``python -m infra.local.moto_server -H 127.0.0.1 -p PORT [-c CERT -k KEY]`` (same flags as
 ``python -m moto.server``); ``infra.local.emulator`` does this.
@@ -29,8 +34,16 @@ def _disable_context_free_bucket_policy_evaluation() -> None:
     FakeBucket.get_permission = get_permission
 
 
+def _give_delete_markers_a_dispose() -> None:
+    from moto.s3.models import FakeDeleteMarker
+
+    if not hasattr(FakeDeleteMarker, "dispose"):
+        FakeDeleteMarker.dispose = lambda self, garbage=False: None  # holds no buffer to release
+
+
 def main(argv: list[str] | None = None) -> None:
     _disable_context_free_bucket_policy_evaluation()
+    _give_delete_markers_a_dispose()
     from moto.server import main as moto_main
 
     moto_main(argv if argv is not None else sys.argv[1:])

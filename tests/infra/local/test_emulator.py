@@ -135,3 +135,25 @@ def test_conditional_deny_bucket_policy_is_stored_but_not_evaluated(state_dir):
     s3.put_object(Bucket="policy-check", Key="bronze/x.json", Body=b"{}")
     assert s3.get_object(Bucket="policy-check", Key="bronze/x.json")["Body"].read() == b"{}"
     assert json.loads(s3.get_bucket_policy(Bucket="policy-check")["Policy"]) == json.loads(policy)
+
+
+def test_versioned_bucket_with_delete_markers_empties_and_deletes(state_dir):
+    """Plain moto answered 500 here (delete markers lack dispose), which hung terraform's destroy."""
+    state, _ = emu.start(state_dir)
+    s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=state.endpoint, verify=state.ca_bundle,
+                      aws_access_key_id="x", aws_secret_access_key="x")
+    s3.create_bucket(Bucket="versioned-check")
+    s3.put_bucket_versioning(Bucket="versioned-check", VersioningConfiguration={"Status": "Enabled"})
+    s3.put_object(Bucket="versioned-check", Key="a", Body=b"1")
+    s3.delete_object(Bucket="versioned-check", Key="a")  # leaves a delete marker
+    assert len(s3.list_object_versions(Bucket="versioned-check")["DeleteMarkers"]) == 1
+    # What terraform's destroy does: versioning goes to Suspended first, then objects are deleted.
+    s3.put_bucket_versioning(Bucket="versioned-check", VersioningConfiguration={"Status": "Suspended"})
+    s3.delete_object(Bucket="versioned-check", Key="a")
+    listing = s3.list_object_versions(Bucket="versioned-check")
+    doomed = [{"Key": v["Key"], "VersionId": v["VersionId"]}
+              for v in listing.get("Versions", []) + listing.get("DeleteMarkers", [])]
+    if doomed:
+        assert not s3.delete_objects(Bucket="versioned-check", Delete={"Objects": doomed}).get("Errors")
+    s3.delete_bucket(Bucket="versioned-check")
+    assert "versioned-check" not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
