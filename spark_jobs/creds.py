@@ -170,8 +170,10 @@ def vend(target: IngestTarget, prefix: str, ttl: int = DEFAULT_TTL_SECONDS, sess
     prefix = normalize_prefix(prefix, target)
     ttl = check_ttl(ttl)
     policy = session_policy(target, prefix)
-    sts = boto3.client("sts", region_name=target.region, endpoint_url=target.endpoint or None,
-                       verify=target.ca_bundle or None)
+    # A fresh session: the caller's credentials as the environment holds them now (boto3's default
+    # session caches the first ones it resolved).
+    sts = boto3.session.Session().client("sts", region_name=target.region, endpoint_url=target.endpoint or None,
+                                         verify=target.ca_bundle or None)
     name = session_name or f"ingest-{target.tenant}-{uuid.uuid4().hex[:8]}"
     try:
         response = sts.assume_role(RoleArn=target.role_arn, RoleSessionName=name[:64], DurationSeconds=ttl,
