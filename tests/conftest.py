@@ -19,6 +19,10 @@ TEST_STATE_DIR = TEST_STATE_ROOT / str(os.getpid())
 # Same environment the Makefile exports, so a bare `pytest` behaves like `make test`. The CLI config is
 # forced, not defaulted: a shell may export TF_CLI_CONFIG_FILE pointing at a file that does not exist.
 os.environ["TF_CLI_CONFIG_FILE"] = str(REPO_ROOT / "infra" / "terraform.rc")
+# Tests run `make <target>` as a user would, from a top-level shell: drop what an enclosing `make test`
+# passes down (MAKELEVEL turns make's "make: ***" lines into "make[1]: ***"; MAKEFLAGS carries -s/-j).
+for _inherited in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES"):
+    os.environ.pop(_inherited, None)
 os.environ.setdefault("TF_IN_AUTOMATION", "1")
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
