@@ -34,7 +34,7 @@ locals {
     provider "aws" {
       region                      = var.region
       access_key                  = "testing"
-      secret_key                  = "testing"
+      secret_key                  = "testing"  # pragma: allowlist secret - dummy or public value
       s3_use_path_style           = true
       skip_credentials_validation = true
       skip_requesting_account_id  = true

@@ -267,7 +267,7 @@ def env_vars(state: EmulatorState) -> dict[str, str]:
     return {
         "AWS_ENDPOINT_URL": state.endpoint,
         "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",  # pragma: allowlist secret - dummy or public value
         "AWS_CA_BUNDLE": state.ca_bundle,
         "AWS_EC2_METADATA_DISABLED": "true",
     }

@@ -18,7 +18,7 @@ import ipaddress
 import subprocess
 from pathlib import Path
 
-TRUSTSTORE_PASSWORD = "changeit"  # the JVM's conventional trust-store password; it guards no secret
+TRUSTSTORE_PASSWORD = "changeit"  # pragma: allowlist secret - the JVM's conventional trust-store password; guards no secret
 VALID_DAYS = 3650
 
 

@@ -72,7 +72,7 @@ def test_both_output_forms():
     assert lines["fs.s3a.aws.credentials.provider"] == "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
     assert lines["fs.s3a.server-side-encryption.key"] == TARGET.kms_key_arn
     as_json = json.loads(creds.render(_vended(), "json"))
-    assert as_json["prefix"] == "landing/iot/" and as_json["env"]["AWS_SECRET_ACCESS_KEY"] == "secret1"
+    assert as_json["prefix"] == "landing/iot/" and as_json["env"]["AWS_SECRET_ACCESS_KEY"] == "secret1"  # pragma: allowlist secret - dummy or public value
     assert as_json["s3a"] == lines
 
 

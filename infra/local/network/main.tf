@@ -68,7 +68,7 @@ variable "repo_root" {
 provider "aws" {
   region                      = var.region
   access_key                  = "testing"
-  secret_key                  = "testing"
+  secret_key                  = "testing"  # pragma: allowlist secret - dummy or public value
   skip_credentials_validation = true
   skip_requesting_account_id  = true
   skip_region_validation      = true
