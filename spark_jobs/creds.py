@@ -23,7 +23,7 @@ import uuid
 from typing import Any
 from urllib.parse import urlparse
 
-from spark_jobs.lake import LakeConfigError, tenant_lake_file
+from spark_jobs.lake import LakeConfigError, read_lake_outputs
 
 # STS AssumeRole bounds: 900 s minimum; the maximum is the role's max_session_duration, which the
 # tenant module sets to 3600 s (modules/job_roles.py JobRolesConfig; a test keeps them equal).
@@ -57,18 +57,9 @@ class IngestTarget:
 
 
 def load_target(tenant: str = "", lake_config: str = "") -> IngestTarget:
-    from pathlib import Path
-
-    path = Path(lake_config) if lake_config else tenant_lake_file(tenant) if tenant else None
-    if path is None:
+    if not (tenant or lake_config):
         raise CredsError("say which lake: --tenant T or --lake-config FILE")
-    try:
-        outputs = json.loads(path.read_text())
-    except FileNotFoundError:
-        hint = f"; run `make apply TENANT={tenant}` first" if tenant else ""
-        raise LakeConfigError(f"lake config {path} does not exist{hint}") from None
-    except ValueError as exc:
-        raise LakeConfigError(f"lake config {path} is not valid JSON ({exc})") from None
+    outputs, path = read_lake_outputs(tenant=tenant, lake_config=lake_config)
     missing = [k for k in ("lake_bucket_name", "kms_key_arn", "ingest_writer_role_arn") if not outputs.get(k)]
     if missing:
         raise LakeConfigError(f"lake config {path} has no {missing[0]}; re-run `make apply TENANT=<tenant>`")

@@ -105,6 +105,24 @@ def tenant_lake_file(tenant: str) -> Path:
     return state_dir / "tenants" / tenant / "lake.json"
 
 
+def read_lake_outputs(tenant: str = "", lake_config: str = "") -> tuple[dict, Path]:
+    """The tenant's terraform outputs as written to lake.json (``lake_config``, else the tenant's file),
+    and the path they came from; a one-line ``LakeConfigError`` when the file is missing or broken."""
+    if not (lake_config or tenant):
+        raise LakeConfigError("say which lake: --tenant T or --lake-config FILE")
+    path = Path(lake_config) if lake_config else tenant_lake_file(tenant)
+    try:
+        outputs = json.loads(path.read_text())
+    except FileNotFoundError:
+        hint = f"; run `make apply TENANT={tenant}` first" if tenant else ""
+        raise LakeConfigError(f"lake config {path} does not exist{hint}") from None
+    except ValueError as exc:
+        raise LakeConfigError(f"lake config {path} is not valid JSON ({exc})") from None
+    if not isinstance(outputs, dict):
+        raise LakeConfigError(f"lake config {path} is not a JSON object")
+    return outputs, path
+
+
 def resolve_lake(
     lake_uri: str = "", kms_key_arn: str = "", region: str = "", s3_endpoint: str = "", truststore: str = "",
     ca_bundle: str = "", lake_config: str = "", tenant: str = "",
@@ -118,19 +136,9 @@ def resolve_lake(
             lake_uri=lake_uri, kms_key_arn=kms_key_arn, region=region or "eu-west-1", s3_endpoint=s3_endpoint,
             truststore=truststore, ca_bundle=ca_bundle or os.environ.get("AWS_CA_BUNDLE", ""),
         )
-    if lake_config:
-        path = Path(lake_config)
-    elif tenant:
-        path = tenant_lake_file(tenant)
-    else:
+    if not (lake_config or tenant):
         raise LakeConfigError("say which lake: --lake-uri URI (with --kms-key-arn), --lake-config FILE or --tenant T")
-    try:
-        outputs = json.loads(path.read_text())
-    except FileNotFoundError:
-        hint = f"; run `make apply TENANT={tenant}` first" if tenant else ""
-        raise LakeConfigError(f"lake config {path} does not exist{hint}") from None
-    except ValueError as exc:
-        raise LakeConfigError(f"lake config {path} is not valid JSON ({exc})") from None
+    outputs, path = read_lake_outputs(tenant=tenant, lake_config=lake_config)
     lake = lake_from_outputs(outputs, str(path))
     overrides = {k: v for k, v in {"kms_key_arn": kms_key_arn, "region": region, "s3_endpoint": s3_endpoint,
                                    "truststore": truststore, "ca_bundle": ca_bundle}.items() if v}

@@ -155,11 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m spark_jobs.producers.firehose_standin --tenant T --dataset D``: deliver once (emulator only)."""
     import argparse
     import sys
-    from pathlib import Path
 
     import boto3
 
-    from spark_jobs.lake import tenant_lake_file
+    from spark_jobs.lake import LakeConfigError, read_lake_outputs
 
     parser = argparse.ArgumentParser(prog="python -m spark_jobs.producers.firehose_standin",
                                      description="Deliver a Kinesis-sourced Firehose once (local stand-in; see README).")
@@ -167,12 +166,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lake-config", default="")
     parser.add_argument("--dataset", required=True)
     args = parser.parse_args(argv)
-    path = Path(args.lake_config) if args.lake_config else tenant_lake_file(args.tenant)
     try:
-        outputs = json.loads(path.read_text())
-        name = (outputs.get("firehose_delivery_stream_names") or {})[args.dataset]
-    except (FileNotFoundError, KeyError, ValueError) as exc:
-        print(f"error: no delivery stream for '{args.dataset}' in {path} ({type(exc).__name__})", file=sys.stderr)
+        outputs, path = read_lake_outputs(tenant=args.tenant, lake_config=args.lake_config)
+    except LakeConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    name = (outputs.get("firehose_delivery_stream_names") or {}).get(args.dataset)
+    if not name:
+        print(f"error: no delivery stream for '{args.dataset}' in {path}", file=sys.stderr)
         return 2
     kw = dict(region_name=outputs.get("region"), endpoint_url=outputs.get("s3_endpoint") or None,
               verify=outputs.get("ca_bundle") or None)

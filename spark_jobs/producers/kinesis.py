@@ -110,15 +110,9 @@ def put_records(client: Any, stream_name: str, records: list[StreamRecord], slee
 def stream_for(dataset: str, tenant: str = "", lake_config: str = "") -> tuple[str, dict]:
     """The dataset's Kinesis stream name from the tenant's lake.json (output ``kinesis_stream_names``),
     and the lake.json itself; a one-line ``ProducerError`` when the tenant does not stream it."""
-    from pathlib import Path
+    from spark_jobs.lake import read_lake_outputs
 
-    from spark_jobs.lake import LakeConfigError, tenant_lake_file
-
-    path = Path(lake_config) if lake_config else tenant_lake_file(tenant)
-    try:
-        outputs = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise LakeConfigError(f"lake config {path} does not exist") from None
+    outputs, path = read_lake_outputs(tenant=tenant, lake_config=lake_config)
     streams = outputs.get("kinesis_stream_names") or {}
     if dataset not in streams:
         who = outputs.get("tenant_id", tenant or path)
