@@ -16,7 +16,7 @@ class LogGroupConfig:
         name: the log group, ``/tenantlake/<tenant>/emr``.
         kms_key_arn: the tenant key.
         retention_in_days: days CloudWatch keeps events (the module passes retention_days["logs"],
-            default 365).
+            default 90).
         tags: tags of the log group.
     """
 
