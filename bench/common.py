@@ -1,0 +1,188 @@
+"""What every benchmark shares: the machine and commit a figure was measured on, result files, peak RSS.
+
+Result files are ``bench/results/<name>.json`` (the latest run of each benchmark, committed, so the
+table in bench/README.md can always be traced to a machine and a commit). ``bench/report.py``
+renders that table from them.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+RESULTS_DIR = REPO_ROOT / "bench" / "results"
+
+
+def _first_line(cmd: list[str]) -> str:
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unavailable"
+    text = (done.stdout or done.stderr).strip()
+    return text.splitlines()[0] if text else "unavailable"
+
+
+def _version(module: str) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version(module)
+    except Exception:  # noqa: BLE001 - a missing package is recorded, not fatal
+        return "not installed"
+
+
+def machine_info() -> dict[str, Any]:
+    """Cores, memory, CPU model, load and tool versions of the machine running the benchmark."""
+    cpu_model = "unknown"
+    try:
+        match = re.search(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.MULTILINE)
+        cpu_model = match.group(1).strip() if match else cpu_model
+    except OSError:
+        pass
+    return {
+        "hostname": platform.node(),
+        "os": f"{platform.system()} {platform.release()}",
+        "cpu_model": cpu_model,
+        "cores": os.cpu_count(),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "python": platform.python_version(),
+        "java": _first_line(["java", "-version"]),
+        "terraform": _first_line([shutil.which("terraform") or "terraform", "version"]),
+        "packages": {name: _version(name) for name in
+                     ("pyspark", "duckdb", "great_expectations", "moto", "cdktf", "cdktf-cdktf-provider-aws",
+                      "boto3")},
+        "checkov": _first_line([str(REPO_ROOT / ".venv-checkov" / "bin" / "checkov"), "--version"]),
+    }
+
+
+def git_info() -> dict[str, Any]:
+    """The commit measured, and whether the working tree had uncommitted changes."""
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True)
+        return done.stdout.strip()
+
+    return {"commit": git("rev-parse", "HEAD") or "unknown",
+            "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def write_result(name: str, payload: dict[str, Any], *, started_at: str | None = None,
+                 results_dir: Path = RESULTS_DIR) -> Path:
+    """Write ``<results_dir>/<name>.json``: the payload plus machine, git commit and timestamps."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    document = {
+        "benchmark": name,
+        "started_at": started_at,
+        "finished_at": utc_now(),
+        "machine": machine_info(),
+        "git": git_info(),
+        **payload,
+    }
+    path = results_dir / f"{name}.json"
+    path.write_text(json.dumps(document, indent=2, sort_keys=False) + "\n")
+    return path
+
+
+class PeakRss:
+    """Peak resident memory of a process (default: this one) and of its descendants, sampled.
+
+    ``peak_python_mb``: the root process. ``peak_jvm_mb``: the largest sum over descendant processes
+    whose name or command line says java (PySpark's JVM is a child of the Python driver).
+    ``peak_total_mb``: the largest sum over the whole tree at one sample. Sampling every
+    ``interval`` seconds can miss a spike shorter than that; the JVM's RSS rarely shrinks, so its
+    peak is reliable.
+
+        with PeakRss() as rss:           # or PeakRss(pid=child.pid) for a subprocess
+            run_the_job()
+        rss.peak_python_mb, rss.peak_jvm_mb
+    """
+
+    def __init__(self, pid: int | None = None, interval: float = 0.2):
+        self.pid = pid or os.getpid()
+        self.interval = interval
+        self.peak_python_mb = 0.0
+        self.peak_jvm_mb = 0.0
+        self.peak_total_mb = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sample(self) -> None:
+        try:
+            root = psutil.Process(self.pid)
+            python = root.memory_info().rss
+            children = root.children(recursive=True)
+        except psutil.Error:
+            return
+        jvm = other = 0
+        for child in children:
+            try:
+                rss = child.memory_info().rss
+                is_java = "java" in child.name().lower() or any("java" in part for part in child.cmdline()[:1])
+            except psutil.Error:
+                continue
+            if is_java:
+                jvm += rss
+            else:
+                other += rss
+        mb = 2**20
+        self.peak_python_mb = max(self.peak_python_mb, python / mb)
+        self.peak_jvm_mb = max(self.peak_jvm_mb, jvm / mb)
+        self.peak_total_mb = max(self.peak_total_mb, (python + jvm + other) / mb)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> "PeakRss":
+        self.sample()
+        self._thread = threading.Thread(target=self._loop, name="peak-rss", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+        self.sample()
+
+    def as_dict(self) -> dict[str, float]:
+        return {"peak_python_mb": round(self.peak_python_mb, 1), "peak_jvm_mb": round(self.peak_jvm_mb, 1),
+                "peak_total_mb": round(self.peak_total_mb, 1)}
+
+
+class Stopwatch:
+    """``with Stopwatch() as sw: ...`` then ``sw.seconds`` (wall clock, perf_counter)."""
+
+    def __enter__(self) -> "Stopwatch":
+        self._start = time.perf_counter()
+        self.seconds = 0.0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.perf_counter() - self._start
+
+
+def target_line(label: str, value: float, target: float, *, higher_is_better: bool = True, unit: str = "") -> dict:
+    """A target check as a record plus its printed line; below target is printed as such."""
+    met = value >= target if higher_is_better else value <= target
+    relation = ">=" if higher_is_better else "<="
+    text = (f"{label}: {value:.3g}{unit} (target {relation} {target:g}{unit})"
+            f"{'' if met else '  BELOW TARGET'}")
+    return {"label": label, "value": value, "target": target, "higher_is_better": higher_is_better,
+            "unit": unit, "met": met, "text": text}
