@@ -21,10 +21,6 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export SPARK_LOCAL_IP := 127.0.0.1
 export CHECKOV_VENV_BIN := $(CURDIR)/$(CHECKOV_VENV)/bin
 
-define not_yet
-	@echo "make $@: not yet available ($(1)); see README.md 'Status'." >&2; exit 2
-endef
-
 ##@ Getting started
 .PHONY: help
 help: ## List the targets
@@ -114,9 +110,16 @@ browser: ## Install Debian's chromium for the browser tests, if /usr/bin/chromiu
 	  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
 ##@ Benchmarks
-.PHONY: bench
-bench: ## Run the benchmarks in bench/ and print figures
-	$(call not_yet,benchmarks are issue 8)
+# BENCH_SIZES: events per dataset for the pipeline benchmark; BENCH_TENANTS: tenant counts for plan-all.
+BENCH_SIZES     ?= 1000000,5000000
+BENCH_TENANTS   ?= 1,5,20
+.PHONY: bench bench-pipeline bench-infra
+bench: bench-pipeline bench-infra ## Run every benchmark, then update the table in bench/README.md
+	@$(PY) -m bench.report
+bench-pipeline: setup ## Pipeline benchmark vs DuckDB (BENCH_SIZES=1000000,5000000) -> bench/results/pipeline.json
+	@$(PY) -m bench.pipeline --sizes "$(BENCH_SIZES)"
+bench-infra: setup ## Synth, checkov and plan-all timings (BENCH_TENANTS=1,5,20) -> bench/results/infra.json
+	@$(PY) -m bench.infra --tenants "$(BENCH_TENANTS)"
 
 ##@ Housekeeping
 .PHONY: clean

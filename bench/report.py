@@ -1,0 +1,127 @@
+"""Render the "Latest results" section of bench/README.md from bench/results/*.json.
+
+    .venv/bin/python -m bench.report            # rewrite the section in bench/README.md
+    .venv/bin/python -m bench.report --print    # print it instead
+
+Only the text between the BEGIN/END GENERATED markers is replaced. Each table says which result file,
+machine and commit it came from, so a figure can always be traced to its run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.common import REPO_ROOT, RESULTS_DIR
+
+README = REPO_ROOT / "bench" / "README.md"
+BEGIN = "<!-- BEGIN GENERATED (bench/report.py) -->"
+END = "<!-- END GENERATED -->"
+
+
+def _num(value: Any, digits: int = 1) -> str:
+    if value is None or value == "":
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) >= 1000):
+        return f"{int(value):,}"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> list[str]:
+    """Markdown table; ``columns`` are (key, header); a column absent from every row is dropped."""
+    present = [(key, header) for key, header in columns if any(key in row for row in rows)]
+    if not present:
+        return []
+    lines = ["| " + " | ".join(header for _, header in present) + " |",
+             "|" + "|".join("---" for _ in present) + "|"]
+    for row in rows:
+        lines.append("| " + " | ".join(_num(row.get(key)) for key, _ in present) + " |")
+    return lines
+
+
+def _provenance(result: dict[str, Any], path: Path) -> str:
+    machine, git = result.get("machine", {}), result.get("git", {})
+    commit = str(git.get("commit", "unknown"))[:12] + (" (uncommitted changes)" if git.get("dirty") else "")
+    load = machine.get("load_average")
+    return (f"_From `bench/results/{path.name}`, run {result.get('started_at') or '?'} – "
+            f"{result.get('finished_at') or '?'}, commit `{commit}`, {machine.get('cores', '?')} cores, "
+            f"{machine.get('memory_gb', '?')} GB, load average at the end {load}._")
+
+
+def _targets(result: dict[str, Any]) -> list[str]:
+    targets = result.get("targets") or []
+    if not targets:
+        return []
+    lines = ["", "Targets (a report, not a test):", ""]
+    for target in targets:
+        text = target.get("text") or f"{target.get('label')}: {target.get('value')}"
+        lines.append(f"- {'met' if target.get('met') else '**below target**'}: {text.replace('  BELOW TARGET', '')}")
+    return lines
+
+
+PIPELINE_COLUMNS = [("dataset", "dataset"), ("size", "events"), ("storage", "storage"), ("layer", "layer"),
+                    ("variant", "variant"), ("wall_s", "wall s"), ("rows_in", "rows in"), ("rows_out", "rows out"),
+                    ("rows_per_s", "rows/s"), ("peak_python_mb", "peak Python MB"),
+                    ("peak_jvm_mb", "peak JVM MB")]
+RATIO_COLUMNS = [("dataset", "dataset"), ("size", "events"), ("storage", "storage"), ("layer", "layer"),
+                 ("ours_over_duckdb", "ours / DuckDB"), ("tuned_over_naive", "tuned / naive"),
+                 ("validation_overhead", "validation overhead"), ("equal", "output equal to DuckDB")]
+INFRA_COLUMNS = [("measure", "measure"), ("n_tenants", "tenants"), ("parallelism", "parallelism"),
+                 ("wall_s", "wall s"), ("per_tenant_s", "s per tenant"), ("note", "note")]
+
+
+def _section(title: str, result: dict[str, Any], path: Path, columns: list[tuple[str, str]]) -> list[str]:
+    lines = [f"### {title}", "", _provenance(result, path), ""]
+    lines += _table(result.get("rows") or [], columns)
+    ratios = result.get("ratios")
+    if isinstance(ratios, list) and ratios:
+        lines += ["", *_table(ratios, RATIO_COLUMNS)]
+    lines += _targets(result)
+    notes = result.get("notes") or []
+    if notes:
+        lines += ["", *[f"- {note}" for note in notes]]
+    return lines + [""]
+
+
+def render(results_dir: Path = RESULTS_DIR) -> str:
+    sections: list[str] = []
+    known = {"pipeline": ("Pipeline", PIPELINE_COLUMNS), "infra": ("Infrastructure", INFRA_COLUMNS)}
+    for name, (title, columns) in known.items():
+        path = results_dir / f"{name}.json"
+        if path.exists():
+            sections += _section(title, json.loads(path.read_text()), path, columns)
+        else:
+            sections += [f"### {title}", "", f"_No result yet: run `make bench` (writes bench/results/{name}.json)._", ""]
+    return "\n".join(sections).rstrip() + "\n"
+
+
+def update_readme(text: str, readme: Path = README) -> None:
+    current = readme.read_text()
+    if BEGIN not in current or END not in current:
+        raise SystemExit(f"bench.report: {readme} lacks the {BEGIN} ... {END} markers")
+    head, rest = current.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    readme.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--print", action="store_true", help="print the section instead of updating the README")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.print:
+        print(text)
+    else:
+        update_readme(text)
+        print(f"bench.report: updated {README.relative_to(REPO_ROOT)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
