@@ -90,9 +90,6 @@ def run_make(target: str, *args: str, env: dict[str, str] | None = None, timeout
                           text=True, timeout=timeout)
 
 
-APPLIED_TENANT_DESTROY_TIMEOUT_S = 300  # an empty tenant destroys in about 2 min here
-
-
 @pytest.fixture(scope="session")
 def applied_tenant(emulator):
     """A factory ``applied_tenant(tenant_id) -> dict``: the tenant's lake.json (Terraform outputs plus the
@@ -100,7 +97,10 @@ def applied_tenant(emulator):
 
     The first call per tenant runs ``make apply TENANT=<id>`` against the session emulator (as a user
     would); later calls reuse it, unless a test destroyed the tenant meanwhile (lake.json gone), in which
-    case it is applied again.  Tenants still applied at the end of the session are destroyed.
+    case it is applied again.  Tenants still applied at the end of the session are not destroyed: they
+    live only in this session's emulator, which the ``emulator`` fixture stops (and its state dir is
+    removed). Destroy itself is tested in tests/integration/test_apply_acme.py; destroying here too cost
+    about 2 minutes of every run.
     """
     import json
 
@@ -116,26 +116,4 @@ def applied_tenant(emulator):
             applied.add(tenant_id)
         return json.loads(lake_json.read_text())
 
-    yield apply
-    import subprocess
-
-    left = [t for t in sorted(applied) if (TEST_STATE_DIR / "tenants" / t / "lake.json").is_file()]
-    env = {**os.environ, "TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR)}
-    destroys = {t: subprocess.Popen(["make", "-s", "destroy", f"TENANT={t}"], cwd=REPO_ROOT, env=env, text=True,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-                for t in left}  # in parallel
-    for tenant_id, proc in destroys.items():
-        try:
-            out, _ = proc.communicate(timeout=APPLIED_TENANT_DESTROY_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            # moto 5.2.5 answers 500 (FakeDeleteMarker.dispose) when force_destroy empties a bucket holding
-            # delete markers after its versioning was suspended, and the provider retries for ever. The
-            # session emulator, and the tenant with it, is stopped next anyway.
-            os.killpg(proc.pid, 15)
-            out, _ = proc.communicate()
-            print(f"applied_tenant: make destroy TENANT={tenant_id} still running after "
-                  f"{APPLIED_TENANT_DESTROY_TIMEOUT_S}s at session end; stopped it")
-            continue
-        if proc.returncode != 0:
-            print(f"applied_tenant: make destroy TENANT={tenant_id} failed at session end:\n"
-                  + "\n".join(out.splitlines()[-10:]))
+    return apply
