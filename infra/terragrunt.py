@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -773,11 +774,17 @@ def ensure_network(run: TenantRun, env: Mapping[str, str], echo: Printer) -> Non
         shutil.copy2(NETWORK_DIR / "main.tf", folder / "main.tf")
         backend = {**run.backend_config, "key": f"network/{vpc_id}/terraform.tfstate"}
         (folder / "backend.hcl").write_text(_backend_hcl(backend))
-        tf_env = {**env, **_tf_vars({
+        tf_vars = _tf_vars({
             "tenant_id": run.config.tenant_id, "region": run.config.region, "vpc_id": vpc_id,
             "id_seed": fixture_ids.fixture_seed(run.config.tenant_id, index),
             "endpoint": env["TENANTLAKE_AWS_ENDPOINT"], "ca_bundle": env["AWS_CA_BUNDLE"],
-            "python": sys.executable, "repo_root": str(REPO_ROOT)})}
+            "python": sys.executable, "repo_root": str(REPO_ROOT)})
+        tf_env = {**env, **tf_vars}
+        fingerprint = _network_fingerprint(tf_vars)
+        if _network_up_to_date(folder, fingerprint, run.config.region, vpc_id, backend, env):
+            echo(f"fixture network of {run.name}: {vpc_id} is up to date (applied by this emulator); skipped")
+            continue
+        (folder / NETWORK_MARKER).unlink(missing_ok=True)
         _terraform(["init", "-input=false", "-reconfigure", "-backend-config=backend.hcl"], folder, tf_env, echo,
                    "init (fixture network)")
         # One operation at a time: nothing may draw moto ids between the reseed and CreateVpc.  Every
@@ -793,6 +800,50 @@ def ensure_network(run: TenantRun, env: Mapping[str, str], echo: Printer) -> Non
                     raise
                 echo(f"fixture network of {run.name}: retrying ({attempt}/{NETWORK_ATTEMPTS - 1}) after a clean destroy")
                 _terraform(["destroy", *apply[1:]], folder, tf_env, echo, "destroy (fixture network)")
+        marker = {**fingerprint, "state_etag": _state_etag(backend, env)}
+        (folder / NETWORK_MARKER).write_text(json.dumps(marker, indent=2, sort_keys=True) + "\n")
+
+
+# An unchanged fixture network is not applied again: a no-op `terraform apply` costs ~25 s per tenant
+# (provider start-up, refresh), run one tenant at a time, which dominated `make plan-all` for many tenants.
+NETWORK_MARKER = "applied.json"  # in $TENANTLAKE_STATE_DIR/network/<vpc id>/, written after a successful apply
+
+
+def _network_fingerprint(tf_vars: Mapping[str, str]) -> dict[str, Any]:
+    """What an applied fixture network depends on: the emulator process holding it, its config and its inputs."""
+    from infra.local import emulator as emu
+
+    state = emu.read_state(state_dir())
+    return {"emulator": [state.pid, state.started_at] if state else None,
+            "config_sha256": hashlib.sha256((NETWORK_DIR / "main.tf").read_bytes()).hexdigest(),
+            "inputs": dict(sorted(tf_vars.items()))}
+
+
+def _state_etag(backend: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
+    s3 = _boto_client("s3", backend.get("region", DEFAULT_STATE_REGION), env)
+    try:
+        return s3.head_object(Bucket=backend["bucket"], Key=backend["key"])["ETag"]
+    except s3.exceptions.ClientError:
+        return None
+
+
+def _network_up_to_date(folder: Path, fingerprint: Mapping[str, Any], region: str, vpc_id: str,
+                        backend: Mapping[str, Any], env: Mapping[str, str]) -> bool:
+    """True when this emulator applied this network config with these inputs, nothing rewrote its state
+    since, and the VPC still exists (a moto reset or a hand-deleted VPC means apply again)."""
+    try:
+        marker = json.loads((folder / NETWORK_MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    if fingerprint["emulator"] is None or {k: marker.get(k) for k in fingerprint} != dict(fingerprint):
+        return False
+    if marker.get("state_etag") is None or _state_etag(backend, env) != marker["state_etag"]:
+        return False
+    ec2 = _boto_client("ec2", region, env)
+    try:
+        return [v["VpcId"] for v in ec2.describe_vpcs(VpcIds=[vpc_id])["Vpcs"]] == [vpc_id]
+    except ec2.exceptions.ClientError:
+        return False
 
 
 # ---------------------------------------------------------------------------------------------------
