@@ -5,6 +5,7 @@ Entry point for ``make plan|apply|destroy TENANT=<t>``, ``make plan-all|apply-al
     python -m infra.terragrunt plan|apply|destroy|output|validate --tenant T [-- TERRAFORM ARGS]
     python -m infra.terragrunt plan-all|apply-all [--parallelism N]
     python -m infra.terragrunt env            # the variables root.hcl reads, for a bare terragrunt run
+    python -m infra.terragrunt force-unlock --tenant T --lock-id ID   # release the lock a killed run left
 
 Every command first validates the tenant file(s) with the rules of ``infra.tenant`` (and that no two
 tenants collide); a bad file stops it with one line and nothing runs.  In the ``local`` environment
@@ -52,7 +53,7 @@ DEFAULT_STATE_REGION = "eu-west-1"
 DEFAULT_PARALLELISM = 2
 LOCK_TIMEOUT = "120s"  # wait for another run holding the state lock (e.g. two tenants sharing the network)
 SUPPORTED_FUNCTIONS = ("find_in_parent_folders", "path_relative_to_include", "get_env", "get_repo_root")
-COMMANDS = ("plan", "apply", "destroy", "output", "validate")
+COMMANDS = ("plan", "apply", "destroy", "output", "validate", "force-unlock")
 NETWORK_DIR = REPO_ROOT / "infra" / "local" / "network"
 LAKE_JSON = "lake.json"
 NETWORK_ATTEMPTS = 3  # fixture VPC creation, when another client shifted moto's ids (see ensure_network)
@@ -68,6 +69,22 @@ class UnsupportedConstruct(TerragruntError):
 
 class TenantNotAppliedError(TerragruntError):
     """The tenant has no Terraform state yet (``make apply TENANT=<t>`` first)."""
+
+
+class TerraformFailed(TerragruntError):
+    """A terraform command exited non-zero; ``output`` holds what it printed."""
+
+    def __init__(self, message: str, output: list[str]):
+        super().__init__(message)
+        self.output = output
+
+
+class StateLockedError(TerragruntError):
+    """Terraform could not take the state lock: another run holds it, or a killed run left it behind."""
+
+    def __init__(self, message: str, lock: Mapping[str, str]):
+        super().__init__(message)
+        self.lock = dict(lock)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -531,6 +548,10 @@ def load_tenant(name: str, tenants_dir: Path | str = DEFAULT_TENANTS_DIR) -> Ten
             generated.append(GeneratedFile(gen_name, value["path"], value["contents"]))
 
     config = tenant_model.from_inputs(inputs, source=name)
+    if config.tenant_id != name and config.tenant_id in known:
+        raise tenant_model.TenantConfigError(
+            config.tenant_id, "tenant_id", f"duplicate tenant id: tenants/{name}/ and tenants/{config.tenant_id}/ both "
+            "declare it; each tenant needs its own id, equal to its directory name")
     if config.tenant_id != name:
         raise tenant_model.TenantConfigError(config.tenant_id, "tenant_id",
                                              f"must equal its directory name tenants/{name}/ (it names the state key)")
@@ -656,21 +677,130 @@ def ensure_state_bucket(run: TenantRun, env: Mapping[str, str]) -> None:
 Printer = Callable[[str], None]
 
 
-def _stream(cmd: list[str], cwd: Path, env: Mapping[str, str], echo: Printer) -> int:
+def _stream(cmd: list[str], cwd: Path, env: Mapping[str, str], echo: Printer, keep: list[str] | None = None) -> int:
+    """Run ``cmd``, echoing its output line by line; ``keep`` collects the lines too."""
     proc = subprocess.Popen(cmd, cwd=cwd, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True, bufsize=1)
     assert proc.stdout is not None
     for line in proc.stdout:
-        echo(line.rstrip("\n"))
+        line = line.rstrip("\n")
+        echo(line)
+        if keep is not None:
+            keep.append(line)
     return proc.wait()
 
 
+LOCK_ERROR = "Error acquiring the state lock"
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")  # terraform colours its diagnostics
+_LOCK_FIELD_RE = re.compile(r"^[\s│]*(ID|Path|Operation|Who|Created):\s*(.*?)\s*$")
+
+
+def lock_info(output: list[str]) -> dict[str, str] | None:
+    """The ``Lock Info`` terraform prints when it cannot take the state lock, or None if it did not fail on it."""
+    if not any(LOCK_ERROR in line for line in output):
+        return None
+    info: dict[str, str] = {}
+    for line in output:
+        match = _LOCK_FIELD_RE.match(_ANSI_RE.sub("", line))
+        if match and match.group(1) not in info:
+            info[match.group(1)] = match.group(2)
+    return info
+
+
+def locked_message(tenant: str, lock: Mapping[str, str]) -> str:
+    """One line: who holds the lock, and the documented way out when that run is dead."""
+    lock_id = lock.get("ID", "?")
+    return (f"tenant '{tenant}': the state is locked by another run (lock {lock_id} on {lock.get('Path', '?')}, "
+            f"{lock.get('Operation', '?')} by {lock.get('Who', '?')} since {lock.get('Created', '?')}); wait for it to "
+            f"finish, or if that run was killed: python -m infra.terragrunt force-unlock --tenant {tenant} --lock-id {lock_id}")
+
+
 def _terraform(args: list[str], cwd: Path, env: Mapping[str, str], echo: Printer, what: str,
-               ok_codes: tuple[int, ...] = (0,)) -> int:
-    code = _stream(["terraform", *args], cwd, env, echo)
+               ok_codes: tuple[int, ...] = (0,), tenant: str | None = None) -> int:
+    output: list[str] = []
+    code = _stream(["terraform", *args], cwd, env, echo, keep=output)
     if code not in ok_codes:
-        raise TerragruntError(f"terraform {what} failed with exit code {code} (in {cwd})")
+        lock = lock_info(output)
+        if lock is not None:
+            raise StateLockedError(locked_message(tenant or cwd.name, lock), lock)
+        raise TerraformFailed(f"terraform {what} failed with exit code {code} (in {cwd})", output)
     return code
+
+
+# ---------------------------------------------------------------------------------------------------
+# Adopting what a killed apply created but never recorded
+# ---------------------------------------------------------------------------------------------------
+# Terraform persists the state of a running apply at most every 20 s; a run killed in between leaves
+# resources it created but never wrote to the state.  The next apply then fails creating them again
+# ("already exists").  Every such resource has a deterministic, tenant-named identity, so the runner
+# imports them (Terraform import blocks) and applies once more.  Only these types are adopted.
+ADOPTABLE_TYPES = ("aws_iam_role", "aws_s3_bucket", "aws_cloudwatch_log_group", "aws_kms_alias", "aws_kinesis_stream",
+                   "aws_security_group", "aws_emrcontainers_virtual_cluster", "aws_kinesis_firehose_delivery_stream")
+ALREADY_EXISTS_MARKERS = ("already exists", "AlreadyExists", "AlreadyOwnedByYou", "Duplicate", "ResourceInUseException")
+IMPORTS_FILE = "adopted_imports.tf.json"
+_CREATE_ERROR_RE = re.compile(r"Error: creating [^(]*\(([^)]+)\)")
+_WITH_RE = re.compile(r"^[\s│]*with ([A-Za-z0-9_]+\.[A-Za-z0-9_]+(?:\[[^\]]*\])?),\s*$")
+
+
+def orphans_in(output: list[str]) -> list[tuple[str, str]]:
+    """``(address, name)`` of every resource terraform failed to create because it already exists."""
+    found: list[tuple[str, str]] = []
+    pending: str | None = None
+    for raw in output:
+        line = _ANSI_RE.sub("", raw)
+        match = _CREATE_ERROR_RE.search(line)
+        if match:
+            pending = match.group(1) if any(m in line for m in ALREADY_EXISTS_MARKERS) else None
+            continue
+        with_match = _WITH_RE.match(line)
+        if with_match and pending is not None:
+            found.append((with_match.group(1), pending))
+            pending = None
+    return found
+
+
+def _import_id(run: TenantRun, address: str, name: str, env: Mapping[str, str]) -> str | None:
+    kind, region = address.split(".", 1)[0], run.config.region
+    if kind in ("aws_iam_role", "aws_s3_bucket", "aws_cloudwatch_log_group", "aws_kms_alias", "aws_kinesis_stream"):
+        return name
+    if kind == "aws_security_group":
+        vpc = re.search(r'\["(vpc-[0-9a-f]+)"\]', address)
+        filters = [{"Name": "group-name", "Values": [name]}, *([{"Name": "vpc-id", "Values": [vpc.group(1)]}] if vpc else [])]
+        groups = _boto_client("ec2", region, env).describe_security_groups(Filters=filters)["SecurityGroups"]
+        return groups[0]["GroupId"] if len(groups) == 1 else None
+    if kind == "aws_emrcontainers_virtual_cluster":
+        clusters = _boto_client("emr-containers", region, env).list_virtual_clusters(states=["RUNNING"])["virtualClusters"]
+        ids = [c["id"] for c in clusters if c["name"] == name]
+        return ids[0] if len(ids) == 1 else None
+    if kind == "aws_kinesis_firehose_delivery_stream":
+        return _boto_client("firehose", region, env).describe_delivery_stream(
+            DeliveryStreamName=name)["DeliveryStreamDescription"]["DeliveryStreamARN"]
+    return None
+
+
+def adopt_orphans(run: TenantRun, folder: Path, output: list[str], env: Mapping[str, str], echo: Printer) -> int:
+    """Write import blocks for the tenant's orphaned resources; returns how many (0: nothing to adopt).
+
+    Raises a one-line error when an "already exists" failure is not one the runner can adopt safely (a type
+    it does not know, a name without the tenant id, or an id it cannot look up)."""
+    orphans = orphans_in(output)
+    imports, refused = [], []
+    for address, name in orphans:
+        import_id = None
+        if address.split(".", 1)[0] in ADOPTABLE_TYPES and run.config.tenant_id in name:
+            import_id = _import_id(run, address, name, env)
+        if import_id is None:
+            refused.append(f"{address} ({name})")
+        else:
+            imports.append({"to": address, "id": import_id})
+    if refused:
+        raise TerragruntError(f"tenant '{run.name}': already exists but not in the state, and not adoptable: "
+                              f"{', '.join(refused)}; import it by hand (terraform import in {folder}) or delete it")
+    if imports:
+        (folder / IMPORTS_FILE).write_text(json.dumps({"import": imports}, indent=2) + "\n")
+        echo(f"tenant '{run.name}': adopting {len(imports)} resource(s) an interrupted apply created but never "
+             f"recorded: {', '.join(i['to'] for i in imports)}")
+    return len(imports)
 
 
 def _tf_vars(inputs: Mapping[str, Any]) -> dict[str, str]:
@@ -736,9 +866,17 @@ def fallback(run: TenantRun, command: str, env: Mapping[str, str], extra: list[s
     lock = [f"-lock-timeout={LOCK_TIMEOUT}"]
     if command == "plan":
         return _terraform(["plan", "-input=false", *lock, *extra], folder, env, echo, "plan",
-                          ok_codes=(0, 2) if "-detailed-exitcode" in extra else (0,))
+                          ok_codes=(0, 2) if "-detailed-exitcode" in extra else (0,), tenant=run.name)
     if command in ("apply", "destroy"):
-        return _terraform([command, "-input=false", "-auto-approve", *lock, *extra], folder, env, echo, command)
+        args = [command, "-input=false", "-auto-approve", *lock, *extra]
+        try:
+            return _terraform(args, folder, env, echo, command, tenant=run.name)
+        except TerraformFailed as failed:
+            if command != "apply" or not adopt_orphans(run, folder, failed.output, env, echo):
+                raise
+        return _terraform(args, folder, env, echo, command, tenant=run.name)
+    if command == "force-unlock":
+        return _terraform(["force-unlock", "-force", *extra], folder, env, echo, "force-unlock", tenant=run.name)
     raise TerragruntError(f"unknown command {command}")
 
 
@@ -747,11 +885,15 @@ def real_terragrunt(binary: str, run: TenantRun, command: str, env: Mapping[str,
     env = {**env, "TG_DOWNLOAD_DIR": str(work_dir(run.name) / ".terragrunt-cache"),
            "TERRAGRUNT_DOWNLOAD": str(work_dir(run.name) / ".terragrunt-cache"), "TG_NON_INTERACTIVE": "true"}
     args = [binary, command, "--non-interactive"]
-    if command in ("apply", "destroy"):
-        args.append("-auto-approve")
-    args += [f"-lock-timeout={LOCK_TIMEOUT}", *extra]
-    code = _stream(args, run.config_path.parent, env, echo)
+    if command in ("apply", "destroy", "force-unlock"):
+        args.append("-force" if command == "force-unlock" else "-auto-approve")
+    args += [*([] if command == "force-unlock" else [f"-lock-timeout={LOCK_TIMEOUT}"]), *extra]
+    output: list[str] = []
+    code = _stream(args, run.config_path.parent, env, echo, keep=output)
     if code not in ((0, 2) if command == "plan" and "-detailed-exitcode" in extra else (0,)):
+        lock = lock_info(output)
+        if lock is not None:
+            raise StateLockedError(locked_message(run.name, lock), lock)
         raise TerragruntError(f"terragrunt {command} failed with exit code {code}")
     return code
 
@@ -919,6 +1061,8 @@ def run_tenant(run: TenantRun, command: str, env: Mapping[str, str], extra: list
         code = fallback(run, command, env, extra, echo)
     if command == "apply":
         echo(f"wrote {write_lake_json(run.name)}")
+    elif command == "force-unlock":
+        echo(f"tenant '{run.name}': state lock {extra[0] if extra else '?'} released")
     elif command == "destroy":
         (work_dir(run.name) / LAKE_JSON).unlink(missing_ok=True)
     return code
@@ -1009,6 +1153,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=[*COMMANDS, "plan-all", "apply-all", "env", "synth-if-stale"])
     parser.add_argument("--tenant", default=None, help="tenant directory name under tenants/")
     parser.add_argument("--tenants-dir", default=str(DEFAULT_TENANTS_DIR), help="default: tenants/")
+    parser.add_argument("--lock-id", default=None,
+                        help="force-unlock: the lock ID a killed run left (printed by the run that found the lock)")
     parser.add_argument("--parallelism", type=int, default=DEFAULT_PARALLELISM,
                         help=f"tenants run at once by plan-all/apply-all (default {DEFAULT_PARALLELISM})")
     args = parser.parse_args(argv)
@@ -1024,6 +1170,10 @@ def main(argv: list[str] | None = None) -> int:
         if not args.tenant:
             known = ", ".join(tenant_names(tenants_dir))
             raise TerragruntError(f"{args.command} needs a tenant: make {args.command} TENANT=<{known}>")
+        if args.command == "force-unlock":
+            if not args.lock_id:
+                raise TerragruntError("force-unlock needs the lock ID: --lock-id <ID> (the locked run printed it)")
+            extra = [args.lock_id]
         return cmd_single(args.tenant, args.command, tenants_dir, extra)
     except (TerragruntError, tenant_model.TenantConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
