@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m spark_jobs", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{datagen,run,run-all,counts,creds}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{datagen,run,run-all,counts,recover,creds}")
     datasets = available_datasets()
 
     gen = commands.add_parser("datagen", help="write deterministic sample data into landing/<dataset>/",
@@ -96,6 +96,17 @@ def build_parser() -> argparse.ArgumentParser:
     counts.add_argument("--dataset", action="append", choices=datasets, help="dataset (repeatable; default: all)")
     counts.add_argument("--json", action="store_true", help="print JSON instead of a table")
     _lake_args(counts)
+
+    recover = commands.add_parser(
+        "recover", help="rebuild a corrupt bronze checkpoint from what bronze already holds",
+        description="Move checkpoints/<dataset>/bronze/ aside and write a new checkpoint that records every "
+                    "landing file bronze already holds, so the next bronze run reads only new files (no "
+                    "duplicates, nothing lost). Stop every bronze job of the dataset first. See README "
+                    "'Pipeline > Recovery'.")
+    recover.add_argument("--dataset", required=True, choices=datasets)
+    recover.add_argument("--layer", required=True, choices=["bronze"],
+                         help="the layer whose state to rebuild (only bronze keeps state: its checkpoint)")
+    _lake_args(recover)
 
     from spark_jobs import creds
 
@@ -236,6 +247,37 @@ def _cmd_counts(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_recover(args: argparse.Namespace) -> int:
+    from spark_jobs.jobs.checkpoint import recover_checkpoint
+
+    lake = _resolve(args)
+    spark, created = _open_session(args, lake, "tenantlake-recover")
+    try:
+        recovery = recover_checkpoint(spark, lake, args.dataset)
+    finally:
+        if created:
+            spark.stop()
+    print(f"recover bronze {args.dataset}: {recovery.summary()}")
+    return EXIT_OK
+
+
+def _lake_selection(args: argparse.Namespace) -> str:
+    """The lake options of this command line, to repeat in a suggested command."""
+    if getattr(args, "lake_uri", ""):
+        options = [("--lake-uri", args.lake_uri), ("--kms-key-arn", args.kms_key_arn), ("--region", args.region),
+                   ("--s3-endpoint", args.s3_endpoint), ("--truststore", args.truststore)]
+        return " ".join(f"{flag} {value}" for flag, value in options if value)
+    if getattr(args, "lake_config", ""):
+        return f"--lake-config {args.lake_config}"
+    return f"--tenant {args.tenant}" if getattr(args, "tenant", "") else ""
+
+
+def _connection_refused(exc: BaseException) -> bool:
+    """s3a gave up on an endpoint that went away during the run (checked at start by runtime.check_endpoint)."""
+    text = str(exc)
+    return "Connection refused" in text or "ConnectException" in text
+
+
 def _producer_error() -> type:
     from spark_jobs.producers.kinesis import ProducerError
 
@@ -257,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
             from spark_jobs import creds
 
             return creds.run(args)
+        if args.command == "recover":
+            return _cmd_recover(args)
         return _cmd_run(args)
     except (LakeConfigError, ContractError, DatagenError, _producer_error()) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -266,13 +310,24 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INVARIANT
     except Exception as exc:  # one actionable line, not a JVM stack trace
         from spark_jobs.io.readers import MissingInputError
-        from spark_jobs.jobs.runtime import JobFailed
+        from spark_jobs.jobs.checkpoint import CheckpointCorruptError
+        from spark_jobs.jobs.runtime import JobFailed, unreachable_message
 
+        if isinstance(exc, CheckpointCorruptError):
+            print(f"error: {exc.message(_lake_selection(args))}", file=sys.stderr)
+            return exc.exit_code
         if isinstance(exc, JobFailed):
             print(f"error: {exc}", file=sys.stderr)
             return exc.exit_code
         if isinstance(exc, MissingInputError):
             print(f"error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        if _connection_refused(exc) and getattr(args, "lake_uri", None) is not None:
+            try:
+                endpoint = _resolve(args).s3_endpoint or "(AWS default)"
+            except (LakeConfigError, OSError):
+                endpoint = "(unknown)"
+            print(f"error: {unreachable_message(endpoint, 'connection refused')}", file=sys.stderr)
             return EXIT_FAILED
         first_line = (str(exc).strip().splitlines() or [""])[0]
         print(f"error: {type(exc).__name__}: {first_line}", file=sys.stderr)

@@ -54,3 +54,51 @@ def list_dir(spark: SparkSession, uri: str) -> list[str]:
     if not fs.exists(path):
         return []
     return sorted(status.getPath().getName() for status in fs.listStatus(path))
+
+
+def list_files(spark: SparkSession, uri: str) -> list[tuple[str, str, int]]:
+    """Every visible file under ``uri`` at any depth, as ``(path, uri_form, modified_ms)``: ``path`` is
+    Hadoop's ``Path.toString()`` (what Spark's ``_metadata.file_path`` holds), ``uri_form`` its
+    ``toUri()`` string (what the streaming file source records in its checkpoint)."""
+    fs, path = _fs_and_path(spark, uri)
+    if not fs.exists(path):
+        return []
+    found = []
+    files = fs.listFiles(path, True)
+    while files.hasNext():
+        status = files.next()
+        file_path = status.getPath()
+        if not file_path.getName().startswith(("_", ".")):
+            found.append((file_path.toString(), file_path.toUri().toString(), int(status.getModificationTime())))
+    return found
+
+
+def rename(spark: SparkSession, source_uri: str, target_uri: str) -> None:
+    """Move a file or folder (on S3 a copy and a delete per object); fails if ``target_uri`` exists."""
+    fs, source = _fs_and_path(spark, source_uri)
+    _, target = _fs_and_path(spark, target_uri)
+    if fs.exists(target):
+        raise FileExistsError(f"{target_uri} already exists")
+    if not fs.rename(source, target):
+        raise OSError(f"could not move {source_uri} to {target_uri}")
+
+
+# Spark's commit protocol stages a write here (dynamic partition overwrite / plain overwrite). A job
+# killed before its commit leaves them behind: Spark's readers skip them, but a glob such as
+# ``**/*.parquet`` (DuckDB, Athena crawlers, a user's script) would read half a run.
+WRITE_LEFTOVER_PREFIXES = (".spark-staging-", "_temporary")
+
+
+def remove_write_leftovers(spark: SparkSession, uri: str) -> list[str]:
+    """Delete the staging folders a killed write left directly under ``uri``; returns their names.
+    Call it only while no other job writes ``uri`` (a layer job owns its outputs)."""
+    fs, path = _fs_and_path(spark, uri)
+    if not fs.exists(path):
+        return []
+    removed = []
+    for status in fs.listStatus(path):
+        name = status.getPath().getName()
+        if name.startswith(WRITE_LEFTOVER_PREFIXES):
+            fs.delete(status.getPath(), True)
+            removed.append(name)
+    return sorted(removed)

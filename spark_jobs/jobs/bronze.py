@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_jobs.io import readers, storage, writers
+from spark_jobs.jobs.checkpoint import CheckpointCorruptError, check_checkpoint, is_checkpoint_failure
 from spark_jobs.jobs.runtime import JobFailed, JobRun
 from spark_jobs.manifest import InvariantViolation
 from spark_jobs.transforms import bronze as bronze_tx
@@ -42,6 +43,8 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
     if not storage.has_data_files(spark, landing_uri):
         raise JobFailed(f"bronze {dataset}: no landing files under {landing_uri}; "
                         f"run `python -m spark_jobs datagen --dataset {dataset} ...` first", 1)
+    # A broken checkpoint must stop the run before Spark starts the query: see jobs/checkpoint.py.
+    check_checkpoint(spark, lake, dataset)
 
     failures: list[BaseException] = []
 
@@ -86,15 +89,20 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
         .option("checkpointLocation", lake.checkpoint(dataset))
     )
     if continuous:
-        query = writer.trigger(processingTime=f"{int(trigger_seconds)} seconds").start()
+        try:
+            query = writer.trigger(processingTime=f"{int(trigger_seconds)} seconds").start()
+        except Exception as exc:
+            _raise_checkpoint_failure(exc, lake, dataset)
+            raise
         run.stage("streaming", trigger_seconds=trigger_seconds)
         try:
             query.awaitTermination(max_runtime_seconds) if max_runtime_seconds else query.awaitTermination()
         except KeyboardInterrupt:
             run.stage("interrupted")
-        except Exception:
+        except Exception as exc:
             if failures:
                 raise failures[0] from None
+            _raise_checkpoint_failure(exc, lake, dataset)
             raise
         finally:
             if query.isActive:
@@ -102,12 +110,13 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
         if failures:
             raise failures[0]
     else:
-        query = writer.trigger(availableNow=True).start()
         try:
+            query = writer.trigger(availableNow=True).start()
             query.awaitTermination()
-        except Exception:
+        except Exception as exc:
             if failures:
                 raise failures[0] from None
+            _raise_checkpoint_failure(exc, lake, dataset)
             raise
     if failures:
         raise failures[0]
@@ -115,6 +124,13 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
         run.stage("no new landing files")
     manifest.check_invariant()
     manifest.published = True
+
+
+def _raise_checkpoint_failure(exc: BaseException, lake, dataset: str) -> None:
+    """Spark's own checkpoint errors (a case ``check_checkpoint`` let through) get the same one line."""
+    if is_checkpoint_failure(exc, lake, dataset):
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        raise CheckpointCorruptError(dataset, lake.checkpoint(dataset), first_line[:300], lake.lake_uri) from None
 
 
 def _quiet_stream_errors(spark) -> None:
