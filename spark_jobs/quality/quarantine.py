@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 SAMPLES_PER_RULE = 3   # sample quarantined rows shown per rule in the summary page
-TOP_REASONS = 10       # quarantine reasons listed, most frequent first
 RAW_PREVIEW_CHARS = 200
 
 

@@ -185,7 +185,7 @@ def render_summary_html(summary: dict[str, Any]) -> str:
                f'(filter <code>_run_id = \'{_e(summary["run_id"])}\' AND array_contains(_failed_rules, &lt;rule&gt;)</code>).</p>']
     if quarantine["by_rule"]:
         q_parts.append("<table><tr><th>rule</th><th>rows</th><th>sample rows</th></tr>")
-        for rule, count in list(quarantine["by_rule"].items())[:10]:
+        for rule, count in quarantine["by_rule"].items():  # every reason: at most one per contract rule
             samples = "".join(f"<pre>{_e(json.dumps(s, ensure_ascii=False))}</pre>" for s in quarantine["samples"].get(rule, []))
             q_parts.append(f'<tr id="q-{_e(rule)}"><td>{_e(rule)}</td><td>{_e(count)}</td><td>{samples}</td></tr>')
         q_parts.append("</table>")
@@ -204,7 +204,7 @@ published: <strong id="published">{"yes" if summary["published"] else "no"}</str
 <h2>Expectations</h2>
 <table id="expectations"><tr><th>name</th><th>expectation</th><th>severity</th><th>threshold</th><th>observed</th><th>unexpected</th><th>result</th><th>quarantined rows</th></tr>
 {"".join(rows)}</table>
-<h2>Top quarantine reasons</h2>
+<h2>Quarantine reasons</h2>
 {"".join(q_parts)}
 </body></html>
 """

@@ -1,0 +1,364 @@
+"""Bad input into landing (issue 9): every kind of broken record is accounted for, none is lost.
+
+Table-driven: each ``Case`` is one or two small landing files of one bad-input kind, next to 1500 good
+generated records per dataset (``iot`` lands JSON arrays, ``clickstream`` JSON lines). ONE real
+``python -m spark_jobs run-all`` (``spark_jobs.cli.main``, validation on) runs over a local-folder lake
+holding every case at once; each case is then checked from the outputs through its own file names:
+- the job does not crash (exit code, manifests ``succeeded``, counts invariant holds);
+- each of the case's bronze rows is in silver, in quarantine with exactly the expected
+  ``_failed_rules``, or counted as a duplicate (rows in = silver + quarantine + duplicates, per case);
+- a file that is not records at all (a truncated array, say) is ONE quarantined row whose ``_raw``
+  is the whole file: nothing is lost;
+- the silver DQ report (summary.json, summary.html) shows the case's quarantine reasons with counts.
+A second, isolated run lands only an empty file and a 0-byte file. On a local file system an "empty
+file" and a "zero-byte object" are both files: here the empty file holds only whitespace and newlines,
+the zero-byte one is truly 0 bytes.
+
+``test_zz_readme_table`` prints the README rows (``-s``) from the measured outcome.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spark_jobs import cli
+from spark_jobs.datagen import DatagenConfig, generate
+from spark_jobs.datagen.sink import write_landing
+from spark_jobs.lake import LakeConfig
+
+pytestmark = pytest.mark.integration
+
+GOOD_RECORDS = 1500  # per dataset: the bad rows stay under the silver rules' 1 % (mostly 0.99), as in production
+TEN_MB = 10 * 1024 * 1024
+NOW = dt.datetime.now(dt.timezone.utc).replace(microsecond=0, tzinfo=None)
+RECENT = NOW - dt.timedelta(hours=1)
+MISSING = object()
+MALFORMED = ("malformed_record",)
+
+
+def _iso(ts: dt.datetime) -> str:
+    return ts.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _spaced(ts: dt.datetime) -> str:
+    return ts.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _record(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    record = {**base, **changes}
+    return {k: v for k, v in record.items() if v is not MISSING}
+
+
+def iot(event_id: Any, **changes: Any) -> dict[str, Any]:
+    """A valid iot record with ``changes`` (``MISSING`` drops a field); ``event_id=MISSING`` drops the key."""
+    return _record({"event_id": event_id, "sensor_id": "sensor-901", "event_ts": _iso(RECENT), "temperature": 21.5,
+                    "humidity": 40.0, "battery": 80.0, "status": "ok"}, **changes)
+
+
+def click(path: str, **changes: Any) -> dict[str, Any]:
+    return _record({"timestamp": _spaced(RECENT), "event": "page_view", "user_id": "user-9001", "site_id": "site-99",
+                    "url": f"https://shop.example/{path}", "on_site_seconds": 12, "viewed_percent": 50}, **changes)
+
+
+def array(*records: dict[str, Any]) -> bytes:
+    return json.dumps(list(records)).encode()
+
+
+def lines(*records: dict[str, Any]) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in records).encode()
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One bad-input kind. ``files``: (name, bytes) under landing/<dataset>/, names start with the case id.
+
+    ``sent``: records the producer meant to send; ``rows``: bronze rows the platform makes of them;
+    ``quarantine``: {failed rules (sorted tuple): rows}; ``whole_file``: the quarantined row's ``_raw`` is
+    the entire file (input that is not records at all)."""
+
+    id: str
+    dataset: str
+    input: str
+    files: tuple[tuple[str, bytes], ...]
+    sent: int
+    rows: int
+    silver: int = 0
+    quarantine: dict[tuple[str, ...], int] = dataclasses.field(default_factory=dict)
+    duplicates: int = 0
+    late: int = 0
+    whole_file: bool = False
+
+
+def _cases() -> list[Case]:
+    truncated = array(iot("trunc-0"), iot("trunc-1"))[:-40]
+    return [
+        # ---- iot: landing format json_array ----
+        Case("iot-malformed-truncated", "iot", "malformed JSON: array cut off mid-record", (
+            ("iot-malformed-truncated.json", truncated),), sent=2, rows=1, quarantine={MALFORMED: 1}, whole_file=True),
+        Case("iot-malformed-elements", "iot", "malformed JSON: array elements that are not objects (null, 42, \"x\", [..])",
+             (("iot-malformed-elements.json", b'[{"event_id":"elem-0","sensor_id":"sensor-901","event_ts":"'
+               + _iso(RECENT).encode() + b'","temperature":20,"status":"ok"}, null, 42, "x", [{"event_id":"elem-4"}]]'),),
+             sent=5, rows=5, silver=1, quarantine={MALFORMED: 4}),
+        Case("iot-malformed-syntax", "iot", "malformed JSON: single quotes / NaN (not RFC 8259)", (
+            ("iot-malformed-syntax-quotes.json", b"[{'event_id': 'quote-0'}]"),
+            ("iot-malformed-syntax-nan.json", b'[{"event_id": "nan-0", "temperature": NaN}]')),
+             sent=2, rows=2, quarantine={MALFORMED: 2}, whole_file=True),
+        Case("iot-lines-not-array", "iot", "JSON lines where an array was expected", (
+            ("iot-lines-not-array.json", lines(iot("lna-0"), iot("lna-1"), iot("lna-2"))),),
+             sent=3, rows=1, quarantine={MALFORMED: 1}, whole_file=True),
+        Case("iot-two-arrays", "iot", "two JSON arrays in one file (appending producer)", (
+            ("iot-two-arrays.json", array(iot("two-0")) + b"\n" + array(iot("two-1"))),),
+             sent=2, rows=1, quarantine={MALFORMED: 1}, whole_file=True),
+        Case("iot-wrong-types", "iot", "wrong types (text for a number, number for a timestamp, object, bool)", (
+            ("iot-wrong-types.json", array(iot("type-0", temperature="hot"), iot("type-1", event_ts=1605564000),
+                                           iot("type-2", humidity={"v": 1}), iot("type-3", battery=True))),),
+             sent=4, rows=4, quarantine={("temperature_type",): 1, ("event_ts_type",): 1, ("humidity_type",): 1,
+                                         ("battery_type",): 1}),
+        Case("iot-missing-required", "iot", "missing required fields", (
+            ("iot-missing-required.json", array(iot("miss-0", temperature=MISSING), iot("miss-1", sensor_id=MISSING),
+                                                iot("miss-2", event_ts=MISSING, status=MISSING))),),
+             sent=3, rows=3, quarantine={("temperature_required",): 1, ("sensor_id_required",): 1,
+                                         ("event_ts_required", "status_required"): 1}),
+        Case("iot-null-key", "iot", "null / empty / absent key (event_id)", (
+            ("iot-null-key.json", array(iot(None), iot(""), iot(MISSING))),),
+             sent=3, rows=3, quarantine={("event_id_required",): 3}),
+        Case("iot-extra-fields", "iot", "unknown extra fields (schema drift)", (
+            ("iot-extra-fields.json", array(iot("drift-0", firmware="1.2.3"), iot("drift-1", location={"x": 1}))),),
+             sent=2, rows=2, quarantine={("unknown_fields",): 2}),
+        Case("iot-duplicates", "iot", "duplicates across files (and within one)", (
+            ("iot-duplicates-a.json", array(iot("dup-0"), iot("dup-1"), iot("dup-1"))),
+            ("iot-duplicates-b.json", array(iot("dup-0"), iot("dup-2")))),
+             sent=5, rows=5, silver=3, duplicates=2),
+        Case("iot-out-of-range", "iot", "out-of-range values", (
+            ("iot-out-of-range.json", array(iot("range-0", temperature=500), iot("range-1", battery=-1),
+                                            iot("range-2", humidity=100.5))),),
+             sent=3, rows=3, quarantine={("temperature_range",): 1, ("battery_range",): 1, ("humidity_range",): 1}),
+        Case("iot-future-ts", "iot", "timestamp in the future (+30 days)", (
+            ("iot-future-ts.json", array(iot("future-0", event_ts=_iso(NOW + dt.timedelta(days=30))))),),
+             sent=1, rows=1, quarantine={("event_ts_not_in_future",): 1}),
+        Case("iot-ancient-ts", "iot", "timestamp from an unset clock (1970-01-01)", (
+            ("iot-ancient-ts.json", array(iot("ancient-0", event_ts="1970-01-01T00:00:00Z"))),),
+             sent=1, rows=1, quarantine={("event_ts_not_before_2000",): 1}),
+        Case("iot-very-late", "iot", "very late record (400 days old) next to a current one", (
+            ("iot-very-late.json", array(iot("late-0", event_ts=_iso(NOW - dt.timedelta(days=400))), iot("late-1"))),),
+             sent=2, rows=2, silver=2, late=1),
+        Case("iot-10mb-string", "iot", "a 10 MB string field", (
+            ("iot-10mb-string.json", array(iot("big-0", status="x" * TEN_MB))),),
+             sent=1, rows=1, quarantine={("status_allowed",): 1}),
+        Case("iot-invalid-utf8", "iot", "invalid UTF-8 bytes in a field", (
+            ("iot-invalid-utf8.json", array(iot("utf8-0")).replace(b"utf8-0", b"utf8-\xff\xfe0")),),
+             sent=1, rows=1, quarantine={MALFORMED: 1}),
+        Case("iot-empty-file", "iot", "empty file (whitespace and newlines only)", (
+            ("iot-empty-file.json", b" \n\n\t\n"),), sent=0, rows=0),
+        Case("iot-zero-byte", "iot", "zero-byte object (0 bytes)", (("iot-zero-byte.json", b""),), sent=0, rows=0),
+        # ---- clickstream: landing format json_lines ----
+        Case("click-malformed-lines", "clickstream", "malformed JSON lines (cut off, trailing text, two objects)", (
+            ("click-malformed-lines.jsonl", lines(click("ml-0"))
+             + b'{"timestamp": "2026-01-01 00:00:00", "event": "cli\n'
+             + json.dumps(click("ml-2")).encode() + b" trailing\n"
+             + json.dumps(click("ml-3")).encode() + json.dumps(click("ml-4")).encode() + b"\n"),),
+             sent=5, rows=4, silver=1, quarantine={MALFORMED: 3}),
+        Case("click-array-not-lines", "clickstream", "a JSON array where lines were expected", (
+            ("click-array-not-lines.jsonl", array(click("anl-0"), click("anl-1"), click("anl-2"))),),
+             sent=3, rows=1, quarantine={MALFORMED: 1}, whole_file=True),
+        Case("click-wrong-types", "clickstream", "wrong types (text / fraction for an int, bad timestamp)", (
+            ("click-wrong-types.jsonl", lines(click("wt-0", on_site_seconds="abc"), click("wt-1", viewed_percent=12.5),
+                                              click("wt-2", timestamp="2026-02-30 10:00:00"))),),
+             sent=3, rows=3, quarantine={("on_site_seconds_type",): 1, ("viewed_percent_type",): 1,
+                                         ("timestamp_type",): 1}),
+        Case("click-missing-and-null-key", "clickstream", "missing required field, null key parts", (
+            ("click-missing-and-null-key.jsonl", lines(click("mk-0", url=MISSING), click("mk-1", user_id=None),
+                                                       click("mk-2", site_id=None, event=None))),),
+             sent=3, rows=3, quarantine={("url_required",): 1, ("user_id_required",): 1,
+                                         ("event_required", "site_id_required"): 1}),
+        Case("click-extra-fields", "clickstream", "unknown extra fields (schema drift)", (
+            ("click-extra-fields.jsonl", lines(click("ef-0", referrer="https://a.example"))),),
+             sent=1, rows=1, quarantine={("unknown_fields",): 1}),
+        Case("click-duplicates", "clickstream", "duplicates across files", (
+            ("click-duplicates-a.jsonl", lines(click("dup-0"), click("dup-1"))),
+            ("click-duplicates-b.jsonl", lines(click("dup-0")))),
+             sent=3, rows=3, silver=2, duplicates=1),
+        Case("click-out-of-range", "clickstream", "out-of-range values", (
+            ("click-out-of-range.jsonl", lines(click("or-0", viewed_percent=150), click("or-1", on_site_seconds=-5))),),
+             sent=2, rows=2, quarantine={("viewed_percent_range",): 1, ("on_site_seconds_range",): 1}),
+        Case("click-future-and-ancient", "clickstream", "timestamps in the future (+2 days) and in 1999", (
+            ("click-future-and-ancient.jsonl", lines(click("fa-0", timestamp=_spaced(NOW + dt.timedelta(days=2))),
+                                                     click("fa-1", timestamp="1999-12-31 23:59:59"))),),
+             sent=2, rows=2, quarantine={("timestamp_not_in_future",): 1, ("timestamp_not_before_2000",): 1}),
+        Case("click-10mb-string", "clickstream", "a 10 MB string field (url)", (
+            ("click-10mb-string.jsonl", lines(click("big-0" + "x" * TEN_MB))),),
+             sent=1, rows=1, quarantine={("url_max_length",): 1}),
+        Case("click-invalid-utf8", "clickstream", "invalid UTF-8 bytes in a line", (
+            ("click-invalid-utf8.jsonl", lines(click("iu-0"), click("iu-1")).replace(b"iu-1", b"iu-\xc3\x281")),),
+             sent=2, rows=2, silver=1, quarantine={MALFORMED: 1}),
+        Case("click-empty-file", "clickstream", "empty file (blank lines only)", (
+            ("click-empty-file.jsonl", b"\n   \n\r\n"),), sent=0, rows=0),
+        Case("click-zero-byte", "clickstream", "zero-byte object (0 bytes)", (("click-zero-byte.jsonl", b""),),
+             sent=0, rows=0),
+    ]
+
+
+CASES = _cases()
+DATASETS = ("iot", "clickstream")
+
+
+def _case_of(source_file: str) -> str:
+    name = source_file.rsplit("/", 1)[-1]
+    return next((c.id for c in CASES if any(name == f for f, _ in c.files)), "good")
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from spark_jobs.session import build_session
+
+    return build_session("tenantlake-reliability-tests", driver_memory="1g")
+
+
+def _reports(lake_root: Path, layer: str, dataset: str) -> list[Path]:
+    return sorted((lake_root / "reports" / layer / dataset).glob("*/"))
+
+
+def _run_all(lake: LakeConfig, datasets: tuple[str, ...]) -> int:
+    argv = ["run-all", "--lake-uri", lake.lake_uri]
+    for dataset in datasets:
+        argv += ["--dataset", dataset]
+    return cli.main(argv)
+
+
+@pytest.fixture(scope="module")
+def run(spark, tmp_path_factory):
+    """Land the good records and every case, run bronze -> silver -> gold once, read the outputs."""
+    work = tmp_path_factory.mktemp("bad-input")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("TENANTLAKE_STATE_DIR", str(work / "state"))
+        env.delenv("TENANTLAKE_VALIDATION", raising=False)
+        lake = LakeConfig(lake_uri=str(work / "lake"))
+        good = {}
+        for dataset in DATASETS:
+            data = generate(DatagenConfig(dataset=dataset, records=GOOD_RECORDS, batch_size=100, seed=9,
+                                          start=_iso(NOW - dt.timedelta(hours=6))))
+            write_landing(lake, dataset, data.files)
+            good[dataset] = data.raw_records
+        for case in CASES:
+            write_landing(lake, case.dataset, list(case.files))
+        exit_code = _run_all(lake, DATASETS)
+    root = work / "lake"
+    out: dict[str, Any] = {"exit_code": exit_code, "root": root, "good": good}
+    for dataset in DATASETS:
+        quarantine = spark.read.parquet(str(root / "quarantine" / dataset))
+        silver = spark.read.parquet(str(root / "silver" / dataset))
+        bronze = spark.read.parquet(str(root / "bronze" / dataset))
+        out[dataset] = {
+            "bronze": collections.Counter(_case_of(r[0]) for r in bronze.select("_source_file").collect()),
+            "silver": collections.Counter(_case_of(r[0]) for r in silver.select("_source_file").collect()),
+            "late": collections.Counter(_case_of(r[0]) for r in silver.where("_is_late").select("_source_file").collect()),
+            "quarantine": [(_case_of(r["_source_file"]), tuple(sorted(r["_failed_rules"])), r["_raw"], r["_source_file"])
+                           for r in quarantine.select("_source_file", "_failed_rules", "_raw").collect()],
+            "manifests": {layer: [json.loads((d / "manifest.json").read_text()) for d in _reports(root, layer, dataset)]
+                          for layer in ("bronze", "silver", "gold")},
+            "summary_dir": _reports(root, "silver", dataset)[-1],
+        }
+    return out
+
+
+def test_the_run_survives_every_bad_input(run):
+    # 0 = every layer passed its data-quality suite; 5 would be a warn (documented), anything else a failure.
+    assert run["exit_code"] == 0
+    for dataset in DATASETS:
+        for layer, manifests in run[dataset]["manifests"].items():
+            assert len(manifests) == 1, (dataset, layer)
+            manifest = manifests[0]
+            assert manifest["status"] == "succeeded" and manifest["published"] is True, (dataset, layer, manifest["error"])
+            assert manifest["invariant_holds"] is True
+            assert manifest["rows_in"] == manifest["rows_out"] + manifest["quarantined"] + manifest["duplicates"]
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_bronze_counts_every_landing_record(run, dataset):
+    cases = [c for c in CASES if c.dataset == dataset]
+    expected_rows = run["good"][dataset] + sum(c.rows for c in cases)
+    bronze = run[dataset]["manifests"]["bronze"][0]
+    assert bronze["rows_in"] == bronze["rows_out"] == expected_rows == sum(run[dataset]["bronze"].values())
+    silver = run[dataset]["manifests"]["silver"][0]
+    assert silver["rows_in"] == expected_rows
+    assert silver["quarantined"] == sum(n for c in cases for n in c.quarantine.values())
+    assert silver["duplicates"] == sum(c.duplicates for c in cases)  # datagen with bad_rate 0 sends no duplicates
+    assert silver["late"] == sum(c.late for c in cases)
+    assert silver["malformed"] == sum(c.quarantine.get(MALFORMED, 0) for c in cases)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_each_record_is_accounted_for(run, case):
+    outputs = run[case.dataset]
+    quarantined = [q for q in outputs["quarantine"] if q[0] == case.id]
+    bronze_rows = outputs["bronze"][case.id]
+    silver_rows = outputs["silver"][case.id]
+    duplicates = bronze_rows - silver_rows - len(quarantined)
+    assert bronze_rows == case.rows
+    assert silver_rows == case.silver
+    assert dict(collections.Counter(q[1] for q in quarantined)) == case.quarantine
+    assert duplicates == case.duplicates
+    assert outputs["late"][case.id] == case.late
+    if case.whole_file:  # not records at all: kept whole, byte for byte, so nothing inside is lost
+        files = dict(case.files)
+        for _, _, raw, source in quarantined:
+            assert raw.encode() == files[source.rsplit("/", 1)[-1]]
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.quarantine], ids=[c.id for c in CASES if c.quarantine])
+def test_the_dq_report_shows_the_quarantine_reason(run, case):
+    folder = run[case.dataset]["summary_dir"]
+    summary = json.loads((folder / "summary.json").read_text())
+    page = (folder / "summary.html").read_text()
+    by_rule = collections.Counter(rule for q in run[case.dataset]["quarantine"] for rule in q[1])
+    assert summary["quarantine"]["total"] == len(run[case.dataset]["quarantine"])
+    for rules in case.quarantine:
+        for rule in rules:
+            assert summary["quarantine"]["by_rule"][rule] == by_rule[rule]
+            assert f'<tr id="q-{rule}"><td>{rule}</td><td>{by_rule[rule]}</td>' in page
+
+
+def test_reports_do_not_embed_the_10mb_field(run):
+    for dataset in DATASETS:
+        for layer in ("bronze", "silver"):
+            for folder in _reports(run["root"], layer, dataset):
+                for name in ("summary.json", "summary.html", "validation.json", "manifest.json"):
+                    assert (folder / name).stat().st_size < 1_000_000, folder / name
+
+
+def test_invalid_utf8_is_quarantined_readably(run):
+    """The bad bytes arrive as U+FFFD (the record is not ingested altered), and the quarantine Parquet is
+    valid UTF-8: DuckDB, stricter than Spark, reads it."""
+    import duckdb
+
+    for dataset in DATASETS:
+        raws = [q[2] for q in run[dataset]["quarantine"] if q[0].endswith("invalid-utf8")]
+        assert raws and all("\ufffd" in raw for raw in raws)
+        folder = run["root"] / "quarantine" / dataset
+        assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{folder}/**/*.parquet')").fetchall()[0][0] == \
+            len(run[dataset]["quarantine"])
+
+
+def test_only_empty_files_in_landing(spark, tmp_path, monkeypatch):
+    """A landing of only an empty file and a 0-byte file: bronze commits an empty batch and warns (exit 5);
+    the next run does not replay it and ingests what lands next."""
+    monkeypatch.setenv("TENANTLAKE_STATE_DIR", str(tmp_path / "state"))
+    lake = LakeConfig(lake_uri=str(tmp_path / "lake"))
+    bronze = ["run", "--lake-uri", lake.lake_uri, "--dataset", "iot", "--layer", "bronze"]
+    write_landing(lake, "iot", [("empty.json", b"\n \n"), ("zero.json", b"")])
+    assert cli.main(bronze) == 5
+    first = json.loads((_reports(tmp_path / "lake", "bronze", "iot")[-1] / "manifest.json").read_text())
+    assert first["status"] == "succeeded" and first["invariant_holds"] is True
+    assert (first["rows_in"], first["rows_out"], [b["batch_id"] for b in first["batches"]]) == (0, 0, [0])
+    assert first["validation"]["bronze"]["status"] == "warn" and "row_count" in first["validation"]["bronze"]["reason"]
+
+    write_landing(lake, "iot", [("good.json", array(iot("after-empty-0"), iot("after-empty-1")))])
+    assert cli.main(bronze) == 0
+    second = json.loads((_reports(tmp_path / "lake", "bronze", "iot")[-1] / "manifest.json").read_text())
+    assert [(b["batch_id"], b["rows"]) for b in second["batches"]] == [(1, 2)]
