@@ -14,7 +14,8 @@ A second, isolated run lands only an empty file and a 0-byte file. On a local fi
 file" and a "zero-byte object" are both files: here the empty file holds only whitespace and newlines,
 the zero-byte one is truly 0 bytes.
 
-``test_zz_readme_table`` prints the README rows (``-s``) from the measured outcome.
+The README table (tests/reliability/README.md, "Bad input") is rendered from the same case table
+(``python -m tests.reliability.test_bad_input``), and a test checks that it is current.
 """
 from __future__ import annotations
 
@@ -324,6 +325,21 @@ def test_the_dq_report_shows_the_quarantine_reason(run, case):
             assert f'<tr id="q-{rule}"><td>{rule}</td><td>{by_rule[rule]}</td>' in page
 
 
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_the_dq_reports_show_the_run_counts(run, dataset):
+    """Duplicates, late and malformed rows are not quarantine reasons: the reports carry them as counts."""
+    cases = [c for c in CASES if c.dataset == dataset]
+    silver = json.loads((run[dataset]["summary_dir"] / "summary.json").read_text())
+    assert silver["status"] == "pass" and silver["published"] is True
+    assert silver["counts"]["duplicates"] == sum(c.duplicates for c in cases)
+    assert silver["counts"]["late"] == sum(c.late for c in cases)
+    assert silver["counts"]["malformed"] == sum(c.quarantine.get(MALFORMED, 0) for c in cases)
+    bronze_dir = _reports(run["root"], "bronze", dataset)[-1]
+    bronze = json.loads((bronze_dir / "summary.json").read_text())
+    assert bronze["counts"]["malformed"] == silver["counts"]["malformed"]
+    assert "<th>duplicates</th><td>" in (run[dataset]["summary_dir"] / "summary.html").read_text()
+
+
 def test_reports_do_not_embed_the_10mb_field(run):
     for dataset in DATASETS:
         for layer in ("bronze", "silver"):
@@ -340,9 +356,9 @@ def test_invalid_utf8_is_quarantined_readably(run):
     for dataset in DATASETS:
         raws = [q[2] for q in run[dataset]["quarantine"] if q[0].endswith("invalid-utf8")]
         assert raws and all("\ufffd" in raw for raw in raws)
-        folder = run["root"] / "quarantine" / dataset
-        assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{folder}/**/*.parquet')").fetchall()[0][0] == \
-            len(run[dataset]["quarantine"])
+        for layer, rows in (("quarantine", len(run[dataset]["quarantine"])), ("bronze", sum(run[dataset]["bronze"].values()))):
+            folder = run["root"] / layer / dataset
+            assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{folder}/**/*.parquet')").fetchall()[0][0] == rows
 
 
 def test_only_empty_files_in_landing(spark, tmp_path, monkeypatch):
@@ -362,3 +378,45 @@ def test_only_empty_files_in_landing(spark, tmp_path, monkeypatch):
     assert cli.main(bronze) == 0
     second = json.loads((_reports(tmp_path / "lake", "bronze", "iot")[-1] / "manifest.json").read_text())
     assert [(b["batch_id"], b["rows"]) for b in second["batches"]] == [(1, 2)]
+
+
+def _outcome(case: Case) -> str:
+    parts = []
+    if case.silver:
+        parts.append(f"{case.silver} silver" + (f" ({case.late} flagged `_is_late`)" if case.late else ""))
+    for rules, rows in case.quarantine.items():
+        parts.append(f"{rows} quarantine `{' + '.join(rules)}`")
+    if case.duplicates:
+        parts.append(f"{case.duplicates} counted duplicate")
+    outcome = ", ".join(parts) or "no record, nothing written, no error"
+    if case.whole_file:
+        outcome += " (the whole file in `_raw`, byte for byte)"
+    sent = f"{case.sent} record{'s' if case.sent != 1 else ''} sent"
+    rows = "" if case.rows == case.sent else f" = {case.rows} bronze row{'s' if case.rows != 1 else ''}"
+    return f"{sent}{rows} → {outcome}"
+
+
+# Scenarios with a run of their own (not in CASES): README row text, asserted by the named test.
+ISOLATED = [
+    "| iot | only an empty file and a 0-byte file in landing (own run) | `test_only_empty_files_in_landing` | passed: "
+    "bronze commits an empty batch and warns (`row_count`, exit 5); the next run ingests the next file |",
+]
+
+
+def readme_rows() -> list[str]:
+    """The README rows: every case with its outcome, which ``test_each_record_is_accounted_for`` asserts."""
+    return [f"| {c.dataset} | {c.input} | `{c.id}` | passed: {_outcome(c)} |" for c in CASES] + ISOLATED
+
+
+def test_readme_lists_every_case_with_its_outcome():
+    readme = (Path(__file__).parent / "README.md").read_text()
+    section = readme.split("\n## Bad input\n", 1)[1].split("\n## ", 1)[0]
+    table = [line for line in section.splitlines() if line.startswith("| ") and "`" in line]
+    assert table == readme_rows()
+    assert f"bad inputs tried: {len(CASES) + len(ISOLATED)}" in section
+    assert "records lost: 0" in section
+
+
+if __name__ == "__main__":  # python -m tests.reliability.test_bad_input: the README rows
+    print("\n".join(readme_rows()))
+    print(f"bad inputs tried: {len(CASES) + len(ISOLATED)}; records sent: {sum(c.sent for c in CASES)}")
