@@ -125,7 +125,10 @@ def is_healthy(endpoint: str, ca_bundle: str, timeout_s: float = 2.0) -> bool:
 
 
 def port_in_use(port: int, host: str = HOST) -> bool:
+    """True when a server listens on ``port``. Connections of a just-stopped server in TIME_WAIT do not
+    count: the server binds with SO_REUSEADDR (as werkzeug does), so a restart on the same port works."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:

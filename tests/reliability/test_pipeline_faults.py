@@ -51,6 +51,31 @@ def _ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
     return result
 
 
+@pytest.fixture(scope="module")
+def spark():
+    """One Spark session in the test process for the runs that are not killed (no JVM start per run).
+    Built like every other test package's session, so it is shared with them, and never stopped here."""
+    from spark_jobs.session import build_session
+
+    return build_session("tenantlake-reliability", driver_memory="1g")
+
+
+@pytest.fixture
+def in_process(spark, tmp_path, monkeypatch, capsys):
+    """``run(*args) -> (exit_code, stderr)``: the CLI's ``main`` on the shared session."""
+    from spark_jobs.cli import main
+
+    monkeypatch.setenv("TENANTLAKE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("TENANTLAKE_VALIDATION", "off")
+
+    def run(*args: str) -> tuple[int, str]:
+        capsys.readouterr()
+        code = main(list(args))
+        return code, capsys.readouterr().err
+
+    return run
+
+
 def _start(env: dict[str, str], log: Path, *args: str) -> subprocess.Popen:
     """A job in a process group of its own: killing the group kills its JVM as well."""
     with open(log, "ab") as out:
@@ -131,10 +156,10 @@ def _report(scenario: str, **figures) -> None:
 
 # ---------------------------------------------------------------- 1. SIGKILL bronze mid-batch, twice
 
-def test_bronze_killed_mid_batch_while_files_keep_arriving_ingests_every_event_once(tmp_path):
+def test_bronze_killed_mid_batch_while_files_keep_arriving_ingests_every_event_once(tmp_path, in_process):
     lake_dir = tmp_path / "lake"
     lake = LakeConfig(lake_uri=str(lake_dir))
-    data = generate(DatagenConfig(dataset=DATASET, records=3000, batch_size=20, sources=6, seed=7))
+    data = generate(DatagenConfig(dataset=DATASET, records=3000, batch_size=40, sources=6, seed=7))
     files = list(data.files)
     bronze, commits = lake_dir / "bronze" / DATASET, lake_dir / "checkpoints" / DATASET / "bronze" / "commits"
     env, log = _env(tmp_path), tmp_path / "bronze.log"
@@ -149,32 +174,34 @@ def test_bronze_killed_mid_batch_while_files_keep_arriving_ingests_every_event_o
 
     last_feed = [0.0]
 
-    def feed() -> None:  # a producer that keeps writing while the job runs: 2 files every 0.3 s
-        if landed < len(files) and time.monotonic() - last_feed[0] > 0.3:
-            land(2)
+    def feed() -> None:  # a producer that keeps writing while the job runs: 1 file every 0.5 s
+        if landed < len(files) and time.monotonic() - last_feed[0] > 0.5:
+            land(1)
             last_feed[0] = time.monotonic()
 
     def committed() -> int:
         return len([p for p in commits.iterdir() if p.name.isdigit()]) if commits.is_dir() else 0
 
-    land(40)
+    land(20)
     kills = []
     for round_no in (1, 2):
         job = _start(env, log, *stream)
         try:
-            before = committed()
-            # Mid-batch: a batch of this run has been committed, and the next one is writing its partition.
-            _wait_for(lambda: committed() > before and _leftovers(bronze), job, 240,
+            # Round 1: a batch has been committed and the next one is writing its partition. Round 2:
+            # the restart's first batch (the replay of the batch killed in round 1) is writing.
+            needed, earlier = (1 if round_no == 1 else committed()), set(_leftovers(bronze))
+            _wait_for(lambda: committed() >= needed and set(_leftovers(bronze)) - earlier, job, 240,
                       f"a bronze batch writing (round {round_no})", log, between=feed)
             kills.append({"committed_batches": committed(), "staging": _leftovers(bronze)})
         finally:
             _kill_group(job)
-        assert _leftovers(bronze), "the kill did not land during the write"
-        land(15)  # files keep arriving while bronze is down
+        assert set(_leftovers(bronze)) - earlier, "the kill did not land during the write"
+        land(8)  # files keep arriving while bronze is down
     land(len(files))  # the rest of the stream
-    drain = _ok(_cli(env, "run", "--lake-uri", str(lake_dir), "--dataset", DATASET, "--layer", "bronze",
-                     "--max-files-per-trigger", "50"))
-    assert "removed leftovers" in drain.stderr
+    code, drained = in_process("run", "--lake-uri", str(lake_dir), "--dataset", DATASET, "--layer", "bronze",
+                               "--max-files-per-trigger", "40")
+    assert code == 0, drained
+    assert "removed leftovers" in drained
     assert _leftovers(bronze) == []
 
     counts = _bronze_event_counts(bronze)
@@ -216,14 +243,15 @@ def _kill_during_write(env, log, lake_dir: Path, layer: str, outputs: list[Path]
     pytest.fail(f"{layer}: never caught the write in progress:\n{log.read_text()[-2000:]}")
 
 
-def test_silver_and_gold_killed_during_their_write_leave_no_partial_or_duplicate_partitions(tmp_path):
+def test_silver_and_gold_killed_during_their_write_leave_no_partial_or_duplicate_partitions(tmp_path, in_process):
     lake_dir = tmp_path / "lake"
-    data = generate(DatagenConfig(dataset=DATASET, records=4000, batch_size=40, sources=6, bad_rate=0.05, seed=3,
-                                  interval_seconds=120))
+    data = generate(DatagenConfig(dataset=DATASET, records=4000, batch_size=80, sources=6, bad_rate=0.05, seed=3,
+                                  interval_seconds=240))
     write_landing(LakeConfig(lake_uri=str(lake_dir)), DATASET, data.files)
     env, log = _env(tmp_path), tmp_path / "jobs.log"
     run_all = ["run-all", "--lake-uri", str(lake_dir), "--dataset", DATASET]
-    _ok(_cli(env, *run_all))
+    code, err = in_process(*run_all)
+    assert code == 0, err
     silver, quarantine = lake_dir / "silver" / DATASET, lake_dir / "quarantine" / DATASET
     gold = lake_dir / "gold" / DATASET / "iot_hourly"
     clean = {name: (_visible_partitions(folder), _layer_rows(folder))
@@ -240,8 +268,9 @@ def test_silver_and_gold_killed_during_their_write_leave_no_partial_or_duplicate
         runs = sorted((lake_dir / "reports" / layer / DATASET).iterdir())
         (runs[-1] / "manifest.json").write_text('{"status": "succeeded", "rows_out": ')
 
-    rerun = _ok(_cli(env, *run_all))
-    assert "removed leftovers" in rerun.stderr
+    code, rerun = in_process(*run_all)
+    assert code == 0, rerun
+    assert "removed leftovers" in rerun
     for name, folder in {"silver": silver, "quarantine": quarantine, "gold": gold}.items():
         assert _leftovers(folder) == [], f"{name}: staging left visible to glob readers"
         assert (_visible_partitions(folder), _layer_rows(folder)) == clean[name], f"{name} differs from the clean run"
@@ -258,3 +287,162 @@ def test_silver_and_gold_killed_during_their_write_leave_no_partial_or_duplicate
     _report("silver/gold SIGKILL", killed=killed, records=data.raw_records, silver_rows=silver_run["rows_out"],
             quarantined=silver_run["quarantined"], duplicates=silver_run["duplicates"],
             silver_partitions=len(clean["silver"][0]), gold_rows=len(clean["gold"][1]), corrupt_manifests=3)
+
+
+# ---------------------------------------------------------------- 3. corrupt checkpoint and file-source manifest
+
+GARBAGE = "\x00\x17 not a checkpoint entry }{"
+# (file under checkpoints/iot/bronze/, keep Hadoop's .crc beside it). A local lake keeps a checksum per
+# file, so a bad byte shows up as a checksum error; on S3 there is none and the content itself is parsed.
+CORRUPTIONS = [("commits/2", True), ("offsets/2", False), ("metadata", False), ("sources/0/2", False),
+               ("offsets/1", False)]
+
+
+def _corrupt(checkpoint: Path, relative: str, keep_crc: bool) -> Path:
+    target = checkpoint / relative
+    target.write_text(GARBAGE)
+    if not keep_crc:
+        (target.parent / f".{target.name}.crc").unlink(missing_ok=True)
+    return target
+
+
+def _error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+def test_corrupt_checkpoint_fails_with_the_recovery_command_and_recovery_loses_and_duplicates_nothing(
+        tmp_path, in_process):
+    lake_dir = tmp_path / "lake"
+    lake = LakeConfig(lake_uri=str(lake_dir))
+    files = generate(DatagenConfig(dataset=DATASET, records=1200, batch_size=30, sources=4, seed=11)).files
+    bronze, checkpoint = lake_dir / "bronze" / DATASET, lake_dir / "checkpoints" / DATASET / "bronze"
+    bronze_run = ["run", "--lake-uri", str(lake_dir), "--dataset", DATASET, "--layer", "bronze",
+                  "--max-files-per-trigger", "10"]
+    write_landing(lake, DATASET, files[:30])
+    code, err = in_process(*bronze_run)
+    assert code == 0, err
+    assert _visible_partitions(bronze) == ["_batch_id=0", "_batch_id=1", "_batch_id=2"]
+    before = _bronze_event_counts(bronze)
+    pristine = tmp_path / "pristine-checkpoint"
+    shutil.copytree(checkpoint, pristine)
+    write_landing(lake, DATASET, files[30:35])  # new files wait: a corrupt run must not ingest them either
+
+    messages = []
+    for relative, keep_crc in CORRUPTIONS:
+        shutil.rmtree(checkpoint)
+        shutil.copytree(pristine, checkpoint)
+        broken = _corrupt(checkpoint, relative, keep_crc)
+        code, err = in_process(*bronze_run)
+        errors = _error_lines(err)
+        assert code == 1, err
+        assert len(errors) == 1 and "Traceback" not in err, err
+        messages.append(errors[0])
+        assert f"checkpoint file {broken.as_uri().replace('file:///', 'file:/')}" in errors[0] \
+            or f"checkpoint file {broken}" in errors[0], errors[0]
+        assert f"`{RECOVER_HINT} --lake-uri {lake_dir}`" in errors[0], errors[0]
+        assert _bronze_event_counts(bronze) == before, f"{relative}: a run on a corrupt checkpoint changed bronze"
+        assert _visible_partitions(bronze) == ["_batch_id=0", "_batch_id=1", "_batch_id=2"]
+
+    # The worst case to recover from: batch 2 was cut off before its sink wrote (offset logged, no commit,
+    # no partition), and then its offset entry got corrupted. Its files must be read again, once.
+    shutil.rmtree(checkpoint)
+    shutil.copytree(pristine, checkpoint)
+    shutil.rmtree(bronze / "_batch_id=2")
+    (checkpoint / "commits" / "2").unlink()
+    (checkpoint / "commits" / ".2.crc").unlink()
+    _corrupt(checkpoint, "offsets/2", keep_crc=False)
+    code, err = in_process(*bronze_run)
+    assert code == 1 and "offsets/2" in err
+    write_landing(lake, DATASET, files[35:])
+    code, err = in_process("recover", "--layer", "bronze", "--dataset", DATASET, "--lake-uri", str(lake_dir))
+    assert code == 0, err
+    moved = sorted(p.name for p in checkpoint.parent.iterdir() if p.name.startswith("bronze.broken-"))
+    assert len(moved) == 1
+    code, err = in_process(*bronze_run)
+    assert code == 0, err
+    partitions = _visible_partitions(bronze)
+    assert partitions[:2] == ["_batch_id=0", "_batch_id=1"] and "_batch_id=2" not in partitions
+    assert all(int(p.split("=")[1]) >= 10 for p in partitions[2:])  # new batches never reuse an old partition
+    counts = _bronze_event_counts(bronze)
+    _assert_exactly_once(counts, _event_ids(files))
+    # Run again: a recovered checkpoint is a normal one.
+    code, err = in_process(*bronze_run)
+    assert code == 0 and "no new landing files" in err, err
+    _report("corrupt checkpoint", corruptions=len(CORRUPTIONS), recovered=1, events=sum(counts.values()),
+            files=len(files), lost=0, duplicated=0, messages=messages)
+
+
+# ---------------------------------------------------------------- 4. the emulator restarts between two layers
+
+TENANT, REGION, BUCKET = "faults", "eu-west-1", "tenantlake-faults-lake"
+
+
+def _provision(state, state_dir: Path) -> None:
+    """What `make apply` gives the pipeline: a bucket, a key, and the tenant's lake.json."""
+    import boto3
+
+    def client(service):
+        return boto3.client(service, region_name=REGION, endpoint_url=state.endpoint, verify=state.ca_bundle,
+                            aws_access_key_id="testing", aws_secret_access_key="testing")  # pragma: allowlist secret
+
+    key_arn = client("kms").create_key(Description="faults lake key")["KeyMetadata"]["Arn"]
+    client("s3").create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+    lake_json = state_dir / "tenants" / TENANT / "lake.json"
+    lake_json.parent.mkdir(parents=True, exist_ok=True)
+    lake_json.write_text(json.dumps({"tenant_id": TENANT, "region": REGION, "lake_bucket_name": BUCKET,
+                                     "kms_key_arn": key_arn, "s3_endpoint": state.endpoint,
+                                     "ca_bundle": state.ca_bundle, "truststore": state.truststore}))
+
+
+def _s3_bronze_event_counts(state, work: Path) -> dict[str, int]:
+    import boto3
+
+    s3 = boto3.client("s3", region_name=REGION, endpoint_url=state.endpoint, verify=state.ca_bundle,
+                      aws_access_key_id="testing", aws_secret_access_key="testing")  # pragma: allowlist secret
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=f"bronze/{DATASET}/"):
+        for obj in page.get("Contents", []):
+            target = work / obj["Key"]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            s3.download_file(BUCKET, obj["Key"], str(target))
+    return _bronze_event_counts(work / "bronze" / DATASET)
+
+
+def test_emulator_restart_between_layers_fails_in_one_line_then_a_rerun_succeeds(tmp_path):
+    from infra.local import emulator as emu
+    from infra.local.s3a_jars import ensure_jars
+
+    emu_dir, state_dir = tmp_path / "emulator", tmp_path / "state"
+    state, _ = emu.start(emu_dir)  # a dedicated emulator: this test stops it, never the session's
+    try:
+        env = _env(tmp_path, **emu.env_vars(state), TENANTLAKE_SPARK_JARS=",".join(str(j) for j in ensure_jars()))
+        datagen = ["datagen", "--tenant", TENANT, "--dataset", DATASET, "--records", "1000", "--batch-size", "50",
+                   "--seed", "5"]
+        expected = _event_ids(generate(DatagenConfig(dataset=DATASET, records=1000, batch_size=50, seed=5)).files)
+        _provision(state, state_dir)
+        _ok(_cli(env, *datagen))
+        _ok(_cli(env, "run", "--tenant", TENANT, "--dataset", DATASET, "--layer", "bronze"))
+
+        emu.stop(emu_dir)  # down between bronze and silver
+        down = [_cli(env, "run", "--tenant", TENANT, "--dataset", DATASET, "--layer", "silver"),
+                _cli(env, "run-all", "--tenant", TENANT, "--dataset", DATASET),
+                _cli(env, "recover", "--tenant", TENANT, "--dataset", DATASET, "--layer", "bronze")]
+        message = (f"error: cannot reach S3 endpoint {state.endpoint}: connection refused - is the emulator "
+                   "running? `make emulator-up`")
+        for result in down:
+            assert result.returncode == 1, result.stderr
+            assert result.stderr.strip().splitlines() == [message], result.stderr
+
+        back, _ = emu.start(emu_dir, port=state.port)  # same endpoint; moto keeps its data in memory only
+        assert back.endpoint == state.endpoint
+        lost = _cli(env, "run", "--tenant", TENANT, "--dataset", DATASET, "--layer", "silver")
+        assert lost.returncode == 1 and len(_error_lines(lost.stderr)) == 1, lost.stderr
+        assert "the lake bucket does not exist" in lost.stderr and f"make apply TENANT={TENANT}" in lost.stderr
+        _provision(back, state_dir)  # as `make apply` would, then the producers land their files again
+        _ok(_cli(env, *datagen))
+        _ok(_cli(env, "run-all", "--tenant", TENANT, "--dataset", DATASET))
+        counts = _s3_bronze_event_counts(back, tmp_path / "download")
+        _assert_exactly_once(counts, expected)
+        _report("emulator restart", failed_runs_while_down=len(down), message=message.split(":", 1)[1].strip(),
+                after_restart=_error_lines(lost.stderr)[0], events=sum(counts.values()), lost=0, duplicated=0)
+    finally:
+        emu.stop(emu_dir)
