@@ -56,8 +56,14 @@ def split_landing_records(landing_files: DataFrame, landing_format: str) -> Data
     valid_text = F.decode(F.col("value").cast("binary"), "UTF-8")
     files = landing_files.select(valid_text.alias("value"), "_source_file")
     if landing_format == "json_array":
-        elements = F.from_json(F.col("value"), _TEXT_ARRAY, _STRICT_JSON)
-        file_is_array = elements.isNotNull() & F.col("value").rlike(r"^\s*\[") & is_single_json_value(F.col("value"))
+        # One parse per file: [<file>,["<end mark>"]] as array<array<string>> gives the elements and, through
+        # the end mark, proves the file is exactly one array with nothing after it.
+        wrapped = F.from_json(F.concat(F.lit("["), F.col("value"), F.lit(f',["{_END_MARK}"]]')),
+                              T.ArrayType(_TEXT_ARRAY), _STRICT_JSON)
+        elements = F.element_at(wrapped, 1)
+        ends_at_the_mark = (F.size(wrapped) == 2) & (F.element_at(F.element_at(wrapped, 2), 1) == F.lit(_END_MARK))
+        file_is_array = F.coalesce(F.col("value").rlike(r"^\s*\[") & elements.isNotNull() & ends_at_the_mark,
+                                   F.lit(False))
         # A null element is a record too (its text is "null"): dropping it would lose it from the counts.
         element_texts = F.transform(elements, lambda element: F.coalesce(element, F.lit("null")))
         records = F.when(file_is_array, element_texts).otherwise(F.array(F.col("value")))
