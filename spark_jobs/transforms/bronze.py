@@ -48,8 +48,9 @@ def is_json_object(raw: Column) -> Column:
 def split_landing_records(landing_files: DataFrame, landing_format: str) -> DataFrame:
     """(value: whole file text, _source_file) -> (_raw, _is_malformed, _source_file, _record_index).
 
-    json_array: each array element is a record (kept as its JSON text); a file that is not an array
-    is one malformed record. json_lines: each non-blank line is a record.
+    json_array: each array element is a record (kept as its JSON text; ``null`` too); a file that is not
+    exactly one array is one malformed record, a whitespace-only file none. json_lines: each non-blank
+    line is a record.
     """
     # Invalid UTF-8 bytes become U+FFFD here, once: kept raw, they would make the Parquet of bronze and
     # quarantine unreadable to stricter engines (DuckDB rejects the whole file).
