@@ -735,27 +735,38 @@ def _terraform(args: list[str], cwd: Path, env: Mapping[str, str], echo: Printer
 # ("already exists").  Every such resource has a deterministic, tenant-named identity, so the runner
 # imports them (Terraform import blocks) and applies once more.  Only these types are adopted.
 ADOPTABLE_TYPES = ("aws_iam_role", "aws_s3_bucket", "aws_cloudwatch_log_group", "aws_kms_alias", "aws_kinesis_stream",
-                   "aws_security_group", "aws_emrcontainers_virtual_cluster", "aws_kinesis_firehose_delivery_stream")
+                   "aws_security_group", "aws_vpc_security_group_ingress_rule", "aws_emrcontainers_virtual_cluster",
+                   "aws_kinesis_firehose_delivery_stream")
 ALREADY_EXISTS_MARKERS = ("already exists", "AlreadyExists", "AlreadyOwnedByYou", "Duplicate", "ResourceInUseException")
 IMPORTS_FILE = "adopted_imports.tf.json"
-_CREATE_ERROR_RE = re.compile(r"Error: creating [^(]*\(([^)]+)\)")
+ADOPTION_ROUNDS = 3  # adopt-and-apply rounds after the first apply failed on orphans
+_CREATE_ERROR_RE = re.compile(r"Error: creating [A-Za-z0-9 ]+?(?: \(([^)]+)\))?(?::|$)")
 _WITH_RE = re.compile(r"^[\s│]*with ([A-Za-z0-9_]+\.[A-Za-z0-9_]+(?:\[[^\]]*\])?),\s*$")
 
 
 def orphans_in(output: list[str]) -> list[tuple[str, str]]:
-    """``(address, name)`` of every resource terraform failed to create because it already exists."""
+    """``(address, name)`` of every resource terraform failed to create because it already exists
+    (``name`` is "" when terraform's message names none, e.g. a security group rule)."""
     found: list[tuple[str, str]] = []
-    pending: str | None = None
+    block: dict | None = None  # the current "Error: creating ..." diagnostic: name, address, exists
+
+    def close() -> None:
+        if block and block["address"] and block["exists"]:
+            found.append((block["address"], block["name"]))
+
     for raw in output:
         line = _ANSI_RE.sub("", raw)
         match = _CREATE_ERROR_RE.search(line)
-        if match:
-            pending = match.group(1) if any(m in line for m in ALREADY_EXISTS_MARKERS) else None
+        if match or "Error:" in line or line.startswith("╵"):
+            close()
+            block = {"name": match.group(1) or "", "address": None, "exists": False} if match else None
+        if block is None:
             continue
+        block["exists"] = block["exists"] or any(marker in line for marker in ALREADY_EXISTS_MARKERS)
         with_match = _WITH_RE.match(line)
-        if with_match and pending is not None:
-            found.append((with_match.group(1), pending))
-            pending = None
+        if with_match and block["address"] is None:
+            block["address"] = with_match.group(1)
+    close()
     return found
 
 
@@ -768,6 +779,18 @@ def _import_id(run: TenantRun, address: str, name: str, env: Mapping[str, str]) 
         filters = [{"Name": "group-name", "Values": [name]}, *([{"Name": "vpc-id", "Values": [vpc.group(1)]}] if vpc else [])]
         groups = _boto_client("ec2", region, env).describe_security_groups(Filters=filters)["SecurityGroups"]
         return groups[0]["GroupId"] if len(groups) == 1 else None
+    if kind == "aws_vpc_security_group_ingress_rule":
+        # The tenant's (tagged) security group in that VPC, and its one ingress rule.
+        vpc = re.search(r'\["(vpc-[0-9a-f]+)"\]', address)
+        ec2 = _boto_client("ec2", region, env)
+        groups = ec2.describe_security_groups(Filters=[
+            {"Name": "tag:tenant", "Values": [run.config.tenant_id]},
+            *([{"Name": "vpc-id", "Values": [vpc.group(1)]}] if vpc else [])])["SecurityGroups"]
+        if len(groups) != 1:
+            return None
+        rules = [r for r in ec2.describe_security_group_rules(Filters=[
+            {"Name": "group-id", "Values": [groups[0]["GroupId"]]}])["SecurityGroupRules"] if not r["IsEgress"]]
+        return rules[0]["SecurityGroupRuleId"] if len(rules) == 1 else None
     if kind == "aws_emrcontainers_virtual_cluster":
         clusters = _boto_client("emr-containers", region, env).list_virtual_clusters(states=["RUNNING"])["virtualClusters"]
         ids = [c["id"] for c in clusters if c["name"] == name]
@@ -787,7 +810,7 @@ def adopt_orphans(run: TenantRun, folder: Path, output: list[str], env: Mapping[
     imports, refused = [], []
     for address, name in orphans:
         import_id = None
-        if address.split(".", 1)[0] in ADOPTABLE_TYPES and run.config.tenant_id in name:
+        if address.split(".", 1)[0] in ADOPTABLE_TYPES and (name == "" or run.config.tenant_id in name):
             import_id = _import_id(run, address, name, env)
         if import_id is None:
             refused.append(f"{address} ({name})")
@@ -869,11 +892,13 @@ def fallback(run: TenantRun, command: str, env: Mapping[str, str], extra: list[s
                           ok_codes=(0, 2) if "-detailed-exitcode" in extra else (0,), tenant=run.name)
     if command in ("apply", "destroy"):
         args = [command, "-input=false", "-auto-approve", *lock, *extra]
-        try:
-            return _terraform(args, folder, env, echo, command, tenant=run.name)
-        except TerraformFailed as failed:
-            if command != "apply" or not adopt_orphans(run, folder, failed.output, env, echo):
-                raise
+        for _ in range(ADOPTION_ROUNDS):
+            try:
+                return _terraform(args, folder, env, echo, command, tenant=run.name)
+            except TerraformFailed as failed:
+                # An adopted resource can reveal the next one (a security group, then its rule): repeat.
+                if command != "apply" or not adopt_orphans(run, folder, failed.output, env, echo):
+                    raise
         return _terraform(args, folder, env, echo, command, tenant=run.name)
     if command == "force-unlock":
         return _terraform(["force-unlock", "-force", *extra], folder, env, echo, "force-unlock", tenant=run.name)

@@ -1,0 +1,236 @@
+"""Infrastructure faults: an apply killed midway, and two applies of one tenant at once.
+
+Everything goes through the user path (``make apply|plan TENANT=<t> TENANTS_DIR=<scratch>`` and the
+documented ``python -m infra.terragrunt force-unlock``) against this session's emulator, with two scratch
+tenants of the reliability suite (``faultco`` and ``isob``; test_isolation.py reuses them):
+
+1. ``make apply-all`` starts both; once terraform has created some of faultco's resources, faultco's
+   terraform process (and its provider plugin) is SIGKILLed, as an OOM kill or a cancelled CI job would.
+   isob keeps applying in the background.
+2. Re-running faultco's apply fails at once (``-lock-timeout=0s``) with ONE line naming the lock a killed
+   run left behind, its ID and the documented recovery; the recovery (force-unlock, re-apply) converges:
+   the runner adopts what the killed run created but never recorded in the state.
+3. Two applies of faultco at once: the second fails on the lock with the same one-line message; the first
+   completes; the lock is released.
+4. ``make plan -detailed-exitcode`` shows no changes: the state matches the emulator after all of this.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from infra.local.network import fixture_ids
+from tests.conftest import REPO_ROOT, TEST_STATE_DIR, run_make
+
+pytestmark = pytest.mark.integration
+
+FAULT_TENANT = "faultco"
+OTHER_TENANT = "isob"
+REGION = "eu-west-1"
+STATE_BUCKET = "tenantlake-tfstate-123456789012-eu-west-1"
+# Inside the repo (get_repo_root needs the git work tree) and inside the session's state dir, so the
+# scratch tenants go away with the session emulator.
+SCRATCH_TENANTS = TEST_STATE_DIR / "reliability-tenants"
+KILL_AFTER_CREATED = 10  # faultco resources terraform reported created before the kill (of 34)
+LOCKED_RE = re.compile(
+    r"^error: tenant 'faultco': the state is locked by another run \(lock (?P<id>[0-9a-f-]{36}) on "
+    rf"{STATE_BUCKET}/tenants/faultco/terraform\.tfstate, OperationTypeApply by \S+ since [^)]+\); wait for it to "
+    r"finish, or if that run was killed: python -m infra\.terragrunt force-unlock --tenant faultco --lock-id "
+    r"(?P=id)$")
+
+
+# ---- the reliability suite's scratch tenants (shared with test_isolation.py) ---------------------
+def _tenant_file(tenant_id: str, classes: str, extra: str = "") -> str:
+    return (f'include "root" {{\n  path = find_in_parent_folders("root.hcl")\n}}\ninputs = {{\n'
+            f'  tenant_id           = "{tenant_id}"\n  region              = "{REGION}"\n'
+            f'  data_classification = [{classes}]\n  account_id          = "123456789012"\n'
+            f'  vpc_ids             = ["{fixture_ids.fixture_vpc_id(tenant_id)}"]\n{extra}}}\n')
+
+
+def scratch_tenants() -> Path:
+    """faultco (internal) and isob (pii + gdpr, one Kinesis stream, so its Firehose role is covered too),
+    both in eu-west-1 in the same account: the closest neighbours two tenants can be."""
+    for name, text in ((FAULT_TENANT, _tenant_file(FAULT_TENANT, '"internal"')),
+                       (OTHER_TENANT, _tenant_file(OTHER_TENANT, '"pii", "gdpr"', '  streams = ["iot"]\n'))):
+        (SCRATCH_TENANTS / name).mkdir(parents=True, exist_ok=True)
+        (SCRATCH_TENANTS / name / "terragrunt.hcl").write_text(text)
+    shutil.copy2(REPO_ROOT / "tenants" / "root.hcl", SCRATCH_TENANTS / "root.hcl")
+    return SCRATCH_TENANTS
+
+
+def make(target: str, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return run_make(target, *args, f"TENANTS_DIR={SCRATCH_TENANTS}", timeout=timeout)
+
+
+def lake_json(tenant: str) -> dict | None:
+    path = TEST_STATE_DIR / "tenants" / tenant / "lake.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+_BACKGROUND: dict[str, subprocess.Popen] = {}  # the apply-all that keeps applying isob after the kill
+
+
+def ensure_applied(*tenants: str) -> dict[str, dict]:
+    """The scratch tenants' lake.json, applying whichever is not applied yet (after the background run)."""
+    scratch_tenants()
+    background = _BACKGROUND.pop("apply-all", None)
+    if background is not None:
+        background.wait(timeout=900)
+    for tenant in tenants:
+        if lake_json(tenant) is None:
+            result = make("apply", f"TENANT={tenant}")
+            assert result.returncode == 0, _tail(result, f"make apply TENANT={tenant}")
+    return {tenant: lake_json(tenant) for tenant in tenants}
+
+
+def _tail(result: subprocess.CompletedProcess, what: str) -> str:
+    lines = (result.stdout + result.stderr).splitlines()
+    adopted = [line for line in lines if "adopting" in line]
+    return f"{what} exited {result.returncode}:\n" + "\n".join([*adopted, "...", *lines[-25:]])
+
+
+def _our_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if not line.startswith("make:")]
+
+
+# ---- 1. kill terraform midway --------------------------------------------------------------------
+def _kill_terraform_apply(tenant: str) -> list[int]:
+    """SIGKILL the tenant's running ``terraform apply`` and its provider plugin (found by working dir)."""
+    import psutil
+
+    work = str(TEST_STATE_DIR / "tenants" / tenant)
+    killed = []
+    for proc in psutil.process_iter(["name", "cwd", "cmdline"]):
+        try:
+            if proc.info["name"] == "terraform" and proc.info["cwd"] == work and "apply" in (proc.info["cmdline"] or []):
+                group = [*proc.children(recursive=True), proc]
+                for victim in group:
+                    victim.send_signal(signal.SIGKILL)
+                killed += [victim.pid for victim in group]
+        except psutil.Error:
+            continue
+    return killed
+
+
+@pytest.fixture(scope="module")
+def killed_apply(emulator):
+    """Start apply-all of both scratch tenants; SIGKILL faultco's terraform after KILL_AFTER_CREATED creations."""
+    folder = scratch_tenants()
+    env = {**os.environ, "TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR)}
+    proc = subprocess.Popen(["make", "-s", "apply-all", "PARALLELISM=2", f"TENANTS_DIR={folder}"], cwd=REPO_ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+
+    def drain() -> None:  # keeps reading the pipe while isob goes on after the kill
+        for line in proc.stdout:
+            lines.append(line)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    started, killed, created = time.monotonic(), [], 0
+    while proc.poll() is None and time.monotonic() - started < 600:
+        created = sum(1 for line in list(lines) if line.startswith(f"[{FAULT_TENANT}] ") and "Creation complete" in line)
+        if created >= KILL_AFTER_CREATED:
+            killed = _kill_terraform_apply(FAULT_TENANT)
+            if killed:
+                break
+        time.sleep(0.05)
+    assert killed, "faultco's terraform apply was never seen running:\n" + "".join(lines[-30:])
+    _BACKGROUND["apply-all"] = proc  # isob goes on; ensure_applied() waits for it
+    yield {"created_before_kill": created, "seconds_before_kill": round(time.monotonic() - started, 1),
+           "killed_pids": killed, "lines": lines}
+    if proc.poll() is None:
+        proc.wait(timeout=900)
+
+
+def test_killed_apply_leaves_a_lock_and_the_rerun_names_it_in_one_line(killed_apply, boto_session):
+    s3 = boto_session("s3", REGION)
+    lock = json.loads(s3.get_object(Bucket=STATE_BUCKET, Key=f"tenants/{FAULT_TENANT}/terraform.tfstate.tflock")
+                      ["Body"].read())
+    result = make("apply", f"TENANT={FAULT_TENANT}", "TF_ARGS=-lock-timeout=0s")
+    assert result.returncode != 0
+    ours = _our_lines(result.stderr)
+    assert len(ours) == 1 and LOCKED_RE.match(ours[0]), result.stderr
+    assert LOCKED_RE.match(ours[0]).group("id") == lock["ID"]
+    killed_apply["lock_id"] = lock["ID"]
+    print(f"killed faultco's terraform after {killed_apply['created_before_kill']} creations "
+          f"({killed_apply['seconds_before_kill']} s into apply-all)")
+
+
+def test_documented_recovery_converges(killed_apply, boto_session):
+    """force-unlock with the printed ID, re-apply: the runner adopts the resources the killed run created
+    but never recorded (they would otherwise fail with 'already exists'), and the apply completes."""
+    lock_id = killed_apply.get("lock_id")
+    assert lock_id, "needs the lock ID from the previous test"
+    env = {**os.environ, "TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR)}
+    unlock = subprocess.run([sys.executable, "-m", "infra.terragrunt", "force-unlock", "--tenant", FAULT_TENANT,
+                             "--tenants-dir", str(SCRATCH_TENANTS), "--lock-id", lock_id], cwd=REPO_ROOT, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert unlock.returncode == 0, _tail(unlock, "force-unlock")
+    assert f"tenant '{FAULT_TENANT}': state lock {lock_id} released" in unlock.stdout
+    reapply = make("apply", f"TENANT={FAULT_TENANT}")
+    assert reapply.returncode == 0, _tail(reapply, "re-apply after the kill")
+    adopted = re.search(r"adopting (\d+) resource\(s\)", reapply.stdout)
+    killed_apply["adopted"] = int(adopted.group(1)) if adopted else 0
+    print(f"re-apply adopted {killed_apply['adopted']} orphaned resource(s)")
+    lake = lake_json(FAULT_TENANT)
+    assert lake and lake["lake_bucket_name"] == f"{FAULT_TENANT}-{REGION}-lake"
+    # Every named resource exists once and is the one in the state.
+    iam = boto_session("iam", REGION)
+    roles = sorted(r["RoleName"] for r in iam.list_roles()["Roles"] if r["RoleName"].startswith(f"{FAULT_TENANT}-"))
+    assert roles == sorted([f"{FAULT_TENANT}-emr-job-execution", f"{FAULT_TENANT}-lake-consumer",
+                            f"{FAULT_TENANT}-lake-ingest-writer"])
+    emr = boto_session("emr-containers", REGION)
+    clusters = [c["id"] for c in emr.list_virtual_clusters(states=["RUNNING"])["virtualClusters"]
+                if c["name"] == f"{FAULT_TENANT}-lake"]
+    assert clusters == [lake["emr_virtual_cluster_id"]]
+    kms = boto_session("kms", REGION)
+    (alias,) = [a for a in kms.list_aliases()["Aliases"] if a["AliasName"] == f"alias/{FAULT_TENANT}-lake"]
+    assert lake["kms_key_arn"].endswith(alias["TargetKeyId"])
+
+
+def test_two_applies_at_once_the_second_fails_on_the_lock_in_one_line(killed_apply, boto_session):
+    s3 = boto_session("s3", REGION)
+    lock_key = f"tenants/{FAULT_TENANT}/terraform.tfstate.tflock"
+    env = {**os.environ, "TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR)}
+    first = subprocess.Popen(["make", "-s", "apply", f"TENANT={FAULT_TENANT}", f"TENANTS_DIR={SCRATCH_TENANTS}"],
+                             cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lock = None
+        deadline = time.monotonic() + 300
+        while lock is None and first.poll() is None and time.monotonic() < deadline:
+            try:
+                lock = json.loads(s3.get_object(Bucket=STATE_BUCKET, Key=lock_key)["Body"].read())
+            except s3.exceptions.NoSuchKey:
+                time.sleep(0.3)
+        assert lock is not None, "the first apply never took the lock"
+        second = make("apply", f"TENANT={FAULT_TENANT}", "TF_ARGS=-lock-timeout=0s")
+    finally:
+        out, err = first.communicate(timeout=900)
+    assert second.returncode != 0
+    ours = _our_lines(second.stderr)
+    assert len(ours) == 1 and LOCKED_RE.match(ours[0]), second.stderr
+    assert LOCKED_RE.match(ours[0]).group("id") == lock["ID"]
+    assert first.returncode == 0, f"first apply exited {first.returncode}:\n" + "\n".join((out + err).splitlines()[-25:])
+    with pytest.raises(s3.exceptions.NoSuchKey):
+        s3.get_object(Bucket=STATE_BUCKET, Key=lock_key)  # released
+
+
+def test_next_plan_shows_no_changes(killed_apply, boto_session):
+    """After the kill, the recovery and the concurrent applies, the state still matches the emulator."""
+    state = json.loads(boto_session("s3", REGION).get_object(
+        Bucket=STATE_BUCKET, Key=f"tenants/{FAULT_TENANT}/terraform.tfstate")["Body"].read())
+    assert len([r for r in state["resources"] if r["mode"] == "managed"]) >= 30
+    result = make("plan", f"TENANT={FAULT_TENANT}", "TF_ARGS=-detailed-exitcode")
+    assert result.returncode == 0, _tail(result, "make plan -detailed-exitcode (0 = no changes)")
+    assert "No changes." in result.stdout
