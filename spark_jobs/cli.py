@@ -272,19 +272,6 @@ def _lake_selection(args: argparse.Namespace) -> str:
     return f"--tenant {args.tenant}" if getattr(args, "tenant", "") else ""
 
 
-def _describe(exc: BaseException) -> tuple[str, str]:
-    """(exception name, first line of its message); for a JVM error, the Java exception's own, not
-    py4j's "An error occurred while calling o67.exists"."""
-    java = getattr(exc, "java_exception", None)
-    if java is not None:
-        try:
-            name, _, message = str(java.toString()).partition(": ")
-            return name.rsplit(".", 1)[-1], (message.strip().splitlines() or [""])[0]
-        except Exception:  # noqa: BLE001 - the gateway may be gone; fall back to the Python text
-            pass
-    return type(exc).__name__, (str(exc).strip().splitlines() or [""])[0]
-
-
 def _connection_refused(exc: BaseException) -> bool:
     """s3a gave up on an endpoint that went away during the run (checked at start by runtime.check_endpoint)."""
     text = str(exc)
@@ -324,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # one actionable line, not a JVM stack trace
         from spark_jobs.io.readers import MissingInputError
         from spark_jobs.jobs.checkpoint import CheckpointCorruptError
-        from spark_jobs.jobs.runtime import JobFailed, unreachable_message
+        from spark_jobs.jobs.runtime import JobFailed, describe_error, unreachable_message
 
         if isinstance(exc, CheckpointCorruptError):
             print(f"error: {exc.message(_lake_selection(args))}", file=sys.stderr)
@@ -342,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
                 endpoint = "(unknown)"
             print(f"error: {unreachable_message(endpoint, 'connection refused')}", file=sys.stderr)
             return EXIT_FAILED
-        name, first_line = _describe(exc)
+        name, first_line = describe_error(exc)
         if "UnknownStoreException" in name or "NoSuchBucket" in first_line:
             tenant = getattr(args, "tenant", "") or "<tenant>"
             print(f"error: the lake bucket does not exist ({first_line}); if the emulator was restarted, its "

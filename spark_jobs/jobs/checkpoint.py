@@ -31,7 +31,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.io import readers, storage
-from spark_jobs.jobs.runtime import JobFailed
+from spark_jobs.jobs.runtime import JobFailed, describe_error
 from spark_jobs.lake import LakeConfig
 
 SOURCE_LOG = "sources/0"          # the single file source of the bronze query
@@ -84,7 +84,8 @@ def _read(spark: SparkSession, uri: str) -> list[str]:
     try:
         return storage.read_text(spark, uri).splitlines()
     except Exception as exc:  # noqa: BLE001 - e.g. Hadoop's ChecksumException on a local lake
-        raise ValueError(f"unreadable: {(str(exc).strip().splitlines() or [type(exc).__name__])[0]}") from None
+        name, message = describe_error(exc)
+        raise ValueError(f"unreadable: {name}: {message[:200]}") from None
 
 
 def _json(line: str, what: str) -> dict:

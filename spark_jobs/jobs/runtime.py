@@ -58,6 +58,19 @@ def find_jars(explicit: list[str] | None = None) -> list[str]:
     return sorted(glob.glob(str(REPO_JAR_CACHE / "*.jar")))
 
 
+def describe_error(exc: BaseException) -> tuple[str, str]:
+    """(exception name, first line of its message); for a JVM error, the Java exception's own, not
+    py4j's "An error occurred while calling o67.exists"."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            name, _, message = str(java.toString()).partition(": ")
+            return name.rsplit(".", 1)[-1], (message.strip().splitlines() or [""])[0]
+        except Exception:  # noqa: BLE001 - the gateway may be gone; fall back to the Python text
+            pass
+    return type(exc).__name__, (str(exc).strip().splitlines() or [""])[0]
+
+
 class EndpointUnreachable(JobFailed):
     """The lake's S3 endpoint does not accept connections (the emulator is down, a wrong port)."""
 

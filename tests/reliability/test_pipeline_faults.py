@@ -415,9 +415,9 @@ def test_emulator_restart_between_layers_fails_in_one_line_then_a_rerun_succeeds
     state, _ = emu.start(emu_dir)  # a dedicated emulator: this test stops it, never the session's
     try:
         env = _env(tmp_path, **emu.env_vars(state), TENANTLAKE_SPARK_JARS=",".join(str(j) for j in ensure_jars()))
-        datagen = ["datagen", "--tenant", TENANT, "--dataset", DATASET, "--records", "1000", "--batch-size", "50",
+        datagen = ["datagen", "--tenant", TENANT, "--dataset", DATASET, "--records", "600", "--batch-size", "60",
                    "--seed", "5"]
-        expected = _event_ids(generate(DatagenConfig(dataset=DATASET, records=1000, batch_size=50, seed=5)).files)
+        expected = _event_ids(generate(DatagenConfig(dataset=DATASET, records=600, batch_size=60, seed=5)).files)
         _provision(state, state_dir)
         _ok(_cli(env, *datagen))
         _ok(_cli(env, "run", "--tenant", TENANT, "--dataset", DATASET, "--layer", "bronze"))
