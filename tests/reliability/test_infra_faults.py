@@ -197,6 +197,15 @@ def test_documented_recovery_converges(killed_apply, boto_session):
     kms = boto_session("kms", REGION)
     (alias,) = [a for a in kms.list_aliases()["Aliases"] if a["AliasName"] == f"alias/{FAULT_TENANT}-lake"]
     assert lake["kms_key_arn"].endswith(alias["TargetKeyId"])
+    # What the runner cannot adopt (no unique name) stays behind untracked: count it for the README.
+    keys = [k["KeyArn"] for k in kms.list_keys()["Keys"]
+            if {"TagKey": "tenant", "TagValue": FAULT_TENANT} in kms.list_resource_tags(KeyId=k["KeyArn"])["Tags"]]
+    endpoints = boto_session("ec2", REGION).describe_vpc_endpoints(
+        Filters=[{"Name": "tag:tenant", "Values": [FAULT_TENANT]}])["VpcEndpoints"]
+    tracked = {*lake["gateway_endpoint_ids"].values(), *lake["interface_endpoint_ids"].values()}
+    killed_apply["untracked"] = {"kms_keys": len([k for k in keys if k != lake["kms_key_arn"]]),
+                                 "vpc_endpoints": len([e for e in endpoints if e["VpcEndpointId"] not in tracked])}
+    print(f"left behind untracked after the kill: {killed_apply['untracked']}")
 
 
 def test_two_applies_at_once_the_second_fails_on_the_lock_in_one_line(killed_apply, boto_session):
