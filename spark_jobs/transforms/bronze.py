@@ -73,8 +73,11 @@ def split_landing_records(landing_files: DataFrame, landing_format: str) -> Data
         records = F.split(F.col("value"), r"\r?\n")
     else:
         raise ValueError(f"landing format '{landing_format}' is not one of json_array, json_lines")
-    exploded = files.select(
-        "_source_file", file_is_array.alias("_is_element"), F.posexplode(records).alias("_record_index", "_raw"),
+    # Both per-file values are computed in a projection BELOW the explode: selected next to posexplode,
+    # Spark evaluates them above it, once per record, re-parsing the whole file each time (quadratic).
+    per_file = files.select("_source_file", file_is_array.alias("_is_element"), records.alias("_records"))
+    exploded = per_file.select(
+        "_source_file", "_is_element", F.posexplode("_records").alias("_record_index", "_raw"),
     )
     is_blank_text = F.col("_raw").rlike(r"^\s*$")  # a blank line, or a file of whitespace only
     return (
