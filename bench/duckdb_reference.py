@@ -127,22 +127,30 @@ def column_failures_sql(col: ColumnSpec) -> list[tuple[str, str]]:
     return failures
 
 
+def spark_sql_to_duckdb(expr: str) -> str:
+    """A contract rule (Spark SQL) as DuckDB SQL: the subset contracts use differs only in quoting names."""
+    return re.sub(r"`([^`]*)`", lambda m: _ident(m.group(1)), expr)
+
+
 def failure_conditions(contract: Contract) -> list[tuple[str, str]]:
     failures: list[tuple[str, str]] = []
     for col in contract.schema:
         failures += column_failures_sql(col)
     if not contract.allow_extra_fields:
         failures.append((UNKNOWN_FIELDS_RULE, "(len(_unknown_fields) > 0)"))
-    for rule in contract.rules:  # Spark SQL booleans; the contracts' rules are also valid DuckDB SQL
-        failures.append((rule.name, f"(NOT coalesce(({rule.expr}), true))"))
+    for rule in contract.rules:  # Spark SQL booleans; with `quoted` names as "quoted" they are DuckDB SQL too
+        failures.append((rule.name, f"(NOT coalesce(({spark_sql_to_duckdb(rule.expr)}), true))"))
     return failures
 
 
 def flagged_sql(contract: Contract, bronze: str) -> str:
     """SELECT over the bronze relation ``bronze``: lineage, raw texts, typed columns, ``_failed_rules``."""
     known = "[" + ", ".join(_lit(n) for n in contract.column_names) + "]"
-    # _json: the record when it parses (else null), so no JSON function ever sees unparseable text
-    is_object = "coalesce(json_type(_json) = 'OBJECT', false)"
+    # _json: the record when it parses (else null), so no JSON function ever sees unparseable text.
+    # Well-formed as in spark_jobs.transforms.bronze.is_json_object: one strict JSON object, starting
+    # with "{", and no U+FFFD (an invalid UTF-8 byte decoded).
+    is_object = ("coalesce(json_type(_json) = 'OBJECT' AND regexp_matches(_raw, '^\\s*\\{') "
+                 "AND NOT contains(_raw, '\ufffd'), false)")
     raw_fields = ",\n        ".join(
         f"CASE WHEN _is_object THEN json_extract_string(_json, {_lit('$.' + _ident(n))}) END AS {_ident(RAW_PREFIX + n)}"
         for n in contract.column_names

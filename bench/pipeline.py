@@ -31,7 +31,7 @@ import dataclasses
 import json
 import os
 import shutil
-import statistics
+import signal
 import subprocess
 import sys
 import tempfile
@@ -155,8 +155,12 @@ def run_measured(ctx: Context, spec: dict[str, Any], env: dict[str, str] | None 
         log.write(f"\n===== {utc_now()} {label}\n")
         log.flush()
         proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env or ctx.env, stdout=subprocess.PIPE, stderr=log, text=True)
-        with PeakRss(pid=proc.pid) as rss:
-            out, _ = proc.communicate()
+        try:
+            with PeakRss(pid=proc.pid) as rss:
+                out, _ = proc.communicate()
+        except BaseException:  # interrupted: stop exactly this worker and its JVM, then re-raise
+            _kill_tree(proc.pid)
+            raise
     process_s = time.perf_counter() - started
     lines = [line for line in out.splitlines() if line.startswith(RESULT_PREFIX)]
     if proc.returncode != 0 or not lines:
@@ -175,6 +179,22 @@ def run_measured(ctx: Context, spec: dict[str, Any], env: dict[str, str] | None 
     print(f"[bench] {label}: {row['wall_s']}s, {row['rows_per_s']} rows/s, peak python {row['peak_python_mb']} MB, "
           f"jvm {row['peak_jvm_mb']} MB", file=sys.stderr, flush=True)
     return row
+
+
+def _kill_tree(pid: int) -> None:
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        family = root.children(recursive=True) + [root]
+    except psutil.Error:
+        return
+    for process in family:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(family, timeout=10)
 
 
 def generate(ctx: Context, lake: Path, dataset: str, size: int, args: argparse.Namespace) -> float:
@@ -413,6 +433,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["_worker"]:
@@ -425,6 +449,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     args.naive_sizes = args.naive_sizes or [min(args.sizes)]
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill <pid>`: stop the worker and emulator, save what was measured
     started_at, started = utc_now(), time.perf_counter()
     load_start = [round(x, 2) for x in os.getloadavg()]
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="tenantlake-bench-pipeline-"))
@@ -439,60 +464,78 @@ def main(argv: list[str] | None = None) -> int:
     checks: list[dict[str, Any]] = []
     setup: dict[str, Any] = {}
     locals_by_key: dict[tuple[str, int], dict[str, Any]] = {}
-    emulator_state_dir = None
+
+    def save(complete: bool) -> tuple[Path, dict[str, Any]]:
+        """Write the result so far: a run stopped part-way still leaves what it measured (complete: false)."""
+        ratios = compute_ratios(rows, checks)
+        duration = time.perf_counter() - started
+        load_end = [round(x, 2) for x in os.getloadavg()]
+        payload = {
+            "complete": complete,
+            "config": {"sizes": args.sizes, "datasets": datasets, "s3a_size": args.s3a_size,
+                       "naive_sizes": args.naive_sizes, "batch_size": args.batch_size,
+                       "max_files_per_trigger": args.max_files_per_trigger, "bad_rate": args.bad_rate,
+                       "late_rate": args.late_rate, "seed": args.seed, "repeats": 1},
+            "duration_s": round(duration, 1),
+            "load_average_start": load_start,
+            "load_average_end": load_end,
+            "setup_s": setup,
+            "rows": rows,
+            "ratios": ratios,
+            "targets": compute_targets(rows, ratios, max(args.sizes)),
+            "checks": checks,
+            "all_equal": bool(checks) and all(c["equal"] for c in checks),
+            "failures": ctx.failures,
+            "notes": NOTES + [f"{'whole benchmark' if complete else 'INCOMPLETE run, so far'}: {duration / 60:.1f} min; "
+                              f"load average {load_start} at the start, {load_end} at the end (2 cores, shared)"],
+        }
+        return write_result(args.result, payload, started_at=started_at), payload
+
     try:
+        # Smallest size first, then the s3a row, then the larger sizes: a run cut short keeps the most coverage.
         s3a_sizes = [args.s3a_size] if args.s3a_size else []
-        for size in sorted(set(args.sizes) | set(s3a_sizes)):
+        sizes = sorted(set(args.sizes) | set(s3a_sizes))
+        for size in sizes:
             for dataset in datasets:
-                local = bench_local(ctx, dataset, size, args)
+                try:
+                    local = bench_local(ctx, dataset, size, args)
+                except JobError as exc:  # recorded; the other datasets and sizes still run
+                    ctx.failures.append(str(exc))
+                    print(f"bench.pipeline: {exc}", file=sys.stderr)
+                    continue
                 rows += local["rows"]
                 checks += local["checks"]
                 setup[f"datagen_{dataset}_{size}_s"] = local["datagen_s"]
                 locals_by_key[(dataset, size)] = local
-        if s3a_sizes:
-            from infra.local import emulator
+                save(complete=False)
+                if not args.keep and not args.work_dir and size != args.s3a_size:
+                    shutil.rmtree(local["lake"], ignore_errors=True)
+            if size == args.s3a_size and all((d, size) in locals_by_key for d in datasets):
+                try:
+                    _, s3a_env, lake_json = start_s3a(ctx)
+                    for dataset in datasets:
+                        s3a = bench_s3a(ctx, s3a_env, lake_json, dataset, size, locals_by_key[(dataset, size)], args)
+                        rows += s3a["rows"]
+                        checks += s3a["checks"]
+                        setup[f"s3a_upload_{dataset}_{size}_s"] = s3a["upload_s"]
+                        save(complete=False)
+                except Exception as exc:  # noqa: BLE001 - the s3a row failing must not cost the other sizes
+                    ctx.failures.append(f"s3a: {type(exc).__name__}: {str(exc).strip().splitlines()[:1]}")
+                    print(f"bench.pipeline: s3a: {exc}", file=sys.stderr)
+                finally:
+                    from infra.local import emulator
 
-            state, s3a_env, lake_json = start_s3a(ctx)
-            emulator_state_dir = ctx.work / "emulator"
-            for dataset in datasets:
-                s3a = bench_s3a(ctx, s3a_env, lake_json, dataset, args.s3a_size, locals_by_key[(dataset, args.s3a_size)], args)
-                rows += s3a["rows"]
-                checks += s3a["checks"]
-                setup[f"s3a_upload_{dataset}_{args.s3a_size}_s"] = s3a["upload_s"]
-    except JobError as exc:
-        ctx.failures.append(str(exc))
-        print(f"bench.pipeline: {exc}", file=sys.stderr)
+                    emulator.stop(ctx.work / "emulator")
+    except (JobError, KeyboardInterrupt) as exc:
+        ctx.failures.append(str(exc) or "interrupted")
+        print(f"bench.pipeline: {exc or 'interrupted'}", file=sys.stderr)
     finally:
-        if emulator_state_dir is not None:
-            from infra.local import emulator
-
-            emulator.stop(emulator_state_dir)
         if not args.keep and not args.work_dir:
             shutil.rmtree(work, ignore_errors=True)
-    # A size run only for the s3a row is not part of the local table's sizes, but its local rows are kept
-    ratios = compute_ratios(rows, checks)
-    targets = compute_targets(rows, ratios, max(args.sizes))
-    duration = time.perf_counter() - started
-    payload = {
-        "config": {"sizes": args.sizes, "datasets": datasets, "s3a_size": args.s3a_size, "naive_sizes": args.naive_sizes,
-                   "batch_size": args.batch_size, "max_files_per_trigger": args.max_files_per_trigger,
-                   "bad_rate": args.bad_rate, "late_rate": args.late_rate, "seed": args.seed, "repeats": 1},
-        "duration_s": round(duration, 1),
-        "load_average_start": load_start,
-        "load_average_end": [round(x, 2) for x in os.getloadavg()],
-        "setup_s": setup,
-        "rows": rows,
-        "ratios": ratios,
-        "targets": targets,
-        "checks": checks,
-        "all_equal": bool(checks) and all(c["equal"] for c in checks),
-        "failures": ctx.failures,
-        "notes": NOTES + [f"whole benchmark took {duration / 60:.1f} min; load average {load_start} at the start, "
-                          f"{[round(x, 2) for x in os.getloadavg()]} at the end (2 cores)"],
-    }
-    path = write_result(args.result, payload, started_at=started_at)
-    print(format_table(rows, ratios, targets, checks))
-    print(f"\nbench.pipeline: {len(rows)} measurements in {duration / 60:.1f} min -> {path.relative_to(REPO_ROOT)}")
+    path, payload = save(complete=not ctx.failures)
+    print(format_table(rows, payload["ratios"], payload["targets"], checks))
+    print(f"\nbench.pipeline: {len(rows)} measurements in {payload['duration_s'] / 60:.1f} min -> "
+          f"{path.relative_to(REPO_ROOT)}")
     return 1 if ctx.failures or not payload["all_equal"] else 0
 
 
