@@ -172,6 +172,9 @@ def job_run(spark: SparkSession, lake: LakeConfig, contract: Contract, layer: st
         started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), code_version=code_version(),
         date=date,
     )
+    # Per layer, not only per session: in run-all the endpoint may go away between two layers, and s3a
+    # would retry for minutes (the manifest write included) instead of failing.
+    check_endpoint(lake)
     run = JobRun(spark=spark, lake=lake, contract=contract, layer=layer, manifest=manifest, progress=progress)
     run.stage("start", run_id=manifest.run_id)
     try:

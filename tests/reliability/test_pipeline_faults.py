@@ -73,6 +73,7 @@ def in_process(spark, tmp_path, monkeypatch, capsys):
         code = main(list(args))
         return code, capsys.readouterr().err
 
+    run.spark = spark
     return run
 
 
@@ -446,3 +447,20 @@ def test_emulator_restart_between_layers_fails_in_one_line_then_a_rerun_succeeds
                 after_restart=_error_lines(lost.stderr)[0], events=sum(counts.values()), lost=0, duplicated=0)
     finally:
         emu.stop(emu_dir)
+
+
+def test_every_layer_checks_the_endpoint_first_so_run_all_stops_at_the_layer_after_an_outage(in_process):
+    """run-all runs each layer on one session: the check is per layer, before anything touches the lake
+    (a manifest write included, which s3a would retry for minutes)."""
+    from infra.local.emulator import free_port
+    from spark_jobs.cli import run_layer
+    from spark_jobs.jobs.runtime import EndpointUnreachable
+
+    endpoint = f"https://127.0.0.1:{free_port()}"  # nothing listens there
+    lake = LakeConfig(lake_uri="s3a://tenantlake-gone", kms_key_arn="arn:aws:kms:eu-west-1:123456789012:key/gone",
+                      s3_endpoint=endpoint)
+    started = time.monotonic()
+    for layer in ("bronze", "silver", "gold"):
+        with pytest.raises(EndpointUnreachable, match=f"^cannot reach S3 endpoint {endpoint}: connection refused"):
+            run_layer(in_process.spark, lake, DATASET, layer, progress=lambda _: None)
+    assert time.monotonic() - started < 5
