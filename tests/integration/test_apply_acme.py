@@ -239,6 +239,8 @@ def test_globex_applied_alongside_leaves_acme_untouched_and_acme_replans_clean(l
         globex_out, _ = globex.communicate(timeout=900)
     assert replan.returncode == 0, _fail(replan, "second make plan TENANT=acme (0 = no changes)")
     assert "No changes." in replan.stdout
+    # acme's fixture network was applied by this emulator and is unchanged: the re-plan skips its no-op apply
+    assert "is up to date (applied by this emulator); skipped" in replan.stdout + replan.stderr
     assert globex.returncode == 0, "make apply TENANT=globex failed:\n" + "\n".join(globex_out.splitlines()[-25:])
 
     after = s3.head_object(Bucket=STATE_BUCKET, Key=f"tenants/{TENANT}/terraform.tfstate")
