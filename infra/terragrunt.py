@@ -801,6 +801,28 @@ def _import_id(run: TenantRun, address: str, name: str, env: Mapping[str, str]) 
     return None
 
 
+def untracked_leftovers(run: TenantRun, env: Mapping[str, str]) -> list[str]:
+    """VPC endpoints and KMS keys tagged with the tenant that its state does not hold (a killed apply's)."""
+    values = outputs(run.name)
+    tracked = {*values.get("gateway_endpoint_ids", {}).values(), *values.get("interface_endpoint_ids", {}).values(),
+               values.get("kms_key_arn")}
+    tenant_tag = {"Name": "tag:tenant", "Values": [run.config.tenant_id]}
+    ec2 = _boto_client("ec2", run.config.region, env)
+    found = [e["VpcEndpointId"] for e in ec2.describe_vpc_endpoints(Filters=[
+        tenant_tag, {"Name": "vpc-id", "Values": list(run.config.vpc_ids)}])["VpcEndpoints"]
+        if e["VpcEndpointId"] not in tracked and e["State"].lower() not in ("deleting", "deleted")]
+    kms = _boto_client("kms", run.config.region, env)
+    for page in kms.get_paginator("list_keys").paginate():
+        for key in page["Keys"]:
+            if key["KeyArn"] in tracked:
+                continue
+            tags = kms.list_resource_tags(KeyId=key["KeyArn"]).get("Tags", [])
+            if {"TagKey": "tenant", "TagValue": run.config.tenant_id} in tags and \
+                    kms.describe_key(KeyId=key["KeyArn"])["KeyMetadata"]["KeyState"] not in ("PendingDeletion",):
+                found.append(key["KeyArn"])
+    return found
+
+
 def adopt_orphans(run: TenantRun, folder: Path, output: list[str], env: Mapping[str, str], echo: Printer) -> int:
     """Write import blocks for the tenant's orphaned resources; returns how many (0: nothing to adopt).
 
@@ -892,14 +914,27 @@ def fallback(run: TenantRun, command: str, env: Mapping[str, str], extra: list[s
                           ok_codes=(0, 2) if "-detailed-exitcode" in extra else (0,), tenant=run.name)
     if command in ("apply", "destroy"):
         args = [command, "-input=false", "-auto-approve", *lock, *extra]
-        for _ in range(ADOPTION_ROUNDS):
+        adopted = 0
+        for attempt in range(ADOPTION_ROUNDS + 1):
             try:
-                return _terraform(args, folder, env, echo, command, tenant=run.name)
+                code = _terraform(args, folder, env, echo, command, tenant=run.name)
             except TerraformFailed as failed:
-                # An adopted resource can reveal the next one (a security group, then its rule): repeat.
-                if command != "apply" or not adopt_orphans(run, folder, failed.output, env, echo):
+                if command != "apply" or attempt == ADOPTION_ROUNDS:
                     raise
-        return _terraform(args, folder, env, echo, command, tenant=run.name)
+                # An adopted resource can reveal the next one (a security group, then its rule): repeat.
+                found = adopt_orphans(run, folder, failed.output, env, echo)
+                if not found:
+                    raise
+                adopted += found
+                continue
+            if adopted:
+                leftovers = untracked_leftovers(run, env)
+                if leftovers:
+                    echo(f"tenant '{run.name}': left behind by the interrupted apply and not tracked (no unique name "
+                         f"to adopt): {', '.join(leftovers)}; check and delete them (ec2 delete-vpc-endpoints, "
+                         "kms schedule-key-deletion)")
+            return code
+        raise AssertionError("unreachable: every round returns or raises")
     if command == "force-unlock":
         return _terraform(["force-unlock", "-force", *extra], folder, env, echo, "force-unlock", tenant=run.name)
     raise TerragruntError(f"unknown command {command}")

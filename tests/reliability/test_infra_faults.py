@@ -203,9 +203,18 @@ def test_documented_recovery_converges(killed_apply, boto_session):
     endpoints = boto_session("ec2", REGION).describe_vpc_endpoints(
         Filters=[{"Name": "tag:tenant", "Values": [FAULT_TENANT]}])["VpcEndpoints"]
     tracked = {*lake["gateway_endpoint_ids"].values(), *lake["interface_endpoint_ids"].values()}
-    killed_apply["untracked"] = {"kms_keys": len([k for k in keys if k != lake["kms_key_arn"]]),
-                                 "vpc_endpoints": len([e for e in endpoints if e["VpcEndpointId"] not in tracked])}
+    stray_keys = [k for k in keys if k != lake["kms_key_arn"]]
+    stray_endpoints = [e["VpcEndpointId"] for e in endpoints if e["VpcEndpointId"] not in tracked]
+    killed_apply["untracked"] = {"kms_keys": len(stray_keys), "vpc_endpoints": len(stray_endpoints)}
     print(f"left behind untracked after the kill: {killed_apply['untracked']}")
+    # ... and the runner names exactly those, in one line, for the operator to check and delete.
+    warned = [line for line in reapply.stdout.splitlines() if "left behind by the interrupted apply" in line]
+    if stray_keys or stray_endpoints:
+        (line,) = warned
+        named = line.split("(no unique name to adopt): ", 1)[1].split("; check and delete", 1)[0].split(", ")
+        assert sorted(named) == sorted([*stray_endpoints, *stray_keys])
+    else:
+        assert warned == []
 
 
 def test_two_applies_at_once_the_second_fails_on_the_lock_in_one_line(killed_apply, boto_session):
