@@ -385,8 +385,8 @@ def compute_targets(rows: list[dict[str, Any]], ratios: list[dict[str, Any]], la
         worst = max(big, key=lambda r: r.get("peak_total_mb", 0))
         targets.append(target_line(
             f"peak RSS (Python + JVM) at {worst['size']:,} events, worst job ({worst['dataset']} {worst['storage']} "
-            f"{worst['layer']} {worst['variant']})", round(worst.get("peak_total_mb", 0)), TARGETS["peak_rss_mb_5m"],
-            higher_is_better=False, unit=" MB"))
+            f"{worst['layer']} {worst['variant']})", round(worst.get("peak_total_mb", 0) / 1024, 2),
+            TARGETS["peak_rss_mb_5m"] / 1024, higher_is_better=False, unit=" GB"))
     return targets
 
 
