@@ -33,7 +33,7 @@ def _num(value: Any, digits: int = 1) -> str:
     return str(value)
 
 
-def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> list[str]:
+def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str]], digits: int = 1) -> list[str]:
     """Markdown table; ``columns`` are (key, header); a column absent from every row is dropped."""
     present = [(key, header) for key, header in columns if any(key in row for row in rows)]
     if not present:
@@ -41,7 +41,7 @@ def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> list[s
     lines = ["| " + " | ".join(header for _, header in present) + " |",
              "|" + "|".join("---" for _ in present) + "|"]
     for row in rows:
-        lines.append("| " + " | ".join(_num(row.get(key)) for key, _ in present) + " |")
+        lines.append("| " + " | ".join(_num(row.get(key), digits) for key, _ in present) + " |")
     return lines
 
 
@@ -81,7 +81,10 @@ def _section(title: str, result: dict[str, Any], path: Path, columns: list[tuple
     lines += _table(result.get("rows") or [], columns)
     ratios = result.get("ratios")
     if isinstance(ratios, list) and ratios:
-        lines += ["", *_table(ratios, RATIO_COLUMNS)]
+        ratio_keys = ("ours_over_duckdb", "tuned_over_naive", "validation_overhead")
+        with_ratios = [row for row in ratios if any(row.get(key) is not None for key in ratio_keys)]
+        lines += ["", "Ratios (throughput ratios; validation overhead = time with / without expectations − 1):", "",
+                  *_table(with_ratios, RATIO_COLUMNS, digits=3)]
     lines += _targets(result)
     notes = result.get("notes") or []
     if notes:
