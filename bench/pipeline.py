@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -53,34 +54,18 @@ RESULT_PREFIX = "BENCH_RESULT "
 
 
 # ---------------------------------------------------------------------------- worker (one job, one process)
-def parse_records_inferring_schema(bronze, contract):
+def parse_records_inferring_schema(bronze, contract, _parse):
     """``silver.parse_records`` as a naive job writes it: the JSON schema is inferred from every
     record (a full extra pass, Spark's default samplingRatio 1.0) instead of taken from the contract.
     Inferred fields are read back as text, so the contract's rules see the same values."""
     from pyspark.sql import DataFrame
-    from pyspark.sql import functions as F
     from pyspark.sql import types as T
-
-    from spark_jobs.transforms import silver as silver_tx
-    from spark_jobs.transforms.bronze import is_json_object
 
     spark = bronze.sparkSession
     texts = getattr(bronze.select("_raw")._jdf, "as")(spark._jvm.org.apache.spark.sql.Encoders.STRING())
     inferred = DataFrame(spark.read._jreader.json(texts), spark).schema
     schema = T.StructType([f for f in inferred.fields if f.name != "_corrupt_record"])
-    parsed = F.from_json(F.col("_raw"), schema)
-    present = set(schema.fieldNames())
-    all_fields = F.map_keys(F.from_json(F.col("_raw"), T.MapType(T.StringType(), T.StringType())))
-    known_fields = F.array(*[F.lit(name) for name in contract.column_names])
-    with_text = bronze.select(
-        "_raw",
-        (F.col("_is_malformed") | ~is_json_object(F.col("_raw"))).alias("_is_malformed"),
-        F.coalesce(F.array_except(all_fields, known_fields), F.array().cast("array<string>")).alias("_unknown_fields"),
-        *silver_tx.LINEAGE_COLUMNS,
-        *[(parsed.getField(name).cast("string") if name in present else F.lit(None).cast("string"))
-          .alias(f"{silver_tx.RAW_PREFIX}{name}") for name in contract.column_names],
-    )
-    return with_text.select("*", *[silver_tx._typed(col).alias(col.name) for col in contract.schema])
+    return _parse(bronze, contract, read_schema=schema)
 
 
 def _spark_worker(spec: dict[str, Any]) -> dict[str, Any]:
@@ -95,7 +80,7 @@ def _spark_worker(spec: dict[str, Any]) -> dict[str, Any]:
     if spec["variant"] == "naive":
         from spark_jobs.transforms import silver as silver_tx
 
-        silver_tx.parse_records = parse_records_inferring_schema
+        silver_tx.parse_records = functools.partial(parse_records_inferring_schema, _parse=silver_tx.parse_records)
         spark = build_session(f"bench-{spec['layer']}-naive", shuffle_partitions=NAIVE_SHUFFLE_PARTITIONS,
                               extra_conf={"spark.hadoop.mapreduce.fileoutputcommitter.algorithm.version": "1"})
     else:

@@ -57,13 +57,17 @@ def _typed(col: ColumnSpec) -> Column:
     raise ValueError(f"column {col.name}: unsupported type {col.type}")
 
 
-def parse_records(bronze: DataFrame, contract: Contract) -> DataFrame:
+def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructType | None = None) -> DataFrame:
     """Bronze rows -> bronze lineage + ``_raw`` + ``_is_malformed`` + raw text and typed value per column.
 
     Malformed means: flagged in bronze, or not a JSON object (checked again: bronze may predate a fix).
+    ``read_schema`` (default: every contract column as text) is the JSON schema ``_raw`` is read with;
+    each contract column is taken from it as text (null when the schema lacks it). Only the naive
+    benchmark baseline passes one (an inferred schema).
     """
-    text_schema = T.StructType([T.StructField(name, T.StringType()) for name in contract.column_names])
-    parsed = F.from_json(F.col("_raw"), text_schema)
+    read_schema = read_schema or T.StructType([T.StructField(name, T.StringType()) for name in contract.column_names])
+    parsed = F.from_json(F.col("_raw"), read_schema)
+    present = set(read_schema.fieldNames())
     all_fields = F.map_keys(F.from_json(F.col("_raw"), T.MapType(T.StringType(), T.StringType())))
     known_fields = F.array(*[F.lit(name) for name in contract.column_names])
     with_text = bronze.select(
@@ -71,7 +75,8 @@ def parse_records(bronze: DataFrame, contract: Contract) -> DataFrame:
         (F.col("_is_malformed") | ~is_json_object(F.col("_raw"))).alias("_is_malformed"),
         F.coalesce(F.array_except(all_fields, known_fields), F.array().cast("array<string>")).alias("_unknown_fields"),
         *LINEAGE_COLUMNS,
-        *[parsed.getField(name).alias(_raw_name(name)) for name in contract.column_names],
+        *[(parsed.getField(name).cast("string") if name in present else F.lit(None).cast("string"))
+          .alias(_raw_name(name)) for name in contract.column_names],
     )
     return with_text.select(
         "*",
