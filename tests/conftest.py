@@ -55,6 +55,21 @@ def emulator():
         shutil.rmtree(TEST_STATE_DIR, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
+def iam_enforcing_emulator(tmp_path_factory):
+    """A moto server of the module's own that authorises requests against IAM (moto's
+    ``INITIAL_NO_AUTH_ACTION_COUNT``): the first 3 requests (the test's admin user, its policy and its
+    access key) go unauthenticated, every later one is checked against the caller's identity policies."""
+    from infra.local import emulator as emu
+
+    state_dir = tmp_path_factory.mktemp("iam-emulator")
+    state, _ = emu.start(state_dir, extra_env={"INITIAL_NO_AUTH_ACTION_COUNT": "3"})
+    try:
+        yield state
+    finally:
+        emu.stop(state_dir)
+
+
 @pytest.fixture(scope="session")
 def aws_env(emulator):
     """Environment variables pointing SDKs at the session emulator."""

@@ -198,25 +198,11 @@ ADMIN_POLICY = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Acti
 
 
 @pytest.fixture(scope="module")
-def enforcing(tmp_path_factory):
-    from infra.local import emulator as emu
-
-    state_dir = tmp_path_factory.mktemp("isolation-iam-emulator")
-    # The first 3 requests (the admin user, its policy and its key) go unauthenticated; every later one is
-    # authorised against IAM.
-    state, _ = emu.start(state_dir, extra_env={"INITIAL_NO_AUTH_ACTION_COUNT": "3"})
-    try:
-        yield state
-    finally:
-        emu.stop(state_dir)
-
-
-@pytest.fixture(scope="module")
-def job_role_sessions(tenants, enforcing, aws_env):
+def job_role_sessions(tenants, iam_enforcing_emulator, aws_env):
     """Per tenant: an S3 and a KMS client as its job role (real applied permission policy) on the enforcing
     emulator, plus an admin S3 client.  The trust names the test's user: moto 5.2.5 answers the job role's
     own AssumeRoleWithWebIdentity with a 500 when it enforces IAM (the call is unsigned)."""
-    kw = {"endpoint": enforcing.endpoint, "ca": enforcing.ca_bundle}
+    kw = {"endpoint": iam_enforcing_emulator.endpoint, "ca": iam_enforcing_emulator.ca_bundle}
     iam = _client(aws_env, "iam", **kw)
     iam.create_user(UserName="deployer")
     iam.put_user_policy(UserName="deployer", PolicyName="admin", PolicyDocument=json.dumps(ADMIN_POLICY))

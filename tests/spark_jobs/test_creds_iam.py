@@ -18,19 +18,6 @@ BUCKET = "credsiam-eu-west-1-lake"
 ADMIN_POLICY = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
 
 
-@pytest.fixture(scope="module")
-def enforcing(tmp_path_factory):
-    from infra.local import emulator as emu
-
-    state_dir = tmp_path_factory.mktemp("iam-emulator")
-    # The first 3 requests (creating the admin user, its policy and key) go unauthenticated.
-    state, _ = emu.start(state_dir, extra_env={"INITIAL_NO_AUTH_ACTION_COUNT": "3"})
-    try:
-        yield state
-    finally:
-        emu.stop(state_dir)
-
-
 def _client(state, service, key_id="testing", secret="testing", token=None):
     import boto3
 
@@ -38,25 +25,25 @@ def _client(state, service, key_id="testing", secret="testing", token=None):
                         aws_access_key_id=key_id, aws_secret_access_key=secret, aws_session_token=token)
 
 
-def test_role_policy_is_enforced_session_policy_is_not(enforcing, monkeypatch):
+def test_role_policy_is_enforced_session_policy_is_not(iam_enforcing_emulator, monkeypatch):
     from modules.job_roles import ROLE_ACCESS, permission_statements
     from modules.policy_document import policy_json
     from spark_jobs import creds
     from botocore.exceptions import ClientError
 
-    iam = _client(enforcing, "iam")
+    iam = _client(iam_enforcing_emulator, "iam")
     iam.create_user(UserName="deployer")
     iam.put_user_policy(UserName="deployer", PolicyName="admin", PolicyDocument=json.dumps(ADMIN_POLICY))
     key = iam.create_access_key(UserName="deployer")["AccessKey"]
     admin = {"key_id": key["AccessKeyId"], "secret": key["SecretAccessKey"]}
-    kms_arn = _client(enforcing, "kms", **admin).create_key()["KeyMetadata"]["Arn"]
-    s3_admin = _client(enforcing, "s3", **admin)
+    kms_arn = _client(iam_enforcing_emulator, "kms", **admin).create_key()["KeyMetadata"]["Arn"]
+    s3_admin = _client(iam_enforcing_emulator, "s3", **admin)
     s3_admin.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
     # The module trusts the account root; moto matches trust principals literally (the root does not
     # stand for the account's users there), so the deployer is named as well.
     trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {
         "AWS": ["arn:aws:iam::123456789012:root", "arn:aws:iam::123456789012:user/deployer"]}}]}
-    iam_admin = _client(enforcing, "iam", **admin)
+    iam_admin = _client(iam_enforcing_emulator, "iam", **admin)
     role_arn = iam_admin.create_role(RoleName="credsiam-lake-ingest-writer",
                                      AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
     statements = permission_statements(ROLE_ACCESS["ingest_writer"], f"arn:aws:s3:::{BUCKET}", kms_arn, "unused")
@@ -66,9 +53,10 @@ def test_role_policy_is_enforced_session_policy_is_not(enforcing, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", admin["key_id"])
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", admin["secret"])
     target = creds.IngestTarget(tenant="credsiam", bucket=BUCKET, region=REGION, kms_key_arn=kms_arn,
-                                role_arn=role_arn, endpoint=enforcing.endpoint, ca_bundle=enforcing.ca_bundle)
+                                role_arn=role_arn, endpoint=iam_enforcing_emulator.endpoint,
+                                ca_bundle=iam_enforcing_emulator.ca_bundle)
     vended = creds.vend(target, "landing/iot", ttl=900)
-    s3 = _client(enforcing, "s3", vended.access_key_id, vended.secret_access_key, vended.session_token)
+    s3 = _client(iam_enforcing_emulator, "s3", vended.access_key_id, vended.secret_access_key, vended.session_token)
     sse = {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": kms_arn}
 
     s3.put_object(Bucket=BUCKET, Key="landing/iot/ok.json", Body=b"[]", **sse)
