@@ -77,7 +77,7 @@ synth: $(VENV)/.installed ## Synthesize the tenant Terraform module into infra/b
 .PHONY: policy
 policy: $(VENV)/.installed $(CHECKOV_VENV)/.installed ## checkov gate (built-in + policies/checks) on the synthesized module
 	$(PY) -m policies.gate
-# Tenants (issue 4): infra/terragrunt.py validates the tenant file(s) first, starts/reuses the emulator
+# Tenants (issue 4): infra/terragrunt/ (the runner package) validates the tenant file(s) first, starts/reuses the emulator
 # when TENANTLAKE_ENV=local (the default), then runs terragrunt, or its documented fallback when terragrunt
 # is not on PATH. TF_ARGS goes to terraform (e.g. TF_ARGS=-detailed-exitcode); TENANTS_DIR defaults to tenants.
 # The *-all targets run PARALLELISM tenants at once, or N with `make -jN`.

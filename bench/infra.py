@@ -261,12 +261,13 @@ NETWORK_SNIPPET = """
 import json, sys, time
 from pathlib import Path
 from infra import terragrunt as tg
+from infra.terragrunt import cli
 import os
 os.environ.update(tg.static_env())
 folder = Path(sys.argv[1])
 runs = tg.load_all(folder)
 started = time.monotonic()
-tg._prepare(runs, "plan", tg._printer("[network] "), folder)
+cli.prepare(runs, "plan", cli.printer("[network] "), folder)
 print(json.dumps({"seconds": time.monotonic() - started, "tenants": len(runs)}))
 """
 
@@ -322,9 +323,9 @@ def bench_plans(workspace: Path, counts: list[int], parallelisms: list[int], mod
         out["network_create"] = ensure_networks(largest, env, "network-create")
         out["network_check"] = ensure_networks(largest, env, "network-check")
         # What the skip saves: one tenant's network applied again although nothing changed.
-        from infra import terragrunt as tg
+        from infra.terragrunt import fixture_network
 
-        (state_dir / "network" / configs[0].config.vpc_ids[0] / tg.NETWORK_MARKER).unlink(missing_ok=True)
+        (state_dir / "network" / configs[0].config.vpc_ids[0] / fixture_network.NETWORK_MARKER).unlink(missing_ok=True)
         out["network_reapply_one"] = ensure_networks(roots[1], env, "network-reapply")
         one = tenant_ids(1)
         out["plan_one"] = make_plan(["plan", f"TENANT={one[0]}", f"TENANTS_DIR={roots[1]}"], env, one, "plan-one.log",

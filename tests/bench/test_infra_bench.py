@@ -14,6 +14,7 @@ import pytest
 
 from bench import infra as bench_infra
 from infra import terragrunt as tg
+from infra.terragrunt import cli, fixture_network
 from infra.local.network import fixture_ids
 
 REPO = bench_infra.REPO_ROOT
@@ -45,8 +46,8 @@ def test_twenty_synthetic_tenants_are_valid_distinct_tenants_with_a_mix_of_regio
 
 def test_the_counted_markers_are_what_the_runner_prints():
     # If either message changed, the benchmark would count 0 syntheses / 0 skipped networks and prove nothing.
-    assert bench_infra.RESYNTH_MARK in inspect.getsource(tg.synth_if_stale)
-    assert bench_infra.NETWORK_SKIP_MARK in inspect.getsource(tg.ensure_network)
+    assert bench_infra.RESYNTH_MARK in inspect.getsource(cli.synth_if_stale)
+    assert bench_infra.NETWORK_SKIP_MARK in inspect.getsource(fixture_network.ensure_network)
 
 
 def test_plan_output_summary_counts_syntheses_phases_and_plans():

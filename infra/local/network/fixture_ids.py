@@ -10,7 +10,7 @@ the one random generator every id comes from.  So the fixture network seeds moto
 creates each VPC, and the VPC id is then a pure function of the seed:
 ``"vpc-" + 17 x random.Random(seed).choice(hex)``.  The seed of a tenant's n-th fixture VPC is
 derived from ``(tenant_id, n)``, so ``fixture_vpc_id("acme", 0)`` is what ``tenants/acme`` lists,
-and ``tests/infra/test_terragrunt.py`` checks every tenant file against it.  The network config
+and ``tests/infra/terragrunt/test_config.py`` checks every tenant file against it.  The network config
 also asserts (a Terraform postcondition) that the created VPC got the expected id.
 
 Nothing else may create EC2 resources in the emulator between the seed and the CreateVpc call;

@@ -3,7 +3,7 @@
 # its S3 gateway endpoint has route tables to attach to. Never used with TENANTLAKE_ENV=aws, where
 # tenants name their real VPCs.
 #
-# The runner (infra/terragrunt.py) applies one copy per fixture VPC, with state in the emulator's
+# The runner (infra/terragrunt/fixture_network.py) applies one copy per fixture VPC, with state in the emulator's
 # state bucket under network/<vpc id>/terraform.tfstate.  Moto cannot be told a VPC id, so the VPC
 # is created right after reseeding moto (see infra/local/network/fixture_ids.py), and a
 # postcondition checks that it got exactly the id the tenant file lists.
