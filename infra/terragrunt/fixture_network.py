@@ -9,30 +9,20 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any, Mapping
 
 from infra.terragrunt.config import TenantRun
 from infra.terragrunt.environment import DEFAULT_STATE_REGION, REPO_ROOT, state_dir
 from infra.terragrunt.environment import boto_client as _boto_client
-from infra.terragrunt.errors import TerragruntError
 from infra.terragrunt.terraform import LOCK_TIMEOUT, Printer, backend_hcl, terraform, tf_vars
 
 NETWORK_DIR = REPO_ROOT / "infra" / "local" / "network"
-NETWORK_ATTEMPTS = 3  # fixture VPC creation, when another client shifted moto's ids (see ensure_network)
 
 
 def ensure_network(run: TenantRun, env: Mapping[str, str], echo: Printer) -> None:
     """Create the tenant's fixture VPC(s) in the emulator, with the exact ids the tenant file lists."""
-    from infra.local.network import fixture_ids
-
-    for index, vpc_id in enumerate(run.config.vpc_ids):
-        expected = fixture_ids.fixture_vpc_id(run.config.tenant_id, index)
-        if vpc_id != expected:
-            raise TerragruntError(
-                f"tenant '{run.name}': vpc_ids[{index}] {vpc_id} is not a local fixture VPC; in TENANTLAKE_ENV=local "
-                f"it must be {expected} (python -m infra.local.network.fixture_ids id {run.config.tenant_id} {index})")
+    for vpc_id in run.config.vpc_ids:
         folder = state_dir() / "network" / vpc_id
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copy2(NETWORK_DIR / "main.tf", folder / "main.tf")
@@ -40,9 +30,7 @@ def ensure_network(run: TenantRun, env: Mapping[str, str], echo: Printer) -> Non
         (folder / "backend.hcl").write_text(backend_hcl(backend))
         variables = tf_vars({
             "tenant_id": run.config.tenant_id, "region": run.config.region, "vpc_id": vpc_id,
-            "id_seed": fixture_ids.fixture_seed(run.config.tenant_id, index),
-            "endpoint": env["TENANTLAKE_AWS_ENDPOINT"], "ca_bundle": env["AWS_CA_BUNDLE"],
-            "python": sys.executable, "repo_root": str(REPO_ROOT)})
+            "endpoint": env["TENANTLAKE_AWS_ENDPOINT"], "ca_bundle": env["AWS_CA_BUNDLE"]})
         tf_env = {**env, **variables}
         fingerprint = _network_fingerprint(variables)
         if _network_up_to_date(folder, fingerprint, run.config.region, vpc_id, backend, env):
@@ -50,20 +38,9 @@ def ensure_network(run: TenantRun, env: Mapping[str, str], echo: Printer) -> Non
             continue
         (folder / NETWORK_MARKER).unlink(missing_ok=True)
         terraform(["init", "-input=false", "-reconfigure", "-backend-config=backend.hcl"], folder, tf_env, echo,
-                   "init (fixture network)")
-        # One operation at a time: nothing may draw moto ids between the reseed and CreateVpc.  Every
-        # moto response draws a request id from the same generator, so a concurrent client can still
-        # shift it; the postcondition then fails, and the VPC is destroyed and created once more.
-        apply = ["apply", "-input=false", "-auto-approve", "-parallelism=1", f"-lock-timeout={LOCK_TIMEOUT}"]
-        for attempt in range(1, NETWORK_ATTEMPTS + 1):
-            try:
-                terraform(apply, folder, tf_env, echo, "apply (fixture network)")
-                break
-            except TerragruntError:
-                if attempt == NETWORK_ATTEMPTS:
-                    raise
-                echo(f"fixture network of {run.name}: retrying ({attempt}/{NETWORK_ATTEMPTS - 1}) after a clean destroy")
-                terraform(["destroy", *apply[1:]], folder, tf_env, echo, "destroy (fixture network)")
+                  "init (fixture network)")
+        terraform(["apply", "-input=false", "-auto-approve", f"-lock-timeout={LOCK_TIMEOUT}"], folder, tf_env, echo,
+                  "apply (fixture network)")
         marker = {**fingerprint, "state_etag": _state_etag(backend, env)}
         (folder / NETWORK_MARKER).write_text(json.dumps(marker, indent=2, sort_keys=True) + "\n")
 

@@ -6,7 +6,6 @@ import pytest
 
 from infra import tenant as tenant_model
 from infra import terragrunt as tg
-from infra.local.network import fixture_ids
 from tests.infra.terragrunt.conftest import (REPO, SAMPLE_TENANTS, TENANTS, raw_inputs, tenant_file,
                                              write_tenant)
 
@@ -110,9 +109,3 @@ def test_tenant_id_must_match_its_directory(scratch_tenants):
 def test_unknown_tenant_lists_the_known_ones():
     with pytest.raises(tg.TerragruntError, match=r"unknown tenant 'nope'.*\(tenants: acme, globex, initech\)"):
         tg.load_tenant("nope", TENANTS)
-
-
-@pytest.mark.parametrize("name", sorted(SAMPLE_TENANTS))
-def test_local_vpc_ids_are_the_fixture_network_ids(name):
-    cfg = tg.load_tenant(name, TENANTS).config
-    assert list(cfg.vpc_ids) == [fixture_ids.fixture_vpc_id(name, i) for i in range(len(cfg.vpc_ids))]

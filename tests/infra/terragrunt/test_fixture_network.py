@@ -1,17 +1,15 @@
-"""infra/terragrunt/fixture_network.py and infra/local/network/fixture_ids.py: the fixture VPC id moto gives."""
+"""infra/terragrunt/fixture_network.py and infra/local/network/fixture_ids.py: the suggested fixture VPC ids."""
 from __future__ import annotations
 
+import re
+
+from infra import tenant as tenant_model
 from infra.local.network import fixture_ids
 
 
-def test_fixture_vpc_id_is_what_moto_generates_after_the_seed():
-    """Same generator moto uses (moto.ec2.utils.random_vpc_id over mock_random), seeded the same way."""
-    from moto.ec2 import utils as ec2_utils
-    from moto.moto_api._internal import mock_random
-
-    state = mock_random.getstate()
-    try:
-        mock_random.seed(fixture_ids.fixture_seed("acme"))
-        assert ec2_utils.random_vpc_id() == fixture_ids.fixture_vpc_id("acme")
-    finally:
-        mock_random.setstate(state)
+def test_suggested_fixture_vpc_ids_are_valid_stable_and_distinct():
+    ids = {fixture_ids.fixture_vpc_id(t, i) for t in ("acme", "globex", "initech") for i in range(3)}
+    assert len(ids) == 9
+    assert all(re.match(tenant_model.VPC_ID_RE, v) for v in ids)
+    assert fixture_ids.fixture_vpc_id("acme") == fixture_ids.fixture_vpc_id("acme", 0)
+    assert fixture_ids.main(["id", "acme"]) == 0
