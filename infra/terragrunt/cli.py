@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Mapping
 
 from infra import tenant as tenant_model
+from infra.terragrunt.adoption import ADOPT_FLAG_ENV
 from infra.terragrunt.binary import real_terragrunt, terragrunt_binary
 from infra.terragrunt.config import TenantRun, check_no_collisions, load_all, load_tenant, tenant_names
 from infra.terragrunt.environment import (DEFAULT_TENANTS_DIR, REPO_ROOT, env_name, ensure_state_bucket, rel,
@@ -154,10 +155,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tenants-dir", default=str(DEFAULT_TENANTS_DIR), help="default: tenants/")
     parser.add_argument("--lock-id", default=None,
                         help="force-unlock: the lock ID a killed run left (printed by the run that found the lock)")
+    parser.add_argument("--adopt-orphans", action="store_true",
+                        help="TENANTLAKE_ENV=aws: adopt what a killed apply left (only resources tagged with the tenant); "
+                             "local runs always adopt")
     parser.add_argument("--parallelism", type=int, default=DEFAULT_PARALLELISM,
                         help=f"tenants run at once by plan-all/apply-all (default {DEFAULT_PARALLELISM})")
     args = parser.parse_args(argv)
     tenants_dir = Path(args.tenants_dir)
+    if args.adopt_orphans:
+        os.environ[ADOPT_FLAG_ENV] = "1"
     try:
         os.environ.update(static_env())
         if args.command == "synth-if-stale":
