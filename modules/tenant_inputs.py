@@ -82,10 +82,29 @@ class TenantInputs(Construct):
                 _check(f"length(var.data_classification) > 0 && alltrue([for c in var.data_classification : contains({classes}, c)])",
                        "data_classification", rules["data_classification"].format(classifications=", ".join(model.CLASSIFICATIONS))),
             ])
-        vpc_ids = var("vpc_ids", "list(string)", "The tenant's existing VPCs; the lake is reachable only through their endpoints.", checks=[
-            _check("length(var.vpc_ids) > 0 && length(distinct(var.vpc_ids)) == length(var.vpc_ids) && "
+        vpc_ids = var("vpc_ids", "list(string)",
+                      "VPCs the tenant brings itself; the module creates their S3 gateway and interface endpoints. "
+                      "Empty when the tenant uses a shared network (shared_gateway_endpoint_ids).", default=[], checks=[
+            _check("length(distinct(var.vpc_ids)) == length(var.vpc_ids) && "
                    f"alltrue([for v in var.vpc_ids : {_regex(model.VPC_ID_RE, 'v')}])", "vpc_ids", rules["vpc_ids"]),
+            _check("length(var.vpc_ids) > 0 || length(var.shared_gateway_endpoint_ids) > 0", "vpc_ids", rules["network"]),
+            _check("length(setintersection(toset(var.vpc_ids), toset(keys(var.shared_gateway_endpoint_ids)))) == 0",
+                   "vpc_ids", rules["vpc_overlap"]),
         ])
+        endpoint_re = model.VPC_ENDPOINT_ID_RE
+        var("shared_gateway_endpoint_ids", "map(string)",
+            "VPC id => S3 gateway endpoint id of a shared cluster network (the platform network unit's "
+            "gateway_endpoint_ids output); the module creates no endpoint in those VPCs.", default={}, checks=[
+                _check(f"alltrue([for k, v in var.shared_gateway_endpoint_ids : {_regex(model.VPC_ID_RE, 'k')} && "
+                       f"{_regex(endpoint_re, 'v')}])", "shared_gateway_endpoint_ids", rules["shared_endpoints"]),
+            ])
+        var("shared_interface_endpoint_ids", "map(string)",
+            "\"<VPC id>.<service>\" => interface endpoint id of that shared network (its interface_endpoint_ids "
+            "output), reported in this module's interface_endpoint_ids.", default={}, checks=[
+                _check(f"alltrue([for k, v in var.shared_interface_endpoint_ids : "
+                       f"{_regex(model.VPC_ID_RE[:-1] + '[.][a-z0-9.-]+$', 'k')} && {_regex(endpoint_re, 'v')}])",
+                       "shared_interface_endpoint_ids", rules["shared_endpoints"]),
+            ])
         var("tags", "map(string)", "Extra tags on every taggable resource (the four standard tags win).", default={})
         var("environment", "string", f"Deployment environment, one of {', '.join(model.ENVIRONMENTS)}; local targets the embedded emulator.",
             default="local", checks=[
