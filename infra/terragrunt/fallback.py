@@ -13,15 +13,14 @@ from pathlib import Path
 from typing import Mapping
 
 from infra.terragrunt.adoption import ADOPTION_ROUNDS, adopt_orphans, untracked_leftovers
-from infra.terragrunt.config import TenantRun
+from infra.terragrunt.config import TenantRun, check_local_source
 from infra.terragrunt.environment import work_dir
-from infra.terragrunt.errors import TerraformFailed, TerragruntError, UnsupportedConstruct
+from infra.terragrunt.errors import TerraformFailed, TerragruntError
 from infra.terragrunt.terraform import LOCK_TIMEOUT, Printer, backend_hcl, stream, terraform, tf_vars
 
 
 def module_dir(source: str) -> Path:
-    if "::" in source or source.startswith(("git@", "http://", "https://", "s3::", "tfr://")):
-        raise UnsupportedConstruct(f"terraform.source {source!r}: the terragrunt fallback supports local paths only")
+    check_local_source(source, None)
     folder = Path(source.replace("//", "/"))
     if not (folder.is_dir() and any(folder.glob("*.tf*"))):
         raise TerragruntError(f"terraform.source {source}: no Terraform module there (run `make synth`)")
@@ -56,7 +55,7 @@ def run_hooks(run: TenantRun, command: str, env: Mapping[str, str], echo: Printe
 
 
 def fallback(run: TenantRun, command: str, env: Mapping[str, str], extra: list[str], echo: Printer) -> int:
-    """What terragrunt would do for ``command`` on this tenant, with plain terraform."""
+    """What terragrunt would do for ``command`` on this unit, with plain terraform."""
     env = {**env, **tf_vars(run.inputs)}
     run_hooks(run, "init", env, echo)
     folder = prepare_work_dir(run)
@@ -74,7 +73,7 @@ def fallback(run: TenantRun, command: str, env: Mapping[str, str], extra: list[s
             try:
                 code = terraform(args, folder, env, echo, command, tenant=run.name)
             except TerraformFailed as failed:
-                if command != "apply" or attempt == ADOPTION_ROUNDS:
+                if command != "apply" or attempt == ADOPTION_ROUNDS or not run.is_tenant:
                     raise
                 # An adopted resource can reveal the next one (a security group, then its rule): repeat.
                 found = adopt_orphans(run, folder, failed.output, env, echo)

@@ -2,8 +2,8 @@
 
 python-hcl2 parses the file structure; expressions stay as ``"${...}"`` strings.  This module evaluates
 exactly: string literals and ``${...}`` interpolation, heredocs (``<<EOT``, ``<<-EOT``), numbers,
-``true``/``false``/``null``, ``local.<name>``, ``==``, ``!=``, ``cond ? a : b``, parentheses, and the
-functions in ``SUPPORTED_FUNCTIONS``.  Anything else raises ``UnsupportedConstruct`` naming the file and
+``true``/``false``/``null``, ``local.<name>``, ``dependency.<name>.outputs[.<key>...]``, ``==``, ``!=``,
+``cond ? a : b``, parentheses, and the functions in ``SUPPORTED_FUNCTIONS``.  Anything else raises ``UnsupportedConstruct`` naming the file and
 attribute, never a silent skip.
 """
 from __future__ import annotations
@@ -42,6 +42,7 @@ class EvalContext:
     include_dir: Path | None   # directory of the included root file, when evaluating through an include
     raw_locals: Mapping[str, Any]
     where: str = ""
+    dependency_outputs: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # name -> outputs map
     _locals: dict[str, Any] = dataclasses.field(default_factory=dict)
     _evaluating: set[str] = dataclasses.field(default_factory=set)
 
@@ -49,8 +50,26 @@ class EvalContext:
         loc = f"{_rel(self.config_path)}: {self.where}: " if self.where else f"{_rel(self.config_path)}: "
         return UnsupportedConstruct(
             f"{loc}{what} is not supported by the terragrunt fallback (it supports {', '.join(SUPPORTED_FUNCTIONS)}, "
-            "local.* references, ==, != and ?:); install terragrunt or simplify the config"
+            "local.* and dependency.*.outputs references, ==, != and ?:); install terragrunt or simplify the config"
         )
+
+    def dependency(self, name: str, keys: list[str], reference: str) -> Any:
+        """``dependency.<name>.outputs`` followed by ``keys`` (map attributes)."""
+        where = f"{_rel(self.config_path)}: {self.where}: " if self.where else f"{_rel(self.config_path)}: "
+        if name not in self.dependency_outputs:
+            if self.config_path != self.child_path:
+                raise self.refuse(f"the reference `{reference}` in an included file")
+            raise TerragruntError(f"{where}{reference}: no dependency {name!r} is declared in this file")
+        value = self.dependency_outputs[name]
+        if getattr(value, "message", None):
+            raise TerragruntError(f"{where}{reference}: {value.message}")
+        for depth, key in enumerate(keys):
+            if not isinstance(value, Mapping) or key not in value:
+                known = ", ".join(sorted(value)) if isinstance(value, Mapping) else "none"
+                raise TerragruntError(f"{where}{reference}: dependency.{name}.outputs"
+                                      f"{''.join('.' + k for k in keys[:depth])} has no {key!r} (it has: {known})")
+            value = value[key]
+        return value
 
     def local(self, name: str) -> Any:
         if name in self._locals:
@@ -198,6 +217,8 @@ class _Parser:
             parts = value.split(".")
             if parts[0] == "local" and len(parts) == 2:
                 return self.ctx.local(parts[1])
+            if parts[0] == "dependency" and len(parts) >= 3 and parts[2] == "outputs":
+                return self.ctx.dependency(parts[1], parts[3:], value)
             raise self.ctx.refuse(f"the reference `{value}`")
         raise self.ctx.refuse(f"the expression `{self.text.strip()}`")
 

@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[3]
 TENANTS = REPO / "tenants"
 SAMPLE_TENANTS = {
     "acme": ("eu-west-1", ["gdpr"]),
-    "globex": ("us-east-1", ["internal"]),
+    "globex": ("eu-west-1", ["internal"]),
     "initech": ("eu-central-1", ["pii", "gdpr"]),
 }
 
@@ -43,6 +43,15 @@ def scratch_tenants():
     shutil.copy2(TENANTS / "root.hcl", folder / "root.hcl")
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def scratch_layout(scratch_tenants):
+    """A copy of the sample layout (platform network, acme and globex on it, initech on its own VPC)."""
+    for unit in ("_platform/network", "acme", "globex", "initech"):
+        (scratch_tenants / unit).mkdir(parents=True)
+        shutil.copy2(TENANTS / unit / "terragrunt.hcl", scratch_tenants / unit / "terragrunt.hcl")
+    return scratch_tenants
 
 
 def write_tenant(folder: Path, name: str, body: str) -> None:

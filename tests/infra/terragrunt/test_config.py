@@ -19,11 +19,18 @@ def test_sample_tenants_exist_with_the_documented_region_and_classification():
 
 @pytest.mark.parametrize("name", sorted(SAMPLE_TENANTS))
 def test_fallback_inputs_equal_terragrunts_shallow_merge(name):
-    """Terragrunt: root inputs, then the child's on top. The root adds only `environment`."""
+    """Terragrunt: root inputs, then the child's on top. The root adds only `environment`.  Validating, a
+    dependency's mock_outputs stand in for its outputs (the network unit is not applied)."""
     run = tg.load_tenant(name, TENANTS)
+    mocks = {d.name: d.mock_outputs for d in run.dependencies}
     expected = {"environment": "local", **raw_inputs(TENANTS / name / "terragrunt.hcl")}
+    for key, value in expected.items():
+        if isinstance(value, str) and value.startswith("${dependency."):
+            _, dep, _, output = value[2:-1].split(".")
+            expected[key] = mocks[dep][output]
     assert run.inputs == expected
     assert run.inputs["tenant_id"] == name
+    assert run.mocked == tuple(mocks)
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLE_TENANTS))
@@ -75,9 +82,11 @@ def test_tenants_do_not_collide():
 
 
 @pytest.mark.parametrize("extra_block, refused", [
-    ('dependency "vpc" {\n  config_path = "../vpc"\n}\n', "`dependency`"),
-    ('terraform {\n  source = "git::https://example.com/m.git"\n}\n', "`terraform`"),
+    ('dependencies {\n  paths = ["../vpc"]\n}\n', "`dependencies`"),
+    ('terraform {\n  source = "git::https://example.com/m.git"\n}\n', "local paths only"),
     ('iam_role = "arn:aws:iam::123456789012:role/x"\n', "`iam_role`"),
+    ('dependency "vpc" {\n  config_path = "../acme"\n  skip_outputs = true\n}\n', "`dependency.vpc.skip_outputs`"),
+    ('terraform {\n  extra_arguments "x" {\n    commands = ["plan"]\n  }\n}\n', "`terraform.extra_arguments`"),
 ])
 def test_unsupported_blocks_in_a_tenant_file_are_refused(scratch_tenants, extra_block, refused):
     write_tenant(scratch_tenants, "acme", tenant_file("acme", "eu-west-1", '"gdpr"') + extra_block)
@@ -109,3 +118,59 @@ def test_tenant_id_must_match_its_directory(scratch_tenants):
 def test_unknown_tenant_lists_the_known_ones():
     with pytest.raises(tg.TerragruntError, match=r"unknown tenant 'nope'.*\(tenants: acme, globex, initech\)"):
         tg.load_tenant("nope", TENANTS)
+
+
+# ---- units and dependency blocks ------------------------------------------------------------------
+def test_the_platform_unit_is_a_unit_and_no_tenant():
+    assert tg.config.unit_names(TENANTS) == ["_platform/network", "acme", "globex", "initech"]
+    assert "_platform" not in tg.tenant_names(TENANTS)
+    network = tg.config.load_unit("_platform/network", TENANTS)
+    assert not network.is_tenant and network.state_key == "tenants/_platform/network/terraform.tfstate"
+    assert network.source == f"{REPO}/infra/build//platform_network"  # its terraform block replaces root.hcl's
+    assert [h.name for h in network.before_hooks] == ["synth_if_stale"]
+    assert network.config.create_fixture_vpc is True and dict(network.config.tenants) == {
+        "acme": "123456789012", "globex": "123456789012"}
+
+
+def test_on_aws_the_platform_unit_wants_the_cluster_vpc_ids(monkeypatch):
+    monkeypatch.setenv("TENANTLAKE_ENV", "aws")
+    with pytest.raises(Exception, match="list the cluster's VPC ids in vpc_ids"):
+        tg.config.load_unit("_platform/network", TENANTS)
+
+
+def test_a_dependency_reads_the_real_outputs_when_they_exist():
+    real = {"gateway_endpoint_ids": {"vpc-0aaaaaaaaaaaaaaa1": "vpce-0aaaaaaaaaaaaaaa1"}, "interface_endpoint_ids": {}}
+    seen = []
+    run = tg.load_tenant("acme", TENANTS, "apply", outputs_of=lambda dep: seen.append(dep.unit) or real)
+    assert seen == ["_platform/network"] and run.mocked == ()
+    assert run.config.shared_gateway_endpoint_ids == real["gateway_endpoint_ids"]
+
+
+@pytest.mark.parametrize("command, mocked", [("plan", True), ("validate", True), ("destroy", True), ("apply", False)])
+def test_mock_outputs_stand_in_only_for_the_allowed_commands(command, mocked):
+    if mocked:
+        assert tg.load_tenant("acme", TENANTS, command, outputs_of=lambda dep: None).mocked == ("network",)
+        return
+    with pytest.raises(tg.TerragruntError) as err:
+        tg.load_tenant("acme", TENANTS, command, outputs_of=lambda dep: None)
+    assert str(err.value) == (
+        "tenants/acme/terragrunt.hcl: inputs: dependency.network.outputs.gateway_endpoint_ids: dependency network "
+        "(_platform/network) is not applied, and its mock_outputs are not allowed for apply: apply it first "
+        "(make apply UNIT=_platform/network, or make apply-all)")
+
+
+def test_a_dependency_on_no_unit_is_refused(scratch_tenants):
+    write_tenant(scratch_tenants, "acme", tenant_file("acme", "eu-west-1", '"gdpr"') +
+                 'dependency "network" {\n  config_path = "../_platform/nowhere"\n}\n')
+    with pytest.raises(tg.TerragruntError, match=r"acme/terragrunt.hcl: dependency.network.config_path "
+                                                 r"../_platform/nowhere: no other unit there"):
+        tg.load_tenant("acme", scratch_tenants)
+
+
+def test_without_mock_outputs_validation_names_what_to_add(scratch_layout):
+    path = scratch_layout / "globex" / "terragrunt.hcl"
+    text = path.read_text()
+    path.write_text(text[:text.index("  # Until the network")] + text[text.index("}\n\ninputs"):])
+    with pytest.raises(tg.TerragruntError, match="has no mock_outputs allowed for validate, and the runner validates "
+                                                 "every unit before anything runs"):
+        tg.load_tenant("globex", scratch_layout)

@@ -34,7 +34,7 @@ def test_get_env_without_default_fails_when_unset():
 @pytest.mark.parametrize("expression, refused", [
     ('${merge(local.a, local.b)}', "function merge()"),
     ('${get_aws_account_id()}', "function get_aws_account_id()"),
-    ('${dependency.vpc.outputs.id}', "reference `dependency.vpc.outputs.id`"),
+    ('${dependency.vpc.inputs.region}', "reference `dependency.vpc.inputs.region`"),
     ('${include.root.locals.env}', "reference `include.root.locals.env`"),
     ('${[for v in local.a : v]}', "expression"),
     ('${local.a + 1}', "expression"),
@@ -44,3 +44,16 @@ def test_unsupported_expressions_are_refused(expression, refused):
     with pytest.raises(UnsupportedConstruct, match=refused.replace("(", r"\(").replace(")", r"\)")
                        .replace("[", r"\[")):
         hcl.interpolate(expression, _ctx({"a": "x", "b": "y"}))
+
+
+def test_dependency_outputs_are_read_by_name_and_key():
+    ctx = _ctx()
+    ctx.dependency_outputs = {"network": {"gateway_endpoint_ids": {"vpc-1": "vpce-1"}, "region": "eu-west-1"}}
+    assert hcl.interpolate("${dependency.network.outputs.gateway_endpoint_ids}", ctx) == {"vpc-1": "vpce-1"}
+    assert hcl.interpolate("${dependency.network.outputs}", ctx)["region"] == "eu-west-1"
+    assert hcl.interpolate("in ${dependency.network.outputs.region}", ctx) == "in eu-west-1"
+    with pytest.raises(TerragruntError, match=r"dependency.network.outputs has no 'vpc_ids' \(it has: "
+                                              r"gateway_endpoint_ids, region\)"):
+        hcl.interpolate("${dependency.network.outputs.vpc_ids}", ctx)
+    with pytest.raises(TerragruntError, match="no dependency 'vpc' is declared in this file"):
+        hcl.interpolate("${dependency.vpc.outputs.id}", ctx)
