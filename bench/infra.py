@@ -388,7 +388,7 @@ def build_rows(synth: dict[str, Any], checkov: dict[str, Any], plans: dict[str, 
     n_max = create["created"] + create["applied_unchanged"] + create["skipped"]
     rows += [
         _row("fixture networks, create (local only)", create["prepare_s"], n_max, None, create["prepare_s"] / max(n_max, 1),
-             note=f"{create['created']} created, one at a time (moto id seeding); once per tenant per emulator"),
+             note=f"{create['created']} created, one at a time; once per tenant per emulator"),
         _row("fixture networks, check unchanged (skip)", check["prepare_s"], n_max, None, check["prepare_s"] / max(n_max, 1),
              note=f"{check['skipped']} skipped: what every plan-all does before planning"),
         _row("fixture network, re-apply unchanged (what the skip saves)", reapply["prepare_s"], 1, None,
