@@ -109,3 +109,30 @@ def test_a_route_table_that_already_has_an_s3_gateway_endpoint_is_refused(
         layout.check_gateway_routes(run, env)
     finally:
         s3.delete_object(Bucket=run.backend_config["bucket"], Key=run.state_key)
+
+
+@pytest.mark.integration
+def test_endpoints_tagged_as_the_units_but_not_in_its_state_are_named(
+        scratch_tenants, emulator, aws_env, boto_session):
+    """What the runner prints after an apply when a create was carried out twice."""
+    ec2 = boto_session("ec2", REGION)
+    vpc = ec2.create_vpc(CidrBlock="10.78.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.78.1.0/24", AvailabilityZone=f"{REGION}a")["Subnet"]["SubnetId"]
+    tags = [{"ResourceType": "vpc-endpoint", "Tags": [{"Key": "tenant", "Value": "dupco"}]}]
+    made = [ec2.create_vpc_endpoint(VpcId=vpc, ServiceName=f"com.amazonaws.{REGION}.kms", VpcEndpointType="Interface",
+                                    SubnetIds=[subnet], TagSpecifications=tags)["VpcEndpoint"]["VpcEndpointId"]
+            for _ in range(2)]
+    write_tenant(scratch_tenants, "dupco", tenant_file("dupco", REGION, '"internal"').replace(
+        tenant_file("dupco", REGION, '"internal"').split('vpc_ids             = ')[1].split("\n")[0], f'["{vpc}"]'))
+    run = tg.load_tenant("dupco", scratch_tenants)
+    env = {**aws_env, "TENANTLAKE_AWS_ENDPOINT": emulator.endpoint}
+    ensure_state_bucket(run.backend_config, env)
+    s3 = boto_session("s3", REGION)
+    state = {"version": 4, "resources": [{"mode": "managed", "type": "aws_vpc_endpoint", "name": "endpoints_interface",
+                                          "instances": [{"attributes": {"id": made[0]}}]}]}
+    s3.put_object(Bucket=run.backend_config["bucket"], Key=run.state_key, Body=json.dumps(state).encode())
+    try:
+        assert layout.untracked_endpoints(run, env) == [made[1]]
+    finally:
+        s3.delete_object(Bucket=run.backend_config["bucket"], Key=run.state_key)
+        ec2.delete_vpc_endpoints(VpcEndpointIds=made)
