@@ -191,7 +191,12 @@ def adopt_orphans(run: TenantRun, folder: Path, output: list[str], env: Mapping[
         raise TerragruntError(f"tenant '{run.name}': already exists but not in the state, and not adoptable: "
                               f"{', '.join(refused)}; import it by hand (terraform import in {folder}) or delete it")
     if imports:
-        (folder / IMPORTS_FILE).write_text(json.dumps({"import": imports}, indent=2) + "\n")
+        try:  # keep what an earlier round (or the endpoints adopted before the apply) imports
+            earlier = json.loads((folder / IMPORTS_FILE).read_text())["import"]
+        except (OSError, ValueError, KeyError):
+            earlier = []
+        merged = {i["to"]: i for i in [*earlier, *imports]}
+        (folder / IMPORTS_FILE).write_text(json.dumps({"import": list(merged.values())}, indent=2) + "\n")
         echo(f"tenant '{run.name}': adopting {len(imports)} resource(s) an interrupted apply created but never "
              f"recorded: {', '.join(i['to'] for i in imports)}")
     return len(imports)

@@ -31,7 +31,7 @@ from typing import Mapping
 from infra import platform as platform_model
 from infra import tenant as tenant_model
 from infra.terragrunt import freshness, graph, layout
-from infra.terragrunt.adoption import ADOPT_FLAG_ENV
+from infra.terragrunt.adoption import ADOPT_FLAG_ENV, adoption_allowed
 from infra.terragrunt.binary import real_terragrunt, terragrunt_binary
 from infra.terragrunt.config import (UnitRun, check_no_collisions, load_tenant, load_unit, load_units,
                                      tenant_names, unit_names)
@@ -93,18 +93,19 @@ def resolve(run: UnitRun, command: str, tenants_dir: Path, env: Mapping[str, str
 
 def run_unit(run: UnitRun, command: str, env: Mapping[str, str], extra: list[str], echo: Printer) -> int:
     """Run one command for one resolved unit whose environment is prepared."""
+    binary = terragrunt_binary()
+    imports = layout.endpoint_orphans(run, env) if command == "apply" and not binary and adoption_allowed() else []
     if command in ("plan", "apply"):
-        layout.check_gateway_routes(run, env)
+        layout.check_gateway_routes(run, env, adopting={i["id"] for i in imports})
     if command == "destroy" and not layout.is_applied(run, env):
         echo(f"unit '{run.name}': not applied (its state holds no resources); nothing to destroy")
         freshness.forget(run)
         (work_dir(run.name) / LAKE_JSON).unlink(missing_ok=True)
         return 0
-    binary = terragrunt_binary()
     if binary:
         code = real_terragrunt(binary, run, command, env, extra, echo)
     else:
-        code = fallback(run, command, env, extra, echo)
+        code = fallback(run, command, env, extra, echo, imports)
     if command == "apply":
         if env_name() == "local":
             freshness.record_applied(run, env)
@@ -116,7 +117,7 @@ def run_unit(run: UnitRun, command: str, env: Mapping[str, str], extra: list[str
         if run.is_tenant:
             echo(f"wrote {write_lake_json(run.name)}")
     elif command == "force-unlock":
-        echo(f"unit '{run.name}': state lock {extra[0] if extra else '?'} released")
+        echo(f"{'tenant' if run.is_tenant else 'unit'} '{run.name}': state lock {extra[0] if extra else '?'} released")
     elif command == "destroy":
         freshness.forget(run)
         (work_dir(run.name) / LAKE_JSON).unlink(missing_ok=True)

@@ -8,11 +8,12 @@ inputs as ``TF_VAR_*``.  After an apply that failed on resources a killed run le
 """
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Mapping
 
-from infra.terragrunt.adoption import ADOPTION_ROUNDS, adopt_orphans, untracked_leftovers
+from infra.terragrunt.adoption import ADOPTION_ROUNDS, IMPORTS_FILE, adopt_orphans, untracked_leftovers
 from infra.terragrunt.config import TenantRun, check_local_source
 from infra.terragrunt.environment import work_dir
 from infra.terragrunt.errors import TerraformFailed, TerragruntError
@@ -54,11 +55,17 @@ def run_hooks(run: TenantRun, command: str, env: Mapping[str, str], echo: Printe
                 raise TerragruntError(f"before_hook {hook.name} failed with exit code {code}")
 
 
-def fallback(run: TenantRun, command: str, env: Mapping[str, str], extra: list[str], echo: Printer) -> int:
-    """What terragrunt would do for ``command`` on this unit, with plain terraform."""
+def fallback(run: TenantRun, command: str, env: Mapping[str, str], extra: list[str], echo: Printer,
+             imports: list[dict[str, str]] = ()) -> int:
+    """What terragrunt would do for ``command`` on this unit, with plain terraform.  ``imports``: Terraform
+    import blocks (``to``, ``id``) of the unit's own resources to adopt before an apply."""
     env = {**env, **tf_vars(run.inputs)}
     run_hooks(run, "init", env, echo)
     folder = prepare_work_dir(run)
+    if imports and command == "apply":
+        (folder / IMPORTS_FILE).write_text(json.dumps({"import": list(imports)}, indent=2) + "\n")
+        echo(f"unit '{run.name}': adopting {len(imports)} resource(s) an interrupted apply created but never "
+             f"recorded: {', '.join(i['to'] for i in imports)}")
     terraform(["init", "-input=false", "-reconfigure", "-backend-config=backend.hcl"], folder, env, echo, "init")
     if command != "init":
         run_hooks(run, command, env, echo)
@@ -68,7 +75,7 @@ def fallback(run: TenantRun, command: str, env: Mapping[str, str], extra: list[s
                           ok_codes=(0, 2) if "-detailed-exitcode" in extra else (0,), tenant=run.name)
     if command in ("apply", "destroy"):
         args = [command, "-input=false", "-auto-approve", *lock, *extra]
-        adopted = 0
+        adopted = len(imports) if command == "apply" else 0
         for attempt in range(ADOPTION_ROUNDS + 1):
             try:
                 code = terraform(args, folder, env, echo, command, tenant=run.name)

@@ -103,13 +103,72 @@ def is_applied(run: UnitRun, env: Mapping[str, str]) -> bool:
     return bool(state and any(r.get("mode") == "managed" and r.get("instances") for r in state.get("resources", [])))
 
 
-def check_gateway_routes(run: UnitRun, env: Mapping[str, str]) -> None:
+def own_vpcs(run: UnitRun, state: Mapping[str, Any] | None) -> list[str]:
+    """The VPCs whose endpoints the unit creates: a tenant's ``vpc_ids``; a network's ``vpc_ids``, or the VPC
+    its state says it created (the local fixture VPC)."""
+    if run.is_tenant:
+        return list(run.config.vpc_ids)
+    created = list(((state or {}).get("outputs", {}).get("vpc_ids") or {}).get("value") or [])
+    return list(dict.fromkeys([*run.config.vpc_ids, *created]))
+
+
+def own_tag(run: UnitRun) -> tuple[str, str]:
+    """The tag that marks a unit's endpoints: ``tenant=<id>``, or ``component=platform-network``."""
+    if run.is_tenant:
+        return "tenant", run.config.tenant_id
+    from infra import platform as platform_model
+
+    return "component", platform_model.COMPONENT_TAG
+
+
+def _tracked(state: Mapping[str, Any] | None) -> tuple[set[str], set[str]]:
+    """Endpoint ids in the state, and their addresses (``aws_vpc_endpoint.<name>["<key>"]``)."""
+    ids, addresses = set(), set()
+    for resource in (state or {}).get("resources", []):
+        if resource.get("mode") == "managed" and resource.get("type") == "aws_vpc_endpoint":
+            for instance in resource.get("instances", []):
+                ids.add(instance["attributes"]["id"])
+                addresses.add(f'aws_vpc_endpoint.{resource["name"]}["{instance.get("index_key")}"]')
+    return ids, addresses
+
+
+def endpoint_orphans(run: UnitRun, env: Mapping[str, str]) -> list[dict[str, str]]:
+    """Endpoints a killed apply of this unit created but never recorded: in its own VPCs, tagged as its own,
+    not in its state, and with a unique place in its module (one S3 gateway per VPC, one private-DNS interface
+    endpoint per VPC and service), which its state does not fill.  As Terraform import blocks (``to``, ``id``)."""
+    state = read_state(run, env)
+    vpcs = own_vpcs(run, state)
+    if not vpcs:
+        return []
+    tracked_ids, tracked_addresses = _tracked(state)
+    key, value = own_tag(run)
+    region = run.config.region
+    found = boto_client("ec2", region, env).describe_vpc_endpoints(Filters=[
+        {"Name": "vpc-id", "Values": vpcs}, {"Name": f"tag:{key}", "Values": [value]}])["VpcEndpoints"]
+    candidates: dict[str, list[str]] = {}
+    for endpoint in found:
+        if endpoint["VpcEndpointId"] in tracked_ids or endpoint["State"].lower() in INACTIVE_ENDPOINT_STATES:
+            continue
+        service = endpoint["ServiceName"].removeprefix(f"com.amazonaws.{region}.")
+        if endpoint["VpcEndpointType"].lower() == "gateway" and service == "s3":
+            address = f'aws_vpc_endpoint.endpoints_gateway["{endpoint["VpcId"]}"]'
+        elif endpoint["VpcEndpointType"].lower() == "interface" and endpoint.get("PrivateDnsEnabled"):
+            address = f'aws_vpc_endpoint.endpoints_interface["{endpoint["VpcId"]}.{service}"]'
+        else:
+            continue
+        if address not in tracked_addresses:
+            candidates.setdefault(address, []).append(endpoint["VpcEndpointId"])
+    return [{"to": address, "id": ids[0]} for address, ids in sorted(candidates.items()) if len(ids) == 1]
+
+
+def check_gateway_routes(run: UnitRun, env: Mapping[str, str], adopting: set[str] = frozenset()) -> None:
     """Before a plan or apply: no route table of a VPC the unit puts its S3 gateway endpoint in already
-    carries an S3 gateway endpoint that the unit's state does not hold."""
+    carries an S3 gateway endpoint that the unit's state does not hold (``adopting``: ids about to be
+    imported into its state, i.e. its own, left by a killed apply)."""
     vpcs = gateway_vpcs(run)
     if not vpcs:
         return
-    owned = set(state_resource_ids(run, env, "aws_vpc_endpoint") or [])
+    owned = set(state_resource_ids(run, env, "aws_vpc_endpoint") or []) | set(adopting)
     region = run.config.region
     ec2 = boto_client("ec2", region, env)
     service = f"com.amazonaws.{region}.s3"
@@ -123,11 +182,16 @@ def check_gateway_routes(run: UnitRun, env: Mapping[str, str]) -> None:
                 continue
             shared = sorted(tables & set(endpoint.get("RouteTableIds") or []))
             if shared:
+                tags = {t["Key"]: t["Value"] for t in endpoint.get("Tags", [])}
+                own = tags.get(own_tag(run)[0]) == own_tag(run)[1]
+                hint = (f"it carries this unit's tag, so a killed apply may have made it: check, then adopt it "
+                        f"(python -m infra.terragrunt apply --unit {run.name} --adopt-orphans) or delete it" if own else
+                        "use that VPC's shared network endpoints (a dependency block and shared_gateway_endpoint_ids) "
+                        "instead of listing it in vpc_ids, or remove the other endpoint")
                 raise TerragruntError(
                     f"unit '{run.name}': route table {shared[0]} of {vpc} already has an S3 gateway endpoint "
                     f"({endpoint['VpcEndpointId']}) that this unit does not own, and AWS allows one per route table: "
-                    "use that VPC's shared network endpoints (a dependency block and shared_gateway_endpoint_ids) "
-                    "instead of listing it in vpc_ids, or remove the other endpoint")
+                    + hint)
 
 
 def state_outputs(run: UnitRun, env: Mapping[str, str]) -> dict[str, Any] | None:
@@ -145,20 +209,13 @@ def untracked_endpoints(run: UnitRun, env: Mapping[str, str]) -> list[str]:
     After an apply there should be none: one means a create that was carried out twice (a retried request
     the emulator did not recognise, or an apply killed after the create) or someone else's endpoint with
     our tags.  A tenant's are tagged ``tenant=<id>``; a platform network's ``component=platform-network``."""
-    state = read_state(run, env) or {}
-    tracked = {instance["attributes"]["id"] for resource in state.get("resources", [])
-               if resource.get("type") == "aws_vpc_endpoint" for instance in resource.get("instances", [])}
-    if run.is_tenant:
-        vpcs, tag = list(run.config.vpc_ids), ("tenant", run.config.tenant_id)
-    else:
-        from infra import platform as platform_model
-
-        vpcs = list((state.get("outputs", {}).get("vpc_ids") or {}).get("value") or [])
-        tag = ("component", platform_model.COMPONENT_TAG)
+    state = read_state(run, env)
+    vpcs = own_vpcs(run, state)
     if not vpcs:
         return []
-    ec2 = boto_client("ec2", run.config.region, env)
-    found = ec2.describe_vpc_endpoints(Filters=[{"Name": "vpc-id", "Values": vpcs},
-                                                {"Name": f"tag:{tag[0]}", "Values": [tag[1]]}])["VpcEndpoints"]
+    tracked, _ = _tracked(state)
+    key, value = own_tag(run)
+    found = boto_client("ec2", run.config.region, env).describe_vpc_endpoints(Filters=[
+        {"Name": "vpc-id", "Values": vpcs}, {"Name": f"tag:{key}", "Values": [value]}])["VpcEndpoints"]
     return sorted(e["VpcEndpointId"] for e in found
                   if e["VpcEndpointId"] not in tracked and e["State"].lower() not in INACTIVE_ENDPOINT_STATES)
