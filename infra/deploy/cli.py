@@ -110,16 +110,10 @@ def deploy(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys
     target = resolve_target(tenant, args.outputs_file, args.endpoint_url)
     clients = aws_clients(target)
     preflight.run_all_checks(clients, target)
-    deps = None
-    if not args.container_image:
-        deps = job_deps.build_job_deps(deps_target, cache_dir=args.job_deps_cache,
-                                       progress=lambda line: (err.write(line + "\n"), err.flush()))
-        err.write(f"{deps.summary()}: {deps.uri(target.bucket)}\n")
     options = RequestOptions(
         release_label=args.release_label,
         sizing=JobSizing(args.driver_cores, args.driver_memory, args.executor_instances, args.executor_cores,
                          args.executor_memory, args.shuffle_partitions),
-        job_deps_uri=deps.uri(target.bucket) if deps else "",
         python=deps_target.interpreter,
         container_image=args.container_image,
     )
@@ -128,6 +122,12 @@ def deploy(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys
     location = location_of(built, target.bucket)
     for spec in specs:  # pure: refuses bad options (e.g. a space in --executor-memory) before any upload
         build_request(target, location, spec, hashes[spec.dataset], options)
+    deps = None
+    if not args.container_image:
+        deps = job_deps.build_job_deps(deps_target, cache_dir=args.job_deps_cache,
+                                       progress=lambda line: (err.write(line + "\n"), err.flush()))
+        err.write(f"{deps.summary()}: {deps.uri(target.bucket)}\n")
+        options = dataclasses.replace(options, job_deps_uri=deps.uri(target.bucket))
     mode = "per layer" if args.per_layer else "pipeline (bronze -> silver -> gold per run)"
     if args.dry_run:
         plans = [runner.plan_run(emr, target, location, s, hashes[s.dataset], options, rerun=args.rerun) for s in specs]
