@@ -155,3 +155,15 @@ def test_unchanged_inputs_reuse_the_cache_and_other_inputs_get_another_version(j
     assert job_deps.input_version(job_deps_archive.target, changed.read_bytes()) != job_deps_archive.version
     arm = job_deps.target_for_release(job_deps.DEFAULT_RELEASE_LABEL, "arm64")
     assert job_deps.input_version(arm, job_deps.REQUIREMENTS.read_bytes()) != job_deps_archive.version
+
+
+def test_the_dockerfile_builds_on_the_default_release_for_the_requests_interpreter():
+    """The custom-image alternative (not buildable here: no Docker engine) installs the same pins into the
+    interpreter the requests name, on the default release's base image."""
+    dockerfile = (REPO / "infra" / "deploy" / "Dockerfile").read_text()
+    target = job_deps.target_for_release(job_deps.DEFAULT_RELEASE_LABEL)
+    release = job_deps.release_of(job_deps.DEFAULT_RELEASE_LABEL)
+    assert f"ARG BASE_IMAGE=public.ecr.aws/emr-on-eks/spark/{release}:latest" in dockerfile
+    assert f"ARG PYTHON={Path(target.interpreter).name}" in dockerfile
+    assert "COPY requirements/emr-job.txt" in dockerfile and "-r /tmp/emr-job.txt" in dockerfile
+    assert "USER hadoop:hadoop" in dockerfile.splitlines()[-1]
