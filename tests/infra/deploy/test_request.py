@@ -184,16 +184,34 @@ def test_date_goes_to_silver_and_gold_only_and_no_date_means_everything():
 def test_readme_states_the_defaults_the_code_uses():
     from pathlib import Path
 
-    from infra.deploy import runner
+    from infra.deploy import job_deps, run_manifests, runner
 
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
-    section = readme.split("## Deploying jobs to EMR on EKS", 1)[1].split("\n## ", 1)[0]
+    readme = (Path(__file__).resolve().parents[3] / "infra" / "deploy" / "README.md").read_text()
     sizing = JobSizing()
+    releases = list(job_deps.EMR_RELEASE_PYTHON)
+    (python,) = set(job_deps.EMR_RELEASE_PYTHON.values())
+    target = job_deps.target_for_release(DEFAULT_RELEASE_LABEL)
     for fact in (f"**`{DEFAULT_RELEASE_LABEL}`**", f"spark.driver.cores={sizing.driver_cores}",
                  f"spark.driver.memory={sizing.driver_memory}", f"spark.executor.instances={sizing.executor_instances}",
                  f"spark.executor.cores={sizing.executor_cores}", f"spark.executor.memory={sizing.executor_memory}",
                  f"spark.sql.shuffle.partitions={sizing.shuffle_partitions}",
                  f"`--poll-seconds`, default {runner.DEFAULT_POLL_SECONDS:g}",
                  f"`--timeout-minutes`, default {runner.DEFAULT_TIMEOUT_MINUTES:g}",
-                 "first 12 hex digits", "first 32 hex digits", "logStreamNamePrefix=spark_jobs/<dataset>/<layer>"):
-        assert fact in section, fact
+                 "first 12 hex digits", "first 32 hex digits", "logStreamNamePrefix=spark_jobs/<dataset>/<layer>",
+                 f"**{releases[0]} to {releases[-1]}, all Python {python}**", f"`{target.interpreter}`",
+                 f"`--platform manylinux_2_{max(job_deps.GLIBC_MINORS)}_<machine>` down to "
+                 f"`manylinux_2_{min(job_deps.GLIBC_MINORS)}_<machine>`",
+                 f"pip gets {job_deps.PIP_TIMEOUT_SECONDS} s", f"gzip (level {job_deps.GZIP_LEVEL})",
+                 f"first {job_deps.VERSION_LENGTH} hex digits of a SHA-256 over the pins file",
+                 f"({len(job_deps.read_pins())} today)", f"at most {run_manifests.CLOCK_SKEW_SECONDS} s before",
+                 f"{job_deps.ARCHIVE_NAME}#{job_deps.ALIAS}`", f"PYTHONPATH={job_deps.PYTHONPATH_ENTRY}",
+                 f"spark/{job_deps.release_of(DEFAULT_RELEASE_LABEL)}:latest"):
+        assert " ".join(fact.split()) in " ".join(readme.split()), fact
+
+
+def test_the_root_readme_points_to_the_deploy_reference():
+    from pathlib import Path
+
+    root = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = root.split("## Deploying jobs to EMR on EKS", 1)[1].split("\n## ", 1)[0]
+    assert "infra/deploy/README.md" in section and len(section.strip().splitlines()) <= 2
