@@ -334,6 +334,15 @@ def _cached(folder: Path, version: str, target: DepsTarget) -> JobDeps | None:
     return JobDeps(archive, version, meta["sha256"], target, tuple(meta["packages"]), meta["size"], cached=True)
 
 
+def _remove_stale_builds(folder: Path, older_than: float) -> None:
+    """A build killed half-way (SIGKILL) leaves its ``.build-*`` folder; none can be in use after twice
+    pip's time limit."""
+    cutoff = time.time() - older_than
+    for leftover in folder.glob(".build-*"):
+        if leftover.is_dir() and leftover.stat().st_mtime < cutoff:
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
 def build_job_deps(target: DepsTarget, requirements: Path = REQUIREMENTS, cache_dir: Path = DEFAULT_CACHE_DIR,
                    progress: Progress = _stderr, timeout: float = PIP_TIMEOUT_SECONDS) -> JobDeps:
     """The archive for ``target``: from the cache when the inputs are unchanged, else installed and packed."""
@@ -352,6 +361,7 @@ def build_job_deps(target: DepsTarget, requirements: Path = REQUIREMENTS, cache_
     progress(f"job deps: installing {len(pins)} pinned packages from {requirements.name} for {target.label} "
              "(wheels only; first build of these inputs)")
     folder.mkdir(parents=True, exist_ok=True)
+    _remove_stale_builds(folder, older_than=2 * timeout)
     with tempfile.TemporaryDirectory(prefix=".build-", dir=folder) as tmp:
         tree = Path(tmp) / "tree"
         _run_pip(pip_install_command(target, tree, ["-r", str(requirements)]),

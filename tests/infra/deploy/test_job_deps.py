@@ -105,6 +105,16 @@ def test_packing_is_reproducible(tmp_path):
     assert {(m.mtime, m.uid, m.gid, m.uname) for m in members.values()} == {(job_deps.ARCHIVE_EPOCH, 0, 0, "")}
 
 
+def test_a_killed_builds_leftovers_are_removed_once_no_build_can_use_them(tmp_path):
+    stale, fresh = tmp_path / ".build-stale", tmp_path / ".build-fresh"
+    for folder in (stale, fresh):
+        (folder / "tree").mkdir(parents=True)
+    old = 1_600_000_000
+    os.utime(stale, (old, old))
+    job_deps._remove_stale_builds(tmp_path, older_than=2 * job_deps.PIP_TIMEOUT_SECONDS)
+    assert not stale.exists() and fresh.is_dir()
+
+
 @pytest.mark.integration
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("arch", sorted(job_deps.ARCHITECTURES))
