@@ -52,6 +52,7 @@ lock: ## Re-resolve requirements/*.in into the pinned requirements/*.txt
 	(echo "# Generated from requirements/project.in by \`make lock\`; every package pinned."; $(LOCAL_DIR)/lock/p/bin/pip freeze) > requirements/project.txt
 	$(PYTHON_BOOTSTRAP) -m venv $(LOCAL_DIR)/lock/c && $(LOCAL_DIR)/lock/c/bin/pip install -q -r requirements/checkov.in
 	(echo "# Generated from requirements/checkov.in by \`make lock\`; every package pinned."; $(LOCAL_DIR)/lock/c/bin/pip freeze) > requirements/checkov.txt
+	$(LOCAL_DIR)/lock/p/bin/python -m infra.deploy.job_deps lock
 
 .PHONY: demo
 demo: setup ## Run the platform end to end on the embedded emulator
@@ -97,7 +98,9 @@ apply-all: $(VENV)/.installed ## Apply every tenant (PARALLELISM=2 at once, or m
 
 ##@ Pipeline
 .PHONY: deploy-jobs dq-report
-deploy-jobs: $(VENV)/.installed ## Package spark_jobs and run it on EMR on EKS: make deploy-jobs TENANT=acme [ARGS="--dry-run ..."]
+# deploy-jobs (infra/deploy/README.md): builds the code zip and the job dependency archive (cached in
+# .local/job_deps/), then one pipeline run per dataset; ARGS="--per-layer" for one run per layer.
+deploy-jobs: $(VENV)/.installed ## Package spark_jobs + its dependencies and run them on EMR on EKS: make deploy-jobs TENANT=acme [ARGS="--dry-run ..."]
 	@test -n "$(TENANT)" || { echo "make deploy-jobs: TENANT is required, e.g. make deploy-jobs TENANT=acme" >&2; exit 2; }
 	@$(PY) -m infra.deploy --tenant "$(TENANT)" $(ARGS)
 dq-report: $(VENV)/.installed ## Build the data-quality report index: make dq-report TENANT=acme
