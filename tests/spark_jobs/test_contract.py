@@ -37,7 +37,7 @@ def test_defaults():
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"landing": {"format": "csv"}}, "contract 'mini': landing.format: 'csv' is not one of json_array, json_lines"),
+    ({"landing": {"format": "xml"}}, "contract 'mini': landing.format: 'xml' is not one of json_array, json_lines, csv, parquet"),
     ({"key": ["nope"]}, "contract 'mini': key: 'nope' is not a schema column"),
     ({"event_time": "id"}, "contract 'mini': event_time: 'id' must be a timestamp column of the schema"),
     ({"schema": [{"name": "id", "type": "dbl"}]}, "contract 'mini': schema[0] (id).type: 'dbl' is not one of"),
