@@ -25,6 +25,7 @@ import gzip
 import hashlib
 import io
 import json
+import re
 import zlib
 from pathlib import Path
 from typing import BinaryIO, Iterator
@@ -235,7 +236,8 @@ def _parquet_problem(path: Path, head: bytes, is_gzip: bool, contract: Contract)
         columns = parquet_columns(path)
     except Exception as exc:  # noqa: BLE001 - DuckDB's own message, first line
         return f"is not a readable Parquet file ({(str(exc).splitlines() or [''])[0][:200]})"
-    nanos = [name for name, _, logical in columns if "NANOS" in logical.upper()]
+    # DuckDB spells the unit TimeUnit(MILLIS=<null>, MICROS=<null>, NANOS=NanoSeconds()): the set one has a value.
+    nanos = [name for name, _, logical in columns if re.search(r"NANOS=(?!<null>)", logical)]
     if nanos:
         return (f"has nanosecond timestamps ({', '.join(nanos)}), which Spark 3.5 cannot read; write them in "
                 "microseconds (pyarrow/pandas: coerce_timestamps='us')")

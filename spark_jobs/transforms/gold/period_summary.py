@@ -10,7 +10,8 @@ Options (``gold_options.period_summary``):
 
 Columns: ``event_date``, ``period_start`` (the bucket's first instant), the ``group_by`` columns,
 ``row_count`` (silver rows in the bucket: the reconcile column), and per measure ``<m>_count`` (rows
-with a value: nulls, such as ``NA`` in a CSV, are not counted), ``<m>_min``, ``<m>_avg``, ``<m>_max``.
+with a value: nulls, such as ``NA`` in a CSV, are not counted), ``<m>_min``, ``<m>_avg`` (within
+[min, max]: see ``_within_min_max``), ``<m>_max``.
 Each bucket lies inside one event date, so ``--date`` runs rebuild whole buckets.
 """
 from __future__ import annotations
@@ -54,8 +55,17 @@ def build(silver: DataFrame, options: dict[str, Any]) -> DataFrame:
     summary = bucketed.groupBy("event_date", "period_start", *group_by).agg(*aggregates)
     return summary.select(
         "event_date", "period_start", *group_by, "row_count",
-        *[f"{m}_{stat}" for m in measures for stat in ("count", "min", "avg", "max")],
+        *[_within_min_max(m, stat) for m in measures for stat in ("count", "min", "avg", "max")],
     )
+
+
+def _within_min_max(measure: str, stat: str):
+    """The average of equal doubles can come out one ulp above their maximum (1015.2 twice averages to
+    1015.2000000000001): it is clamped to [min, max], where an exact average always lies."""
+    name = f"{measure}_{stat}"
+    if stat != "avg":
+        return F.col(name)
+    return F.least(F.greatest(F.col(name), F.col(f"{measure}_min")), F.col(f"{measure}_max")).alias(name)
 
 
 def _event_time(silver: DataFrame, name: str | None):
