@@ -470,7 +470,7 @@ def infer(sample: Path, dataset: str = "", landing_format: str | None = None, de
         raise InferError(f"{sample}: the file is empty")
     is_gzip = head[:2] == GZIP_MAGIC
     landing_format = landing_format or detect_format(sample, head)
-    dataset = dataset or re.sub(r"[^a-z0-9_]+", "_", sample.name.lower().split(".")[0]).strip("_")
+    dataset = dataset or re.sub(r"^[^a-z]+", "", re.sub(r"[^a-z0-9_]+", "_", sample.name.lower().split(".")[0])).strip("_")
     if not re.match(DATASET_NAME_RE, dataset):
         raise InferError(f"dataset name '{dataset}' must match {DATASET_NAME_RE}; pass --dataset NAME")
     if landing_format == "csv":
