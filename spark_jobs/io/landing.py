@@ -7,6 +7,7 @@ only, never their bytes) and read by Spark's Parquet reader, file by file when t
 from __future__ import annotations
 
 import fnmatch
+import re
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -119,6 +120,12 @@ def unreadable_parquet_reason(exc: BaseException) -> str:
         return ("has nanosecond timestamps, which Spark 3.5 cannot read; write them in microseconds "
                 "(pyarrow: coerce_timestamps='us'; pandas: df.to_parquet(..., coerce_timestamps='us'))")
     return f"is not a readable Parquet file ({first_line[:200]})"
+
+
+def failed_file(exc: BaseException) -> list[str]:
+    """The file named in Spark's "Encountered error while reading file <path>. Details:" (or none)."""
+    match = re.search(r"Encountered error while reading file (\S+?)\.? Details", str(exc))
+    return [match.group(1)] if match else []
 
 
 def unreadable_text_files(spark: SparkSession, paths: list[str]) -> list[tuple[str, str]]:

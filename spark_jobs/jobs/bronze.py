@@ -67,8 +67,8 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
             try:  # the first action reads the batch's files: a file Hadoop cannot decompress fails here
                 bad_files = (cached.where(F.col("_file_problem").isNotNull())
                              .select("_source_file", "_file_problem").distinct().collect())
-            except Exception:
-                bad_files = landing_io.unreadable_text_files(spark, landing_batch.inputFiles()) if landing.is_text else []
+            except Exception as exc:
+                bad_files = landing_io.unreadable_text_files(spark, landing_io.failed_file(exc)) if landing.is_text else []
                 if not bad_files:
                     raise
             if bad_files:
