@@ -157,10 +157,9 @@ def _split_batch(spark, landing_batch: DataFrame, contract) -> DataFrame:
 
 def _bad_landing_files(dataset: str, problems: list[tuple[str, str]]) -> JobFailed:
     """Landing files that are not the contract's format at all: one line per file, nothing written."""
-    lines = [f"bronze {dataset}: landing file {path} {reason}" for path, reason in problems]
-    lines.append(f"bronze {dataset}: nothing of this batch was written; move the file(s) out of landing/{dataset}/ "
-                 f"and run bronze again (`python -m spark_jobs land` checks files before it uploads them)")
-    return JobFailed("\n".join(lines), 1)
+    return JobFailed("\n".join(
+        f"bronze {dataset}: landing file {path} {reason}; nothing of this batch was written: move the file out of "
+        f"landing/{dataset}/ and run bronze again" for path, reason in problems), 1)
 
 
 def _raise_checkpoint_failure(exc: BaseException, lake, dataset: str) -> None:

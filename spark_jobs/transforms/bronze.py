@@ -125,13 +125,17 @@ def split_landing_records(landing_files: DataFrame, landing: LandingSpec | str, 
     # Spark evaluates them above it, once per record, re-parsing the whole file each time (quadratic).
     per_file = files.select("_source_file", "_file_problem", file_is_array.alias("_is_element"),
                             header.alias("_header"), records.alias("_records"))
+    if landing.format == "csv":  # the header is parsed once per file, not per record
+        expected, header_ok = csv_header_shape(F.col("_header"), landing, field_count)
+        per_file = per_file.select("*", expected.alias("_expected_fields"), header_ok.alias("_header_ok"))
     exploded = per_file.select(
-        "_source_file", "_file_problem", "_is_element", "_header",
+        *[c for c in per_file.columns if c != "_records"],
         F.posexplode("_records").alias("_record_index", "_raw"),
     )
     is_blank_text = F.col("_raw").rlike(r"^\s*$")  # a blank line, or a file of whitespace only
     if landing.format == "csv":
-        is_malformed = csv_record_is_malformed(F.col("_raw"), F.col("_header"), landing, field_count)
+        is_malformed = csv_record_is_malformed(F.col("_raw"), F.col("_header"), landing, field_count,
+                                               shape=(F.col("_expected_fields"), F.col("_header_ok")))
     else:
         is_malformed = ~is_json_object(F.col("_raw"))
     kept = exploded.where(F.col("_is_element") | ~is_blank_text | F.col("_file_problem").isNotNull())
@@ -145,19 +149,26 @@ def split_landing_records(landing_files: DataFrame, landing: LandingSpec | str, 
     )
 
 
-def csv_record_is_malformed(raw: Column, header: Column, landing: LandingSpec, field_count: int | None) -> Column:
-    """A CSV record is malformed when it is not well-formed, carries U+FFFD (undecodable bytes), has
-    another field count than its header (or ``field_count`` without a header), or its header is unusable."""
-    values = csv_records.fields(raw, landing)
+def csv_header_shape(header: Column, landing: LandingSpec, field_count: int | None) -> tuple[Column, Column]:
+    """(the field count a record must have, whether the header is usable) for a file's header; without
+    a header, ``field_count`` (the contract's; None: any count) and true."""
     if landing.header:
-        expected = F.size(csv_records.header_names(header, landing))
-        header_ok = header.isNotNull() & csv_records.is_usable_header(header, landing)
-    else:
-        expected = F.lit(field_count) if field_count is not None else F.size(values)
-        header_ok = F.lit(True)
+        usable = header.isNotNull() & csv_records.is_usable_header(header, landing)
+        return F.size(csv_records.header_names(header, landing)), F.coalesce(usable, F.lit(False))
+    return F.lit(field_count).cast("int"), F.lit(True)
+
+
+def csv_record_is_malformed(raw: Column, header: Column, landing: LandingSpec, field_count: int | None,
+                            shape: tuple[Column, Column] | None = None) -> Column:
+    """A CSV record is malformed when it is not well-formed, carries U+FFFD (undecodable bytes), has
+    another field count than its header (or ``field_count`` without a header), or its header is unusable.
+    ``shape``: ``csv_header_shape`` already computed (once per file, by bronze)."""
+    expected, header_ok = shape or csv_header_shape(header, landing, field_count)
+    values = csv_records.fields(raw, landing)
     decoded_cleanly = ~F.coalesce(raw.contains(REPLACEMENT_CHAR), F.lit(False))
     well_formed = csv_records.is_well_formed(raw, landing) & decoded_cleanly & header_ok
-    return ~F.coalesce(well_formed & (F.size(values) == expected), F.lit(False))
+    right_count = F.coalesce(F.size(values) == expected, F.lit(True))  # no header and no field count: any
+    return ~F.coalesce(well_formed & right_count, F.lit(False))
 
 
 def parquet_rows_to_records(rows: DataFrame) -> DataFrame:

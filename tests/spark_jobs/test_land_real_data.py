@@ -67,7 +67,9 @@ def _manifests(s3, bucket: str, layer: str, dataset: str) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def onboarded(applied_tenant, aws_env, boto_session, tmp_path_factory):
+def onboarded(applied_tenant, aws_env, tmp_path_factory):
+    import boto3
+
     from infra.local.s3a_jars import ensure_jars
 
     lake = applied_tenant(TENANT)
@@ -92,7 +94,9 @@ def onboarded(applied_tenant, aws_env, boto_session, tmp_path_factory):
     # Historical data: the silver freshness expectation warns (exit 5); --allow-warn as documented.
     run_all = _cli(env, "run-all", "--tenant", TENANT, "--dataset", "airquality", "--dataset", "gibraltar", "--allow-warn",
                    timeout=1500)
-    s3 = boto_session("s3", lake["region"])
+    s3 = boto3.client("s3", region_name=lake["region"], endpoint_url=aws_env["AWS_ENDPOINT_URL"],
+                      verify=aws_env["AWS_CA_BUNDLE"], aws_access_key_id=aws_env["AWS_ACCESS_KEY_ID"],
+                      aws_secret_access_key=aws_env["AWS_SECRET_ACCESS_KEY"])
     bucket = lake["lake_bucket_name"]
     downloaded = work / "lake"
     for dataset in ("airquality", "gibraltar"):
