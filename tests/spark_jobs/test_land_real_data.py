@@ -29,7 +29,8 @@ import pytest
 
 from tests.conftest import REPO_ROOT, TEST_STATE_DIR
 
-pytestmark = pytest.mark.integration
+# The fixture applies acme when no earlier test did (minutes on a busy machine), then lands and runs two datasets.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 
 TENANT = "acme"
 CONTRACTS = REPO_ROOT / "tests" / "spark_jobs" / "contracts"
