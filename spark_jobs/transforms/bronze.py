@@ -6,13 +6,13 @@ plus the file's header line as ``_header``; ``transforms/csv_records.py`` says w
 A text file that is not text at all (NUL bytes, gzip or Parquet magic bytes) gets a ``_file_problem``:
 the job fails the batch naming the file instead of ingesting binary noise.
 
-The landing file is read whole (``wholetext``), so a record's position in its file is known and the
-tiebreak of the silver dedupe is deterministic. A ``json_array`` file that is not a JSON array (a
+A text landing file is read whole (``wholetext``), so a record's position in its file is known and the
+tiebreak of the silver dedupe is deterministic (a Parquet row's position is its ``row_index``). A ``json_array`` file that is not a JSON array (a
 truncated upload, a JSON-lines file, two arrays one after the other) becomes ONE bronze row holding the
 whole file, flagged malformed. Every array element is a record, ``null`` and ``""`` included (flagged
 malformed); only blank lines of a ``json_lines`` file and a whitespace-only file hold no record.
 
-Well-formed means strict JSON (RFC 8259): exactly one JSON object and nothing after it, no single
+For JSON, well-formed means strict JSON (RFC 8259): exactly one JSON object and nothing after it, no single
 quotes or NaN, and valid UTF-8. Spark's JSON functions alone would accept ``{"a":1}\n{"b":2}`` as the
 object ``{"a":1}`` and silently drop the rest; and the text reader decodes invalid UTF-8 bytes to
 U+FFFD, so a record carrying U+FFFD is taken as damaged in transit (two different ids could decode to
