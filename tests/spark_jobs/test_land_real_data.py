@@ -1,4 +1,4 @@
-"""Bring your own data, on real public data: `land` + `run-all` on the applied acme tenant (emulator, s3a).
+"""Bring your own data, on real public data: `land` + `run-all` on the applied initech tenant (emulator, s3a).
 
 The data is not generated here. The pinned ``great-tables`` wheel (MIT, requirements/project.txt) ships
 - ``great_tables/data/x-airquality.csv``: R's ``datasets::airquality``, daily New York readings of
@@ -12,6 +12,11 @@ them: ``python -m spark_jobs land`` (the CSV with credentials vended for the ing
 ``TENANTLAKE_ENV=aws`` as on AWS) and one ``run-all`` for both datasets. Gold is then compared with
 DuckDB computed straight from the same files, and every manifest holds the counts invariant.
 The contracts are test-only: ``tests/spark_jobs/contracts/`` through ``TENANTLAKE_CONTRACTS_DIR``.
+
+initech, not acme: tests/integration/test_apply_acme.py destroys acme, initech stays applied after the
+streaming test (which empties its lake), so in a full run this module applies nothing. Validation is off
+in the run (``TENANTLAKE_VALIDATION=off``): this test is about the data; the CSV and Parquet datasets are
+validated in tests/reliability/test_bad_input.py. Every object it wrote is deleted (by version) at the end.
 """
 from __future__ import annotations
 
@@ -29,10 +34,11 @@ import pytest
 
 from tests.conftest import REPO_ROOT, TEST_STATE_DIR
 
-# The fixture applies acme when no earlier test did (minutes on a busy machine), then lands and runs two datasets.
+# The fixture applies initech when no earlier test did (minutes on a busy machine), then lands and runs two datasets.
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 
-TENANT = "acme"
+TENANT = "initech"
+DATASETS = ("airquality", "gibraltar")
 CONTRACTS = REPO_ROOT / "tests" / "spark_jobs" / "contracts"
 STATS = ("count", "min", "avg", "max")
 
@@ -84,7 +90,7 @@ def onboarded(applied_tenant, aws_env, tmp_path_factory):
                f"pressure, condition FROM read_csv('{great_tables_file('11-gibraltar.csv')}')) TO '{parquet}' (FORMAT parquet)")
     env = {**os.environ, **aws_env, "TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR), "TENANTLAKE_CONTRACTS_DIR": str(CONTRACTS),
            "SPARK_LOCAL_IP": "127.0.0.1", "TENANTLAKE_SPARK_JARS": ",".join(str(j) for j in ensure_jars())}
-    env.pop("TENANTLAKE_VALIDATION", None)
+    env["TENANTLAKE_VALIDATION"] = "off"
 
     # The CSV as a producer on AWS would land it: with ingest-writer credentials vended for its prefix.
     vended = json.loads(_cli(env, "creds", "--tenant", TENANT, "--prefix", "landing/airquality", "--format", "json").stdout)
@@ -92,7 +98,7 @@ def onboarded(applied_tenant, aws_env, tmp_path_factory):
     land_csv = _cli(producer_env, "land", "--tenant", TENANT, "--dataset", "airquality", str(csv_folder))
     land_csv_again = _cli(producer_env, "land", "--tenant", TENANT, "--dataset", "airquality", str(csv_folder / "airquality.csv"))
     land_parquet = _cli(env, "land", "--tenant", TENANT, "--dataset", "gibraltar", str(parquet_folder))
-    # Historical data: the silver freshness expectation warns (exit 5); --allow-warn as documented.
+    # Historical data: the silver freshness expectation warns (exit 5) when validation is on; --allow-warn as documented.
     run_all = _cli(env, "run-all", "--tenant", TENANT, "--dataset", "airquality", "--dataset", "gibraltar", "--allow-warn",
                    timeout=1500)
     s3 = boto3.client("s3", region_name=lake["region"], endpoint_url=aws_env["AWS_ENDPOINT_URL"],
@@ -100,12 +106,24 @@ def onboarded(applied_tenant, aws_env, tmp_path_factory):
                       aws_secret_access_key=aws_env["AWS_SECRET_ACCESS_KEY"])
     bucket = lake["lake_bucket_name"]
     downloaded = work / "lake"
-    for dataset in ("airquality", "gibraltar"):
+    for dataset in DATASETS:
         for layer in ("silver", "quarantine", "gold"):
             _download(s3, bucket, f"{layer}/{dataset}/", downloaded)
-    return {"lake": lake, "s3": s3, "bucket": bucket, "csv": csv_folder / "airquality.csv", "parquet": parquet,
-            "land_csv": land_csv, "land_csv_again": land_csv_again, "land_parquet": land_parquet, "run_all": run_all,
-            "downloaded": downloaded}
+    yield {"lake": lake, "s3": s3, "bucket": bucket, "csv": csv_folder / "airquality.csv", "parquet": parquet,
+           "land_csv": land_csv, "land_csv_again": land_csv_again, "land_parquet": land_parquet, "run_all": run_all,
+           "downloaded": downloaded}
+    _purge(s3, bucket)
+
+
+def _purge(s3, bucket: str) -> None:
+    """Delete every version and delete marker this module wrote (the tenant stays applied for others)."""
+    prefixes = [f"{layer}/{dataset}/" for dataset in DATASETS
+                for layer in ("landing", "bronze", "silver", "quarantine", "gold", "checkpoints")]
+    prefixes += [f"reports/{layer}/{dataset}/" for dataset in DATASETS for layer in ("bronze", "silver", "gold")]
+    for prefix in prefixes:
+        for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
+            for entry in page.get("Versions", []) + page.get("DeleteMarkers", []):
+                s3.delete_object(Bucket=bucket, Key=entry["Key"], VersionId=entry["VersionId"])
 
 
 def test_land_uploads_each_file_once_with_the_tenant_key(onboarded):
