@@ -157,3 +157,23 @@ def test_versioned_bucket_with_delete_markers_empties_and_deletes(state_dir):
         assert not s3.delete_objects(Bucket="versioned-check", Delete={"Objects": doomed}).get("Errors")
     s3.delete_bucket(Bucket="versioned-check")
     assert "versioned-check" not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+
+
+def test_eventbridge_notification_switch_is_returned(state_dir):
+    """Plain moto stored it but never returned it: every re-plan wanted to turn EventBridge on again."""
+    state, _ = emu.start(state_dir)
+    s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=state.endpoint, verify=state.ca_bundle,
+                      aws_access_key_id="x", aws_secret_access_key="x")
+    s3.create_bucket(Bucket="eventbridge-check")
+
+    def configuration() -> dict:
+        response = s3.get_bucket_notification_configuration(Bucket="eventbridge-check")
+        response.pop("ResponseMetadata")
+        return response
+
+    assert configuration() == {}
+    s3.put_bucket_notification_configuration(Bucket="eventbridge-check",
+                                             NotificationConfiguration={"EventBridgeConfiguration": {}})
+    assert configuration() == {"EventBridgeConfiguration": {}}
+    s3.put_bucket_notification_configuration(Bucket="eventbridge-check", NotificationConfiguration={})
+    assert configuration() == {}
