@@ -177,3 +177,19 @@ def test_eventbridge_notification_switch_is_returned(state_dir):
     assert configuration() == {"EventBridgeConfiguration": {}}
     s3.put_bucket_notification_configuration(Bucket="eventbridge-check", NotificationConfiguration={})
     assert configuration() == {}
+
+
+def test_a_deleted_virtual_cluster_frees_its_namespace(state_dir):
+    """Plain moto kept counting a TERMINATED virtual cluster: a tenant destroyed and applied again failed."""
+    state, _ = emu.start(state_dir)
+    emr = boto3.client("emr-containers", region_name="eu-west-1", endpoint_url=state.endpoint,
+                       verify=state.ca_bundle, aws_access_key_id="x", aws_secret_access_key="x")
+    provider = {"type": "EKS", "id": "tenantlake", "info": {"eksInfo": {"namespace": "emr-acme"}}}
+    first = emr.create_virtual_cluster(name="acme-lake", containerProvider=provider)["id"]
+    with pytest.raises(emr.exceptions.ValidationException, match="already exists in the given namespace"):
+        emr.create_virtual_cluster(name="acme-lake", containerProvider=provider)
+    emr.delete_virtual_cluster(id=first)
+    second = emr.create_virtual_cluster(name="acme-lake", containerProvider=provider)["id"]
+    assert second != first
+    assert emr.describe_virtual_cluster(id=first)["virtualCluster"]["state"] == "TERMINATED"
+    assert emr.describe_virtual_cluster(id=second)["virtualCluster"]["state"] == "RUNNING"
