@@ -209,7 +209,9 @@ def configuration_overrides(target: DeployTarget, spec: RunSpec) -> dict[str, An
                 "logGroupName": target.log_group,
                 "logStreamNamePrefix": log_stream_prefix(spec),
             },
-            "s3MonitoringConfiguration": {"logUri": target.logs_uri},
+            # EMR uploads the job's logs to logs/ as the job role; the lake's bucket policy denies any
+            # put that does not name the tenant key, so the uploads are SSE-KMS with it.
+            "s3MonitoringConfiguration": {"logUri": target.logs_uri, "encryptionKeyArn": target.kms_key_arn},
         },
     }
 

@@ -67,7 +67,7 @@ def test_request_fields():
     monitoring = overrides["monitoringConfiguration"]
     assert monitoring["cloudWatchMonitoringConfiguration"] == {
         "logGroupName": "/tenantlake/acme/emr-jobs", "logStreamNamePrefix": "spark_jobs/iot/silver"}
-    assert monitoring["s3MonitoringConfiguration"] == {"logUri": "s3://acme-eu-west-1-lake/logs/"}
+    assert monitoring["s3MonitoringConfiguration"] == {"logUri": "s3://acme-eu-west-1-lake/logs/", "encryptionKeyArn": KEY}
     assert request["tags"] == {"tenant": "acme", "dataset": "iot", "layer": "silver", "code_version": "0123456789ab",
                                "run_date": "2024-05-01", "event_date": "2024-05-01", "attempt": "0"}
     assert request["name"] == "acme-iot-silver-20240501-01234567"
