@@ -71,6 +71,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true",
                    help="print the StartJobRun requests as a JSON array (each item works with "
                         "`aws emr-containers start-job-run --cli-input-json`); upload and submit nothing")
+    p.add_argument("--allow-warn", action="store_true",
+                   help="the jobs exit 0 instead of 5 when only warn-severity expectations failed, so such a run "
+                        "ends COMPLETED (default: it ends FAILED and the deploy names the expectations)")
     p.add_argument("--rerun", action="store_true", help="run again what already COMPLETED for this code version and date")
     p.add_argument("--release-label", default=DEFAULT_RELEASE_LABEL,
                    help=f"EMR release (default: {DEFAULT_RELEASE_LABEL}); decides the Python the job deps are built for")
@@ -116,6 +119,7 @@ def deploy(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys
                          args.executor_memory, args.shuffle_partitions),
         python=deps_target.interpreter,
         container_image=args.container_image,
+        allow_warn=args.allow_warn,
     )
     hashes = {d: artifact_mod.contract_sha256(built, d) for d in datasets}
     emr = clients("emr-containers")

@@ -55,6 +55,9 @@ class RequestOptions:
         python: the interpreter of driver and executors (``spark.pyspark.python``), the one the
             packages were built for. @default - "" (the image's)
         container_image: a custom EMR on EKS image with the dependencies baked in. @default - "" (EMR's)
+        allow_warn: pass ``--allow-warn`` to the jobs, so a run whose only failed expectations have warn
+            severity ends COMPLETED (exit 0) instead of FAILED (exit 5). @default - False (a warning fails
+            the run, and the deploy names the expectations)
     """
 
     release_label: str = DEFAULT_RELEASE_LABEL
@@ -62,6 +65,7 @@ class RequestOptions:
     job_deps_uri: str = ""
     python: str = ""
     container_image: str = ""
+    allow_warn: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,14 +135,18 @@ def run_tags(tenant: str, spec: RunSpec, version: str, attempt: int = 0) -> dict
     }
 
 
-def entrypoint_arguments(target: DeployTarget, spec: RunSpec, lake_uri: str | None = None) -> list[str]:
-    """Arguments of ``spark_jobs.cli.main`` for one run (``lake_uri`` overrides the target's for local runs)."""
+def entrypoint_arguments(target: DeployTarget, spec: RunSpec, lake_uri: str | None = None,
+                         allow_warn: bool = False) -> list[str]:
+    """Arguments of ``spark_jobs.cli.main`` for one run (``lake_uri`` overrides the target's for local runs;
+    ``allow_warn`` adds ``--allow-warn``)."""
     if spec.is_pipeline:
         args = ["run-all", "--dataset", spec.dataset]
     else:
         args = ["run", "--dataset", spec.dataset, "--layer", spec.layer]
     if spec.event_date and any(layer in DATE_FILTERED_LAYERS for layer in spec.layers):
         args += ["--date", spec.event_date.isoformat()]
+    if allow_warn:
+        args.append("--allow-warn")
     return args + ["--lake-uri", lake_uri or target.lake_uri, "--kms-key-arn", target.kms_key_arn,
                    "--region", target.region]
 
@@ -233,7 +241,7 @@ def build_request(target: DeployTarget, artifact: ArtifactLocation, spec: RunSpe
         "jobDriver": {
             "sparkSubmitJobDriver": {
                 "entryPoint": artifact.entrypoint_uri,
-                "entryPointArguments": entrypoint_arguments(target, spec),
+                "entryPointArguments": entrypoint_arguments(target, spec, allow_warn=options.allow_warn),
                 "sparkSubmitParameters": spark_submit_parameters(artifact, spec, contract_sha256, options),
             }
         },

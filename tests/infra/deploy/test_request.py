@@ -215,3 +215,16 @@ def test_the_root_readme_points_to_the_deploy_reference():
     root = (Path(__file__).resolve().parents[3] / "README.md").read_text()
     section = root.split("## Deploying jobs to EMR on EKS", 1)[1].split("\n## ", 1)[0]
     assert "infra/deploy/README.md" in section and len(section.strip().splitlines()) <= 2
+
+
+def test_allow_warn_reaches_the_job_only_when_asked():
+    day = datetime.date(2024, 5, 1)
+    spec = run_plan(["iot"], list(LAYERS), day, event_date=day)[0]
+    default = build_request(TARGET, LOCATION, spec, "c0ffee")["jobDriver"]["sparkSubmitJobDriver"]
+    assert "--allow-warn" not in default["entryPointArguments"]
+    allowed = build_request(TARGET, LOCATION, spec, "c0ffee", RequestOptions(allow_warn=True))
+    arguments = allowed["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
+    assert arguments[:6] == ["run-all", "--dataset", "iot", "--date", "2024-05-01", "--allow-warn"]
+    # The jobs' own parser takes the arguments as the cluster passes them.
+    from spark_jobs.cli import build_parser
+    assert build_parser().parse_args(arguments).allow_warn is True
