@@ -4,7 +4,8 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from spark_jobs.contract import load_contract
-from spark_jobs.io import readers, storage
+from spark_jobs.io import landing as landing_io
+from spark_jobs.io import storage
 from spark_jobs.lake import LakeConfig
 from spark_jobs.transforms import stream_records
 
@@ -18,8 +19,7 @@ def layer_counts(spark: SparkSession, lake: LakeConfig, datasets: list[str]) -> 
         landing = lake.landing(dataset)
         landing_rows = None
         if storage.has_data_files(spark, landing):
-            landing_rows = stream_records.split_landing_records(
-                readers.landing_files(spark, landing), contract.landing_format).count()
+            landing_rows = _landing_records(spark, landing, contract)
         table.append({"dataset": dataset, "layer": "landing (records)", "rows": landing_rows, "location": landing})
         locations = [("bronze", lake.bronze(dataset)), ("silver", lake.silver(dataset)),
                      ("quarantine", lake.quarantine(dataset))]
@@ -28,6 +28,16 @@ def layer_counts(spark: SparkSession, lake: LakeConfig, datasets: list[str]) -> 
             rows = spark.read.parquet(uri).count() if storage.has_data_files(spark, uri) else None
             table.append({"dataset": dataset, "layer": layer, "rows": rows, "location": uri})
     return table
+
+
+def _landing_records(spark: SparkSession, landing_uri: str, contract) -> int | None:
+    """Records in the landing files, as bronze would count them (None when a file cannot be read)."""
+    if contract.landing.is_text:
+        files = landing_io.landing_text_files(spark, landing_uri, contract.landing)
+        return stream_records.split_landing_records(files, contract.landing, len(contract.landing_fields)).count()
+    paths = landing_io.parquet_landing_paths(spark, landing_uri)
+    frames, problems = landing_io.read_parquet_files(spark, paths)
+    return None if problems else sum(frame.count() for frame in frames)
 
 
 def format_counts_table(rows: list[dict]) -> str:
