@@ -1,8 +1,8 @@
 """Where a tenant's lake is and how to reach it: the lake URI, key and endpoint, and the layout under it.
 
-Layout (INTERFACES section 4): ``landing/<ds>/``, ``bronze/<ds>/``, ``silver/<ds>/event_date=.../``,
-``gold/<ds>/<gold_name>/``, ``quarantine/<ds>/``, ``checkpoints/<ds>/bronze/``,
-``reports/<layer>/<ds>/<run_id>/manifest.json``. Jobs never rebuild resource names: the launcher
+Layout (INTERFACES section 4): ``landing/<ds>/``, ``bronze/<ds>/``, ``silver/<ds>/`` (the Iceberg table
+``silver.<ds>``), ``gold/<gold_name>/`` (the Iceberg table ``gold.<gold_name>``), ``quarantine/<ds>/``,
+``checkpoints/<ds>/bronze/``, ``reports/<layer>/<ds>/<run_id>/manifest.json``. Jobs never rebuild resource names: the launcher
 passes the lake URI and key (from the tenant's Terraform outputs).
 """
 from __future__ import annotations
@@ -76,7 +76,10 @@ class LakeConfig:
         return self.path("quarantine", dataset)
 
     def gold(self, dataset: str, gold_name: str) -> str:
-        return self.path("gold", dataset, gold_name)
+        """The gold table ``gold.<gold_name>``'s location, ``gold/<gold_name>``: an Iceberg Hadoop catalog
+        places a table at ``<warehouse>/<namespace>/<table>``, and gold names are unique (one module
+        each in ``spark_jobs/transforms/gold/``). ``dataset`` is the gold's dataset (not in the path)."""
+        return self.path("gold", gold_name)
 
     def checkpoint(self, dataset: str) -> str:
         return self.path("checkpoints", dataset, "bronze")
