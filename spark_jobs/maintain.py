@@ -82,7 +82,7 @@ def tables_of(spark, lake: LakeConfig, datasets: list[str]) -> list[tables.Table
 
 
 def _timestamp(moment: dt.datetime) -> str:
-    return f"TIMESTAMP '{moment.strftime('%Y-%m-%d %H:%M:%S')}'"
+    return f"TIMESTAMP '{moment.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
 
 
 def maintain_table(spark, tbl: tables.Table, options: MaintainOptions, now: dt.datetime) -> dict[str, Any]:

@@ -133,13 +133,15 @@ def run_query(spark, settings: CatalogSettings, sql: str, as_of: AsOf | None = N
     bad SQL, unknown tables and times before a table's first snapshot."""
     from pyspark.errors import AnalysisException, IllegalArgumentException, ParseException
 
-    spark.conf.set("spark.sql.defaultCatalog", settings.name)
     known = known_tables(spark, settings)
     if as_of is not None:
         sql = with_as_of(sql, as_of, known)
+    previous = spark.conf.get("spark.sql.defaultCatalog")
+    spark.conf.set("spark.sql.defaultCatalog", settings.name)
     try:
         df = spark.sql(sql)
         fetched = df.limit(max_rows + 1).collect()
+        columns = list(df.columns)
     except ParseException as exc:
         raise QueryError(f"bad SQL: {_first_line(exc)}") from None
     except AnalysisException as exc:
@@ -157,7 +159,9 @@ def run_query(spark, settings: CatalogSettings, sql: str, as_of: AsOf | None = N
         if name in ("ValidationException", "NoSuchTableException", "IllegalArgumentException"):
             raise QueryError(_first_line(java.getMessage() if java is not None else exc)) from None
         raise
-    return QueryResult(columns=list(df.columns), rows=[tuple(row) for row in fetched[:max_rows]],
+    finally:  # a shared session (tests, a notebook) keeps its own default catalog
+        spark.conf.set("spark.sql.defaultCatalog", previous)
+    return QueryResult(columns=columns, rows=[tuple(row) for row in fetched[:max_rows]],
                        truncated=len(fetched) > max_rows)
 
 

@@ -6,8 +6,9 @@ own relocated Jackson (``org/apache/iceberg/shaded/com/fasterxml/jackson/...``):
 with ``NoClassDefFoundError: .../JsonFactoryBuilder``. The same jar holds a full Jackson 2.19.2 (core,
 databind, annotations) under Parquet's relocation prefix, so the repair is a relocation, not new code:
 
-1. ``pip download`` the wheel (checked SHA-256), take the runtime jar (checked SHA-256) and the wheel's
-   ``LICENSE-binary``, ``NOTICE-binary`` and ``LICENSE.txt``;
+1. ``pip download`` the wheel (checked SHA-256), take the runtime jar (checked SHA-256), the wheel's
+   ``LICENSE-binary``, ``NOTICE-binary`` and ``LICENSE.txt``, and the jar's own ``LICENSE`` and ``NOTICE``
+   (Apache Iceberg's, naming the bundled Jackson); pyspark's jsr310 jar adds its ``LICENSE``/``NOTICE``;
 2. relocate the Parquet-shaded Jackson classes of that jar, and pyspark's own
    ``jackson-datatype-jsr310-2.15.2.jar`` (checked SHA-256), to ``org.apache.iceberg.shaded.com.fasterxml.jackson``
    with Debian's ``jarjar`` (package ``libjarjar-java``, Apache-2.0; checked SHA-256);
@@ -39,10 +40,14 @@ WHEEL_FILE = "snowpark_connect_deps_iceberg-1.0.3-py3-none-any.whl"
 WHEEL_SHA256 = "4f280e3677ab8d3a89f16647fc392ab2a3d48369f0c48873fe07bc1e74e06ffc"  # pragma: allowlist secret - public hash
 RUNTIME_MEMBER = "snowpark_connect_deps_iceberg/jars/iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 RUNTIME_SHA256 = "5b30080c7bbbced0fb0900894b7ea0200b1bbb2e4c355ebe727baafaf49c16f6"  # pragma: allowlist secret - public hash
-LICENSE_MEMBERS = {  # wheel member -> file name kept next to the jar
+LICENSE_MEMBERS = {  # wheel member -> file name kept next to the jar (the wheel's own licence files)
     "snowpark_connect_deps_iceberg-1.0.3.dist-info/licenses/LICENSE-binary": "LICENSE-binary",
     "snowpark_connect_deps_iceberg-1.0.3.dist-info/licenses/NOTICE-binary": "NOTICE-binary",
     "snowpark_connect_deps_iceberg-1.0.3.dist-info/licenses/LICENSE.txt": "LICENSE.txt",
+}
+JAR_LICENSE_MEMBERS = {  # runtime jar member -> file name: Iceberg's LICENSE/NOTICE (they list the bundled Jackson)
+    "LICENSE": "iceberg-spark-runtime-LICENSE",
+    "NOTICE": "iceberg-spark-runtime-NOTICE",
 }
 JSR310_JAR = "jackson-datatype-jsr310-2.15.2.jar"  # from pyspark's own jars/ folder
 JSR310_SHA256 = "7574c81ad570476ef6aad26f419288fd466733f3315bee3012f2f29c9dc008c8"  # pragma: allowlist secret - public hash
@@ -79,15 +84,16 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def jar_path(cache_dir: Path = DEFAULT_CACHE_DIR) -> Path:
-    return Path(cache_dir) / OUTPUT_JAR
+def jar_path(cache_dir: Path | None = None) -> Path:
+    """Where the jar is cached: ``cache_dir``, by default ``.local/jars/`` (``DEFAULT_CACHE_DIR``)."""
+    return Path(cache_dir or DEFAULT_CACHE_DIR) / OUTPUT_JAR
 
 
-def cached_jar_valid(cache_dir: Path = DEFAULT_CACHE_DIR) -> bool:
+def cached_jar_valid(cache_dir: Path | None = None) -> bool:
     jar = jar_path(cache_dir)
-    licenses = Path(cache_dir) / LICENSE_DIR
-    return (jar.is_file() and sha256_of(jar) == OUTPUT_SHA256
-            and all((licenses / name).is_file() for name in LICENSE_MEMBERS.values()))
+    licenses = jar.parent / LICENSE_DIR
+    names = [*LICENSE_MEMBERS.values(), *JAR_LICENSE_MEMBERS.values()]
+    return jar.is_file() and sha256_of(jar) == OUTPUT_SHA256 and all((licenses / name).is_file() for name in names)
 
 
 def pyspark_jsr310_jar() -> Path:
@@ -104,7 +110,9 @@ def pyspark_jsr310_jar() -> Path:
     return jar
 
 
-def check_jarjar(jarjar: Path = JARJAR) -> Path:
+def check_jarjar(jarjar: Path | None = None) -> Path:
+    """Debian's jarjar (default ``JARJAR``), hash-checked."""
+    jarjar = Path(jarjar or JARJAR)
     if not jarjar.is_file():
         raise JarError(f"{jarjar} is missing: install Debian's {JARJAR_PACKAGE} (`make setup` runs apt-get for it)")
     if sha256_of(jarjar) != JARJAR_SHA256:
@@ -171,10 +179,11 @@ def assemble(runtime_jar: Path, relocated: dict[str, bytes], target: Path) -> No
             jar.writestr(info, relocated[name], compresslevel=6)
 
 
-def build(cache_dir: Path = DEFAULT_CACHE_DIR, quiet: bool = False, wheel: Path | None = None,
-          jarjar: Path = JARJAR) -> Path:
-    """Build the jar into ``cache_dir`` (with its licence files); ``wheel`` skips the download."""
-    cache_dir = Path(cache_dir)
+def build(cache_dir: Path | None = None, quiet: bool = False, wheel: Path | None = None,
+          jarjar: Path | None = None) -> Path:
+    """Build the jar into ``cache_dir`` (default ``.local/jars/``) with its licence files; ``wheel``
+    (a local copy of the pinned wheel) skips the download; ``jarjar`` defaults to Debian's."""
+    cache_dir = Path(cache_dir or DEFAULT_CACHE_DIR)
     cache_dir.mkdir(parents=True, exist_ok=True)
     jarjar = check_jarjar(jarjar)
     jsr310 = pyspark_jsr310_jar()
@@ -199,6 +208,9 @@ def build(cache_dir: Path = DEFAULT_CACHE_DIR, quiet: bool = False, wheel: Path 
             runtime = _extract_checked(archive, RUNTIME_MEMBER, work / "runtime.jar", RUNTIME_SHA256, wheel.name)
             for member, name in LICENSE_MEMBERS.items():
                 _extract_checked(archive, member, licenses / name, None, wheel.name)
+        with zipfile.ZipFile(runtime) as archive:
+            for member, name in JAR_LICENSE_MEMBERS.items():
+                _extract_checked(archive, member, licenses / name, None, runtime.name)
         with zipfile.ZipFile(jsr310) as archive:
             for member in ("META-INF/LICENSE", "META-INF/NOTICE"):
                 _extract_checked(archive, member, licenses / f"jackson-datatype-jsr310-{member.rsplit('/', 1)[1]}",
@@ -221,7 +233,7 @@ def build(cache_dir: Path = DEFAULT_CACHE_DIR, quiet: bool = False, wheel: Path 
     return jar_path(cache_dir)
 
 
-def ensure_jar(cache_dir: Path = DEFAULT_CACHE_DIR, quiet: bool = False) -> Path:
+def ensure_jar(cache_dir: Path | None = None, quiet: bool = False) -> Path:
     """Return the verified jar's path, building it first if the cache is missing or corrupt."""
     if cached_jar_valid(cache_dir):
         return jar_path(cache_dir)

@@ -9,7 +9,8 @@ which this project does not allow.
 Works on a table folder of the Hadoop catalog's layout (``<table>/metadata/version-hint.text`` and
 ``v<N>.metadata.json``), local or downloaded from S3: paths in the metadata (``s3a://…``, ``file:…``)
 are mapped onto the folder through the table's recorded ``location``. It reads Avro manifests with
-the small decoder below (Iceberg writes them uncompressed or deflate-compressed). Tables with delete
+the small decoder below (Iceberg writes them uncompressed or deflate-compressed). ``duckdb_source``
+needs the ``duckdb`` package (benchmarks and tests); the rest needs only the standard library. Tables with delete
 files (merge-on-read) cannot be read as a file list; ``data_files`` refuses them. The pipeline writes
 copy-on-write overwrites only, so its tables have none.
 """
@@ -150,17 +151,30 @@ class DataFile:
     record_count: int
 
 
-def metadata_file(table_dir: Path) -> Path:
-    """The current ``v<N>.metadata.json`` of a Hadoop-catalog table folder (from ``version-hint.text``)."""
-    folder = Path(table_dir) / "metadata"
-    hint = folder / "version-hint.text"
-    if not hint.is_file():
-        raise IcebergMetadataError(f"{table_dir} is not an Iceberg table (no metadata/version-hint.text)")
-    version = hint.read_text().strip()
+def _version_file(folder: Path, version: int) -> Path | None:
     for name in (f"v{version}.metadata.json", f"v{version}.gz.metadata.json"):
         if (folder / name).is_file():
             return folder / name
-    raise IcebergMetadataError(f"{folder}: version-hint says {version}, but v{version}.metadata.json is missing")
+    return None
+
+
+def metadata_file(table_dir: Path) -> Path:
+    """The current ``v<N>.metadata.json`` of a Hadoop-catalog table folder. As Iceberg's own reader
+    does, ``version-hint.text`` is only where the search starts: a commit is complete once its
+    ``v<N+1>.metadata.json`` exists, even if the process died before updating the hint."""
+    folder = Path(table_dir) / "metadata"
+    hint = folder / "version-hint.text"
+    versions = sorted(int(p.name[1:].split(".")[0]) for p in folder.glob("v*.metadata.json")
+                      if p.name[1:].split(".")[0].isdigit()) if folder.is_dir() else []
+    if not versions:
+        raise IcebergMetadataError(f"{table_dir} is not an Iceberg table (no metadata/v<N>.metadata.json)")
+    version = int(hint.read_text().strip()) if hint.is_file() and hint.read_text().strip().isdigit() else versions[-1]
+    while _version_file(folder, version + 1) is not None:
+        version += 1
+    found = _version_file(folder, version)
+    if found is None:
+        raise IcebergMetadataError(f"{folder}: version-hint says {version}, but v{version}.metadata.json is missing")
+    return found
 
 
 def table_metadata(table_dir: Path) -> dict[str, Any]:
@@ -201,10 +215,18 @@ def data_files(table_dir: Path, snapshot_id: int | None = None) -> list[DataFile
 
 
 def duckdb_source(table_dir: Path, snapshot_id: int | None = None) -> str:
-    """A DuckDB table function over the live files: ``read_parquet([...])``, or an empty-result select
-    when the snapshot has no files."""
+    """A DuckDB relation (SQL, in parentheses) over the live files of the current snapshot (or
+    ``snapshot_id``). Iceberg stores Spark timestamps as ``timestamptz``; they are given back as naive
+    UTC timestamps, as Spark's own Parquet (silver and gold before the tables) gave them. An empty
+    snapshot yields an empty relation."""
+    import duckdb
+
     files = data_files(table_dir, snapshot_id)
     if not files:
         return "(SELECT NULL AS _empty WHERE false)"
-    quoted = ", ".join("'" + str(f.path).replace("'", "''") + "'" for f in files)
-    return f"read_parquet([{quoted}])"
+    source = "read_parquet([" + ", ".join("'" + str(f.path).replace("'", "''") + "'" for f in files) + "])"
+    with duckdb.connect() as con:
+        columns = con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()
+    naive = [f"timezone('UTC', \"{name}\") AS \"{name}\"" for name, kind, *_ in columns
+             if kind == "TIMESTAMP WITH TIME ZONE"]
+    return f"(SELECT * REPLACE ({', '.join(naive)}) FROM {source})" if naive else f"(SELECT * FROM {source})"

@@ -128,7 +128,8 @@ def _column_ddl(schema: T.StructType) -> str:
 def check_no_legacy_files(spark: SparkSession, tbl: Table) -> None:
     """A table's folder must not already hold Parquet written before the tables existed (Hive-style
     ``<col>=<value>/`` folders): readers would not see it, and ``maintain`` would delete it as orphans."""
-    legacy = [name for name in storage.list_dir(spark, tbl.location) if name not in ("data", "metadata")]
+    legacy = [name for name in storage.list_dir(spark, tbl.location)
+              if name not in ("data", "metadata") and not name.startswith(".")]
     if legacy:
         raise TableError(f"{tbl.location} holds files from before the Iceberg tables ({', '.join(legacy[:3])}"
                          f"{', ...' if len(legacy) > 3 else ''}); move them away, then re-run the layer without "
