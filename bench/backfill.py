@@ -1,0 +1,269 @@
+"""Backfill benchmark: a year of daily partitions through ``run-all`` on s3a against the emulator, this
+checkout's code against a baseline git ref (default ``main``), in ONE run on the same machine.
+
+    .venv/bin/python -m bench.backfill                                  # 365 days x 70 rows, baseline main
+    .venv/bin/python -m bench.backfill --days 30 --baseline-ref ""      # a quick run, this checkout only
+
+What one run does:
+
+1. the project's generator writes ``--days`` landing files of ``--rows-per-day`` iot records, one file
+   per day from 2024-01-01 (``--interval 86400``, the demo's 2 % bad and 2 % late records, seed 42);
+2. a dedicated emulator (moto over HTTPS, started and stopped by PID) gets one bucket and KMS key per
+   variant, and the same landing files are uploaded to each;
+3. the baseline's code is exported with ``git archive <ref>`` (nothing in the repository changes) and
+   each variant runs ``python -m spark_jobs run-all --dataset iot --allow-warn`` from its own source
+   tree, in its own process (validation on, as a user runs it), one variant after the other;
+4. per variant: the wall time of the whole command, each layer's own time (its manifest's
+   ``duration_seconds``) and the publish part of silver and gold (from the layer's progress lines:
+   from "deduped + split" / "built ..." to "published"; validation runs in that span for both);
+5. checks: both variants count the same rows per layer, and silver and gold hold the same content
+   (DuckDB over the baseline's Parquet folders and over the tables' current snapshots).
+
+Writes ``bench/results/backfill.json`` (machine, commits, load average before and after each variant,
+rows, ratios, checks). Exit 1 when a run or a check fails.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import REPO_ROOT, RESULTS_DIR, utc_now, write_result
+
+DATASET = "iot"
+START = "2024-01-01T00:00:00Z"
+REGION = "eu-west-1"
+RUN_TIMEOUT_S = 4 * 3600
+LAYER_LINE = re.compile(r"^(bronze|silver|gold) iot: rows_in=(\d+) rows_out=(\d+) quarantined=(\d+) duplicates=(\d+) "
+                        r"late=(\d+) \(([\d.]+)s\)")
+PROGRESS_LINE = re.compile(r"^\[(bronze|silver|gold) iot\] (.+?)\s{2,}.*\(([\d.]+)s\)$")
+PUBLISH_SPANS = {"silver": ("deduped + split", "published"), "gold": ("built iot_hourly", "published iot_hourly")}
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def export_ref(ref: str, target: Path) -> str:
+    """``git archive`` of ``ref`` into ``target``; returns the commit id (read-only on the repository)."""
+    commit = subprocess.run(["git", "rev-parse", ref], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+                            check=True).stdout.strip()
+    target.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", "--format=tar", commit], cwd=REPO_ROOT, capture_output=True,
+                             timeout=300, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True, timeout=300)
+    return commit
+
+
+def generate(work: Path, days: int, rows_per_day: int) -> Path:
+    lake = work / "generated"
+    cmd = [sys.executable, "-m", "spark_jobs", "datagen", "--dataset", DATASET, "--records", str(days * rows_per_day),
+           "--batch-size", str(rows_per_day), "--interval", "86400", "--start", START, "--bad-rate", "0.02",
+           "--late-rate", "0.02", "--seed", "42", "--lake-uri", str(lake)]
+    done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise SystemExit(f"bench.backfill: datagen failed: {done.stderr.strip().splitlines()[-1:]}")
+    print(f"[backfill] {done.stdout.strip()}", file=sys.stderr, flush=True)
+    return lake / "landing" / DATASET
+
+
+def provision(work: Path, variants: list[str], landing: Path):
+    """A dedicated emulator, a key, and one bucket per variant holding the landing files; returns
+    (emulator state dir, state, {variant: lake.json path})."""
+    import boto3
+
+    from infra.local import emulator
+
+    state_dir = work / "emulator"
+    state, _ = emulator.start(state_dir)
+    aws = emulator.env_vars(state)
+    session = boto3.session.Session(aws_access_key_id=aws["AWS_ACCESS_KEY_ID"],
+                                    aws_secret_access_key=aws["AWS_SECRET_ACCESS_KEY"], region_name=REGION)
+    kms = session.client("kms", endpoint_url=state.endpoint, verify=state.ca_bundle)
+    s3 = session.client("s3", endpoint_url=state.endpoint, verify=state.ca_bundle)
+    key_arn = kms.create_key(Description="tenantlake backfill bench key")["KeyMetadata"]["Arn"]
+    configs = {}
+    for variant in variants:
+        bucket = f"tenantlake-backfill-{variant}"
+        s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION})
+        for path in sorted(landing.iterdir()):
+            s3.put_object(Bucket=bucket, Key=f"landing/{DATASET}/{path.name}", Body=path.read_bytes(),
+                          ServerSideEncryption="aws:kms", SSEKMSKeyId=key_arn)
+        config = work / f"lake-{variant}.json"
+        config.write_text(json.dumps({"tenant_id": f"backfill-{variant}", "region": REGION, "lake_bucket_name": bucket,
+                                      "kms_key_arn": key_arn, "s3_endpoint": state.endpoint,
+                                      "ca_bundle": state.ca_bundle, "truststore": state.truststore}))
+        configs[variant] = config
+    return state_dir, state, {**aws, "AWS_DEFAULT_REGION": REGION}, configs
+
+
+def run_variant(variant: str, source: Path, lake_json: Path, env: dict[str, str], log: Path) -> dict[str, Any]:
+    """``run-all`` from ``source`` against the variant's bucket; wall time, layer times, publish spans."""
+    cmd = [sys.executable, "-m", "spark_jobs", "run-all", "--lake-config", str(lake_json), "--dataset", DATASET,
+           "--allow-warn"]
+    run_env = {**env, "PYTHONPATH": str(source), "TENANTLAKE_STATE_DIR": str(lake_json.parent / f"state-{variant}")}
+    load_before = _load()
+    print(f"[backfill] {variant}: run-all from {source} (load {load_before}) ...", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    done = subprocess.run(cmd, cwd=source, env=run_env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    wall = time.perf_counter() - started
+    log.write_text(f"$ {' '.join(cmd)}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}")
+    if done.returncode != 0:
+        raise RuntimeError(f"{variant}: run-all exited {done.returncode}; see {log}")
+    layers, stages = parse_run(done.stdout, done.stderr)
+    result = {"variant": variant, "wall_s": round(wall, 1), "layers": layers, "stages": stages,
+              "load_before": load_before, "load_after": _load()}
+    print(f"[backfill] {variant}: {result['wall_s']}s; " + ", ".join(
+        f"{k} {v['layer_s']}s" for k, v in layers.items()), file=sys.stderr, flush=True)
+    return result
+
+
+def parse_run(stdout: str, stderr: str) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, float]]]:
+    """From run-all's output: per layer its counts, ``layer_s`` and ``publish_s``; and every progress
+    stage's elapsed seconds per layer."""
+    layers: dict[str, dict[str, Any]] = {}
+    for line in stdout.splitlines():
+        match = LAYER_LINE.match(line)
+        if match:
+            layer, *counts, seconds = match.groups()
+            layers[layer] = dict(zip(("rows_in", "rows_out", "quarantined", "duplicates", "late"), map(int, counts)))
+            layers[layer]["layer_s"] = float(seconds)
+    stages: dict[str, dict[str, float]] = {}
+    for line in stderr.splitlines():
+        match = PROGRESS_LINE.match(line.strip())
+        if match:
+            stages.setdefault(match.group(1), {})[match.group(2).strip()] = float(match.group(3))
+    for layer, (begin, end) in PUBLISH_SPANS.items():
+        if begin in stages.get(layer, {}) and end in stages.get(layer, {}):
+            layers[layer]["publish_s"] = round(stages[layer][end] - stages[layer][begin], 1)
+    return layers, stages
+
+
+def _download(env: dict[str, str], lake_json: Path, prefix: str, dest: Path) -> Path:
+    import boto3
+
+    config = json.loads(lake_json.read_text())
+    s3 = boto3.client("s3", region_name=REGION, endpoint_url=config["s3_endpoint"], verify=config["ca_bundle"],
+                      aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"])
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=config["lake_bucket_name"], Prefix=prefix):
+        for obj in page.get("Contents", []):
+            target = dest / obj["Key"]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            s3.download_file(config["lake_bucket_name"], obj["Key"], str(target))
+    return dest
+
+
+def content_checks(env: dict[str, str], configs: dict[str, Path], work: Path) -> list[dict[str, Any]]:
+    """Silver and gold of every variant against the first one: same rows (DuckDB, not Spark)."""
+    from bench import duckdb_reference as ref
+    from spark_jobs.contract import load_contract
+
+    contract = load_contract(DATASET)
+    con = ref.connect()
+    fingerprints: dict[str, dict[str, Any]] = {}
+    for variant, lake_json in configs.items():
+        root = _download(env, lake_json, "", work / f"download-{variant}")
+        gold = next(p for p in (root / "gold" / "iot_hourly", root / "gold" / DATASET / "iot_hourly") if p.is_dir())
+        hourly = con.execute(f"SELECT count(*), sum(reading_count), sum(hash(sensor_id, CAST(event_hour AS TIMESTAMP), "
+                             f"reading_count, temperature_min, temperature_max, battery_min) % 1000000007) "
+                             f"FROM {ref._relation(gold)}").fetchone()
+        fingerprints[variant] = {"silver_checksum": ref.silver_checksum(con, contract, root / "silver" / DATASET),
+                                 "gold_iot_hourly": [int(v) for v in hourly]}
+    first = next(iter(fingerprints))
+    return [{"check": f"{name}_{variant}_equals_{first}", "ours": fingerprints[variant][name],
+             "baseline": fingerprints[first][name], "equal": fingerprints[variant][name] == fingerprints[first][name]}
+            for variant in list(fingerprints)[1:] for name in ("silver_checksum", "gold_iot_hourly")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.backfill", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--days", type=int, default=365, help="daily partitions (default: 365)")
+    parser.add_argument("--rows-per-day", type=int, default=70, help="records per day (default: 70)")
+    parser.add_argument("--baseline-ref", default="main", help="git ref of the baseline code ('' for none; default: main)")
+    parser.add_argument("--work-dir", default="", help="scratch folder (default: a temporary one)")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    parser.add_argument("--results-dir", default=str(RESULTS_DIR), help="where backfill.json goes (default: bench/results)")
+    args = parser.parse_args(argv)
+
+    from infra.local import emulator
+    from infra.local.s3a_jars import ensure_jars
+
+    started_at = utc_now()
+    work = Path(args.work_dir or tempfile.mkdtemp(prefix="tenantlake-backfill-"))
+    work.mkdir(parents=True, exist_ok=True)
+    sources = {"iceberg": REPO_ROOT}
+    commits = {}
+    if args.baseline_ref:
+        commits["baseline"] = export_ref(args.baseline_ref, work / "baseline-src")
+        sources = {"baseline": work / "baseline-src", **sources}
+    landing = generate(work, args.days, args.rows_per_day)
+    state_dir, _, aws, configs = provision(work, list(sources), landing)
+    env = {**os.environ, **aws, "SPARK_LOCAL_IP": "127.0.0.1",
+           "TENANTLAKE_SPARK_JARS": ",".join(str(j) for j in ensure_jars())}
+    env.pop("TENANTLAKE_VALIDATION", None)
+    runs, checks, failures = [], [], []
+    try:
+        for variant, source in sources.items():
+            try:
+                runs.append(run_variant(variant, source, configs[variant], env, work / f"{variant}.log"))
+            except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                failures.append(str(exc))
+        if not failures and len(runs) > 1:
+            checks = content_checks(aws, configs, work)
+    finally:
+        emulator.stop(state_dir)
+    for run in runs[1:]:
+        for layer in ("bronze", "silver", "gold"):
+            same = {k: v for k, v in run["layers"].get(layer, {}).items() if not k.endswith("_s")} == \
+                {k: v for k, v in runs[0]["layers"].get(layer, {}).items() if not k.endswith("_s")}
+            checks.append({"check": f"{layer}_counts_{run['variant']}_equals_{runs[0]['variant']}", "equal": same})
+    rows = []
+    for run in runs:
+        label = f"{run['variant']} ({commits[run['variant']][:12]}: Parquet folders)" if run["variant"] == "baseline" \
+            else "iceberg (this checkout: Iceberg tables)"
+        rows.append({"variant": label, "layer": "run-all (whole command)", "wall_s": run["wall_s"],
+                     "load": f"{run['load_before']} -> {run['load_after']}"})
+        for layer, figures in run["layers"].items():
+            rows.append({"variant": label, "layer": layer, "wall_s": figures["layer_s"],
+                         "publish_s": figures.get("publish_s"), "rows_in": figures["rows_in"],
+                         "rows_out": figures["rows_out"]})
+    ratios = []
+    if len(runs) == 2:
+        base, ours = runs
+        ratios.append({"layer": "run-all", "ours_over_baseline": round(ours["wall_s"] / base["wall_s"], 3)})
+        for layer in ("bronze", "silver", "gold"):
+            if layer in base["layers"] and layer in ours["layers"]:
+                ratio = {"layer": layer,
+                         "ours_over_baseline": round(ours["layers"][layer]["layer_s"] / base["layers"][layer]["layer_s"], 3)}
+                if base["layers"][layer].get("publish_s") and ours["layers"][layer].get("publish_s") is not None:
+                    ratio["publish_ours_over_baseline"] = round(
+                        ours["layers"][layer]["publish_s"] / base["layers"][layer]["publish_s"], 3)
+                ratios.append(ratio)
+    notes = [f"{args.days} daily partitions x {args.rows_per_day} iot records (one landing file per day from "
+             f"{START[:10]}, 2 % bad, 2 % late, seed 42), run-all --allow-warn with validation on, s3a against a "
+             "dedicated emulator (HTTPS, SSE-KMS), one bucket per variant, variants one after the other",
+             "wall s of a layer = its manifest's duration_seconds; publish s = from 'deduped + split' (silver) or "
+             "'built iot_hourly' (gold) to 'published': validation and the write (and, for the tables, the commit "
+             "and the read-back)",
+             "the machine is shared (2 cores): the load average before -> after each variant is in the table; "
+             "compare the variants within this run only"]
+    write_result("backfill", {"complete": not failures, "parameters": vars(args), "commits": commits,
+                                    "rows": rows, "ratios": ratios, "checks": checks, "runs": runs,
+                                    "failures": failures, "notes": notes}, started_at=started_at,
+                 results_dir=Path(args.results_dir))
+    print(json.dumps({"rows": rows, "ratios": ratios, "checks": checks, "failures": failures}, indent=1))
+    if not args.keep and not args.work_dir:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if failures or not all(c["equal"] for c in checks) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
