@@ -249,7 +249,9 @@ def main(argv: list[str] | None = None) -> int:
                 ratios.append(ratio)
     notes = [f"{args.days} daily partitions x {args.rows_per_day} iot records (one landing file per day from "
              f"{START[:10]}, 2 % bad, 2 % late, seed 42), run-all --allow-warn with validation on, s3a against a "
-             "dedicated emulator (HTTPS, SSE-KMS), one bucket per variant, variants one after the other",
+             "dedicated emulator (HTTPS, SSE-KMS), one bucket per variant, variants one after the other; a "
+             "day's file spans the whole day, so silver flags most records _is_late (more than 30 minutes older "
+             "than the newest record of their file): same for both variants",
              "wall s of a layer = its manifest's duration_seconds; publish s = from 'deduped + split' (silver) or "
              "'built iot_hourly' (gold) to 'published': validation and the write (and, for the tables, the commit "
              "and the read-back)",

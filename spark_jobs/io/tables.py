@@ -165,30 +165,34 @@ def overwrite(df: DataFrame, tbl: Table, partitioning: Partitioning, condition: 
     return created
 
 
-_SNAPSHOT_COLUMNS = ("snapshot_id, parent_id, operation, "
-                     "date_format(committed_at, \"yyyy-MM-dd'T'HH:mm:ss.SSS'Z'\") AS committed_at, "
-                     f"summary['{RUN_ID_PROPERTY}'] AS run_id, summary['added-records'] AS added_records, "
-                     "summary['deleted-records'] AS deleted_records, summary['total-records'] AS total_records")
+def _iceberg_table(spark: SparkSession, tbl: Table):
+    """Iceberg's own Table object (through the JVM): snapshot facts without running a Spark job."""
+    return spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, tbl.qualified)
 
 
-def _snapshot_dict(row) -> dict[str, Any]:
-    snapshot = row.asDict()
-    for key in ("added_records", "deleted_records", "total_records"):
-        snapshot[key] = int(snapshot[key]) if snapshot[key] is not None else 0
-    return snapshot
+def _snapshot_dict(snapshot) -> dict[str, Any]:
+    summary = {str(k): str(v) for k, v in dict(snapshot.summary()).items()}
+    parent = snapshot.parentId()
+    millis = int(snapshot.timestampMillis())
+    committed = dt.datetime.fromtimestamp(millis / 1000, tz=dt.timezone.utc)
+    return {"snapshot_id": int(snapshot.snapshotId()), "parent_id": None if parent is None else int(parent),
+            "operation": str(snapshot.operation()),
+            "committed_at": committed.strftime("%Y-%m-%dT%H:%M:%S.") + f"{millis % 1000:03d}Z",
+            "run_id": summary.get(RUN_ID_PROPERTY),
+            **{key.replace("-", "_"): int(summary.get(key, 0)) for key in ("added-records", "deleted-records",
+                                                                          "total-records")}}
 
 
 def snapshot_of_run(spark: SparkSession, tbl: Table, run_id: str) -> dict[str, Any] | None:
-    rows = spark.sql(f"SELECT {_SNAPSHOT_COLUMNS} FROM {tbl.qualified}.snapshots "
-                     f"WHERE summary['{RUN_ID_PROPERTY}'] = '{run_id}' ORDER BY committed_at DESC LIMIT 1").collect()
-    return _snapshot_dict(rows[0]) if rows else None
+    """The newest snapshot whose summary carries ``run_id`` (None: the run committed nothing)."""
+    found = [s for s in _iceberg_table(spark, tbl).snapshots() if dict(s.summary()).get(RUN_ID_PROPERTY) == run_id]
+    return _snapshot_dict(max(found, key=lambda s: s.timestampMillis())) if found else None
 
 
 def current_snapshot(spark: SparkSession, tbl: Table) -> dict[str, Any] | None:
     """The snapshot the table's ``main`` branch points at (None: no data committed yet)."""
-    rows = spark.sql(f"SELECT {_SNAPSHOT_COLUMNS} FROM {tbl.qualified}.snapshots WHERE snapshot_id = "
-                     f"(SELECT snapshot_id FROM {tbl.qualified}.refs WHERE name = 'main')").collect()
-    return _snapshot_dict(rows[0]) if rows else None
+    snapshot = _iceberg_table(spark, tbl).currentSnapshot()
+    return None if snapshot is None else _snapshot_dict(snapshot)
 
 
 def describe(spark: SparkSession, tbl: Table) -> dict[str, Any]:
@@ -215,9 +219,10 @@ def read(spark: SparkSession, tbl: Table, snapshot_id: int | None = None) -> Dat
 
 
 def count_where(spark: SparkSession, tbl: Table, snapshot_id: int, condition: str) -> int:
-    """Rows of snapshot ``snapshot_id`` matching ``condition``, read back from the data files."""
-    return int(spark.sql(f"SELECT count(*) FROM {tbl.qualified} VERSION AS OF {int(snapshot_id)} "
-                         f"WHERE {condition}").first()[0])
+    """Rows of snapshot ``snapshot_id`` matching ``condition``, read back from its data files (Iceberg's
+    aggregate push-down is off here: it would answer from the manifests' record counts instead)."""
+    return (spark.read.option("snapshot-id", str(snapshot_id)).option("aggregate-push-down-enabled", "false")
+            .table(tbl.qualified).where(F.expr(condition)).count())
 
 
 def publish_record(spark: SparkSession, tbl: Table, snapshot: dict[str, Any]) -> dict[str, Any]:

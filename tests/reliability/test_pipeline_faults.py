@@ -42,7 +42,7 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
             "PYTHONPATH": str(REPO_ROOT), **extra}
 
 
-def _cli(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def _cli(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "spark_jobs", *args], cwd=REPO_ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout)
 

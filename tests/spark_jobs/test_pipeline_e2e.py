@@ -116,12 +116,12 @@ def pipeline(emulator, aws_env, tmp_path_factory):
              "--late-rate", LATE_RATE, "--seed", "11", "--truth-file", str(truth_file))
         truth[dataset] = json.loads(truth_file.read_text())
     # --allow-warn: warn-severity expectations (e.g. the injected malformed rate) must not fail the run.
-    first = _cli(env, "run-all", "--tenant", TENANT, "--allow-warn")
+    first = _cli(env, "run-all", "--tenant", TENANT, "--allow-warn", timeout=1500)
     queried = _cli(env, "query", "--tenant", TENANT, "--json", "SELECT count(*) AS n FROM gold.iot_hourly")
     after_first = _download(s3, "", work / "run1")
     objects_first = _objects(s3, "bronze/")
     # The re-run checks the data only: validation (covered by tests/spark_jobs/quality) is off to save time.
-    second = _cli({**env, "TENANTLAKE_VALIDATION": "off"}, "run-all", "--tenant", TENANT)
+    second = _cli({**env, "TENANTLAKE_VALIDATION": "off"}, "run-all", "--tenant", TENANT, timeout=1500)
     after_second = _download(s3, "", work / "run2")
     yield {"s3": s3, "truth": truth, "first": first, "second": second, "run1": after_first, "run2": after_second,
            "bronze_objects_first": objects_first, "key_arn": key_arn, "query": queried}
