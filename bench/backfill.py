@@ -188,12 +188,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--days", type=int, default=365, help="daily partitions (default: 365)")
     parser.add_argument("--rows-per-day", type=int, default=70, help="records per day (default: 70)")
     parser.add_argument("--baseline-ref", default="main", help="git ref of the baseline code ('' for none; default: main)")
+    parser.add_argument("--ours-ref", default="", help="git ref of the code to compare (default: this working tree); "
+                        "a ref keeps the measured code fixed while the tree changes")
     parser.add_argument("--work-dir", default="", help="scratch folder (default: a temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
     parser.add_argument("--results-dir", default=str(RESULTS_DIR), help="where backfill.json goes (default: bench/results)")
     args = parser.parse_args(argv)
 
     from infra.local import emulator
+    from infra.local.iceberg_jar import ensure_jar
     from infra.local.s3a_jars import ensure_jars
 
     started_at = utc_now()
@@ -201,13 +204,17 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     sources = {"iceberg": REPO_ROOT}
     commits = {}
+    if args.ours_ref:
+        commits["iceberg"] = export_ref(args.ours_ref, work / "ours-src")
+        sources = {"iceberg": work / "ours-src"}
     if args.baseline_ref:
         commits["baseline"] = export_ref(args.baseline_ref, work / "baseline-src")
         sources = {"baseline": work / "baseline-src", **sources}
     landing = generate(work, args.days, args.rows_per_day)
     state_dir, _, aws, configs = provision(work, list(sources), landing)
     env = {**os.environ, **aws, "SPARK_LOCAL_IP": "127.0.0.1",
-           "TENANTLAKE_SPARK_JARS": ",".join(str(j) for j in ensure_jars())}
+           "TENANTLAKE_SPARK_JARS": ",".join(str(j) for j in ensure_jars()),
+           "TENANTLAKE_ICEBERG_JAR": str(ensure_jar())}  # an exported tree has no .local/jars of its own
     env.pop("TENANTLAKE_VALIDATION", None)
     runs, checks, failures = [], [], []
     try:
@@ -227,8 +234,8 @@ def main(argv: list[str] | None = None) -> int:
             checks.append({"check": f"{layer}_counts_{run['variant']}_equals_{runs[0]['variant']}", "equal": same})
     rows = []
     for run in runs:
-        label = f"{run['variant']} ({commits[run['variant']][:12]}: Parquet folders)" if run["variant"] == "baseline" \
-            else "iceberg (this checkout: Iceberg tables)"
+        code = commits.get(run["variant"], "")[:12] or "this working tree"
+        label = f"{run['variant']} ({code}: {'Parquet folders' if run['variant'] == 'baseline' else 'Iceberg tables'})"
         rows.append({"variant": label, "layer": "run-all (whole command)", "wall_s": run["wall_s"],
                      "load": f"{run['load_before']} -> {run['load_after']}"})
         for layer, figures in run["layers"].items():
