@@ -141,10 +141,22 @@ def parse_run(stdout: str, stderr: str) -> tuple[dict[str, dict[str, Any]], dict
         match = PROGRESS_LINE.match(line.strip())
         if match:
             stages.setdefault(match.group(1), {})[match.group(2).strip()] = float(match.group(3))
-    for layer, (begin, end) in PUBLISH_SPANS.items():
-        if begin in stages.get(layer, {}) and end in stages.get(layer, {}):
-            layers[layer]["publish_s"] = round(stages[layer][end] - stages[layer][begin], 1)
+    add_spans(layers, stages)
     return layers, stages
+
+
+def add_spans(layers: dict[str, dict[str, Any]], stages: dict[str, dict[str, float]]) -> None:
+    """``publish_s`` per layer; for a silver that commits a table (progress line "committed silver"), also
+    ``table_commit_s`` (validation, table write and commit) and ``after_commit_s`` (the quarantine's
+    Parquet write and the read-back)."""
+    for layer, (begin, end) in PUBLISH_SPANS.items():
+        marks = stages.get(layer, {})
+        if layer in layers and begin in marks and end in marks:
+            layers[layer]["publish_s"] = round(marks[end] - marks[begin], 1)
+    silver = stages.get("silver", {})
+    if "silver" in layers and {"deduped + split", "committed silver", "published"} <= set(silver):
+        layers["silver"]["table_commit_s"] = round(silver["committed silver"] - silver["deduped + split"], 1)
+        layers["silver"]["after_commit_s"] = round(silver["published"] - silver["committed silver"], 1)
 
 
 def _download(env: dict[str, str], lake_json: Path, prefix: str, dest: Path) -> Path:
@@ -183,6 +195,71 @@ def content_checks(env: dict[str, str], configs: dict[str, Path], work: Path) ->
             for variant in list(fingerprints)[1:] for name in ("silver_checksum", "gold_iot_hourly")]
 
 
+def count_checks(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every later variant counts the same rows per layer as the first."""
+    checks = []
+    for run in runs[1:]:
+        for layer in ("bronze", "silver", "gold"):
+            same = {k: v for k, v in run["layers"].get(layer, {}).items() if not k.endswith("_s")} == \
+                {k: v for k, v in runs[0]["layers"].get(layer, {}).items() if not k.endswith("_s")}
+            checks.append({"check": f"{layer}_counts_{run['variant']}_equals_{runs[0]['variant']}", "equal": same})
+    return checks
+
+
+def summarize(runs: list[dict[str, Any]], commits: dict[str, dict[str, str]], days: int,
+              rows_per_day: int) -> dict[str, Any]:
+    """The table rows, ratios (second variant / first) and notes of a result."""
+    rows = []
+    for run in runs:
+        code = commits.get(run["variant"], {}).get("commit", "")[:12] or "this working tree"
+        label = f"{run['variant']} ({code}: {'Parquet folders' if run['variant'] == 'baseline' else 'Iceberg tables'})"
+        rows.append({"variant": label, "layer": "run-all (whole command)", "wall_s": run["wall_s"],
+                     "load": f"{run['load_before']} -> {run['load_after']}"})
+        for layer, figures in run["layers"].items():
+            rows.append({"variant": label, "layer": layer, "wall_s": figures["layer_s"],
+                         "publish_s": figures.get("publish_s"), "table_commit_s": figures.get("table_commit_s"),
+                         "after_commit_s": figures.get("after_commit_s"), "rows_in": figures["rows_in"],
+                         "rows_out": figures["rows_out"]})
+    ratios = []
+    if len(runs) == 2:
+        base, ours = runs
+        ratios.append({"layer": "run-all", "ours_over_baseline": round(ours["wall_s"] / base["wall_s"], 3)})
+        for layer in ("bronze", "silver", "gold"):
+            if layer in base["layers"] and layer in ours["layers"]:
+                ratio = {"layer": layer,
+                         "ours_over_baseline": round(ours["layers"][layer]["layer_s"] / base["layers"][layer]["layer_s"], 3)}
+                if base["layers"][layer].get("publish_s") and ours["layers"][layer].get("publish_s") is not None:
+                    ratio["publish_ours_over_baseline"] = round(
+                        ours["layers"][layer]["publish_s"] / base["layers"][layer]["publish_s"], 3)
+                ratios.append(ratio)
+    notes = [f"{days} daily partitions x {rows_per_day} iot records (one landing file per day from "
+             f"{START[:10]}, 2 % bad, 2 % late, seed 42), run-all --allow-warn with validation on, s3a against a "
+             "dedicated emulator (HTTPS, SSE-KMS), one bucket per variant, variants one after the other; a "
+             "day's file spans the whole day, so silver flags most records _is_late (more than 30 minutes older "
+             "than the newest record of their file): same for both variants",
+             "wall s of a layer = its manifest's duration_seconds; publish s = from 'deduped + split' (silver) or "
+             "'built iot_hourly' (gold) to 'published': validation and the writes (for the tables also the commit "
+             "and the read-back); silver's publish includes the quarantine, which stays partitioned Parquet "
+             "(spark_jobs/README.md, Quarantine): table commit s = validation + the silver table's write and "
+             "commit, after commit s = the quarantine's Parquet write + the read-back",
+             "the machine is shared (2 cores): the load average before -> after each variant is in the table; "
+             "compare the variants within this run only"]
+    return {"rows": rows, "ratios": ratios, "notes": notes}
+
+
+def rescore(path: Path) -> None:
+    """Recompute spans, rows, ratios and notes of a result from its recorded runs (nothing is measured;
+    machine, commits and timestamps stay as recorded)."""
+    result = json.loads(path.read_text())
+    commits = {k: (v if isinstance(v, dict) else {"commit": v}) for k, v in (result.get("commits") or {}).items()}
+    for run in result["runs"]:
+        add_spans(run["layers"], run["stages"])
+    params = result.get("parameters") or {}
+    result.update(commits=commits, **summarize(result["runs"], commits, params.get("days", 365),
+                                                params.get("rows_per_day", 70)))
+    path.write_text(json.dumps(result, indent=2) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.backfill", description=__doc__.split("\n\n")[0])
     parser.add_argument("--days", type=int, default=365, help="daily partitions (default: 365)")
@@ -193,7 +270,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-dir", default="", help="scratch folder (default: a temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
     parser.add_argument("--results-dir", default=str(RESULTS_DIR), help="where backfill.json goes (default: bench/results)")
+    parser.add_argument("--rescore", default="", help="recompute a result file's table from its recorded runs, no run")
     args = parser.parse_args(argv)
+    if args.rescore:
+        rescore(Path(args.rescore))
+        return 0
 
     from infra.local import emulator
     from infra.local.iceberg_jar import ensure_jar
@@ -227,48 +308,13 @@ def main(argv: list[str] | None = None) -> int:
             checks = content_checks(aws, configs, work)
     finally:
         emulator.stop(state_dir)
-    for run in runs[1:]:
-        for layer in ("bronze", "silver", "gold"):
-            same = {k: v for k, v in run["layers"].get(layer, {}).items() if not k.endswith("_s")} == \
-                {k: v for k, v in runs[0]["layers"].get(layer, {}).items() if not k.endswith("_s")}
-            checks.append({"check": f"{layer}_counts_{run['variant']}_equals_{runs[0]['variant']}", "equal": same})
-    rows = []
-    for run in runs:
-        code = commits.get(run["variant"], {}).get("commit", "")[:12] or "this working tree"
-        label = f"{run['variant']} ({code}: {'Parquet folders' if run['variant'] == 'baseline' else 'Iceberg tables'})"
-        rows.append({"variant": label, "layer": "run-all (whole command)", "wall_s": run["wall_s"],
-                     "load": f"{run['load_before']} -> {run['load_after']}"})
-        for layer, figures in run["layers"].items():
-            rows.append({"variant": label, "layer": layer, "wall_s": figures["layer_s"],
-                         "publish_s": figures.get("publish_s"), "rows_in": figures["rows_in"],
-                         "rows_out": figures["rows_out"]})
-    ratios = []
-    if len(runs) == 2:
-        base, ours = runs
-        ratios.append({"layer": "run-all", "ours_over_baseline": round(ours["wall_s"] / base["wall_s"], 3)})
-        for layer in ("bronze", "silver", "gold"):
-            if layer in base["layers"] and layer in ours["layers"]:
-                ratio = {"layer": layer,
-                         "ours_over_baseline": round(ours["layers"][layer]["layer_s"] / base["layers"][layer]["layer_s"], 3)}
-                if base["layers"][layer].get("publish_s") and ours["layers"][layer].get("publish_s") is not None:
-                    ratio["publish_ours_over_baseline"] = round(
-                        ours["layers"][layer]["publish_s"] / base["layers"][layer]["publish_s"], 3)
-                ratios.append(ratio)
-    notes = [f"{args.days} daily partitions x {args.rows_per_day} iot records (one landing file per day from "
-             f"{START[:10]}, 2 % bad, 2 % late, seed 42), run-all --allow-warn with validation on, s3a against a "
-             "dedicated emulator (HTTPS, SSE-KMS), one bucket per variant, variants one after the other; a "
-             "day's file spans the whole day, so silver flags most records _is_late (more than 30 minutes older "
-             "than the newest record of their file): same for both variants",
-             "wall s of a layer = its manifest's duration_seconds; publish s = from 'deduped + split' (silver) or "
-             "'built iot_hourly' (gold) to 'published': validation and the write (and, for the tables, the commit "
-             "and the read-back)",
-             "the machine is shared (2 cores): the load average before -> after each variant is in the table; "
-             "compare the variants within this run only"]
-    write_result("backfill", {"complete": not failures, "parameters": vars(args), "commits": commits,
-                                    "rows": rows, "ratios": ratios, "checks": checks, "runs": runs,
-                                    "failures": failures, "notes": notes}, started_at=started_at,
+    checks += count_checks(runs)
+    summary = summarize(runs, commits, args.days, args.rows_per_day)
+    write_result("backfill", {"complete": not failures, "parameters": vars(args), "commits": commits, **summary,
+                              "checks": checks, "runs": runs, "failures": failures}, started_at=started_at,
                  results_dir=Path(args.results_dir))
-    print(json.dumps({"rows": rows, "ratios": ratios, "checks": checks, "failures": failures}, indent=1))
+    print(json.dumps({"rows": summary["rows"], "ratios": summary["ratios"], "checks": checks, "failures": failures},
+                     indent=1))
     if not args.keep and not args.work_dir:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if failures or not all(c["equal"] for c in checks) else 0
