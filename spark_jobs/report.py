@@ -40,9 +40,7 @@ def _parquet_count(spark: SparkSession, dataset: str, label: str, uri: str) -> d
 def _table_count(spark: SparkSession, lake: LakeConfig, dataset: str, label: str, layer: str, name: str) -> dict:
     """Rows of the table's current snapshot (None: no table, or no snapshot yet)."""
     tbl = tables.table(spark, lake, layer, name)
-    rows = None
-    if tables.exists(spark, tbl) and tables.current_snapshot(spark, tbl) is not None:
-        rows = tables.read(spark, tbl).count()
+    rows = tables.read(spark, tbl).count() if tables.current_snapshot(spark, tbl) is not None else None
     location = lake.silver(dataset) if layer == "silver" else lake.gold(dataset, name)
     return {"dataset": dataset, "layer": label, "rows": rows, "location": location, "table": tbl.display}
 

@@ -190,8 +190,13 @@ def snapshot_of_run(spark: SparkSession, tbl: Table, run_id: str) -> dict[str, A
 
 
 def current_snapshot(spark: SparkSession, tbl: Table) -> dict[str, Any] | None:
-    """The snapshot the table's ``main`` branch points at (None: no data committed yet)."""
-    snapshot = _iceberg_table(spark, tbl).currentSnapshot()
+    """The snapshot the table's ``main`` branch points at (None: no table, or no data committed yet)."""
+    try:
+        snapshot = _iceberg_table(spark, tbl).currentSnapshot()
+    except Exception as exc:  # noqa: BLE001 - the JVM's NoSuchTableException, as py4j or pyspark raise it
+        if "NoSuchTableException" in str(exc) or "TABLE_OR_VIEW_NOT_FOUND" in str(exc):
+            return None
+        raise
     return None if snapshot is None else _snapshot_dict(snapshot)
 
 

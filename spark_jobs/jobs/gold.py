@@ -37,7 +37,7 @@ def run_gold(run: JobRun) -> None:
     silver_table = tables.table(spark, lake, "silver", dataset)
     manifest.inputs = [silver_table.location]
     hint = f"run `python -m spark_jobs run --dataset {dataset} --layer silver` first"
-    snapshot = tables.current_snapshot(spark, silver_table) if tables.exists(spark, silver_table) else None
+    snapshot = tables.current_snapshot(spark, silver_table)
     if snapshot is None:
         raise readers.MissingInputError(f"silver {dataset} has no data in table {silver_table.display} "
                                         f"({silver_table.location}); {hint}")
