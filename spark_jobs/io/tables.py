@@ -200,21 +200,22 @@ def current_snapshot(spark: SparkSession, tbl: Table) -> dict[str, Any] | None:
     return None if snapshot is None else _snapshot_dict(snapshot)
 
 
+_TRANSFORM_TERMS = {"day": "days", "month": "months", "year": "years", "hour": "hours"}
+
+
 def describe(spark: SparkSession, tbl: Table) -> dict[str, Any]:
-    """Columns (name, Spark type) and partition terms as Spark's DESCRIBE TABLE reports them."""
-    rows = spark.sql(f"DESCRIBE TABLE {tbl.qualified}").collect()
-    columns, partitioning, section = [], [], "columns"
-    for row in rows:
-        name, data_type = row["col_name"], row["data_type"]
-        if name.startswith("#"):
-            section = "partitioning" if "Partitioning" in name else "other"
-            continue
-        if not name.strip():
-            continue
-        if section == "columns":
-            columns.append([name, data_type])
-        elif section == "partitioning":
-            partitioning.append(data_type)
+    """Columns (name, Spark type) as Spark's DESCRIBE TABLE reports them, and the partition spec as
+    Spark's DDL writes it (``days(event_ts)``, ``event_date``), from Iceberg's own spec."""
+    columns = []
+    for row in spark.sql(f"DESCRIBE TABLE {tbl.qualified}").collect():
+        if not row["col_name"].strip() or row["col_name"].startswith("#"):
+            break  # the partition sections follow the columns
+        columns.append([row["col_name"], row["data_type"]])
+    iceberg = _iceberg_table(spark, tbl)
+    partitioning = []
+    for field in iceberg.spec().fields():
+        source, transform = str(iceberg.schema().findColumnName(field.sourceId())), str(field.transform())
+        partitioning.append(source if transform == "identity" else f"{_TRANSFORM_TERMS.get(transform, transform)}({source})")
     return {"columns": columns, "partitioning": partitioning}
 
 

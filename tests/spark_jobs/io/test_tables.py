@@ -83,6 +83,12 @@ def test_table_is_format_v2_with_hidden_day_partitions_and_the_manifest_record_m
     assert record["snapshot_id"] == meta["current-snapshot-id"]
     # Partition pruning from the column itself: a filter on event_ts reads one day's file.
     assert iceberg_files.data_files(silver.location)[0].path.parent.name == "event_ts_day=2020-11-16"
+    # A gold-style table: identity on its event_date column.
+    gold = tables.Table(catalog=silver.catalog, layer="gold", name="daily")
+    identity = tables.Partitioning("event_date", "identity")
+    created = tables.overwrite(_rows(spark, [("a", ts("2020-11-16 10:00:00"), 1.0)]), gold, identity,
+                               identity.covering(["2020-11-16"], True), "run-1")
+    assert tables.publish_record(spark, gold, created)["partitioning"] == ["event_date"]
 
 
 def test_a_column_the_contract_adds_appears_with_its_first_values(spark, silver):
