@@ -206,58 +206,83 @@ def count_checks(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return checks
 
 
-def summarize(runs: list[dict[str, Any]], commits: dict[str, dict[str, str]], days: int,
+def _label(variant: str, commits: dict[str, dict[str, str]]) -> str:
+    code = commits.get(variant, {}).get("commit", "")[:12] or "this working tree"
+    return f"{variant} ({code}: {'Parquet folders' if variant == 'baseline' else 'Iceberg tables'})"
+
+
+def summarize(rounds: list[dict[str, Any]], commits: dict[str, dict[str, str]], days: int,
               rows_per_day: int) -> dict[str, Any]:
-    """The table rows, ratios (second variant / first) and notes of a result."""
-    rows = []
-    for run in runs:
-        code = commits.get(run["variant"], {}).get("commit", "")[:12] or "this working tree"
-        label = f"{run['variant']} ({code}: {'Parquet folders' if run['variant'] == 'baseline' else 'Iceberg tables'})"
-        rows.append({"variant": label, "layer": "run-all (whole command)", "wall_s": run["wall_s"],
-                     "load": f"{run['load_before']} -> {run['load_after']}"})
-        for layer, figures in run["layers"].items():
-            rows.append({"variant": label, "layer": layer, "wall_s": figures["layer_s"],
-                         "publish_s": figures.get("publish_s"), "table_commit_s": figures.get("table_commit_s"),
-                         "after_commit_s": figures.get("after_commit_s"), "rows_in": figures["rows_in"],
-                         "rows_out": figures["rows_out"]})
-    ratios = []
-    if len(runs) == 2:
-        base, ours = runs
-        ratios.append({"layer": "run-all", "ours_over_baseline": round(ours["wall_s"] / base["wall_s"], 3)})
-        for layer in ("bronze", "silver", "gold"):
-            if layer in base["layers"] and layer in ours["layers"]:
-                ratio = {"layer": layer,
-                         "ours_over_baseline": round(ours["layers"][layer]["layer_s"] / base["layers"][layer]["layer_s"], 3)}
-                if base["layers"][layer].get("publish_s") and ours["layers"][layer].get("publish_s") is not None:
-                    ratio["publish_ours_over_baseline"] = round(
-                        ours["layers"][layer]["publish_s"] / base["layers"][layer]["publish_s"], 3)
-                ratios.append(ratio)
+    """The table rows and the ratios (Iceberg / baseline) of every round, and the notes."""
+    rows, ratios = [], []
+    for number, round_ in enumerate(rounds, start=1):
+        for run in round_["runs"]:
+            label = _label(run["variant"], commits)
+            rows.append({"round": number, "variant": label, "layer": "run-all (whole command)",
+                         "wall_s": run["wall_s"], "load": f"{run['load_before']} -> {run['load_after']}"})
+            for layer, figures in run["layers"].items():
+                rows.append({"round": number, "variant": label, "layer": layer, "wall_s": figures["layer_s"],
+                             "publish_s": figures.get("publish_s"), "table_commit_s": figures.get("table_commit_s"),
+                             "after_commit_s": figures.get("after_commit_s"), "rows_in": figures["rows_in"],
+                             "rows_out": figures["rows_out"]})
+        by_variant = {run["variant"]: run for run in round_["runs"]}
+        if {"baseline", "iceberg"} <= set(by_variant):
+            base, ours = by_variant["baseline"], by_variant["iceberg"]
+            ratios.append({"round": number, "order": round_["order"], "layer": "run-all",
+                           "ours_over_baseline": round(ours["wall_s"] / base["wall_s"], 3)})
+            for layer in ("bronze", "silver", "gold"):
+                if layer in base["layers"] and layer in ours["layers"]:
+                    ratio = {"round": number, "order": round_["order"],
+                             "layer": layer + (" (same code in both: the load control)" if layer == "bronze" else ""),
+                             "ours_over_baseline": round(ours["layers"][layer]["layer_s"]
+                                                         / base["layers"][layer]["layer_s"], 3)}
+                    if base["layers"][layer].get("publish_s") and ours["layers"][layer].get("publish_s") is not None:
+                        ratio["publish_ours_over_baseline"] = round(
+                            ours["layers"][layer]["publish_s"] / base["layers"][layer]["publish_s"], 3)
+                    ratios.append(ratio)
     notes = [f"{days} daily partitions x {rows_per_day} iot records (one landing file per day from "
              f"{START[:10]}, 2 % bad, 2 % late, seed 42), run-all --allow-warn with validation on, s3a against a "
-             "dedicated emulator (HTTPS, SSE-KMS), one bucket per variant, variants one after the other; a "
-             "day's file spans the whole day, so silver flags most records _is_late (more than 30 minutes older "
-             "than the newest record of their file): same for both variants",
+             "dedicated emulator (HTTPS, SSE-KMS), one bucket per variant, the variants one after the other, "
+             "in the order the round says; a day's file spans the whole day, so silver flags most records "
+             "_is_late (more than 30 minutes older than the newest record of their file): same for both variants",
              "wall s of a layer = its manifest's duration_seconds; publish s = from 'deduped + split' (silver) or "
              "'built iot_hourly' (gold) to 'published': validation and the writes (for the tables also the commit "
              "and the read-back); silver's publish includes the quarantine, which stays partitioned Parquet "
              "(spark_jobs/README.md, Quarantine): table commit s = validation + the silver table's write and "
              "commit, after commit s = the quarantine's Parquet write + the read-back",
-             "the machine is shared (2 cores): the load average before -> after each variant is in the table; "
-             "compare the variants within this run only"]
+             "bronze runs the same code in both variants, so its ratio shows how much the machine's load "
+             "differed between the two runs of a round (1.0 = same conditions)",
+             "the machine is shared (2 cores): the load average before -> after each variant is in the table"]
     return {"rows": rows, "ratios": ratios, "notes": notes}
+
+
+def _rounds(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """A result's rounds (a result written before rounds existed holds one, baseline first)."""
+    if "rounds" in result:
+        return result["rounds"]
+    return [{"order": "baseline-first", "started_at": result.get("started_at"), "finished_at": result.get("finished_at"),
+             "runs": result.get("runs", []), "checks": result.get("checks", [])}]
+
+
+def _rewrite(path: Path, result: dict[str, Any], rounds: list[dict[str, Any]]) -> None:
+    commits = {k: (v if isinstance(v, dict) else {"commit": v}) for k, v in (result.get("commits") or {}).items()}
+    params = result.get("parameters") or {}
+    for stale in ("runs", "checks"):
+        result.pop(stale, None)
+    result.update(commits=commits, rounds=rounds, checks=[c for r in rounds for c in r["checks"]],
+                  **summarize(rounds, commits, params.get("days", 365), params.get("rows_per_day", 70)))
+    path.write_text(json.dumps(result, indent=2) + "\n")
 
 
 def rescore(path: Path) -> None:
     """Recompute spans, rows, ratios and notes of a result from its recorded runs (nothing is measured;
     machine, commits and timestamps stay as recorded)."""
     result = json.loads(path.read_text())
-    commits = {k: (v if isinstance(v, dict) else {"commit": v}) for k, v in (result.get("commits") or {}).items()}
-    for run in result["runs"]:
-        add_spans(run["layers"], run["stages"])
-    params = result.get("parameters") or {}
-    result.update(commits=commits, **summarize(result["runs"], commits, params.get("days", 365),
-                                                params.get("rows_per_day", 70)))
-    path.write_text(json.dumps(result, indent=2) + "\n")
+    rounds = _rounds(result)
+    for round_ in rounds:
+        for run in round_["runs"]:
+            add_spans(run["layers"], run["stages"])
+    _rewrite(path, result, rounds)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -270,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-dir", default="", help="scratch folder (default: a temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
     parser.add_argument("--results-dir", default=str(RESULTS_DIR), help="where backfill.json goes (default: bench/results)")
+    parser.add_argument("--order", choices=["baseline-first", "ours-first"], default="baseline-first",
+                        help="which variant runs first (default: baseline-first)")
+    parser.add_argument("--append-to", default="", help="add this run as another round to an existing result file")
     parser.add_argument("--rescore", default="", help="recompute a result file's table from its recorded runs, no run")
     args = parser.parse_args(argv)
     if args.rescore:
@@ -291,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.baseline_ref:
         commits["baseline"] = {"commit": export_ref(args.baseline_ref, work / "baseline-src")}
         sources = {"baseline": work / "baseline-src", **sources}
+        if args.order == "ours-first":
+            sources = dict(reversed(list(sources.items())))
     landing = generate(work, args.days, args.rows_per_day)
     state_dir, _, aws, configs = provision(work, list(sources), landing)
     env = {**os.environ, **aws, "SPARK_LOCAL_IP": "127.0.0.1",
@@ -309,10 +339,21 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         emulator.stop(state_dir)
     checks += count_checks(runs)
-    summary = summarize(runs, commits, args.days, args.rows_per_day)
-    write_result("backfill", {"complete": not failures, "parameters": vars(args), "commits": commits, **summary,
-                              "checks": checks, "runs": runs, "failures": failures}, started_at=started_at,
-                 results_dir=Path(args.results_dir))
+    this_round = {"order": args.order if len(runs) > 1 else "one variant", "started_at": started_at,
+                  "finished_at": utc_now(), "runs": runs, "checks": checks}
+    if args.append_to:
+        path = Path(args.append_to)
+        result = json.loads(path.read_text())
+        if {k: v.get("commit") for k, v in commits.items()} != \
+                {k: (v.get("commit") if isinstance(v, dict) else v) for k, v in (result.get("commits") or {}).items()}:
+            raise SystemExit(f"bench.backfill: {path} measured other commits; run without --append-to")
+        _rewrite(path, result, [*_rounds(result), this_round])
+        summary = json.loads(path.read_text())
+    else:
+        summary = summarize([this_round], commits, args.days, args.rows_per_day)
+        write_result("backfill", {"complete": not failures, "parameters": vars(args), "commits": commits, **summary,
+                                  "rounds": [this_round], "checks": checks, "failures": failures},
+                     started_at=started_at, results_dir=Path(args.results_dir))
     print(json.dumps({"rows": summary["rows"], "ratios": summary["ratios"], "checks": checks, "failures": failures},
                      indent=1))
     if not args.keep and not args.work_dir:

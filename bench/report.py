@@ -74,10 +74,10 @@ RATIO_COLUMNS = [("dataset", "dataset"), ("size", "events"), ("storage", "storag
                  ("validation_overhead", "validation overhead"), ("equal", "output equal to DuckDB")]
 INFRA_COLUMNS = [("measure", "measure"), ("n_tenants", "tenants"), ("parallelism", "parallelism"),
                  ("wall_s", "wall s"), ("per_tenant_s", "s per tenant"), ("note", "note")]
-BACKFILL_COLUMNS = [("variant", "code"), ("layer", "layer"), ("wall_s", "wall s"), ("publish_s", "publish s"),
+BACKFILL_COLUMNS = [("round", "round"), ("variant", "code"), ("layer", "layer"), ("wall_s", "wall s"), ("publish_s", "publish s"),
                     ("table_commit_s", "table commit s"), ("after_commit_s", "after commit s"),
                     ("rows_in", "rows in"), ("rows_out", "rows out"), ("load", "load average before -> after")]
-BACKFILL_RATIO_COLUMNS = [("layer", "layer"), ("ours_over_baseline", "Iceberg / baseline (wall)"),
+BACKFILL_RATIO_COLUMNS = [("round", "round"), ("order", "order"), ("layer", "layer"), ("ours_over_baseline", "Iceberg / baseline (wall)"),
                           ("publish_ours_over_baseline", "Iceberg / baseline (publish)")]
 
 
