@@ -173,26 +173,33 @@ def _download(env: dict[str, str], lake_json: Path, prefix: str, dest: Path) -> 
     return dest
 
 
-def content_checks(env: dict[str, str], configs: dict[str, Path], work: Path) -> list[dict[str, Any]]:
-    """Silver and gold of every variant against the first one: same rows (DuckDB, not Spark)."""
+def fingerprint(root: Path) -> dict[str, Any]:
+    """Order-independent fingerprints of a downloaded lake's silver and gold iot_hourly (DuckDB: the
+    baseline's Parquet folders, or the tables' current snapshots)."""
     from bench import duckdb_reference as ref
     from spark_jobs.contract import load_contract
 
-    contract = load_contract(DATASET)
     con = ref.connect()
-    fingerprints: dict[str, dict[str, Any]] = {}
-    for variant, lake_json in configs.items():
-        root = _download(env, lake_json, "", work / f"download-{variant}")
-        gold = next(p for p in (root / "gold" / "iot_hourly", root / "gold" / DATASET / "iot_hourly") if p.is_dir())
-        hourly = con.execute(f"SELECT count(*), sum(reading_count), sum(hash(sensor_id, CAST(event_hour AS TIMESTAMP), "
-                             f"reading_count, temperature_min, temperature_max, battery_min) % 1000000007) "
-                             f"FROM {ref._relation(gold)}").fetchone()
-        fingerprints[variant] = {"silver_checksum": ref.silver_checksum(con, contract, root / "silver" / DATASET),
-                                 "gold_iot_hourly": [int(v) for v in hourly]}
+    gold = next(p for p in (root / "gold" / "iot_hourly", root / "gold" / DATASET / "iot_hourly") if p.is_dir())
+    hourly = con.execute(f"SELECT count(*), sum(reading_count), sum(hash(sensor_id, CAST(event_hour AS TIMESTAMP), "
+                         f"reading_count, temperature_min, temperature_max, battery_min) % 1000000007) "
+                         f"FROM {ref._relation(gold)}").fetchone()
+    return {"silver_checksum": ref.silver_checksum(con, load_contract(DATASET), root / "silver" / DATASET),
+            "gold_iot_hourly": [int(v) for v in hourly]}
+
+
+def compare_fingerprints(fingerprints: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every variant's fingerprints against the first one's."""
     first = next(iter(fingerprints))
-    return [{"check": f"{name}_{variant}_equals_{first}", "ours": fingerprints[variant][name],
-             "baseline": fingerprints[first][name], "equal": fingerprints[variant][name] == fingerprints[first][name]}
+    return [{"check": f"{name}_{variant}_equals_{first}", variant: fingerprints[variant][name],
+             first: fingerprints[first][name], "equal": fingerprints[variant][name] == fingerprints[first][name]}
             for variant in list(fingerprints)[1:] for name in ("silver_checksum", "gold_iot_hourly")]
+
+
+def content_checks(env: dict[str, str], configs: dict[str, Path], work: Path) -> list[dict[str, Any]]:
+    """Silver and gold of every variant against the first one: same rows (DuckDB, not Spark)."""
+    return compare_fingerprints({variant: fingerprint(_download(env, lake_json, "", work / f"download-{variant}"))
+                                 for variant, lake_json in configs.items()})
 
 
 def count_checks(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -211,15 +218,16 @@ def _label(variant: str, commits: dict[str, dict[str, str]]) -> str:
     return f"{variant} ({code}: {'Parquet folders' if variant == 'baseline' else 'Iceberg tables'})"
 
 
-def summarize(rounds: list[dict[str, Any]], commits: dict[str, dict[str, str]], days: int,
-              rows_per_day: int) -> dict[str, Any]:
-    """The table rows and the ratios (Iceberg / baseline) of every round, and the notes."""
+def summarize(rounds: list[dict[str, Any]], days: int, rows_per_day: int) -> dict[str, Any]:
+    """The table rows and the ratios (Iceberg / baseline) of every round, and the notes. Each round
+    names the commits it measured (a baseline ref such as main may move between rounds)."""
     rows, ratios = [], []
     for number, round_ in enumerate(rounds, start=1):
         for run in round_["runs"]:
-            label = _label(run["variant"], commits)
+            label = _label(run["variant"], round_.get("commits", {}))
             rows.append({"round": number, "variant": label, "layer": "run-all (whole command)",
-                         "wall_s": run["wall_s"], "load": f"{run['load_before']} -> {run['load_after']}"})
+                         "wall_s": run["wall_s"],
+                         "load": f"{run['load_before']} -> {run['load_after'] or 'not recorded'}"})
             for layer, figures in run["layers"].items():
                 rows.append({"round": number, "variant": label, "layer": layer, "wall_s": figures["layer_s"],
                              "publish_s": figures.get("publish_s"), "table_commit_s": figures.get("table_commit_s"),
@@ -252,25 +260,33 @@ def summarize(rounds: list[dict[str, Any]], commits: dict[str, dict[str, str]], 
              "commit, after commit s = the quarantine's Parquet write + the read-back",
              "bronze runs the same code in both variants, so its ratio shows how much the machine's load "
              "differed between the two runs of a round (1.0 = same conditions)",
-             "the machine is shared (2 cores): the load average before -> after each variant is in the table"]
+             "the machine is shared (2 cores): the load average before -> after each variant is in the table",
+             *[f"round {n} ({r.get('started_at')} - {r.get('finished_at')}): {r['recorded']}"
+               for n, r in enumerate(rounds, start=1) if r.get("recorded")]]
     return {"rows": rows, "ratios": ratios, "notes": notes}
+
+
+def _commits(commits: dict[str, Any]) -> dict[str, dict[str, str]]:
+    return {k: (v if isinstance(v, dict) else {"commit": v}) for k, v in (commits or {}).items()}
 
 
 def _rounds(result: dict[str, Any]) -> list[dict[str, Any]]:
     """A result's rounds (a result written before rounds existed holds one, baseline first)."""
-    if "rounds" in result:
-        return result["rounds"]
-    return [{"order": "baseline-first", "started_at": result.get("started_at"), "finished_at": result.get("finished_at"),
-             "runs": result.get("runs", []), "checks": result.get("checks", [])}]
+    rounds = result.get("rounds") or [{
+        "order": "baseline-first", "started_at": result.get("started_at"), "finished_at": result.get("finished_at"),
+        "runs": result.get("runs", []), "checks": result.get("checks", [])}]
+    for round_ in rounds:
+        round_["commits"] = _commits(round_.get("commits") or result.get("commits"))
+    return rounds
 
 
 def _rewrite(path: Path, result: dict[str, Any], rounds: list[dict[str, Any]]) -> None:
-    commits = {k: (v if isinstance(v, dict) else {"commit": v}) for k, v in (result.get("commits") or {}).items()}
     params = result.get("parameters") or {}
-    for stale in ("runs", "checks"):
+    for stale in ("runs", "checks", "commits"):
         result.pop(stale, None)
-    result.update(commits=commits, rounds=rounds, checks=[c for r in rounds for c in r["checks"]],
-                  **summarize(rounds, commits, params.get("days", 365), params.get("rows_per_day", 70)))
+    result.update(rounds=rounds, checks=[c for r in rounds for c in r["checks"]],
+                  finished_at=rounds[-1].get("finished_at") or result.get("finished_at"),
+                  **summarize(rounds, params.get("days", 365), params.get("rows_per_day", 70)))
     path.write_text(json.dumps(result, indent=2) + "\n")
 
 
@@ -340,18 +356,15 @@ def main(argv: list[str] | None = None) -> int:
         emulator.stop(state_dir)
     checks += count_checks(runs)
     this_round = {"order": args.order if len(runs) > 1 else "one variant", "started_at": started_at,
-                  "finished_at": utc_now(), "runs": runs, "checks": checks}
+                  "finished_at": utc_now(), "commits": commits, "runs": runs, "checks": checks}
     if args.append_to:
         path = Path(args.append_to)
         result = json.loads(path.read_text())
-        if {k: v.get("commit") for k, v in commits.items()} != \
-                {k: (v.get("commit") if isinstance(v, dict) else v) for k, v in (result.get("commits") or {}).items()}:
-            raise SystemExit(f"bench.backfill: {path} measured other commits; run without --append-to")
         _rewrite(path, result, [*_rounds(result), this_round])
         summary = json.loads(path.read_text())
     else:
-        summary = summarize([this_round], commits, args.days, args.rows_per_day)
-        write_result("backfill", {"complete": not failures, "parameters": vars(args), "commits": commits, **summary,
+        summary = summarize([this_round], args.days, args.rows_per_day)
+        write_result("backfill", {"complete": not failures, "parameters": vars(args), **summary,
                                   "rounds": [this_round], "checks": checks, "failures": failures},
                      started_at=started_at, results_dir=Path(args.results_dir))
     print(json.dumps({"rows": summary["rows"], "ratios": summary["ratios"], "checks": checks, "failures": failures},
