@@ -8,6 +8,7 @@ SHELL := /bin/bash
 PYTHON_BOOTSTRAP ?= python3.11
 VENV            := .venv
 CHECKOV_VENV    := .venv-checkov
+SIMULATOR_DIR   := policies/simulator
 PY              := $(VENV)/bin/python
 LOCAL_DIR       := .local
 TENANT          ?=
@@ -27,7 +28,7 @@ help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^##@/ {printf "\n%s\n", substr($$0, 5)} /^[a-zA-Z_%-]+:.*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: setup
-setup: $(VENV)/.installed $(CHECKOV_VENV)/.installed $(LOCAL_DIR)/jars/.verified iceberg-jar ## Create the venvs, fetch the s3a jars, build the Iceberg jar (idempotent)
+setup: $(VENV)/.installed $(CHECKOV_VENV)/.installed $(LOCAL_DIR)/jars/.verified iceberg-jar $(SIMULATOR_DIR)/node_modules/.installed ## Create the venvs, fetch the s3a jars, build the Iceberg jar, install the IAM policy simulator (idempotent)
 
 $(VENV)/.installed: requirements/project.txt
 	@echo "setup: creating $(VENV) from requirements/project.txt (first run takes a few minutes)"
@@ -39,6 +40,13 @@ $(CHECKOV_VENV)/.installed: requirements/checkov.txt
 	@echo "setup: creating $(CHECKOV_VENV) (checkov has its own venv)"
 	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON_BOOTSTRAP) -m venv $(CHECKOV_VENV)
 	@$(CHECKOV_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements/checkov.txt 2>&1 | { grep -v "is ignored: it is neither" || true; }
+	@touch $@
+
+# The IAM policy simulator for the access-matrix tests (npm, pinned by package-lock.json; AGPL-3.0, a
+# test-time tool: installed into the ignored node_modules/, never vendored or shipped).
+$(SIMULATOR_DIR)/node_modules/.installed: $(SIMULATOR_DIR)/package.json $(SIMULATOR_DIR)/package-lock.json
+	@echo "setup: installing the IAM policy simulator (npm ci in $(SIMULATOR_DIR))"
+	@cd $(SIMULATOR_DIR) && npm ci --no-audit --no-fund --loglevel=error 2>&1 | { grep -v 'Unknown user config' || true; }
 	@touch $@
 
 $(LOCAL_DIR)/jars/.verified: $(VENV)/.installed infra/local/s3a_jars.py
@@ -61,6 +69,7 @@ lock: ## Re-resolve requirements/*.in into the pinned requirements/*.txt
 	(echo "# Generated from requirements/project.in by \`make lock\`; every package pinned."; $(LOCAL_DIR)/lock/p/bin/pip freeze) > requirements/project.txt
 	$(PYTHON_BOOTSTRAP) -m venv $(LOCAL_DIR)/lock/c && $(LOCAL_DIR)/lock/c/bin/pip install -q -r requirements/checkov.in
 	(echo "# Generated from requirements/checkov.in by \`make lock\`; every package pinned."; $(LOCAL_DIR)/lock/c/bin/pip freeze) > requirements/checkov.txt
+	$(LOCAL_DIR)/lock/p/bin/python -m infra.deploy.job_deps lock
 
 .PHONY: demo
 demo: setup ## Run the platform end to end on the embedded emulator
@@ -106,7 +115,9 @@ apply-all: $(VENV)/.installed ## Apply every tenant (PARALLELISM=2 at once, or m
 
 ##@ Pipeline
 .PHONY: deploy-jobs dq-report maintain
-deploy-jobs: $(VENV)/.installed ## Package spark_jobs and run it on EMR on EKS: make deploy-jobs TENANT=acme [ARGS="--dry-run ..."]
+# deploy-jobs (infra/deploy/README.md): builds the code zip and the job dependency archive (cached in
+# .local/job_deps/), then one pipeline run per dataset; ARGS="--per-layer" for one run per layer.
+deploy-jobs: $(VENV)/.installed ## Package spark_jobs + its dependencies and run them on EMR on EKS: make deploy-jobs TENANT=acme [ARGS="--dry-run ..."]
 	@test -n "$(TENANT)" || { echo "make deploy-jobs: TENANT is required, e.g. make deploy-jobs TENANT=acme" >&2; exit 2; }
 	@$(PY) -m infra.deploy --tenant "$(TENANT)" $(ARGS)
 dq-report: $(VENV)/.installed ## Build the data-quality report index: make dq-report TENANT=acme
@@ -144,5 +155,5 @@ bench-backfill: setup ## 365 daily partitions through run-all on s3a, this code 
 .PHONY: clean
 clean: ## Stop the emulator and remove local state, build output and venvs
 	@if [ -x $(PY) ]; then $(PY) -m infra.local.emulator down || true; fi
-	rm -rf $(LOCAL_DIR) $(VENV) $(CHECKOV_VENV) .pytest_cache
+	rm -rf $(LOCAL_DIR) $(VENV) $(CHECKOV_VENV) $(SIMULATOR_DIR)/node_modules .pytest_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -22,9 +22,9 @@ from modules.lake_bucket import LakeBucket, LakeBucketConfig  # noqa: E402
 from modules.lifecycle import LakeLifecycle, LifecycleConfig  # noqa: E402
 from modules.log_group import LogGroupConfig, TenantLogGroup  # noqa: E402
 from modules.policy_document import ListExpr  # noqa: E402
-from modules.refs import logical_id  # noqa: E402
+from modules.refs import address, logical_id  # noqa: E402
 from modules.skips import skip_check  # noqa: E402
-from modules.stream_ingest import StreamIngest, StreamIngestConfig  # noqa: E402
+from modules.stream_ingest import StreamIngest, StreamIngestConfig, firehose_role_arns  # noqa: E402
 from modules.tenant_inputs import TenantInputs  # noqa: E402
 from modules.vpc_endpoints import VpcEndpoints, VpcEndpointsConfig  # noqa: E402
 
@@ -48,17 +48,26 @@ class TenantLakeStack(TerraformStack):
         names, tags, partition = inputs.names, inputs.tags, inputs.partition
         deployer = DeployerIdentity(self, "deployer")
         lake_arn = f"arn:{partition}:s3:::{names['lake_bucket']}"
-        log_bucket_arn = f"arn:{partition}:s3:::{names['log_bucket']}"
         log_group_arn = f"arn:{partition}:logs:{inputs.region}:{inputs.account_id}:log-group:{names['log_group']}"
 
         roles = JobRoles(self, "roles", JobRolesConfig(
             role_names={role: names[f"{role}_role"] for role in ("job_execution", "ingest_writer", "consumer")},
             partition=partition, account_id=inputs.account_id, oidc_provider_arn=inputs.oidc_provider_arn,
             oidc_issuer=inputs.oidc_issuer, emr_namespace=inputs.emr_namespace, tags=tags))
+        # Allow-lists of principal ARNs (aws:PrincipalArn form: a session's role ARN), as Terraform lists.
+        # The Firehose roles' ARNs are rendered from their name template, not referenced: the key policy
+        # and the lake policy name them, and the roles' permissions depend on the key.
+        admins = f"concat([{deployer.arn_ref}], var.admin_principal_arns)"
+        firehose_roles = firehose_role_arns("var.streams", "var.tenant_id", inputs.partition_ref, "var.account_id")
+        tenant_roles = "[" + ", ".join(f"{address(r)}.arn" for r in roles.roles.values()) + "]"
+        tenant_principals = ListExpr(f"${{concat({tenant_roles}, {firehose_roles}, {admins})}}")
         key = TenantKey(self, "kms", TenantKeyConfig(
             alias=names["kms_alias"], partition=partition, region=inputs.region, account_id=inputs.account_id,
-            user_role_arns=list(roles.arns.values()), log_group_name=names["log_group"], tags=tags))
+            writer_role_arns=[roles.arns["job_execution"], roles.arns["ingest_writer"]],
+            reader_role_arns=[roles.arns["consumer"]], allowed_principal_arns=tenant_principals,
+            log_group_name=names["log_group"], tags=tags))
 
+        # The log bucket logs nowhere (into itself it would log every delivery); the lake logs into it.
         log_bucket = LakeBucket(self, "log_bucket", LakeBucketConfig(
             bucket_name=names["log_bucket"], tags=tags, force_destroy=inputs.is_local, purpose="access-logs"))
         lake = LakeBucket(self, "lake", LakeBucketConfig(
@@ -71,23 +80,25 @@ class TenantLakeStack(TerraformStack):
                    "(SSE-KMS is not supported for log delivery); the bucket holds access records, no tenant data.")
 
         LakeLifecycle(self, "lake_lifecycle", LifecycleConfig(
-            bucket=lake.id, expiry_days={p: inputs.retention[p] for p in ("landing", "bronze", "quarantine")}))
+            bucket=lake.id, expiry_days={p: inputs.retention[p] for p in ("landing", "bronze", "quarantine", "logs")}))
         LakeLifecycle(self, "log_lifecycle", LifecycleConfig(
             bucket=log_bucket.id, prefixes=(), transitions={}, expiry_days={"": inputs.retention["logs"]}))
 
         endpoints = VpcEndpoints(self, "endpoints", VpcEndpointsConfig(
             vpc_ids=inputs.vpc_ids, region=inputs.region, name_prefix=f"{inputs.tenant_id}-lake",
             bucket_arns=[lake_arn], tags=tags))
-        admins = ListExpr(f"${{concat([{deployer.arn_ref}], var.admin_principal_arns)}}")
         BucketPolicy(self, "lake_policy", BucketPolicyConfig(
             bucket=lake.id, bucket_arn=lake.arn, vpc_endpoint_ids=ListExpr(endpoints.gateway_id_list),
-            admin_principal_arns=admins, kms_key_arn=key.arn), depends_on=[lake.public_access_block])
+            allowed_principal_arns=tenant_principals,
+            # Firehose writes from AWS's network, never through the tenant's endpoints: exempt by ARN only.
+            endpoint_exempt_principal_arns=ListExpr(f"${{concat({admins}, {firehose_roles})}}"),
+            kms_key_arn=key.arn), depends_on=[lake.public_access_block])
         log_policy = BucketPolicy(self, "log_policy", BucketPolicyConfig(
             bucket=log_bucket.id, bucket_arn=log_bucket.arn, vpc_endpoint_ids=ListExpr(endpoints.gateway_id_list),
-            admin_principal_arns=admins, log_delivery_source_arns=[lake_arn, log_bucket_arn],
-            account_id=inputs.account_id), depends_on=[log_bucket.public_access_block])
-        for bucket in (lake, log_bucket):
-            bucket.logging_after(log_policy.policy)
+            allowed_principal_arns=ListExpr(f"${{{admins}}}"), endpoint_exempt_principal_arns=ListExpr(f"${{{admins}}}"),
+            log_delivery_source_arns=[lake_arn], account_id=inputs.account_id),
+            depends_on=[log_bucket.public_access_block])
+        lake.logging_after(log_policy.policy)
 
         log_group = TenantLogGroup(self, "log_group", LogGroupConfig(
             name=names["log_group"], kms_key_arn=key.arn, retention_in_days=inputs.retention["logs"], tags=tags))

@@ -30,10 +30,11 @@ CLASSIFICATIONS: tuple[str, ...] = ("public", "internal", "confidential", "pii",
 EU_REGION_PREFIX = "eu-"
 ENVIRONMENTS: tuple[str, ...] = ("local", "dev", "staging", "prod")
 
-# The lake bucket's prefixes (the seed design: one bucket per tenant, layered by prefix).  S3 access
+# The lake bucket's prefixes (the seed design: one bucket per tenant, layered by prefix).  ``logs`` holds
+# the EMR job logs (the logUri of every job run; expires after retention_days["logs"]). S3 server access
 # logs go to the separate per-tenant log bucket, not under a prefix of the lake.
 LAKE_PREFIXES: tuple[str, ...] = (
-    "landing", "bronze", "silver", "gold", "quarantine", "reports", "checkpoints", "artifacts",
+    "landing", "bronze", "silver", "gold", "quarantine", "reports", "checkpoints", "artifacts", "logs",
 )
 
 # Resource names, as str.format templates over the tenant's inputs.  Python renders them with plain
@@ -107,7 +108,7 @@ DEFAULT_RETENTION_DAYS: dict[str, int] = {
     "landing": 30,     # raw drops are re-readable from bronze after ingest
     "bronze": 365,     # raw history, for replays
     "quarantine": 30,  # bad rows, long enough to investigate
-    "logs": 90,        # job logs in S3 and the CloudWatch log group
+    "logs": 90,        # job logs under logs/ in S3 and in the CloudWatch log group
 }
 MAX_BUCKET_NAME = 63
 
@@ -138,8 +139,9 @@ class TenantConfig:
             @default - ""
         emr_namespace: Kubernetes namespace of the tenant's EMR jobs. @default - "emr-<tenant_id>"
         retention_days: expiry per prefix, overriding ``DEFAULT_RETENTION_DAYS``. @default - {}
-        admin_principal_arns: principals exempt from the VPC-endpoint rule of the bucket policy (the
-            deployer role that runs terraform must be one, so an apply never locks itself out). @default - []
+        admin_principal_arns: admin principals besides the identity that runs terraform: on the allow-lists
+            of the lake, the log bucket and the key (every other principal is denied), and exempt from the
+            bucket policies' VPC-endpoint rule. @default - []
         streams: datasets fed by a Kinesis stream and a Firehose into ``landing/<dataset>/``, among
             ``STREAM_DATASETS``. @default - [] (no streams)
     """

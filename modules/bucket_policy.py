@@ -1,17 +1,28 @@
 """Bucket policies: deny what must never happen, whoever asks.
 
-Statements of the lake bucket's policy (the log bucket's policy has the first and the last, plus
-the S3 logging service's write grant):
+Statements of the lake bucket's policy (README "Policies" in modules/README.md):
 
 1. ``DenyInsecureTransport``: any request without TLS (``aws:SecureTransport = false``).
 2. ``DenyUnencryptedUploads``: ``s3:PutObject`` without an ``x-amz-server-side-encryption`` header.
 3. ``DenyNonKmsUploads``: ``s3:PutObject`` whose encryption header is not ``aws:kms``.
 4. ``DenyWrongKeyUploads``: ``s3:PutObject`` not naming the tenant key's ARN in
    ``x-amz-server-side-encryption-aws-kms-key-id`` (without it S3 would use the aws/s3 key).
-5. ``DenyOutsideTenantVpcEndpoints``: any request that does not come through one of the tenant's S3
-   gateway endpoints (``aws:SourceVpce``), unless the caller is an admin principal: the deployer
-   identity that runs terraform (so an apply never locks itself out) and ``admin_principal_arns``.
-   On the log bucket, AWS services (the S3 logging service) are exempt too.
+5. ``DenyPrincipalsOutsideTenant``: any request whose ``aws:PrincipalArn`` is not on the allow-list:
+   the tenant's own roles, its Firehose delivery roles and the admin principals. Defence in depth: a
+   mis-scoped identity policy in another tenant (or account) cannot reach the bucket. An assumed-role
+   session's ``aws:PrincipalArn`` is its role's ARN, so the list names roles; anonymous requests carry no
+   ``aws:PrincipalArn`` and are denied too (a negated condition on an absent key matches).
+6. ``DenyOutsideTenantVpcEndpoints``: any request that does not come through one of the tenant's S3
+   gateway endpoints (``aws:SourceVpce``), unless the caller is exempt by principal ARN: an admin
+   principal (the deployer identity that runs terraform, so an apply never locks itself out, and
+   ``admin_principal_arns``) or a Firehose delivery role (Firehose writes from AWS's network, never
+   through a VPC endpoint). Nothing else is exempt on the lake: no ``aws:ViaAWSService`` or
+   ``aws:PrincipalIsAWSService`` escape.
+
+The log bucket's policy has 1, ``S3ServerAccessLogsDelivery`` (the S3 logging service may put access logs
+of the lake bucket, and only of it), 5 with the admin principals only, and 6; AWS services (the S3
+logging service, which signs as a service principal and carries no ``aws:PrincipalArn``) are exempt
+from 5 and 6 there.
 """
 from __future__ import annotations
 
@@ -26,10 +37,12 @@ from constructs import Construct
 from modules.refs import address
 from modules.policy_document import Condition, ListExpr, Principal, Statement, policy_json
 
-# {"AWS": "*"} is IAM's equivalent of "Principal": "*" (everyone, anonymous included).  The object form
-# also keeps moto 5.2.5 working: its log-delivery permission check crashes on a string Principal.
+# {"AWS": "*"} is IAM's equivalent of "Principal": "*" (everyone, anonymous included: IAM documents both
+# forms as the same principal). Of the two equivalent forms this one is used in every environment because
+# moto 5.2.5's PutBucketLogging check crashes on a string Principal; on AWS the choice changes nothing.
 EVERYONE = Principal("AWS", "*")
-# A single string, not a list: moto only recognises the log-delivery grant in this form.
+# A single string rather than a one-element list: equivalent for IAM, and the form moto 5.2.5's
+# PutBucketLogging check recognises as the log-delivery grant. Same in every environment.
 LOG_DELIVERY_SERVICE = "logging.s3.amazonaws.com"
 
 
@@ -41,13 +54,15 @@ class BucketPolicyConfig:
         bucket: the bucket id (name).
         bucket_arn: the bucket's ARN.
         vpc_endpoint_ids: list expression of the S3 gateway endpoints requests must come through.
-        admin_principal_arns: list expression of the principals exempt from the endpoint rule (the
-            module passes the deployer identity plus ``var.admin_principal_arns``).
+        allowed_principal_arns: list expression of every principal ARN that may reach the bucket at all
+            (``DenyPrincipalsOutsideTenant``; ``aws:PrincipalArn`` form: role ARNs, not session ARNs).
+        endpoint_exempt_principal_arns: list expression of the principals exempt from the endpoint rule
+            (the module passes the admin principals, plus the Firehose roles on the lake bucket).
         kms_key_arn: the only key uploads may name; None skips the upload-encryption statements
             (the log bucket, written by the S3 logging service with SSE-S3). @default - None
         log_delivery_source_arns: when set, the bucket receives server access logs: the S3 logging
             service may put objects for these source buckets, and AWS services are exempt from the
-            endpoint rule. @default - ()
+            principal and endpoint rules. @default - ()
         account_id: the account whose buckets may deliver logs (with ``log_delivery_source_arns``).
             @default - None
     """
@@ -55,7 +70,8 @@ class BucketPolicyConfig:
     bucket: str
     bucket_arn: str
     vpc_endpoint_ids: ListExpr
-    admin_principal_arns: ListExpr
+    allowed_principal_arns: ListExpr
+    endpoint_exempt_principal_arns: ListExpr
     kms_key_arn: Optional[str] = None
     log_delivery_source_arns: Sequence[str] = ()
     account_id: Optional[str] = None
@@ -97,14 +113,17 @@ def bucket_policy_statements(cfg: BucketPolicyConfig) -> list[Statement]:
             principals=[Principal("Service", LOG_DELIVERY_SERVICE)],
             conditions=[Condition("ArnLike", "aws:SourceArn", list(cfg.log_delivery_source_arns)),
                         Condition("StringEquals", "aws:SourceAccount", [cfg.account_id])]))
-    outside = [
-        Condition("StringNotEquals", "aws:SourceVpce", cfg.vpc_endpoint_ids),
-        Condition("ArnNotLike", "aws:PrincipalArn", cfg.admin_principal_arns),
-    ]
-    if cfg.log_delivery_source_arns:
-        outside.append(Condition("Bool", "aws:PrincipalIsAWSService", ["false"]))
-    statements.append(Statement("DenyOutsideTenantVpcEndpoints", ["s3:*"], both, effect="Deny",
-                                principals=[EVERYONE], conditions=outside))
+    # A service principal (the S3 logging service) carries no aws:PrincipalArn: where it delivers, AWS
+    # services are exempt from the principal and endpoint rules; elsewhere nothing is.
+    services_exempt = [Condition("Bool", "aws:PrincipalIsAWSService", ["false"])] if cfg.log_delivery_source_arns else []
+    statements.append(Statement(
+        "DenyPrincipalsOutsideTenant", ["s3:*"], both, effect="Deny", principals=[EVERYONE],
+        conditions=[Condition("ArnNotLike", "aws:PrincipalArn", cfg.allowed_principal_arns), *services_exempt]))
+    statements.append(Statement(
+        "DenyOutsideTenantVpcEndpoints", ["s3:*"], both, effect="Deny", principals=[EVERYONE],
+        conditions=[Condition("StringNotEquals", "aws:SourceVpce", cfg.vpc_endpoint_ids),
+                    Condition("ArnNotLike", "aws:PrincipalArn", cfg.endpoint_exempt_principal_arns),
+                    *services_exempt]))
     return statements
 
 

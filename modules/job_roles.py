@@ -2,14 +2,15 @@
 
 | role | trusted by | may read | may write |
 |---|---|---|---|
-| job execution (EMR on EKS) | the EKS OIDC provider, only for the tenant namespace's EMR service accounts (``system:serviceaccount:<ns>:emr-containers-sa-*-*-<account>-*``, ``aud = sts.amazonaws.com``) | landing/, bronze/, artifacts/ and everything it writes | bronze/ silver/ gold/ quarantine/ reports/ checkpoints/ |
+| job execution (EMR on EKS) | the EKS OIDC provider, only for the tenant namespace's EMR service accounts (``system:serviceaccount:<ns>:emr-containers-sa-*-*-<account>-*``, ``aud = sts.amazonaws.com``) | landing/, bronze/, artifacts/ and everything it writes | bronze/ silver/ gold/ quarantine/ reports/ checkpoints/ logs/ |
 | ingest writer | principals of the tenant's account | - | landing/ (put only) |
 | consumer | principals of the tenant's account | gold/, reports/ | - |
 
 Every role may use only the tenant key (data-key actions), and the job role may write only the
 tenant's log group.  No statement grants S3 or KMS actions on ``*`` (a checkov custom check, too).
 Write prefixes are also readable by the job role: Spark's commit protocol lists and reads what it
-writes, and the gold job reads silver.
+writes, and the gold job reads silver.  ``logs/`` is the ``logUri`` of every StartJobRun request
+(``infra/deploy/request.py``): EMR uploads the job's driver and executor logs there as the job role.
 """
 from __future__ import annotations
 
@@ -42,10 +43,10 @@ class RoleAccess:
     logs: bool = False
 
 
-# The access matrix (README "IAM roles"; asserted in tests/modules/test_job_roles.py).
+# Prefixes per role (modules/README.md "IAM roles"; asserted in tests/modules/test_job_roles.py).
 ROLE_ACCESS: dict[str, RoleAccess] = {
     "job_execution": RoleAccess(read=("landing", "bronze", "artifacts"),
-                                write=("bronze", "silver", "gold", "quarantine", "reports", "checkpoints"),
+                                write=("bronze", "silver", "gold", "quarantine", "reports", "checkpoints", "logs"),
                                 logs=True),
     "ingest_writer": RoleAccess(put_only=("landing",)),
     "consumer": RoleAccess(read=("gold", "reports")),

@@ -1,4 +1,20 @@
-"""The tenant's KMS key: rotation on, an explicit key policy, and the alias ``alias/<tenant>-lake``."""
+"""The tenant's KMS key: rotation on, an explicit key policy, and the alias ``alias/<tenant>-lake``.
+
+Key policy statements (modules/README.md "Policies"):
+
+1. ``AccountRootAdministersKey``: the account root may do everything (without it nobody could manage
+   the key, and IAM policies of the account could not grant its use).
+2. ``TenantWritersUseKey``: the job-execution and ingest-writer roles may use the key for data
+   (``KEY_USE_ACTIONS``), never administer it.
+3. ``TenantReadersDecrypt``: the consumer role may only decrypt (``KEY_READ_ACTIONS``): readers get no
+   data keys.
+4. ``CloudWatchLogsEncryptsTenantLogGroup``: the Logs service, for the tenant's log group only.
+5. ``DenyKeyUseOutsideTenant``: data-key actions (``KEY_DATA_ACTIONS``) by any principal whose
+   ``aws:PrincipalArn`` is not on the allow-list (the tenant's roles, its Firehose roles, the admin
+   principals) are denied, AWS service principals (the Logs service) excepted. Statement 1 lets any
+   identity policy of the account grant the key; this stops a mis-scoped ``kms:*`` in another tenant's
+   role from using it.
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -8,15 +24,21 @@ from cdktf_cdktf_provider_aws.kms_alias import KmsAlias
 from cdktf_cdktf_provider_aws.kms_key import KmsKey
 from constructs import Construct
 
-from modules.policy_document import Condition, Principal, Statement, policy_json
+from modules.policy_document import Condition, ListExpr, Principal, Statement, policy_json
 
 # What a tenant role may do with the key: data-key use only, never administration.
 KEY_USE_ACTIONS: tuple[str, ...] = (
     "kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:GenerateDataKeyWithoutPlaintext",
     "kms:ReEncryptFrom", "kms:ReEncryptTo", "kms:DescribeKey",
 )
+# What the read-only consumer may do with the key.
+KEY_READ_ACTIONS: tuple[str, ...] = ("kms:Decrypt", "kms:DescribeKey")
 # The Logs service encrypts and decrypts the tenant's log group with the key: the same data-key actions.
 LOGS_SERVICE_ACTIONS = KEY_USE_ACTIONS
+# Cryptographic operations on data, denied to every principal outside the allow-list.
+KEY_DATA_ACTIONS: tuple[str, ...] = (
+    "kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,7 +48,10 @@ class TenantKeyConfig:
     Attributes:
         alias: the alias name, ``alias/<tenant>-lake``.
         partition, region, account_id: where the key lives; the account root administers it.
-        user_role_arns: the tenant's roles, allowed to use (not administer) the key.
+        writer_role_arns: the tenant's roles that write (job execution, ingest writer): data-key use.
+        reader_role_arns: the tenant's read-only roles (consumer): decrypt only.
+        allowed_principal_arns: list expression of every principal that may use the key for data at
+            all (``DenyKeyUseOutsideTenant``): the tenant's roles, its Firehose roles, the admins.
         log_group_name: the CloudWatch log group the Logs service may encrypt with the key.
         tags: tags of the key.
         deletion_window_in_days: waiting period before a scheduled deletion. @default - 30 days
@@ -37,7 +62,9 @@ class TenantKeyConfig:
     partition: str
     region: str
     account_id: str
-    user_role_arns: Sequence[str]
+    writer_role_arns: Sequence[str]
+    reader_role_arns: Sequence[str]
+    allowed_principal_arns: ListExpr
     log_group_name: str
     tags: Mapping[str, str]
     deletion_window_in_days: int = 30
@@ -50,11 +77,18 @@ def key_policy_statements(cfg: TenantKeyConfig) -> list[Statement]:
     return [
         # Without this statement nobody (not even IAM admins) could manage the key.
         Statement("AccountRootAdministersKey", ["kms:*"], "*", principals=[Principal("AWS", root)]),
-        Statement("TenantRolesUseKey", list(KEY_USE_ACTIONS), "*",
-                  principals=[Principal("AWS", list(cfg.user_role_arns))]),
+        Statement("TenantWritersUseKey", list(KEY_USE_ACTIONS), "*",
+                  principals=[Principal("AWS", list(cfg.writer_role_arns))]),
+        Statement("TenantReadersDecrypt", list(KEY_READ_ACTIONS), "*",
+                  principals=[Principal("AWS", list(cfg.reader_role_arns))]),
         Statement("CloudWatchLogsEncryptsTenantLogGroup", list(LOGS_SERVICE_ACTIONS), "*",
                   principals=[Principal("Service", f"logs.{cfg.region}.amazonaws.com")],
                   conditions=[Condition("ArnEquals", "kms:EncryptionContext:aws:logs:arn", log_group_arn)]),
+        # {"AWS": "*"}: everyone, as in the bucket policies (modules/bucket_policy.py EVERYONE).
+        Statement("DenyKeyUseOutsideTenant", list(KEY_DATA_ACTIONS), "*", effect="Deny",
+                  principals=[Principal("AWS", "*")],
+                  conditions=[Condition("ArnNotLike", "aws:PrincipalArn", cfg.allowed_principal_arns),
+                              Condition("Bool", "aws:PrincipalIsAWSService", ["false"])]),
     ]
 
 

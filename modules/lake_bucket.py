@@ -3,15 +3,15 @@
 Defaults (asserted in tests/modules/test_lake_bucket.py): versioning on; default encryption SSE-KMS
 with the tenant key and an S3 bucket key (or SSE-S3 where S3 requires it: server access logs cannot
 be delivered to an SSE-KMS bucket); all four public access blocks on; object ownership
-``BucketOwnerEnforced`` (ACLs off); server access logging to the log bucket; EventBridge
-notifications on.
+``BucketOwnerEnforced`` (ACLs off); server access logging to the log bucket (the log bucket itself
+has none: logging it into itself would log every delivery, forever); EventBridge notifications on.
 """
 from __future__ import annotations
 
 import dataclasses
 from typing import Mapping, Optional
 
-from cdktf import Fn, TerraformResource, TerraformResourceLifecycle, Token
+from cdktf import Fn, TerraformResource, Token
 from cdktf_cdktf_provider_aws.s3_bucket import S3Bucket
 from cdktf_cdktf_provider_aws.s3_bucket_logging import S3BucketLoggingA
 from cdktf_cdktf_provider_aws.s3_bucket_notification import S3BucketNotification
@@ -41,8 +41,9 @@ class LakeBucketConfig:
         tags: tags of the bucket.
         kms_key_arn: customer key for SSE-KMS; None means SSE-S3 (only for the access-log bucket,
             because S3 server access logging does not deliver to SSE-KMS buckets). @default - None
-        log_bucket: bucket receiving this bucket's server access logs; None logs to itself under
-            ``log_prefix`` (the log bucket's own access records). @default - None
+        log_bucket: bucket receiving this bucket's server access logs; None turns server access
+            logging off (only for the log bucket itself: a bucket logging into itself writes a log
+            record for every log delivery). @default - None
         log_prefix: key prefix of the access logs in ``log_bucket``. @default - "s3-access/<bucket>/"
         force_destroy: allow ``terraform destroy`` to empty the bucket (a bool expression; the module
             passes ``environment == "local"``). @default - False
@@ -89,17 +90,18 @@ class LakeBucket(Construct):
                                   rule=S3BucketOwnershipControlsRule(object_ownership="BucketOwnerEnforced"))
         # S3 refuses a logging target that does not grant the logging service yet: callers make this
         # depend on the target's bucket policy (``logging_after``).
-        self.logging = S3BucketLoggingA(self, "logging", bucket=b, target_bucket=cfg.log_bucket or b,
-                                        target_prefix=cfg.log_prefix or f"s3-access/{cfg.bucket_name}/")
+        self.logging = (S3BucketLoggingA(self, "logging", bucket=b, target_bucket=cfg.log_bucket,
+                                         target_prefix=cfg.log_prefix or f"s3-access/{cfg.bucket_name}/")
+                        if cfg.log_bucket else None)
         if cfg.eventbridge:
-            # moto 5.2.5 stores EventBridgeConfiguration as {} and never reports it back, so every
-            # re-plan on the emulator would flip it again; the setting is made at create time.
-            S3BucketNotification(self, "notification", bucket=b, eventbridge=True,
-                                 lifecycle=TerraformResourceLifecycle(ignore_changes=["eventbridge"]))
+            # No ignore_changes: the emulator reports the switch back (infra/local/moto_server.py), so
+            # drift is planned back in every environment.
+            S3BucketNotification(self, "notification", bucket=b, eventbridge=True)
         self.name = self.bucket.bucket
         self.arn = self.bucket.arn
         self.id = b
 
     def logging_after(self, *resources: TerraformResource) -> None:
         """Create the access-logging configuration only after ``resources`` (the target's bucket policy)."""
-        self.logging.add_override("depends_on", [address(r) for r in resources])
+        if self.logging is not None:
+            self.logging.add_override("depends_on", [address(r) for r in resources])

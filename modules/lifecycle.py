@@ -13,6 +13,7 @@ tests/modules/test_lifecycle.py):
 | gold        | INTELLIGENT_TIERING at 0 d                | -                                        |
 | quarantine  | -                                         | retention_days["quarantine"] (30 d)      |
 | checkpoints | noncurrent versions expire after 7 d      | -                                        |
+| logs        | -                                         | retention_days["logs"] (90 d)            |
 
 Where rules overlap, S3 applies the earliest expiry (checkpoints' 7 d beats the bucket-wide 30 d).
 """
@@ -44,7 +45,7 @@ class LifecycleConfig:
     Attributes:
         bucket: the bucket id.
         expiry_days: expiry per prefix (only prefixes listed here expire); the module passes the
-            merged ``retention_days`` for landing, bronze and quarantine.
+            merged ``retention_days`` for landing, bronze, quarantine and logs.
         prefixes: the prefixes that may get a rule (one with at least one action). @default -
             ``infra.tenant.LAKE_PREFIXES``
         transitions: storage-class transitions per prefix, (days, class) pairs.

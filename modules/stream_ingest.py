@@ -6,7 +6,7 @@ One set per entry of the ``streams`` variable (``for_each``; an empty list creat
 |---|---|---|
 | Kinesis data stream | ``<tenant>-lake-<dataset>`` | encrypted with the tenant key (``KMS``), provisioned, ``shard_count`` shard(s), ``retention_hours`` |
 | Firehose delivery stream | ``<tenant>-lake-<dataset>-to-landing`` | source: that stream; destination: the lake under ``landing/<dataset>/`` (Firehose adds ``YYYY/MM/DD/HH/``), SSE-KMS with the tenant key, buffering ``buffer_seconds`` / ``buffer_mib``, newline after each record, ``.jsonl`` objects; failed records under ``quarantine/firehose/<dataset>/<error type>/`` |
-| IAM role + inline policy | ``<tenant>-lake-<dataset>-firehose`` | trusted by ``firehose.amazonaws.com`` of the tenant account only; reads only its own stream, writes only its own landing and error prefixes, uses the tenant key only through S3 and Kinesis for those |
+| IAM role + inline policy | ``<tenant>-lake-<dataset>-firehose`` | trusted by ``firehose.amazonaws.com`` of the tenant account only; reads only its own stream, writes only its own landing and error prefixes, uses the tenant key only through S3 (for the lake) and Kinesis (for its stream) |
 | inline policy on the ingest-writer role | ``stream-<dataset>`` | producers may put records into (and describe) that stream only |
 """
 from __future__ import annotations
@@ -81,6 +81,14 @@ def _name(kind: str, cfg: StreamIngestConfig) -> str:
     return model.stream_name(kind, "${each.value}", tenant_id=cfg.tenant_id)
 
 
+def firehose_role_arns(streams_ref: str, tenant_id_ref: str, partition_ref: str, account_id_ref: str) -> str:
+    """The delivery roles' ARNs as a Terraform list expression (no ``${}``), rendered from the role-name
+    template for every dataset of ``streams_ref``: usable where the roles may not be referenced (the key
+    policy and bucket policies, which the roles' own permissions depend on through the key)."""
+    name = model.stream_name("firehose_role", "${s}", tenant_id=f"${{{tenant_id_ref}}}")
+    return f'[for s in {streams_ref} : "arn:${{{partition_ref}}}:iam::${{{account_id_ref}}}:role/{name}"]'
+
+
 def firehose_trust(cfg: StreamIngestConfig) -> list[Statement]:
     return [Statement("FirehoseOfTenantAccount", ["sts:AssumeRole"], [],
                       principals=[Principal("Service", ["firehose.amazonaws.com"])],
@@ -92,6 +100,10 @@ def firehose_permissions(cfg: StreamIngestConfig, stream_arn: str) -> list[State
     landing = LANDING_PREFIX.format(dataset="${each.value}")
     errors = f"quarantine/firehose/${{each.value}}/"
     objects = [f"{cfg.bucket_arn}/{landing}*", f"{cfg.bucket_arn}/{errors}*"]
+    # The lake has S3 Bucket Keys on: S3 then asks KMS with the BUCKET's ARN as aws:s3:arn encryption
+    # context, not the object's (AWS "Configuring an S3 Bucket Key"); the object ARNs cover a put that
+    # turns the bucket key off. The S3 statement above is what scopes the prefixes.
+    encryption_contexts = [cfg.bucket_arn, *objects]
     return [
         Statement("ReadOwnStream", list(KINESIS_READ_ACTIONS), [stream_arn]),
         Statement("LocateBucket", list(FIREHOSE_BUCKET_ACTIONS), [cfg.bucket_arn]),
@@ -100,7 +112,7 @@ def firehose_permissions(cfg: StreamIngestConfig, stream_arn: str) -> list[State
         Statement("WriteOwnPrefixes", list(FIREHOSE_S3_ACTIONS), objects),
         Statement("EncryptOwnObjectsWithTenantKey", ["kms:GenerateDataKey", "kms:Decrypt"], [cfg.key_arn],
                   conditions=[Condition("StringEquals", "kms:ViaService", [f"s3.{cfg.region}.amazonaws.com"]),
-                              Condition("StringLike", "kms:EncryptionContext:aws:s3:arn", objects)]),
+                              Condition("StringLike", "kms:EncryptionContext:aws:s3:arn", encryption_contexts)]),
         Statement("DecryptOwnStream", ["kms:Decrypt"], [cfg.key_arn],
                   conditions=[Condition("StringEquals", "kms:ViaService", [f"kinesis.{cfg.region}.amazonaws.com"]),
                               Condition("StringEquals", "kms:EncryptionContext:aws:kinesis:arn", [stream_arn])]),

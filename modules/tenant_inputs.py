@@ -17,6 +17,7 @@ from cdktf_cdktf_provider_aws.data_aws_partition import DataAwsPartition
 from constructs import Construct
 
 from infra import tenant as model
+from modules.refs import address
 
 # Each input referenced by name inside Terraform expressions.
 V = {name: "${var.%s}" % name for name in sorted(model.FIELDS)}
@@ -40,7 +41,8 @@ class TenantInputs(Construct):
     """Declares the module's variables (names = ``infra.tenant.TenantConfig`` fields) and locals.
 
     Attributes exposed to the other constructs (Terraform expressions, as strings or tokens):
-        tenant_id, region, account_id, partition: scalar inputs.
+        tenant_id, region, account_id, partition: scalar inputs (``partition_ref``: the partition as a
+            bare reference, for use inside other expressions).
         tags: the four standard tags merged over the user's ``tags`` (ours win).
         names: every name of ``infra.tenant.NAME_TEMPLATES`` for this tenant.
         retention: ``retention_days`` merged over ``DEFAULT_RETENTION_DAYS`` (a number per key).
@@ -117,7 +119,8 @@ class TenantInputs(Construct):
                        "retention_days", rules["retention_logs"].format(log_retention_values=", ".join(map(str, model.LOG_RETENTION_VALUES)))),
             ])
         var("admin_principal_arns", "list(string)",
-            "Principals exempt from the bucket policy's VPC-endpoint rule, besides the deployer running terraform.",
+            "Admin principals besides the deployer running terraform: on the allow-lists of the lake, log bucket and "
+            "key, and exempt from the bucket policies' VPC-endpoint rule.",
             default=[], checks=[
                 _check(f"alltrue([for a in var.admin_principal_arns : {_regex(model.ADMIN_PRINCIPAL_ARN_RE, 'a')}])",
                        "admin_principal_arns", rules["admin_principal_arns"]),
@@ -131,7 +134,10 @@ class TenantInputs(Construct):
                                  "streams", rules["streams"].format(stream_datasets=", ".join(model.STREAM_DATASETS))),
                       ])
 
-        self.partition = DataAwsPartition(self, "partition").partition
+        partition = DataAwsPartition(self, "partition")
+        self.partition = partition.partition
+        # The same, as a bare reference for use inside other expressions (for-expressions, concat()).
+        self.partition_ref = f"{address(partition)}.partition"
         self.tenant_id, self.region, self.account_id = V["tenant_id"], V["region"], V["account_id"]
         self.environment, self.eks_cluster_name = V["environment"], V["eks_cluster_name"]
         self.vpc_ids = vpc_ids.list_value

@@ -1,5 +1,5 @@
-"""``python -m spark_jobs``: generate data, run one layer, run every layer, print the counts table, query
-and maintain the Iceberg tables.
+"""``python -m spark_jobs``: land or generate data, draft a contract, run one layer or all, print the counts
+table, query and maintain the Iceberg tables.
 
 Lake selection, in order of precedence: ``--lake-uri`` (+ ``--kms-key-arn``, ``--region``,
 ``--s3-endpoint``, ``--truststore``), else ``--lake-config FILE``, else ``--tenant T`` (reads
@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     commands = parser.add_subparsers(dest="command", required=True,
-                                     metavar="{datagen,run,run-all,counts,recover,creds,query,maintain}")
+                                     metavar="{datagen,land,contract,run,run-all,counts,recover,creds,query,maintain}")
     datasets = available_datasets()
 
     gen = commands.add_parser("datagen", help="write deterministic sample data into landing/<dataset>/",
@@ -115,9 +115,46 @@ def build_parser() -> argparse.ArgumentParser:
     creds_parser = commands.add_parser("creds", help="vend short-lived credentials scoped to one prefix",
                                        description=creds.__doc__.split("\n\n")[0])
     creds.add_arguments(creds_parser)
+    _add_land_parser(commands)
+    _add_contract_parser(commands)
     _add_query_parser(commands)
     _add_maintain_parser(commands, datasets)
     return parser
+
+
+def _add_land_parser(commands) -> None:
+    from spark_jobs import land
+
+    land_parser = commands.add_parser("land", help="check local files against a contract and upload them into landing/",
+                                      description=land.__doc__.split("\n\n")[0],
+                                      epilog="See spark_jobs/README.md, 'Adding a dataset'.")
+    land.add_arguments(land_parser)
+    _lake_args(land_parser)
+
+
+def _add_contract_parser(commands) -> None:
+    from spark_jobs import contract_infer
+
+    contract_parser = commands.add_parser("contract", help="draft a contract from a sample file (contract infer)",
+                                          description="Dataset contract tools.")
+    contract_commands = contract_parser.add_subparsers(dest="contract_command", required=True, metavar="{infer}")
+    infer = contract_commands.add_parser("infer", help="draft a contract YAML from a sample CSV, Parquet or JSON file",
+                                         description=contract_infer.__doc__.split("\n\n")[0])
+    contract_infer.add_arguments(infer)
+
+
+def _cmd_land(args: argparse.Namespace) -> int:
+    from spark_jobs import land
+
+    contract = load_contract(args.dataset)
+    lake = _resolve(args)
+    return land.run(args, lake, contract, _lake_selection(args))
+
+
+def _cmd_contract(args: argparse.Namespace) -> int:
+    from spark_jobs import contract_infer
+
+    return contract_infer.run(args)
 
 
 def _add_query_parser(commands) -> None:
@@ -393,6 +430,10 @@ def main(argv: list[str] | None = None) -> int:
             return creds.run(args)
         if args.command == "recover":
             return _cmd_recover(args)
+        if args.command == "land":
+            return _cmd_land(args)
+        if args.command == "contract":
+            return _cmd_contract(args)
         if args.command == "query":
             return _cmd_query(args)
         if args.command == "maintain":

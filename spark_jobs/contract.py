@@ -25,7 +25,10 @@ import yaml
 # runs from a zip on --py-files, where there is no real folder.
 CONTRACTS_DIR = importlib.resources.files("spark_jobs") / "contracts"
 CONTRACTS_DIR_ENV = "TENANTLAKE_CONTRACTS_DIR"  # optional extra folder searched first
-LANDING_FORMATS: tuple[str, ...] = ("json_array", "json_lines")
+LANDING_FORMATS: tuple[str, ...] = ("json_array", "json_lines", "csv", "parquet")
+CSV_ESCAPES_OTHER_THAN_QUOTE: tuple[str, ...] = ("\\",)  # besides the quote itself (a doubled quote, RFC 4180)
+ENCODINGS: tuple[str, ...] = ("utf-8", "iso-8859-1")
+COLUMN_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 COLUMN_TYPES: tuple[str, ...] = ("string", "int", "long", "double", "boolean", "timestamp", "date")
 CASES: tuple[str, ...] = ("lower", "upper")
 MALFORMED_RULE = "malformed_record"
@@ -44,7 +47,13 @@ class ContractError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class ColumnSpec:
-    """One silver column. ``min``/``max``/``allowed``/``regex`` each yield a row rule of that name."""
+    """One silver column. ``min``/``max``/``allowed``/``regex`` each yield a row rule of that name.
+
+    ``source`` is the field's name in the landing record (CSV header, JSON key, Parquet column) when it
+    differs from ``name`` (e.g. ``Solar.R``); ``computed`` builds the column's text from the landing
+    text of other columns instead (a Spark SQL expression over their names, e.g.
+    ``concat(date, ' ', time)``); such a column has no landing field of its own.
+    """
 
     name: str
     type: str
@@ -55,6 +64,47 @@ class ColumnSpec:
     regex: str | None = None
     format: str | None = None  # timestamp/date parse pattern; @default - ISO-8601 UTC "...'T'HH:mm:ss'Z'"
     case: str | None = None    # normalise strings to lower/upper case before rules run; @default - none
+    source: str | None = None  # the landing field's name; @default - ``name``
+    computed: str | None = None  # Spark SQL over other columns' landing text; @default - none (a landing field)
+
+    @property
+    def landing_name(self) -> str | None:
+        """The field this column is read from in a landing record (None for a computed column)."""
+        return None if self.computed else (self.source or self.name)
+
+
+@dataclasses.dataclass(frozen=True)
+class LandingSpec:
+    """How landing files of a dataset are written (the contract's ``landing`` mapping).
+
+    Attributes:
+        format: ``json_array`` (one JSON array per file), ``json_lines``, ``csv`` or ``parquet``.
+        header: csv: the first record of every file names the fields. @default - True
+        delimiter: csv: the field separator, one character. @default - ","
+        quote: csv: the quote character, one character. @default - '"'
+        escape: csv: the character that escapes a quote inside a quoted field: the quote itself (a
+            doubled quote, RFC 4180) or a backslash. @default - the quote
+        null_values: csv: field texts that mean null (compared after unquoting). @default - [""]
+        encoding: csv: ``utf-8`` or ``iso-8859-1``. @default - "utf-8"
+
+    Gzip needs no setting: a file named ``*.gz`` is decompressed (``land`` names objects after their content).
+    """
+
+    format: str
+    header: bool = True
+    delimiter: str = ","
+    quote: str = '"'
+    escape: str = '"'
+    null_values: tuple[str, ...] = ("",)
+    encoding: str = "utf-8"
+
+    @property
+    def is_text(self) -> bool:
+        """Landing files are text (JSON or CSV), read whole; Parquet is read by its own reader."""
+        return self.format != "parquet"
+
+
+CSV_OPTIONS: tuple[str, ...] = ("header", "delimiter", "quote", "escape", "null_values", "encoding")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,8 +129,9 @@ class Contract:
 
     Attributes:
         dataset: name, also the folder name in every layer.
-        landing_format: ``json_array`` (one JSON array per file) or ``json_lines``.
-        source_field: the per-source field (sensor, site, org): datagen and streams partition by it.
+        landing: the landing format and its options (``LandingSpec``); ``landing_format`` is its format.
+        source_field: the per-source field (sensor, site, org): datagen and streams partition by it,
+            bronze exposes it as a column. @default - None (a dataset with one source)
         key: the dedupe key; the latest ``_ingested_at`` wins, ties broken by batch, file, position.
         event_time: the timestamp column; ``event_date`` (silver partition) derives from it.
         lateness_minutes: a record is late when its event time is older than the newest event time in
@@ -93,8 +144,8 @@ class Contract:
 
     dataset: str
     description: str
-    landing_format: str
-    source_field: str
+    landing: LandingSpec
+    source_field: str | None
     key: tuple[str, ...]
     event_time: str
     schema: tuple[ColumnSpec, ...]
@@ -107,8 +158,17 @@ class Contract:
     allow_extra_fields: bool = False
 
     @property
+    def landing_format(self) -> str:
+        return self.landing.format
+
+    @property
     def column_names(self) -> tuple[str, ...]:
         return tuple(col.name for col in self.schema)
+
+    @property
+    def landing_fields(self) -> tuple[str, ...]:
+        """The landing record's field names this contract knows, in schema order (computed columns have none)."""
+        return tuple(col.landing_name for col in self.schema if col.landing_name is not None)
 
     def column(self, name: str) -> ColumnSpec:
         return next(col for col in self.schema if col.name == name)
@@ -176,13 +236,14 @@ def parse_contract(raw: Any, source: str = "<memory>") -> Contract:
             raise ContractError(dataset, field, "is required")
         return raw[field]
 
-    landing_format = (need("landing") or {}).get("format", "")
-    if landing_format not in LANDING_FORMATS:
-        raise ContractError(dataset, "landing.format", f"'{landing_format}' is not one of {', '.join(LANDING_FORMATS)}")
+    landing = parse_landing(dataset, need("landing"))
     schema = tuple(_parse_column(dataset, i, item) for i, item in enumerate(need("schema")))
     names = [col.name for col in schema]
     if len(set(names)) != len(names):
         raise ContractError(dataset, "schema", "column names must be unique")
+    sources = [col.landing_name for col in schema if col.landing_name is not None]
+    if len(set(sources)) != len(sources):
+        raise ContractError(dataset, "schema", "two columns read the same landing field (`source`)")
     key = tuple(need("key"))
     for field in key:
         if field not in names:
@@ -190,8 +251,8 @@ def parse_contract(raw: Any, source: str = "<memory>") -> Contract:
     event_time = need("event_time")
     if event_time not in names or schema[names.index(event_time)].type != "timestamp":
         raise ContractError(dataset, "event_time", f"'{event_time}' must be a timestamp column of the schema")
-    source_field = need("source_field")
-    if source_field not in names:
+    source_field = raw.get("source_field") or None
+    if source_field is not None and source_field not in names:
         raise ContractError(dataset, "source_field", f"'{source_field}' is not a schema column")
     rules = tuple(RowRule(name=str(r["name"]), expr=str(r["expr"])) for r in raw.get("rules") or [])
     derived = tuple(DerivedColumn(name=str(d["name"]), expr=str(d["expr"])) for d in raw.get("derived") or [])
@@ -204,7 +265,7 @@ def parse_contract(raw: Any, source: str = "<memory>") -> Contract:
     return Contract(
         dataset=dataset,
         description=str(raw.get("description", "")).strip(),
-        landing_format=landing_format,
+        landing=landing,
         source_field=source_field,
         key=key,
         event_time=event_time,
@@ -224,6 +285,16 @@ def _parse_column(dataset: str, index: int, item: Any) -> ColumnSpec:
     if not isinstance(item, dict) or not item.get("name"):
         raise ContractError(dataset, where, "needs at least `name` and `type`")
     where = f"schema[{index}] ({item['name']})"
+    if not re.match(COLUMN_NAME_RE, str(item["name"])):
+        raise ContractError(dataset, f"{where}.name", f"must match {COLUMN_NAME_RE} (name the landing field in "
+                                                      "`source` when it has other characters)")
+    source, computed = item.get("source"), item.get("computed")
+    if source is not None and (not isinstance(source, str) or not source):
+        raise ContractError(dataset, f"{where}.source", "must be a non-empty string (the landing field's name)")
+    if computed is not None and (not isinstance(computed, str) or not computed.strip()):
+        raise ContractError(dataset, f"{where}.computed", "must be a Spark SQL expression (text)")
+    if source is not None and computed is not None:
+        raise ContractError(dataset, where, "takes `source` or `computed`, not both")
     col_type = item.get("type", "")
     if col_type == "integer":
         col_type = "int"
@@ -251,4 +322,50 @@ def _parse_column(dataset: str, index: int, item: Any) -> ColumnSpec:
         regex=regex,
         format=item.get("format") or (DEFAULT_TIMESTAMP_FORMAT if col_type == "timestamp" else None),
         case=case,
+        source=source,
+        computed=computed.strip() if computed else None,
     )
+
+
+def parse_landing(dataset: str, raw: Any) -> LandingSpec:
+    """Validate the contract's ``landing`` mapping; CSV options are refused for the other formats."""
+    if not isinstance(raw, dict):
+        raise ContractError(dataset, "landing", "must be a mapping such as {format: csv}")
+    landing_format = raw.get("format", "")
+    if landing_format not in LANDING_FORMATS:
+        raise ContractError(dataset, "landing.format", f"'{landing_format}' is not one of {', '.join(LANDING_FORMATS)}")
+    unknown = sorted(set(raw) - {"format", *CSV_OPTIONS})
+    if unknown:
+        raise ContractError(dataset, f"landing.{unknown[0]}", f"is not a landing option ({', '.join(CSV_OPTIONS)})")
+    given = sorted(set(raw) & set(CSV_OPTIONS))
+    if given and landing_format != "csv":
+        raise ContractError(dataset, f"landing.{given[0]}", f"applies to format csv only, not {landing_format}")
+    if landing_format != "csv":
+        return LandingSpec(format=landing_format)
+
+    def one_char(option: str, default: str) -> str:
+        value = raw.get(option, default)
+        if not isinstance(value, str) or len(value) != 1 or value in "\r\n":
+            raise ContractError(dataset, f"landing.{option}", f"must be one character other than a line break, got {value!r}")
+        return value
+
+    header = raw.get("header", True)
+    if not isinstance(header, bool):
+        raise ContractError(dataset, "landing.header", f"must be true or false, got {header!r}")
+    delimiter, quote = one_char("delimiter", ","), one_char("quote", '"')
+    escape = one_char("escape", quote)
+    if delimiter == quote:
+        raise ContractError(dataset, "landing.delimiter", "must differ from the quote character")
+    if escape != quote and escape not in CSV_ESCAPES_OTHER_THAN_QUOTE:
+        raise ContractError(dataset, "landing.escape", f"must be the quote ({quote!r}) or a backslash, got {escape!r}")
+    if escape == delimiter:
+        raise ContractError(dataset, "landing.escape", "must differ from the delimiter")
+    nulls = raw.get("null_values", [""])
+    if isinstance(nulls, str) or not isinstance(nulls, list) or not all(isinstance(v, str) for v in nulls):
+        raise ContractError(dataset, "landing.null_values", "must be a list of texts, e.g. [\"\", NA]")
+    encoding = str(raw.get("encoding", "utf-8")).lower().replace("_", "-")
+    encoding = {"utf8": "utf-8", "latin-1": "iso-8859-1", "latin1": "iso-8859-1"}.get(encoding, encoding)
+    if encoding not in ENCODINGS:
+        raise ContractError(dataset, "landing.encoding", f"'{raw.get('encoding')}' is not one of {', '.join(ENCODINGS)}")
+    return LandingSpec(format="csv", header=header, delimiter=delimiter, quote=quote, escape=escape,
+                       null_values=tuple(nulls), encoding=encoding)

@@ -1,6 +1,6 @@
 """``python -m spark_jobs maintain``: Iceberg table maintenance for one tenant's silver and gold tables.
 
-For each table of the chosen datasets (``silver.<dataset>`` and ``gold.<gold_name>`` of its contract;
+For each table of the chosen datasets (``silver.<dataset>`` and the gold tables of its contract;
 tables not created yet are skipped), in this order:
 
 1. ``rewrite_data_files``: compacts small files with Iceberg's defaults (a file group is rewritten
@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from spark_jobs.contract import load_contract
 from spark_jobs.io import tables
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake import LakeConfig, gold_table_name
 
 DEFAULT_SNAPSHOT_RETENTION_DAYS = 7
 DEFAULT_RETAIN_LAST = 1
@@ -76,7 +76,8 @@ def tables_of(spark, lake: LakeConfig, datasets: list[str]) -> list[tables.Table
     found = []
     for dataset in datasets:
         candidates = [tables.table(spark, lake, "silver", dataset)]
-        candidates += [tables.table(spark, lake, "gold", name) for name in load_contract(dataset).gold]
+        candidates += [tables.table(spark, lake, "gold", gold_table_name(dataset, name))
+                       for name in load_contract(dataset).gold]
         found += [tbl for tbl in candidates if tables.exists(spark, tbl)]
     return found
 

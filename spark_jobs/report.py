@@ -8,8 +8,9 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from spark_jobs.contract import load_contract
-from spark_jobs.io import readers, storage, tables
-from spark_jobs.lake import LakeConfig
+from spark_jobs.io import landing as landing_io
+from spark_jobs.io import storage, tables
+from spark_jobs.lake import LakeConfig, gold_table_name
 from spark_jobs.transforms import stream_records
 
 
@@ -22,13 +23,13 @@ def layer_counts(spark: SparkSession, lake: LakeConfig, datasets: list[str]) -> 
         landing = lake.landing(dataset)
         landing_rows = None
         if storage.has_data_files(spark, landing):
-            landing_rows = stream_records.split_landing_records(
-                readers.landing_files(spark, landing), contract.landing_format).count()
+            landing_rows = _landing_records(spark, landing, contract)
         table.append({"dataset": dataset, "layer": "landing (records)", "rows": landing_rows, "location": landing})
         table.append(_parquet_count(spark, dataset, "bronze", lake.bronze(dataset)))
         table.append(_table_count(spark, lake, dataset, "silver", "silver", dataset))
         table.append(_parquet_count(spark, dataset, "quarantine", lake.quarantine(dataset)))
-        table += [_table_count(spark, lake, dataset, f"gold {name}", "gold", name) for name in contract.gold]
+        table += [_table_count(spark, lake, dataset, f"gold {name}", "gold", gold_table_name(dataset, name))
+                  for name in contract.gold]
     return table
 
 
@@ -41,8 +42,18 @@ def _table_count(spark: SparkSession, lake: LakeConfig, dataset: str, label: str
     """Rows of the table's current snapshot (None: no table, or no snapshot yet)."""
     tbl = tables.table(spark, lake, layer, name)
     rows = tables.read(spark, tbl).count() if tables.current_snapshot(spark, tbl) is not None else None
-    location = lake.silver(dataset) if layer == "silver" else lake.gold(dataset, name)
+    location = lake.path(layer, name)  # the table's folder: silver/<dataset>, gold/<table>
     return {"dataset": dataset, "layer": label, "rows": rows, "location": location, "table": tbl.display}
+
+
+def _landing_records(spark: SparkSession, landing_uri: str, contract) -> int | None:
+    """Records in the landing files, as bronze would count them (None when a file cannot be read)."""
+    if contract.landing.is_text:
+        files = landing_io.landing_text_files(spark, landing_uri, contract.landing)
+        return stream_records.split_landing_records(files, contract.landing, len(contract.landing_fields)).count()
+    paths = landing_io.parquet_landing_paths(spark, landing_uri)
+    frames, problems = landing_io.read_parquet_files(spark, paths)
+    return None if problems else sum(frame.count() for frame in frames)
 
 
 def format_counts_table(rows: list[dict]) -> str:

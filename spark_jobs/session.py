@@ -1,17 +1,32 @@
-"""Building the SparkSession: tuned for the machine, and s3a settings for an S3-compatible endpoint.
+"""Building the SparkSession: who owns which setting, and s3a settings for an S3-compatible endpoint.
 
-On EMR the session comes from the cluster (EMRFS handles ``s3://``; encryption comes from the job's
-``configurationOverrides``), so ``S3aSettings`` is only for local runs against the emulator, or for
-s3a against real S3 outside EMR.
+Two ways a session starts, and who decides what:
+
+* **tenantlake starts it** (``python -m spark_jobs``, tests, the demo): ``local[2]`` (or ``master``),
+  a loopback driver, no UI, 8 shuffle partitions, driver memory, the s3a jars and the emulator's trust
+  store (``local_conf``), plus the job settings below.
+* **spark-submit started the driver** (EMR on EKS, or a local ``spark-submit``): the launcher's conf
+  wins. Only the settings the jobs' results depend on (``job_conf``), the lake's s3a settings
+  (``storage_conf``) and the caller's ``extra_conf`` are set; master, driver host and bind address,
+  sizing, jars and JVM options are left as the launcher gave them. One line on stderr says what the
+  session runs with (it lands in the driver log on EMR).
+
+On EMR the lake is ``s3://`` through EMRFS (encryption comes from the job's ``configurationOverrides``),
+so ``S3aSettings`` is only for local runs against the emulator, or for s3a against real S3 outside EMR.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 
 from spark_jobs.catalog import session_conf as iceberg_session_conf
 
 LOCAL_SHUFFLE_PARTITIONS = 8  # 2 cores: 200 (Spark's default) made silver 2x larger and gold 3x slower
+LOCAL_DRIVER_HOST = "127.0.0.1"
+# What the spark-submit line reports: where the driver is and how the job is sized.
+REPORTED_CONF = ("spark.master", "spark.submit.deployMode", "spark.driver.host", "spark.driver.bindAddress",
+                 "spark.sql.shuffle.partitions", "spark.executor.instances", "spark.executor.memory")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +75,55 @@ class S3aSettings:
         return conf
 
 
+def launched_by_spark_submit() -> bool:
+    """True when this Python process is a driver that spark-submit started (EMR on EKS, or a local
+    ``spark-submit``): its JVM and its conf exist already. PySpark's launcher exports the gateway port."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def job_conf() -> dict[str, str]:
+    """Settings the jobs' results depend on: applied to every session, local or launched."""
+    return {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        # Unparseable timestamps become null (and fail the <col>_type rule) instead of raising.
+        "spark.sql.legacy.timeParserPolicy": "CORRECTED",
+        # v2 task commits move files straight into the job's hidden staging folder: one copy fewer per
+        # file on s3a. Visibility still comes only from the job commit (see spark_jobs/io/writers.py).
+        "spark.hadoop.mapreduce.fileoutputcommitter.algorithm.version": "2",
+    }
+
+
+def storage_conf(s3a: S3aSettings | None) -> dict[str, str]:
+    """The lake's s3a settings as Spark conf (empty without s3a): applied to every session."""
+    if s3a is None:
+        return {}
+    return {f"spark.hadoop.{k}": v for k, v in s3a.hadoop_conf().items()}
+
+
+def local_conf(driver_memory: str, shuffle_partitions: int, jars: list[str] | None = None,
+               s3a: S3aSettings | None = None) -> dict[str, str]:
+    """Settings that only make sense for a session tenantlake starts itself on this machine: loopback
+    driver, no UI, sizing for 2 cores, the jars and the emulator's trust store. Under spark-submit the
+    launcher decides all of these (on Kubernetes, Spark refuses a driver host or bind address at all)."""
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        "spark.driver.memory": driver_memory,
+        "spark.driver.host": LOCAL_DRIVER_HOST,
+        "spark.driver.bindAddress": LOCAL_DRIVER_HOST,
+    }
+    if jars:
+        conf["spark.jars"] = ",".join(jars)
+    if s3a is not None and s3a.truststore:
+        conf["spark.driver.extraJavaOptions"] = (
+            f"-Djavax.net.ssl.trustStore={s3a.truststore} -Djavax.net.ssl.trustStoreType=PKCS12 "
+            f"-Djavax.net.ssl.trustStorePassword={s3a.truststore_password}"
+        )
+    return conf
+
+
 def build_session(
     app_name: str,
     s3a: S3aSettings | None = None,
@@ -69,49 +133,55 @@ def build_session(
     shuffle_partitions: int = LOCAL_SHUFFLE_PARTITIONS,
     extra_conf: dict[str, str] | None = None,
 ):
-    """Return a SparkSession: ``local[2]`` unless ``master`` (or spark-submit) says otherwise.
+    """Return a SparkSession (see the module docstring for who owns which setting).
 
-    Driver memory and JVM options are set on the builder, before the first ``getOrCreate()``.
+    Args:
+        app_name: the application name (a launcher's own name wins under spark-submit).
+        s3a: the lake's s3a settings. @default - None (no s3a)
+        jars: extra jars (the s3a jars). Local sessions only. @default - None
+        master: Spark master of a local session. @default - ``$TENANTLAKE_SPARK_MASTER`` or ``local[2]``
+        driver_memory: driver heap of a local session, set before the JVM starts. @default - "4g"
+        shuffle_partitions: ``spark.sql.shuffle.partitions`` of a local session. @default - 8
+        extra_conf: settings the caller needs wherever the job runs; applied last, in both cases.
+            @default - None
     """
     from pyspark.sql import SparkSession
 
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    launched = launched_by_spark_submit()
     builder = SparkSession.builder.appName(app_name)
-    # Under spark-submit (EMR, or a local spark-submit) the launcher owns the master: leave it alone.
-    launched_by_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ
-    if master or not launched_by_spark_submit:
+    conf = job_conf()
+    conf.update(storage_conf(s3a))
+    if launched:
+        ignored = [name for name, given in (("jars", jars), ("master", master),
+                                            ("truststore", s3a is not None and s3a.truststore)) if given]
+    else:
+        os.environ.setdefault("SPARK_LOCAL_IP", LOCAL_DRIVER_HOST)
         builder = builder.master(master or os.environ.get("TENANTLAKE_SPARK_MASTER", "local[2]"))
-    conf = {
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": str(shuffle_partitions),
-        "spark.driver.memory": driver_memory,
-        "spark.sql.session.timeZone": "UTC",
-        "spark.sql.sources.partitionOverwriteMode": "dynamic",
-        # Unparseable timestamps become null (and fail the <col>_type rule) instead of raising.
-        "spark.sql.legacy.timeParserPolicy": "CORRECTED",
-        # v2 task commits move files straight into the job's hidden staging folder: one copy fewer per
-        # file on s3a. Visibility still comes only from the job commit (see spark_jobs/io/writers.py).
-        "spark.hadoop.mapreduce.fileoutputcommitter.algorithm.version": "2",
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
-    }
-    if jars:
-        conf["spark.jars"] = ",".join(jars)
-    conf.update(iceberg_session_conf(conf.get("spark.jars", "")))  # static: Iceberg jar + SQL extensions
-    if s3a is not None:
-        conf.update({f"spark.hadoop.{k}": v for k, v in s3a.hadoop_conf().items()})
-        if s3a.truststore:
-            conf["spark.driver.extraJavaOptions"] = (
-                f"-Djavax.net.ssl.trustStore={s3a.truststore} -Djavax.net.ssl.trustStoreType=PKCS12 "
-                f"-Djavax.net.ssl.trustStorePassword={s3a.truststore_password}"
-            )
+        conf.update(local_conf(driver_memory, shuffle_partitions, jars, s3a))
+    # Iceberg (spark_jobs/catalog.py): its SQL extensions, and locally its runtime jar (static settings).
+    conf.update(iceberg_session_conf(conf.get("spark.jars", "")))
     conf.update(extra_conf or {})
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    if launched:
+        print(describe_session(spark, ignored), file=sys.stderr, flush=True)
+    else:
+        spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def describe_session(spark, ignored: list[str] | None = None) -> str:
+    """One line: the launcher's settings this session runs with, read back from the running session."""
+    context_conf = spark.sparkContext.getConf()
+    shown = []
+    for key in REPORTED_CONF:
+        value = spark.conf.get(key) if key.startswith("spark.sql.") else context_conf.get(key, None)
+        shown.append(f"{key}={value if value is not None else '(unset)'}")
+    line = "session: started by spark-submit, the launcher's conf kept: " + " ".join(shown)
+    if ignored:
+        line += f" (not applied under spark-submit: {', '.join(ignored)}; pass them to spark-submit)"
+    return line
 
 
 def apply_bucket_settings(spark, bucket: str, s3a: S3aSettings) -> None:

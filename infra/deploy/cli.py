@@ -1,8 +1,9 @@
-"""``python -m infra.deploy --tenant acme [--dry-run] [--datasets ...] [--layers ...] [--date ...]``.
+"""``python -m infra.deploy --tenant acme [--dry-run] [--datasets ...] [--per-layer [--layers ...]] [--date ...]``.
 
-Order of work, so that a bad deploy submits nothing: build the artifact -> check the selection ->
-read the tenant's Terraform outputs -> check bucket, virtual cluster and role on AWS -> (``--dry-run``:
-print the requests and stop) -> upload the artifact -> submit and poll, one run at a time.
+Order of work, so that a bad deploy submits nothing: build the artifact -> check the selection, the
+release label and the architecture -> read the tenant's Terraform outputs -> check bucket, virtual
+cluster and role on AWS -> build (or reuse) the job dependency archive -> (``--dry-run``: print the
+requests and stop) -> upload artifact and archive -> submit and poll, one run at a time.
 
 Exit codes: 0 every run COMPLETED (or was already); 1 a run failed, was cancelled or timed out;
 2 the deploy was refused before any submission (bad input, tenant not applied, missing cluster,
@@ -11,16 +12,17 @@ wrong role, upload failure).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import sys
 from typing import Callable, TextIO
 
 from infra.deploy import artifact as artifact_mod
-from infra.deploy import preflight, runner
+from infra.deploy import job_deps, preflight, runner
 from infra.deploy.request import DEFAULT_RELEASE_LABEL, JobSizing, RequestOptions, build_request, run_plan
 from infra.deploy.target import DeployError, DeployTarget, resolve_target
-from infra.deploy.upload import location_of, upload_artifact
+from infra.deploy.upload import location_of, upload_artifact, upload_job_deps
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_REFUSED = 0, 1, 2
 
@@ -58,7 +60,11 @@ def parser() -> argparse.ArgumentParser:
                                 description="Package spark_jobs and run it on the tenant's EMR on EKS virtual cluster.")
     p.add_argument("--tenant", required=True, help="tenant id (make deploy-jobs TENANT=...)")
     p.add_argument("--datasets", help="comma-separated datasets (default: every contract in spark_jobs/contracts)")
-    p.add_argument("--layers", help="comma-separated layers among bronze,silver,gold (default: all, in that order)")
+    p.add_argument("--per-layer", action="store_true",
+                   help="one job run per dataset and layer (default: one pipeline run per dataset, bronze -> "
+                        "silver -> gold in one Spark application)")
+    p.add_argument("--layers", help="with --per-layer: comma-separated layers among bronze,silver,gold "
+                                    "(default: all, in that order)")
     p.add_argument("--date", type=_date, default=None,
                    help="event date for silver and gold (passed to the jobs as --date); also names the runs. "
                         "Default: the jobs process every date, and the runs are named after today (UTC)")
@@ -66,7 +72,10 @@ def parser() -> argparse.ArgumentParser:
                    help="print the StartJobRun requests as a JSON array (each item works with "
                         "`aws emr-containers start-job-run --cli-input-json`); upload and submit nothing")
     p.add_argument("--rerun", action="store_true", help="run again what already COMPLETED for this code version and date")
-    p.add_argument("--release-label", default=DEFAULT_RELEASE_LABEL, help=f"EMR release (default: {DEFAULT_RELEASE_LABEL})")
+    p.add_argument("--release-label", default=DEFAULT_RELEASE_LABEL,
+                   help=f"EMR release (default: {DEFAULT_RELEASE_LABEL}); decides the Python the job deps are built for")
+    p.add_argument("--arch", default=job_deps.DEFAULT_ARCH, choices=sorted(job_deps.ARCHITECTURES),
+                   help=f"CPU architecture of the cluster's nodes (default: {job_deps.DEFAULT_ARCH}; arm64 for Graviton)")
     p.add_argument("--outputs-file", help="JSON printed by `terraform output -json` (default: read the tenant's state)")
     p.add_argument("--endpoint-url", default="", help="AWS endpoint override (default: AWS_ENDPOINT_URL, or the "
                                                       "emulator recorded in the tenant's lake.json in local mode)")
@@ -81,10 +90,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--executor-cores", type=int, default=sizing.executor_cores)
     p.add_argument("--executor-memory", default=sizing.executor_memory)
     p.add_argument("--shuffle-partitions", type=int, default=sizing.shuffle_partitions)
-    p.add_argument("--python-env-archive", default="",
-                   help="s3:// URI of a venv-pack archive with the jobs' dependencies (see README)")
-    p.add_argument("--container-image", default="", help="custom EMR on EKS image with the dependencies baked in")
+    p.add_argument("--container-image", default="",
+                   help="custom EMR on EKS image with the dependencies baked in (infra/deploy/Dockerfile); "
+                        "no dependency archive is built or shipped then")
     p.add_argument("--build-dir", default=str(artifact_mod.DEFAULT_BUILD_DIR), help="where the artifact is built")
+    p.add_argument("--job-deps-cache", default=str(job_deps.DEFAULT_CACHE_DIR),
+                   help="where dependency archives are built and kept, by input hash")
     return p
 
 
@@ -93,6 +104,9 @@ def deploy(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys
     built = artifact_mod.build_artifact(args.build_dir)
     err.write(f"artifact: spark_jobs version {built.version} ({len(built.files)} files, sha256 {built.sha256[:16]}...)\n")
     datasets, layers = preflight.check_selection(tenant, args.datasets, args.layers, artifact_mod.datasets_in(built))
+    run_date = args.date or datetime.datetime.now(datetime.timezone.utc).date()
+    specs = run_plan(datasets, layers, run_date, event_date=args.date, per_layer=args.per_layer)
+    deps_target = job_deps.target_for_release(args.release_label, args.arch)
     target = resolve_target(tenant, args.outputs_file, args.endpoint_url)
     clients = aws_clients(target)
     preflight.run_all_checks(clients, target)
@@ -100,16 +114,21 @@ def deploy(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys
         release_label=args.release_label,
         sizing=JobSizing(args.driver_cores, args.driver_memory, args.executor_instances, args.executor_cores,
                          args.executor_memory, args.shuffle_partitions),
-        python_env_archive=args.python_env_archive,
+        python=deps_target.interpreter,
         container_image=args.container_image,
     )
-    run_date = args.date or datetime.datetime.now(datetime.timezone.utc).date()
-    specs = run_plan(datasets, layers, run_date, event_date=args.date)
     hashes = {d: artifact_mod.contract_sha256(built, d) for d in datasets}
     emr = clients("emr-containers")
     location = location_of(built, target.bucket)
     for spec in specs:  # pure: refuses bad options (e.g. a space in --executor-memory) before any upload
         build_request(target, location, spec, hashes[spec.dataset], options)
+    deps = None
+    if not args.container_image:
+        deps = job_deps.build_job_deps(deps_target, cache_dir=args.job_deps_cache,
+                                       progress=lambda line: (err.write(line + "\n"), err.flush()))
+        err.write(f"{deps.summary()}: {deps.uri(target.bucket)}\n")
+        options = dataclasses.replace(options, job_deps_uri=deps.uri(target.bucket))
+    mode = "per layer" if args.per_layer else "pipeline (bronze -> silver -> gold per run)"
     if args.dry_run:
         plans = [runner.plan_run(emr, target, location, s, hashes[s.dataset], options, rerun=args.rerun) for s in specs]
         for plan in plans:
@@ -117,17 +136,24 @@ def deploy(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys
                 err.write(f"dry run: {plan.spec.label} would {plan.action} job run {plan.existing_id}, not submit\n")
         json.dump([plan.request for plan in plans], out, indent=2)
         out.write("\n")
-        err.write(f"dry run: {len(plans)} request(s) printed; nothing uploaded, nothing submitted\n")
+        err.write(f"dry run: {len(plans)} request(s), {mode}: {', '.join(s.label for s in specs)}; "
+                  "nothing uploaded, nothing submitted\n")
         return EXIT_OK
     uploaded = upload_artifact(clients("s3"), built, target)
+    if deps is not None:
+        if upload_job_deps(clients("s3"), deps, target):
+            uploaded = dataclasses.replace(uploaded, uploaded=uploaded.uploaded + (deps.key,))
+        else:
+            uploaded = dataclasses.replace(uploaded, skipped=uploaded.skipped + (deps.key,))
     if uploaded.uploaded:
         err.write(f"uploaded {', '.join(uploaded.uploaded)} to s3://{target.bucket}/ (SSE-KMS, tenant key)\n")
     if uploaded.skipped:
         err.write(f"unchanged, not uploaded again: {', '.join(uploaded.skipped)}\n")
+    err.write(f"runs, {mode}: {', '.join(s.label for s in specs)}\n")
     try:
         outcomes = runner.run_in_order(emr, target, uploaded.location, specs, hashes, options, rerun=args.rerun,
                                        poll_seconds=args.poll_seconds, timeout_seconds=args.timeout_minutes * 60,
-                                       out=err)
+                                       out=err, s3=clients("s3"))
     except DeployError as exc:  # after submissions began: a run-time failure, not a refusal
         err.write(f"error: {exc}\n")
         return EXIT_RUN_FAILED
@@ -141,8 +167,8 @@ def deploy(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys
     failed = [o for o in outcomes if not o.ok]
     if failed:
         first = failed[0]
-        err.write(f"error: {first.spec.label} ended {first.state}: {first.state_details or 'no details'}"
-                  + (f" [failureReason {first.failure_reason}]" if first.failure_reason else "") + "\n")
+        where = f" (pipeline run {first.job_run_id})" if first.spec.is_pipeline else ""
+        err.write(f"error: {first.label} ended {first.state}{where}: {runner.failure_reason(first)}\n")
         return EXIT_RUN_FAILED
     return EXIT_OK
 

@@ -1,5 +1,7 @@
-"""The StartJobRun request for one dataset and layer: a pure function of target, artifact and selection.
+"""The StartJobRun request for one run: a pure function of target, artifact and selection.
 
+A run is a dataset's whole pipeline (``run-all --dataset D``: bronze -> silver -> gold in one Spark
+application, the default) or one layer of it (``run --dataset D --layer L``, ``--per-layer``).
 The dict it returns is exactly what ``boto3.client("emr-containers").start_job_run(**request)`` sends
 and what ``aws emr-containers start-job-run --cli-input-json`` accepts (``--dry-run`` prints it).
 """
@@ -10,11 +12,12 @@ import datetime
 import hashlib
 from typing import Any
 
+from infra.deploy.job_deps import ALIAS as DEPS_ALIAS
+from infra.deploy.job_deps import DEFAULT_RELEASE_LABEL, PYTHONPATH_ENTRY
 from infra.deploy.target import DeployError, DeployTarget
 
-# EMR 7.5.0 ships Spark 3.5.2-amzn-1 (EMR on EKS 7.5.0 release notes): the Spark line of pyspark 3.5.9 here.
-DEFAULT_RELEASE_LABEL = "emr-7.5.0-latest"
 LAYERS: tuple[str, ...] = ("bronze", "silver", "gold")  # dependency order
+PIPELINE = "pipeline"  # the "layer" of a run that runs every layer (tags, names, log streams)
 DATE_FILTERED_LAYERS = ("silver", "gold")  # bronze ingests whatever landed; --date means an event date
 MAX_NAME_LENGTH = 64  # StartJobRun name: 1-64 characters
 
@@ -47,20 +50,24 @@ class RequestOptions:
     Attributes:
         release_label: EMR release. @default - "emr-7.5.0-latest" (Spark 3.5.2)
         sizing: see ``JobSizing``. @default - JobSizing()
-        python_env_archive: ``s3://.../env.tar.gz`` of a packed virtualenv (venv-pack) with the jobs'
-            third-party dependencies, unpacked as ``./environment`` by ``--archives``. @default - "" (none)
+        job_deps_uri: ``s3://.../job_deps.tar.gz`` with the jobs' third-party packages (``job_deps``):
+            ``--archives <uri>#deps`` and ``PYTHONPATH=./deps`` on driver and executors. @default - "" (none)
+        python: the interpreter of driver and executors (``spark.pyspark.python``), the one the
+            packages were built for. @default - "" (the image's)
         container_image: a custom EMR on EKS image with the dependencies baked in. @default - "" (EMR's)
     """
 
     release_label: str = DEFAULT_RELEASE_LABEL
     sizing: JobSizing = JobSizing()
-    python_env_archive: str = ""
+    job_deps_uri: str = ""
+    python: str = ""
     container_image: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
-    """One job run: a dataset's layer, identified by a run date.
+    """One job run: a dataset's pipeline (``layer`` = ``PIPELINE``) or one of its layers, identified by
+    a run date.
 
     ``event_date`` (``--date``) restricts silver and gold to that event date and is passed to the job;
     without it the jobs process everything, and ``run_date`` (the deploy's UTC day) only names the run.
@@ -70,6 +77,15 @@ class RunSpec:
     layer: str
     run_date: datetime.date
     event_date: datetime.date | None = None
+
+    @property
+    def is_pipeline(self) -> bool:
+        return self.layer == PIPELINE
+
+    @property
+    def layers(self) -> tuple[str, ...]:
+        """The layers this run runs, in order."""
+        return LAYERS if self.is_pipeline else (self.layer,)
 
     @property
     def event_date_label(self) -> str:
@@ -117,8 +133,11 @@ def run_tags(tenant: str, spec: RunSpec, version: str, attempt: int = 0) -> dict
 
 def entrypoint_arguments(target: DeployTarget, spec: RunSpec, lake_uri: str | None = None) -> list[str]:
     """Arguments of ``spark_jobs.cli.main`` for one run (``lake_uri`` overrides the target's for local runs)."""
-    args = ["run", "--dataset", spec.dataset, "--layer", spec.layer]
-    if spec.event_date and spec.layer in DATE_FILTERED_LAYERS:
+    if spec.is_pipeline:
+        args = ["run-all", "--dataset", spec.dataset]
+    else:
+        args = ["run", "--dataset", spec.dataset, "--layer", spec.layer]
+    if spec.event_date and any(layer in DATE_FILTERED_LAYERS for layer in spec.layers):
         args += ["--date", spec.event_date.isoformat()]
     return args + ["--lake-uri", lake_uri or target.lake_uri, "--kms-key-arn", target.kms_key_arn,
                    "--region", target.region]
@@ -141,10 +160,15 @@ def spark_submit_parameters(artifact: ArtifactLocation, spec: RunSpec, contract_
         "spark.tenantlake.code_version": artifact.version,
     }
     args = ["--py-files", artifact.zip_uri]
-    if options.python_env_archive:
-        args += ["--archives", f"{options.python_env_archive}#environment"]
-        conf["spark.pyspark.python"] = "./environment/bin/python"
-        conf["spark.pyspark.driver.python"] = "./environment/bin/python"
+    if options.job_deps_uri:
+        # Spark unpacks the archive as ./deps in the driver's working dir (Kubernetes cluster mode,
+        # SPARK-33748) and in each executor's; PYTHONPATH puts it on the Python path of both.
+        args += ["--archives", f"{options.job_deps_uri}#{DEPS_ALIAS}"]
+        conf["spark.kubernetes.driverEnv.PYTHONPATH"] = PYTHONPATH_ENTRY
+        conf["spark.executorEnv.PYTHONPATH"] = PYTHONPATH_ENTRY
+    if options.python:
+        conf["spark.pyspark.python"] = options.python
+        conf["spark.pyspark.driver.python"] = options.python
     if options.container_image:
         conf["spark.kubernetes.container.image"] = options.container_image
     for key, value in conf.items():
@@ -185,7 +209,9 @@ def configuration_overrides(target: DeployTarget, spec: RunSpec) -> dict[str, An
                 "logGroupName": target.log_group,
                 "logStreamNamePrefix": log_stream_prefix(spec),
             },
-            "s3MonitoringConfiguration": {"logUri": target.logs_uri},
+            # EMR uploads the job's logs to logs/ as the job role; the lake's bucket policy denies any
+            # put that does not name the tenant key, so the uploads are SSE-KMS with it.
+            "s3MonitoringConfiguration": {"logUri": target.logs_uri, "encryptionKeyArn": target.kms_key_arn},
         },
     }
 
@@ -217,7 +243,16 @@ def build_request(target: DeployTarget, artifact: ArtifactLocation, spec: RunSpe
 
 
 def run_plan(datasets: list[str], layers: list[str], run_date: datetime.date,
-             event_date: datetime.date | None = None) -> list[RunSpec]:
-    """Runs in dependency order: every dataset's bronze, then silver, then gold."""
+             event_date: datetime.date | None = None, per_layer: bool = False) -> list[RunSpec]:
+    """The runs of a deploy, in dependency order.
+
+    Pipeline mode (the default): one run per dataset, each running every layer; ``layers`` must be all
+    of them. ``per_layer``: every dataset's bronze, then silver, then gold, one run each.
+    """
+    if not per_layer:
+        if set(layers) != set(LAYERS):
+            raise DeployError(f"--layers {','.join(layers)}: a pipeline run runs {', '.join(LAYERS)}; "
+                              "add --per-layer to run single layers")
+        return [RunSpec(dataset, PIPELINE, run_date, event_date) for dataset in datasets]
     ordered_layers = [layer for layer in LAYERS if layer in layers]
     return [RunSpec(dataset, layer, run_date, event_date) for layer in ordered_layers for dataset in datasets]

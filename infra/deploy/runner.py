@@ -1,14 +1,18 @@
 """Submit job runs one at a time in dependency order and poll each until it is terminal.
 
-Before each submission the runner looks for runs of the same identity (name and tags: tenant,
-dataset, layer, run date, code version) on the virtual cluster:
+A run is a dataset's pipeline (bronze -> silver -> gold in one Spark application, the default) or one
+layer (``--per-layer``). Before each submission the runner looks for runs of the same identity (name
+and tags: tenant, dataset, layer or "pipeline", run date, event date, code version) on the virtual
+cluster:
 
 * one still PENDING/SUBMITTED/RUNNING: it is attached to and polled, not submitted again (a deploy
   that was interrupted and retried does not double-submit, even after EMR's idempotency window);
 * one COMPLETED: the run is skipped (``rerun=True`` submits a new attempt);
 * only FAILED/CANCELLED ones: a new attempt is submitted, with the next deterministic ``clientToken``.
 
-The first run that does not complete stops the deploy: later runs are not submitted.
+The first run that does not complete stops the deploy: later runs are not submitted. Its layer (the
+one that failed inside a pipeline run) and the job's own error line come from the run manifests the
+jobs wrote to the lake (``run_manifests``).
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from typing import Any, Callable, TextIO
 from botocore.exceptions import BotoCoreError, ClientError
 
 from infra.deploy.request import ArtifactLocation, RequestOptions, RunSpec, build_request, log_stream_prefix
+from infra.deploy.run_manifests import read_run_result
 from infra.deploy.target import DeployError, DeployTarget
 
 ACTIVE_STATES = frozenset({"PENDING", "SUBMITTED", "RUNNING", "CANCEL_PENDING"})
@@ -52,10 +57,17 @@ class RunOutcome:
     failure_reason: str = ""
     cloudwatch: str = ""
     s3_logs: str = ""
+    failed_layer: str = ""   # the layer the run manifests blame ("" when unknown or completed)
+    layer_report: str = ""   # their one-line explanation
 
     @property
     def ok(self) -> bool:
         return self.state == SUCCESS_STATE
+
+    @property
+    def label(self) -> str:
+        """``dataset/layer``: for a failed pipeline run, the layer that failed."""
+        return f"{self.spec.dataset}/{self.failed_layer}" if self.failed_layer else self.spec.label
 
 
 def log_locations(target: DeployTarget, spec: RunSpec, job_run_id: str) -> tuple[str, str]:
@@ -106,9 +118,9 @@ class Progress:
         self._last: tuple[str, str] | None = None
         self._last_print = 0.0
 
-    def update(self, index: int, total: int, spec: RunSpec, job_run_id: str, state: str, elapsed: float) -> None:
+    def update(self, index: int, total: int, label: str, job_run_id: str, state: str, elapsed: float) -> None:
         minutes, seconds = divmod(int(elapsed), 60)
-        line = f"[{index}/{total}] {spec.label:<24} {state:<10} {minutes:02d}:{seconds:02d}  (job run {job_run_id})"
+        line = f"[{index}/{total}] {label:<24} {state:<10} {minutes:02d}:{seconds:02d}  (job run {job_run_id})"
         now = self.clock()
         changed = self._last != (job_run_id, state)
         if self.tty:
@@ -137,7 +149,7 @@ def wait_for(emr, target: DeployTarget, spec: RunSpec, job_run_id: str, progress
         except (ClientError, BotoCoreError) as exc:
             raise DeployError(f"tenant '{target.tenant_id}': cannot describe job run {job_run_id} ({spec.label}): {exc}") from exc
         elapsed = clock() - started
-        progress.update(index, total, spec, job_run_id, run.get("state", "?"), elapsed)
+        progress.update(index, total, spec.label, job_run_id, run.get("state", "?"), elapsed)
         if run.get("state") not in ACTIVE_STATES:
             progress.done()
             return run
@@ -152,8 +164,11 @@ def run_in_order(emr, target: DeployTarget, location: ArtifactLocation, specs: l
                  contract_hashes: dict[str, str], options: RequestOptions, *, rerun: bool = False,
                  poll_seconds: float = DEFAULT_POLL_SECONDS, timeout_seconds: float = DEFAULT_TIMEOUT_MINUTES * 60,
                  out: TextIO = sys.stderr, progress: Progress | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> list[RunOutcome]:
-    """Run ``specs`` one after the other; stop at the first that does not complete."""
+                 sleep: Callable[[float], None] = time.sleep, s3=None) -> list[RunOutcome]:
+    """Run ``specs`` one after the other; stop at the first that does not complete.
+
+    ``s3`` (a client for the lake) lets the runner name the layer that failed from the run manifests;
+    without it a failed pipeline run is reported as a whole."""
     progress = progress or Progress(out)
     outcomes: list[RunOutcome] = []
     total = len(specs)
@@ -183,15 +198,30 @@ def run_in_order(emr, target: DeployTarget, location: ArtifactLocation, specs: l
                              str(run.get("failureReason") or ""), cloudwatch, s3_logs)
         outcomes.append(outcome)
         if not outcome.ok:
+            if s3 is not None and outcome.state in FAILED_STATES:
+                result = read_run_result(s3, target, spec, run.get("createdAt"))
+                outcome.failed_layer, outcome.layer_report = result.failed_layer, result.explain()
+                if spec.is_pipeline:
+                    passed = f", {'+'.join(result.succeeded)} succeeded" if result.succeeded else ""
+                    out.write(f"[{index}/{total}] {outcome.label}: {outcome.state} in pipeline run {job_run_id}"
+                              f"{passed}: {outcome.layer_report}\n")
             break
     return outcomes
 
 
+def failure_reason(outcome: RunOutcome) -> str:
+    """EMR's account of a failed run, then the run manifests' (which layer, the job's own error)."""
+    reason = outcome.state_details or "no details from describe_job_run"
+    if outcome.failure_reason:
+        reason += f" [failureReason {outcome.failure_reason}]"
+    if outcome.layer_report:
+        reason += f"; {outcome.layer_report}"
+    return reason
+
+
 def describe_outcome(outcome: RunOutcome) -> str:
-    line = f"{outcome.spec.label}: {outcome.state} (job run {outcome.job_run_id})"
+    line = f"{outcome.label}: {outcome.state} (job run {outcome.job_run_id}"
+    line += f", pipeline run of {outcome.spec.dataset})" if outcome.spec.is_pipeline and outcome.failed_layer else ")"
     if not outcome.ok:
-        reason = outcome.state_details or "no details from describe_job_run"
-        if outcome.failure_reason:
-            reason += f" [failureReason {outcome.failure_reason}]"
-        line += f": {reason}"
+        line += f": {failure_reason(outcome)}"
     return f"{line}\n    logs: CloudWatch {outcome.cloudwatch}\n          S3 {outcome.s3_logs}"

@@ -1,8 +1,9 @@
-"""Upload the artifact to ``s3://<lake>/artifacts/spark_jobs/<version>/`` with SSE-KMS and the tenant key.
+"""Upload the artifact to ``s3://<lake>/artifacts/spark_jobs/<version>/`` and the job dependencies to
+``s3://<lake>/artifacts/job_deps/<version>/``, with SSE-KMS and the tenant key.
 
 Each object carries its SHA-256 in its metadata (``x-amz-meta-sha256``). An object already there with
-the same checksum, encrypted with the tenant key, is left alone: re-deploying unchanged code uploads
-nothing.
+the same checksum, encrypted with the tenant key, is left alone: re-deploying unchanged code or
+unchanged dependencies uploads nothing.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from botocore.exceptions import BotoCoreError, ClientError
 
 from infra.deploy.artifact import Artifact
+from infra.deploy.job_deps import JobDeps
 from infra.deploy.request import ArtifactLocation
 from infra.deploy.target import DeployError, DeployTarget
 
@@ -48,9 +50,39 @@ def _already_there(s3, bucket: str, key: str, sha256: str, kms_key_arn: str) -> 
     )
 
 
+def _put_unless_there(s3, target: DeployTarget, key: str, path: Path, sha256: str, content_type: str,
+                      version: str) -> bool:
+    """Upload ``path`` to ``key`` unless the same bytes are there with the tenant key; True if uploaded.
+    Raises ``DeployError`` (one line) when S3 or KMS refuses."""
+    bucket = target.bucket
+    try:
+        if _already_there(s3, bucket, key, sha256, target.kms_key_arn):
+            return False
+        with open(path, "rb") as body:
+            s3.put_object(
+                Bucket=bucket,
+                Key=key,
+                Body=body,
+                ContentType=content_type,
+                ServerSideEncryption="aws:kms",
+                SSEKMSKeyId=target.kms_key_arn,
+                Metadata={CHECKSUM_METADATA_KEY: sha256, VERSION_METADATA_KEY: version},
+            )
+        return True
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        raise DeployError(
+            f"tenant '{target.tenant_id}': artifact upload to s3://{bucket}/{key} failed: "
+            f"{error.get('Code', '?')}: {error.get('Message', exc)}; nothing was submitted"
+        ) from exc
+    except BotoCoreError as exc:
+        raise DeployError(
+            f"tenant '{target.tenant_id}': artifact upload to s3://{bucket}/{key} failed: {exc}; nothing was submitted"
+        ) from exc
+
+
 def upload_artifact(s3, artifact: Artifact, target: DeployTarget) -> UploadResult:
     """Upload what is missing or different; raise ``DeployError`` (one line) when S3 or KMS refuses."""
-    bucket = target.bucket
     uploaded: list[str] = []
     skipped: list[str] = []
     objects = [
@@ -58,28 +90,13 @@ def upload_artifact(s3, artifact: Artifact, target: DeployTarget) -> UploadResul
         (artifact.entrypoint_key, artifact.entrypoint_path, artifact.entrypoint_sha256, "text/x-python"),
     ]
     for key, path, sha256, content_type in objects:
-        try:
-            if _already_there(s3, bucket, key, sha256, target.kms_key_arn):
-                skipped.append(key)
-                continue
-            s3.put_object(
-                Bucket=bucket,
-                Key=key,
-                Body=Path(path).read_bytes(),
-                ContentType=content_type,
-                ServerSideEncryption="aws:kms",
-                SSEKMSKeyId=target.kms_key_arn,
-                Metadata={CHECKSUM_METADATA_KEY: sha256, VERSION_METADATA_KEY: artifact.version},
-            )
+        if _put_unless_there(s3, target, key, Path(path), sha256, content_type, artifact.version):
             uploaded.append(key)
-        except ClientError as exc:
-            error = exc.response.get("Error", {})
-            raise DeployError(
-                f"tenant '{target.tenant_id}': artifact upload to s3://{bucket}/{key} failed: "
-                f"{error.get('Code', '?')}: {error.get('Message', exc)}; nothing was submitted"
-            ) from exc
-        except BotoCoreError as exc:
-            raise DeployError(
-                f"tenant '{target.tenant_id}': artifact upload to s3://{bucket}/{key} failed: {exc}; nothing was submitted"
-            ) from exc
-    return UploadResult(location=location_of(artifact, bucket), uploaded=tuple(uploaded), skipped=tuple(skipped))
+        else:
+            skipped.append(key)
+    return UploadResult(location=location_of(artifact, target.bucket), uploaded=tuple(uploaded), skipped=tuple(skipped))
+
+
+def upload_job_deps(s3, deps: JobDeps, target: DeployTarget) -> bool:
+    """Upload the dependency archive unless it is there already; True if it was uploaded."""
+    return _put_unless_there(s3, target, deps.key, deps.path, deps.sha256, "application/gzip", deps.version)

@@ -1,4 +1,4 @@
-"""Entry point of the embedded emulator: moto's server, with one documented correction.
+"""Entry point of the embedded emulator: moto's server, with four documented corrections.
 
 Moto 5.2.5 evaluates a bucket policy on every object request, but without any request context:
 a statement's ``Condition`` (``aws:SecureTransport``, ``aws:SourceVpce``, ``aws:PrincipalArn``,
@@ -8,13 +8,24 @@ match for every caller. Every conditional ``Deny`` in the tenant lake's policy t
 
 The correction: bucket policies are stored and returned as usual (tests read them back and assert
 every statement), but not evaluated on object requests, i.e. the emulator behaves as documented in
-the README: "moto does not enforce bucket policies". Their effect is proven statically instead
-(see tests/policies and the tenant-isolation analysis).
+the README: "moto does not enforce bucket policies". Their effect is evaluated by an IAM policy
+simulator instead, over the policies read back from the emulator (policies/README.md, the access matrix).
 
 A second correction: moto 5.2.5 calls ``dispose()`` on every version when it deletes a key from a
 bucket whose versioning is suspended, but its delete markers have no ``dispose`` method: the request
 answered HTTP 500, and terraform's bucket destroy (which suspends versioning first) retried forever. Delete markers get a no-op
-``dispose``. Nothing else in moto is changed.
+``dispose``.
+
+A third correction: moto 5.2.5 stores a bucket's EventBridge notification switch
+(``PutBucketNotificationConfiguration`` with ``EventBridgeConfiguration``) but never returns it from
+``GetBucketNotificationConfiguration``, so terraform saw ``eventbridge = false`` after every apply and
+planned to turn it on again. The stored switch is now returned as AWS returns it (an empty
+``<EventBridgeConfiguration/>``); the tenant module needs no ``ignore_changes`` for it.
+
+A fourth correction: moto 5.2.5 keeps a deleted EMR on EKS virtual cluster (state ``TERMINATED``) and
+still counts its namespace as taken, so a tenant destroyed and applied again in the same emulator failed
+with "A virtual cluster already exists in the given namespace". On AWS a terminated virtual cluster frees
+its namespace; here too now. Nothing else in moto is changed.
 
 Run as ``python -m infra.local.moto_server -H 127.0.0.1 -p PORT [-c CERT -k KEY]`` (same flags as
 ``python -m moto.server``); ``infra.local.emulator`` does this.
@@ -41,9 +52,52 @@ def _give_delete_markers_a_dispose() -> None:
         FakeDeleteMarker.dispose = lambda self, garbage=False: None  # holds no buffer to release
 
 
+def _report_eventbridge_notifications() -> None:
+    import re
+
+    from moto.s3.responses import S3Response
+
+    stored_only = S3Response.get_bucket_notification
+
+    def get_bucket_notification(self):
+        status, headers, body = stored_only(self)
+        config = self.backend.get_bucket_notification_configuration(self.bucket_name)
+        if config is None or config.event_bridge is None or not isinstance(body, str) or \
+                "EventBridgeConfiguration" in body:
+            return status, headers, body
+        element = "<EventBridgeConfiguration></EventBridgeConfiguration>"
+        if "</NotificationConfiguration>" in body:
+            body = body.replace("</NotificationConfiguration>", element + "</NotificationConfiguration>", 1)
+        else:  # the empty, self-closing root element
+            body = re.sub(r"<NotificationConfiguration([^>]*)/>", rf"<NotificationConfiguration\1>{element}"
+                          r"</NotificationConfiguration>", body, count=1)
+        return status, {k: v for k, v in headers.items() if k.lower() != "content-length"}, body
+
+    S3Response.get_bucket_notification = get_bucket_notification
+
+
+def _free_namespaces_of_terminated_virtual_clusters() -> None:
+    from moto.emrcontainers.models import EMRContainersBackend
+
+    counts_terminated = EMRContainersBackend.create_virtual_cluster
+
+    def create_virtual_cluster(self, *args, **kwargs):
+        terminated = {cid: vc for cid, vc in self.virtual_clusters.items() if vc.state == "TERMINATED"}
+        for cid in terminated:  # hidden from the namespace check only; still listed and described
+            del self.virtual_clusters[cid]
+        try:
+            return counts_terminated(self, *args, **kwargs)
+        finally:
+            self.virtual_clusters.update(terminated)
+
+    EMRContainersBackend.create_virtual_cluster = create_virtual_cluster
+
+
 def main(argv: list[str] | None = None) -> None:
     _disable_context_free_bucket_policy_evaluation()
     _give_delete_markers_a_dispose()
+    _report_eventbridge_notifications()
+    _free_namespaces_of_terminated_virtual_clusters()
     from moto.server import main as moto_main
 
     moto_main(argv if argv is not None else sys.argv[1:])

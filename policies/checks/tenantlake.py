@@ -11,6 +11,7 @@ JSON strings with interpolations are parsed tolerantly (each ``${...}`` becomes 
 | CKV_TL_4 | every bucket policy denies non-TLS requests and requests not through a VPC endpoint |
 | CKV_TL_5 | every lifecycle configuration aborts incomplete multipart uploads bucket-wide |
 | CKV_TL_6 | no IAM statement allows S3 or KMS actions on resource ``*`` |
+| CKV_TL_7 | every bucket policy denies all S3 actions to principals outside an ``aws:PrincipalArn`` allow-list |
 """
 from __future__ import annotations
 
@@ -118,6 +119,45 @@ class BucketPolicyDeniesInsecureAndOutsideAccess(BaseResourceCheck):
         return CheckResult.PASSED if tls and vpce else CheckResult.FAILED
 
 
+# Negated operators: the Deny applies to every principal NOT on the list (and to requests without the key).
+_NEGATED_ARN_TESTS = {"ArnNotLike", "ArnNotEquals", "StringNotEquals", "StringNotLike"}
+# The only other condition an allow-list Deny may carry: AWS service principals carry no aws:PrincipalArn.
+_ALLOW_LIST_EXTRA_KEYS = {"aws:PrincipalIsAWSService"}
+
+
+def _everyone(principal: Any) -> bool:
+    if principal == "*":
+        return True
+    return isinstance(principal, dict) and as_list(principal.get("AWS")) == ["*"]
+
+
+def _denies_outside_allow_list(statements: Iterable[dict]) -> bool:
+    for s in statements:
+        if s.get("Effect") != "Deny" or not _everyone(s.get("Principal")):
+            continue
+        if not {a.lower() for a in as_list(s.get("Action"))} & {"s3:*", "*"}:
+            continue
+        conditions = s.get("Condition") or {}
+        lists = [block["aws:PrincipalArn"] for test, block in conditions.items()
+                 if test in _NEGATED_ARN_TESTS and isinstance(block, dict) and "aws:PrincipalArn" in block]
+        keys = {key for block in conditions.values() if isinstance(block, dict) for key in block}
+        if len(lists) == 1 and keys <= {"aws:PrincipalArn", *_ALLOW_LIST_EXTRA_KEYS} and "*" not in as_list(lists[0]):
+            return True
+    return False
+
+
+class BucketPolicyDeniesPrincipalsOutsideAllowList(BaseResourceCheck):
+    def __init__(self) -> None:
+        super().__init__(name="Bucket policies deny all S3 actions to principals outside an aws:PrincipalArn allow-list",
+                         id="CKV_TL_7", categories=[CheckCategories.IAM], supported_resources=["aws_s3_bucket_policy"])
+
+    def scan_resource_conf(self, conf: dict[str, list[Any]]) -> CheckResult:
+        statements = json_statements(conf.get("policy"))
+        if statements is None:
+            return CheckResult.FAILED  # the policy must be readable here
+        return CheckResult.PASSED if _denies_outside_allow_list(statements) else CheckResult.FAILED
+
+
 class LifecycleAbortsIncompleteUploads(BaseResourceCheck):
     def __init__(self) -> None:
         super().__init__(name="Every lifecycle configuration aborts incomplete multipart uploads bucket-wide",
@@ -184,6 +224,7 @@ class NoS3OrKmsActionsOnWildcardDocument(BaseDataCheck):
 
 gdpr_check = GdprRequiresEuRegion()
 bucket_policy_check = BucketPolicyDeniesInsecureAndOutsideAccess()
+bucket_allow_list_check = BucketPolicyDeniesPrincipalsOutsideAllowList()
 lifecycle_check = LifecycleAbortsIncompleteUploads()
 iam_wildcard_check = NoS3OrKmsActionsOnWildcard()
 iam_wildcard_document_check = NoS3OrKmsActionsOnWildcardDocument()

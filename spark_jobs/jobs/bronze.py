@@ -16,12 +16,14 @@ files, then stops: a batch-like run. ``continuous`` polls every ``trigger_second
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import time
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark_jobs.io import readers, storage, writers
+from spark_jobs.io import landing as landing_io
+from spark_jobs.io import storage, writers
 from spark_jobs.jobs.checkpoint import CheckpointCorruptError, check_checkpoint, is_checkpoint_failure
 from spark_jobs.jobs.runtime import JobFailed, JobRun
 from spark_jobs.manifest import InvariantViolation
@@ -36,13 +38,13 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
                max_runtime_seconds: float | None = None,
                max_files_per_trigger: int = DEFAULT_MAX_FILES_PER_TRIGGER) -> None:
     spark, lake, contract, manifest = run.spark, run.lake, run.contract, run.manifest
-    dataset = contract.dataset
+    dataset, landing = contract.dataset, contract.landing
     landing_uri, bronze_uri = lake.landing(dataset), lake.bronze(dataset)
     manifest.inputs = [landing_uri]
     manifest.outputs = {"bronze": bronze_uri, "checkpoint": lake.checkpoint(dataset)}
     if not storage.has_data_files(spark, landing_uri):
-        raise JobFailed(f"bronze {dataset}: no landing files under {landing_uri}; "
-                        f"run `python -m spark_jobs datagen --dataset {dataset} ...` first", 1)
+        raise JobFailed(f"bronze {dataset}: no landing files under {landing_uri}; land some first: "
+                        f"`python -m spark_jobs land --dataset {dataset} PATH...` (or `datagen` for the seed datasets)", 1)
     # A broken checkpoint must stop the run before Spark starts the query: see jobs/checkpoint.py.
     check_checkpoint(spark, lake, dataset)
 
@@ -56,11 +58,22 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
             raise
 
     def write_one_batch(landing_batch: DataFrame, batch_id: int) -> None:
-        records = bronze_tx.add_ingest_metadata(
-            stream_records.split_landing_records(landing_batch, contract.landing_format),
+        cached = bronze_tx.add_ingest_metadata(
+            _split_batch(spark, landing_batch, contract),
             batch_id=batch_id, ingested_at=dt.datetime.now(dt.timezone.utc), source_field=contract.source_field,
+            source=bronze_tx.source_value(contract),
         ).persist()
         try:
+            try:  # the first action reads the batch's files: a file Hadoop cannot decompress fails here
+                bad_files = (cached.where(F.col("_file_problem").isNotNull())
+                             .select("_source_file", "_file_problem").distinct().collect())
+            except Exception as exc:
+                bad_files = landing_io.unreadable_text_files(spark, landing_io.failed_file(exc)) if landing.is_text else []
+                if not bad_files:
+                    raise
+            if bad_files:
+                raise _bad_landing_files(dataset, sorted((r[0], r[1]) for r in bad_files))
+            records = cached.drop("_file_problem")
             counts = records.agg(
                 F.count(F.lit(1)).alias("rows"),
                 F.sum(F.col("_is_malformed").cast("int")).alias("malformed"),
@@ -70,7 +83,7 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
             run.validate(records, batch_id=batch_id)
             writers.replace_partitions(records, bronze_uri, ["_batch_id"])
         finally:
-            records.unpersist()
+            cached.unpersist()
         partition = f"{bronze_uri}/_batch_id={batch_id}"
         rows_out = spark.read.parquet(partition).count() if rows_in else 0
         if rows_out != rows_in:
@@ -82,9 +95,9 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
         run.stage(f"batch {batch_id}", files=files, rows=rows_in, malformed=malformed)
 
     _quiet_stream_errors(spark)
-    landing = readers.landing_stream(spark, landing_uri, max_files_per_trigger)
+    landing_files = landing_io.landing_stream(spark, landing_uri, landing, max_files_per_trigger)
     writer = (
-        landing.writeStream.queryName(f"bronze_{dataset}_{run.run_id.replace('-', '_')}")
+        landing_files.writeStream.queryName(f"bronze_{dataset}_{run.run_id.replace('-', '_')}")
         .foreachBatch(write_batch)
         .option("checkpointLocation", lake.checkpoint(dataset))
     )
@@ -124,6 +137,29 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
         run.stage("no new landing files")
     manifest.check_invariant()
     manifest.published = True
+
+
+def _split_batch(spark, landing_batch: DataFrame, contract) -> DataFrame:
+    """One micro-batch of landing files -> bronze records (with ``_file_problem``), by the landing format."""
+    landing = contract.landing
+    if landing.is_text:
+        return stream_records.split_landing_records(landing_batch, landing, len(contract.landing_fields))
+    paths = [r[0] for r in landing_batch.where(F.col("length") > 0).select("_source_file").collect()]
+    frames, problems = landing_io.read_parquet_files(spark, paths)
+    if problems:
+        raise _bad_landing_files(contract.dataset, problems)
+    if not frames:  # only 0-byte files: no records
+        return spark.createDataFrame([], "_raw string, _is_malformed boolean, _source_file string, "
+                                         "_record_index int, _file_problem string")
+    records = [bronze_tx.parquet_rows_to_records(frame) for frame in frames]
+    return functools.reduce(DataFrame.unionByName, records)
+
+
+def _bad_landing_files(dataset: str, problems: list[tuple[str, str]]) -> JobFailed:
+    """Landing files that are not the contract's format at all: one line per file, nothing written."""
+    return JobFailed("\n".join(
+        f"bronze {dataset}: landing file {path} {reason}; nothing of this batch was written: move the file out of "
+        f"landing/{dataset}/ and run bronze again" for path, reason in problems), 1)
 
 
 def _raise_checkpoint_failure(exc: BaseException, lake, dataset: str) -> None:

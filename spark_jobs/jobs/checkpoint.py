@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import fnmatch
 import json
 import re
 import time
@@ -30,7 +29,8 @@ from urllib.parse import unquote, urlparse
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from spark_jobs.io import readers, storage
+from spark_jobs.io import landing as landing_io
+from spark_jobs.io import storage
 from spark_jobs.jobs.runtime import JobFailed, describe_error
 from spark_jobs.lake import LakeConfig
 
@@ -197,7 +197,7 @@ def recover_checkpoint(spark: SparkSession, lake: LakeConfig, dataset: str) -> R
     highest = bronze.agg(F.max("_batch_id")).first()[0]
     ingested = {_file_key(r[0]) for r in bronze.select("_source_file").distinct().collect()}
     landing = [(uri_form, modified) for path, uri_form, modified in storage.list_files(spark, lake.landing(dataset))
-               if fnmatch.fnmatch(path.rsplit("/", 1)[-1], readers.LANDING_GLOB) and _file_key(path) in ingested]
+               if landing_io.is_landing_file(path.rsplit("/", 1)[-1]) and _file_key(path) in ingested]
 
     interval = int(spark.conf.get("spark.sql.streaming.fileSource.log.compactInterval", str(DEFAULT_COMPACT_INTERVAL)))
     seed = _seed_batch_id(int(highest if highest is not None else -1), interval)

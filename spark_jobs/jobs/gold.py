@@ -1,4 +1,5 @@
-"""Gold job: the table silver.<dataset> -> the Iceberg table gold.<gold_name> for each gold in the contract.
+"""Gold job: the table silver.<dataset> -> an Iceberg table gold.<table> for each gold in the contract
+(``spark_jobs.lake.gold_table_name``: ``gold.iot_hourly``, ``gold.airquality_period_summary``).
 
 Silver is read at one snapshot (recorded in the manifest as ``input_snapshots``), so a silver commit
 during the run cannot mix two versions. Every output is computed (and reconciled) before any is
@@ -15,6 +16,7 @@ from pyspark.sql import functions as F
 from spark_jobs.io import readers, tables
 from spark_jobs.jobs.runtime import JobRun
 from spark_jobs.jobs.silver import silver_partitioning
+from spark_jobs.lake import gold_table_name
 from spark_jobs.manifest import InvariantViolation
 from spark_jobs.transforms.gold import GoldSpec, load_gold
 
@@ -76,7 +78,7 @@ def run_gold(run: JobRun) -> None:
     for spec, _, output in built:
         run.validate(output, gold_name=spec.name, silver_count=manifest.rows_in)
     for spec, partitioning, output in built:
-        gold_table = tables.table(spark, lake, "gold", spec.name)
+        gold_table = tables.table(spark, lake, "gold", gold_table_name(dataset, spec.name))
         covered = partitioning.covering(covered_dates, include_null=not manifest.date)
         created = tables.overwrite(output, gold_table, partitioning, covered, run.run_id)
         manifest.tables[spec.name] = tables.publish_record(spark, gold_table, created)

@@ -23,8 +23,11 @@ SUMMARY_VERSION = 1
 
 
 def state_dir() -> Path:
-    """``$TENANTLAKE_STATE_DIR`` or ``<repo>/.local``."""
-    default = Path(__file__).resolve().parents[2] / ".local"
+    """``$TENANTLAKE_STATE_DIR``, else ``<repo>/.local`` in a checkout, else ``./.local``: on EMR the
+    package is a zip on ``--py-files`` (no folder to write under), and the working directory is the
+    driver's scratch space."""
+    checkout = Path(__file__).resolve().parents[2]
+    default = checkout / ".local" if checkout.is_dir() else Path.cwd() / ".local"
     return Path(os.environ.get("TENANTLAKE_STATE_DIR") or default)
 
 

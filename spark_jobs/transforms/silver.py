@@ -1,8 +1,9 @@
 """Silver: enforce the contract (schema, types, normalisation), flag invalid rows, dedupe, mark late.
 
 Order (each step a pure function, composed by ``spark_jobs.jobs.silver``):
-1. ``parse_records``: every schema field is pulled out of ``_raw`` as text, then cast to its contract
-   type (a value that does not cast is null in the typed column and fails ``<col>_type``);
+1. ``parse_records``: every schema field is pulled out of ``_raw`` as text (a JSON field or a CSV
+   field, by the landing format), then cast to its contract type (a value that does not cast is null
+   in the typed column and fails ``<col>_type``);
 2. ``flag_invalid_rows``: ``_failed_rules`` = the names of the row rules the record breaks;
 3. valid rows: ``dedupe_latest`` on the contract key (latest ``_ingested_at`` wins; ties broken by
    ``_batch_id``, ``_source_file``, ``_record_index``, so the result never depends on task order);
@@ -12,11 +13,14 @@ Invalid rows are quarantined before the dedupe, so a bad re-send never replaces 
 """
 from __future__ import annotations
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from spark_jobs.contract import MALFORMED_RULE, UNKNOWN_FIELDS_RULE, ColumnSpec, Contract
+from spark_jobs.contract import MALFORMED_RULE, UNKNOWN_FIELDS_RULE, ColumnSpec, Contract, ContractError
+from spark_jobs.transforms import bronze as bronze_tx
+from spark_jobs.transforms import csv_records
 from spark_jobs.transforms.bronze import is_json_object
 
 RAW_PREFIX = "__raw__"
@@ -60,28 +64,68 @@ def _typed(col: ColumnSpec) -> Column:
 def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructType | None = None) -> DataFrame:
     """Bronze rows -> bronze lineage + ``_raw`` + ``_is_malformed`` + raw text and typed value per column.
 
-    Malformed means: flagged in bronze, or not a JSON object (checked again: bronze may predate a fix).
-    ``read_schema`` (default: every contract column as text) is the JSON schema ``_raw`` is read with;
-    each contract column is taken from it as text (null when the schema lacks it). Only the naive
+    The text of each column is read from ``_raw`` by the contract's landing format: a JSON field (JSON
+    landing, and Parquet rows, which bronze keeps as JSON objects) or a CSV field, found by the file's
+    header (``_header``) or, without a header, by position in the schema. A column's ``source`` names
+    its landing field; a ``computed`` column's text is its Spark SQL expression over the other columns'
+    texts. Malformed means: flagged in bronze, or not a JSON object / not a well-formed CSV record of
+    the right field count (checked again: bronze may predate a fix).
+    ``read_schema`` (default: every landing field as text) is the JSON schema ``_raw`` is read with;
+    each landing field is taken from it as text (null when the schema lacks it). Only the naive
     benchmark baseline passes one (an inferred schema).
     """
-    read_schema = read_schema or T.StructType([T.StructField(name, T.StringType()) for name in contract.column_names])
-    parsed = F.from_json(F.col("_raw"), read_schema)
-    present = set(read_schema.fieldNames())
-    all_fields = F.map_keys(F.from_json(F.col("_raw"), T.MapType(T.StringType(), T.StringType())))
-    known_fields = F.array(*[F.lit(name) for name in contract.column_names])
+    landing = contract.landing
+    plain = [col for col in contract.schema if col.landing_name is not None]
+    if landing.format == "csv":
+        values = csv_records.fields(F.col("_raw"), landing)
+        names = (csv_records.header_names(F.col("_header"), landing) if landing.header
+                 else F.array(*[F.lit(name) for name in contract.landing_fields]))
+        is_malformed = F.col("_is_malformed") | bronze_tx.csv_record_is_malformed(
+            F.col("_raw"), F.col("_header") if landing.header else F.lit(None).cast("string"), landing,
+            len(contract.landing_fields))
+        texts = [F.when(~is_malformed, csv_records.field_of(values, names, col.landing_name)) for col in plain]
+        all_fields = names if landing.header else F.array().cast("array<string>")
+    else:
+        read_schema = read_schema or T.StructType([T.StructField(name, T.StringType()) for name in contract.landing_fields])
+        parsed = F.from_json(F.col("_raw"), read_schema)
+        present = set(read_schema.fieldNames())
+        texts = [parsed.getField(col.landing_name).cast("string") if col.landing_name in present
+                 else F.lit(None).cast("string") for col in plain]
+        all_fields = F.map_keys(F.from_json(F.col("_raw"), T.MapType(T.StringType(), T.StringType())))
+        is_malformed = F.col("_is_malformed") | ~is_json_object(F.col("_raw"))
+    known_fields = F.array(*[F.lit(name) for name in contract.landing_fields])
     with_text = bronze.select(
         "_raw",
-        (F.col("_is_malformed") | ~is_json_object(F.col("_raw"))).alias("_is_malformed"),
+        is_malformed.alias("_is_malformed"),
         F.coalesce(F.array_except(all_fields, known_fields), F.array().cast("array<string>")).alias("_unknown_fields"),
         *LINEAGE_COLUMNS,
-        *[(parsed.getField(name).cast("string") if name in present else F.lit(None).cast("string"))
-          .alias(_raw_name(name)) for name in contract.column_names],
+        *[text.alias(_raw_name(col.name)) for col, text in zip(plain, texts)],
     )
+    with_text = _add_computed_texts(with_text, contract, plain)
     return with_text.select(
-        "*",
+        "_raw", "_is_malformed", "_unknown_fields", *LINEAGE_COLUMNS,
+        *[_raw_name(name) for name in contract.column_names],
         *[_typed(col).alias(col.name) for col in contract.schema],
     )
+
+
+def _add_computed_texts(with_text: DataFrame, contract: Contract, plain: list[ColumnSpec]) -> DataFrame:
+    """Each ``computed`` column's text: its expression evaluated where every landing column's name
+    stands for that column's text (``concat(date, ' ', time)``)."""
+    computed = [col for col in contract.schema if col.computed]
+    if not computed:
+        return with_text
+    scope = with_text.select("*", *[F.col(_raw_name(col.name)).alias(col.name) for col in plain])
+    for index, col in enumerate(contract.schema):
+        if not col.computed:
+            continue
+        try:
+            scope = scope.select("*", F.expr(col.computed).cast("string").alias(_raw_name(col.name)))
+        except AnalysisException as exc:
+            first_line = (str(exc).strip().splitlines() or [""])[0][:300]
+            raise ContractError(contract.dataset, f"schema[{index}] ({col.name}).computed",
+                                f"{col.computed!r} does not evaluate over the landing columns ({first_line})") from None
+    return scope.drop(*[col.name for col in plain])
 
 
 def _column_failures(col: ColumnSpec) -> list[tuple[str, Column]]:

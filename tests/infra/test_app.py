@@ -19,7 +19,7 @@ def test_outputs_are_the_interface_and_described(tenant_module):
     assert set(outputs) == INTERFACE_OUTPUTS
     assert all(o.get("description") for o in outputs.values())
     assert outputs["lake_prefixes"]["value"] == list(model.LAKE_PREFIXES) == [
-        "landing", "bronze", "silver", "gold", "quarantine", "reports", "checkpoints", "artifacts"]
+        "landing", "bronze", "silver", "gold", "quarantine", "reports", "checkpoints", "artifacts", "logs"]
     assert outputs["lake_bucket_name"]["value"] == "${aws_s3_bucket.lake_bucket.bucket}"
     assert outputs["gateway_endpoint_ids"]["value"] == \
         "${tomap({ for k, e in aws_vpc_endpoint.endpoints_gateway : k => e.id })}"
@@ -67,7 +67,8 @@ def test_resource_inventory(tenant_module):
         "aws_cloudwatch_log_group": 1, "aws_emrcontainers_virtual_cluster": 1,
         "aws_iam_role": 3 + 1, "aws_iam_role_policy": 3 + 2,  # + per-stream (for_each) Firehose role, 2 policies
         "aws_kinesis_stream": 1, "aws_kinesis_firehose_delivery_stream": 1, "aws_kms_alias": 1, "aws_kms_key": 1, "aws_s3_bucket": 2,
-        "aws_s3_bucket_lifecycle_configuration": 2, "aws_s3_bucket_logging": 2, "aws_s3_bucket_notification": 2,
+        "aws_s3_bucket_lifecycle_configuration": 2, "aws_s3_bucket_logging": 1,  # the lake only: the log bucket does not log itself
+        "aws_s3_bucket_notification": 2,
         "aws_s3_bucket_ownership_controls": 2, "aws_s3_bucket_policy": 2, "aws_s3_bucket_public_access_block": 2,
         "aws_s3_bucket_server_side_encryption_configuration": 2, "aws_s3_bucket_versioning": 2,
         "aws_security_group": 1, "aws_vpc_endpoint": 2, "aws_vpc_security_group_ingress_rule": 1}

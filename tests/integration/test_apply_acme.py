@@ -125,7 +125,7 @@ def test_every_documented_lifecycle_rule_per_prefix(lake, s3, cfg):
     bucket_wide = by_prefix[""]
     assert bucket_wide["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"] == 7
     assert bucket_wide["NoncurrentVersionExpiration"]["NoncurrentDays"] == 30
-    for prefix in ("landing", "bronze", "quarantine"):
+    for prefix in ("landing", "bronze", "quarantine", "logs"):  # logs/: EMR job logs (the logUri of every run)
         assert by_prefix[f"{prefix}/"]["Expiration"]["Days"] == cfg.effective_retention_days[prefix], prefix
     transitions = {t["StorageClass"]: t["Days"] for t in by_prefix["bronze/"]["Transitions"]}
     assert transitions == {"STANDARD_IA": 30, "GLACIER_IR": 90}
@@ -146,6 +146,12 @@ def test_bucket_policy_denies_plain_http_other_keys_and_other_endpoints(lake, s3
     assert vpce["Effect"] == "Deny"
     vpce_condition = {k.lower(): v for k, v in vpce["Condition"]["StringNotEquals"].items()}
     assert sorted(_values(vpce_condition["aws:sourcevpce"])) == sorted(lake["gateway_endpoint_ids"].values())
+    # The allow-list names the tenant's roles as applied (acme has no streams: no Firehose role), plus admins.
+    principals = statements["DenyPrincipalsOutsideTenant"]
+    allowed = set(_values(principals["Condition"]["ArnNotLike"]["aws:PrincipalArn"]))
+    roles = {lake["job_execution_role_arn"], lake["ingest_writer_role_arn"], lake["consumer_role_arn"]}
+    assert principals["Effect"] == "Deny" and roles <= allowed
+    assert allowed - roles == set(_values(vpce["Condition"]["ArnNotLike"]["aws:PrincipalArn"]))  # the admins
 
 
 def _values(value):

@@ -6,7 +6,12 @@ from tests.modules.helpers import data, json_policy_statements, resource
 LAKE_ARN = "${aws_s3_bucket.lake_bucket.arn}"
 LOG_ARN = "${aws_s3_bucket.log_bucket_bucket.arn}"
 ENDPOINTS = "list:[for e in aws_vpc_endpoint.endpoints_gateway : e.id]"
-ADMINS = "list:concat([data.aws_iam_session_context.deployer_session.issuer_arn], var.admin_principal_arns)"
+ADMINS = "concat([data.aws_iam_session_context.deployer_session.issuer_arn], var.admin_principal_arns)"
+TENANT_ROLES = ("[aws_iam_role.roles_job_execution.arn, aws_iam_role.roles_ingest_writer.arn, "
+                "aws_iam_role.roles_consumer.arn]")
+# The Firehose roles, rendered from their name template for every entry of var.streams.
+FIREHOSE_ROLES = ('[for s in var.streams : "arn:${data.aws_partition.inputs_partition.partition}:iam::'
+                  '${var.account_id}:role/${var.tenant_id}-lake-${s}-firehose"]')
 
 
 def _statements(module, name):
@@ -19,7 +24,7 @@ def test_lake_policy_statements(tenant_module):
     assert policy["bucket"] == "${aws_s3_bucket.lake_bucket.id}"
     assert policy["depends_on"] == ["aws_s3_bucket_public_access_block.lake_public_access_block"]
     assert list(s) == ["DenyInsecureTransport", "DenyUnencryptedUploads", "DenyNonKmsUploads", "DenyWrongKeyUploads",
-                       "DenyOutsideTenantVpcEndpoints"]
+                       "DenyPrincipalsOutsideTenant", "DenyOutsideTenantVpcEndpoints"]
     assert all(st["Effect"] == "Deny" and st["Principal"] == {"AWS": "*"} for st in s.values())
     assert s["DenyInsecureTransport"]["Action"] == ["s3:*"]
     assert s["DenyInsecureTransport"]["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]
@@ -31,11 +36,17 @@ def test_lake_policy_statements(tenant_module):
         "StringNotEqualsIfExists": {"s3:x-amz-server-side-encryption": ["aws:kms"]}}
     assert s["DenyWrongKeyUploads"]["Condition"] == {
         "StringNotEquals": {"s3:x-amz-server-side-encryption-aws-kms-key-id": ["${aws_kms_key.kms_key.arn}"]}}
+    # Defence in depth: every principal but the tenant's roles, its Firehose roles and the admins is denied.
+    principals = s["DenyPrincipalsOutsideTenant"]
+    assert principals["Action"] == ["s3:*"] and principals["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]
+    assert principals["Condition"] == {"ArnNotLike": {"aws:PrincipalArn": [
+        f"list:concat({TENANT_ROLES}, {FIREHOSE_ROLES}, {ADMINS})"]}}
     outside = s["DenyOutsideTenantVpcEndpoints"]
     assert outside["Action"] == ["s3:*"] and outside["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]
-    # Both conditions must hold to deny: not via a tenant endpoint AND not an admin principal.
+    # Both conditions must hold to deny: not via a tenant endpoint AND neither an admin nor a Firehose role.
+    # No aws:ViaAWSService / aws:PrincipalIsAWSService escape on the lake: exempt by principal ARN only.
     assert outside["Condition"] == {"StringNotEquals": {"aws:SourceVpce": [ENDPOINTS]},
-                                    "ArnNotLike": {"aws:PrincipalArn": [ADMINS]}}
+                                    "ArnNotLike": {"aws:PrincipalArn": [f"list:concat({ADMINS}, {FIREHOSE_ROLES})"]}}
 
 
 def test_deployer_is_the_identity_running_terraform(tenant_module):
@@ -46,16 +57,21 @@ def test_deployer_is_the_identity_running_terraform(tenant_module):
         "${data.aws_caller_identity.deployer_caller.arn}"
 
 
-def test_log_bucket_policy_allows_log_delivery_and_denies_the_rest(tenant_module):
+def test_log_bucket_policy_allows_log_delivery_of_the_lake_only_and_denies_the_rest(tenant_module):
     policy, s = _statements(tenant_module, "log_policy_policy")
     assert policy["bucket"] == "${aws_s3_bucket.log_bucket_bucket.id}"
-    assert list(s) == ["DenyInsecureTransport", "S3ServerAccessLogsDelivery", "DenyOutsideTenantVpcEndpoints"]
+    assert list(s) == ["DenyInsecureTransport", "S3ServerAccessLogsDelivery", "DenyPrincipalsOutsideTenant",
+                       "DenyOutsideTenantVpcEndpoints"]
     delivery = s["S3ServerAccessLogsDelivery"]
     assert delivery["Effect"] == "Allow" and delivery["Principal"] == {"Service": "logging.s3.amazonaws.com"}
     assert delivery["Action"] == ["s3:PutObject"] and delivery["Resource"] == f"{LOG_ARN}/*"
     assert delivery["Condition"]["StringEquals"] == {"aws:SourceAccount": ["${var.account_id}"]}
+    # The lake only: the log bucket does not log into itself.
     assert [a.rsplit(":", 1)[-1] for a in delivery["Condition"]["ArnLike"]["aws:SourceArn"]] == [
-        "${var.tenant_id}-${var.region}-lake", "${var.tenant_id}-${var.region}-lake-logs"]
+        "${var.tenant_id}-${var.region}-lake"]
+    services_exempt = {"Bool": {"aws:PrincipalIsAWSService": ["false"]}}
+    assert s["DenyPrincipalsOutsideTenant"]["Condition"] == {
+        "ArnNotLike": {"aws:PrincipalArn": [f"list:{ADMINS}"]}, **services_exempt}
     assert s["DenyOutsideTenantVpcEndpoints"]["Condition"] == {
-        "StringNotEquals": {"aws:SourceVpce": [ENDPOINTS]}, "ArnNotLike": {"aws:PrincipalArn": [ADMINS]},
-        "Bool": {"aws:PrincipalIsAWSService": ["false"]}}
+        "StringNotEquals": {"aws:SourceVpce": [ENDPOINTS]}, "ArnNotLike": {"aws:PrincipalArn": [f"list:{ADMINS}"]},
+        **services_exempt}

@@ -12,7 +12,9 @@ KEY = "${aws_kms_key.kms_key.arn}"
 
 def test_access_matrix():
     assert ROLE_ACCESS["job_execution"].read == ("landing", "bronze", "artifacts")
-    assert ROLE_ACCESS["job_execution"].write == ("bronze", "silver", "gold", "quarantine", "reports", "checkpoints")
+    # logs/: the logUri of every StartJobRun request (infra/deploy/request.py); EMR uploads job logs as the role.
+    assert ROLE_ACCESS["job_execution"].write == ("bronze", "silver", "gold", "quarantine", "reports", "checkpoints",
+                                                  "logs")
     assert ROLE_ACCESS["ingest_writer"].put_only == ("landing",) and not ROLE_ACCESS["ingest_writer"].read
     assert ROLE_ACCESS["consumer"].read == ("gold", "reports") and not ROLE_ACCESS["consumer"].write
 
@@ -47,13 +49,14 @@ def test_other_roles_trust_the_tenant_account(tenant_module, role):
 
 def test_job_role_permissions(tenant_module):
     s = document_statements(tenant_module, "roles_job_execution_permissions")
-    readable = ["landing", "bronze", "artifacts", "silver", "gold", "quarantine", "reports", "checkpoints"]
+    readable = ["landing", "bronze", "artifacts", "silver", "gold", "quarantine", "reports", "checkpoints", "logs"]
     assert s["ListOwnPrefixes"]["resources"] == [LAKE]
     assert s["ListOwnPrefixes"]["condition"] == [{"test": "StringLike", "variable": "s3:prefix",
                                                   "values": [v for p in readable for v in (f"{p}/", f"{p}/*")]}]
     assert s["ReadPrefixes"]["resources"] == [f"{LAKE}/{p}/*" for p in readable]
     assert s["WritePrefixes"]["resources"] == [f"{LAKE}/{p}/*" for p in
-                                               ("bronze", "silver", "gold", "quarantine", "reports", "checkpoints")]
+                                               ("bronze", "silver", "gold", "quarantine", "reports", "checkpoints",
+                                                "logs")]
     assert "s3:PutObject" in s["WritePrefixes"]["actions"]
     assert s["UseTenantKey"]["resources"] == [KEY] and s["UseTenantKey"]["actions"] == list(KMS_WRITE_ACTIONS)
     log_group = ("arn:${data.aws_partition.inputs_partition.partition}:logs:${var.region}:${var.account_id}"

@@ -83,7 +83,8 @@ def test_firehose_may_only_read_its_stream_and_write_its_own_prefixes(tenant_mod
     encrypt = s["EncryptOwnObjectsWithTenantKey"]
     assert encrypt["resources"] == [KEY] and encrypt["actions"] == ["kms:GenerateDataKey", "kms:Decrypt"]
     assert condition(encrypt, "StringEquals", "kms:ViaService") == ["s3.${var.region}.amazonaws.com"]
-    assert condition(encrypt, "StringLike", "kms:EncryptionContext:aws:s3:arn") == own_objects
+    # The lake has S3 Bucket Keys on: S3 asks KMS with the bucket's ARN as encryption context, not the object's.
+    assert condition(encrypt, "StringLike", "kms:EncryptionContext:aws:s3:arn") == [LAKE, *own_objects]
     decrypt = s["DecryptOwnStream"]
     assert decrypt["actions"] == ["kms:Decrypt"] and decrypt["resources"] == [KEY]
     assert condition(decrypt, "StringEquals", "kms:EncryptionContext:aws:kinesis:arn") == [STREAM]
@@ -119,3 +120,14 @@ def test_vended_credentials_constants_match_the_ingest_writer_role():
 
     assert creds.INGEST_ALLOWED_PREFIXES == tuple(ROLE_ACCESS["ingest_writer"].put_only)
     assert creds.TTL_MAX_SECONDS == JobRolesConfig.max_session_duration == 3600
+
+
+def test_firehose_role_arns_render_the_role_name_template():
+    from modules.stream_ingest import firehose_role_arns
+
+    assert firehose_role_arns("var.streams", "var.tenant_id", "data.p.partition", "var.account_id") == (
+        '[for s in var.streams : "arn:${data.p.partition}:iam::${var.account_id}:role/${var.tenant_id}-lake-${s}-firehose"]')
+    # The same names as the role resources (for_each over the same var.streams).
+    from infra.tenant import stream_name
+
+    assert stream_name("firehose_role", "iot", tenant_id="acme") == "acme-lake-iot-firehose"

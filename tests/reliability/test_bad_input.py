@@ -1,7 +1,9 @@
 """Bad input into landing (issue 9): every kind of broken record is accounted for, none is lost.
 
 Table-driven: each ``Case`` is one or two small landing files of one bad-input kind, next to 1500 good
-generated records per dataset (``iot`` lands JSON arrays, ``clickstream`` JSON lines). ONE real
+generated records per dataset (``iot`` lands JSON arrays, ``clickstream`` JSON lines, ``csvreadings``
+CSV files with a header and ``NA`` for null, ``pqreadings`` Parquet files; the last two are the iot
+readings under test-only contracts in ``tests/reliability/contracts/``). ONE real
 ``python -m spark_jobs run-all`` (``spark_jobs.cli.main``, validation on) runs over a local-folder lake
 holding every case at once; each case is then checked from the outputs through its own file names:
 - the job does not crash (exit code, manifests ``succeeded``, counts invariant holds);
@@ -22,6 +24,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime as dt
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -74,6 +77,43 @@ def array(*records: dict[str, Any]) -> bytes:
 
 def lines(*records: dict[str, Any]) -> bytes:
     return "".join(json.dumps(r) + "\n" for r in records).encode()
+
+
+READING_COLUMNS = ("event_id", "sensor_id", "event_ts", "temperature", "humidity", "battery", "status")
+
+
+def row(event_id: Any, **changes: Any) -> str:
+    """An iot reading as one CSV record in READING_COLUMNS order (``MISSING`` -> an empty field)."""
+    record = iot(event_id, **changes)
+    return ",".join("" if record.get(c) is None else str(record[c]) for c in READING_COLUMNS)
+
+
+def csv_file(*records: str, header: tuple[str, ...] = READING_COLUMNS, newline: str = "\n") -> bytes:
+    return (newline.join([",".join(header), *records]) + newline).encode()
+
+
+PARQUET_TYPES = {"event_id": "VARCHAR", "sensor_id": "VARCHAR", "event_ts": "TIMESTAMP", "temperature": "DOUBLE",
+                 "humidity": "DOUBLE", "battery": "DOUBLE", "status": "VARCHAR"}
+
+
+def parquet(*records: dict[str, Any], types: dict[str, str] | None = None) -> bytes:
+    """A Parquet file of ``records`` written by DuckDB, columns typed by ``types`` (PARQUET_TYPES by default;
+    a column missing from ``types`` is not written)."""
+    import tempfile
+
+    import duckdb
+
+    types = PARQUET_TYPES if types is None else types
+    with tempfile.TemporaryDirectory() as folder:
+        source, target = Path(folder) / "records.jsonl", Path(folder) / "out.parquet"
+        source.write_text("".join(json.dumps({k: r.get(k) for k in types}) + "\n" for r in records))
+        columns = ", ".join(f"'{k}': 'VARCHAR'" for k in types)
+        casts = ", ".join(f"strptime({k}, '%Y-%m-%dT%H:%M:%SZ') AS {k}" if t == "TIMESTAMP" else f"CAST({k} AS {t}) AS {k}"
+                          for k, t in types.items())
+        where = "" if records else " WHERE false"
+        duckdb.sql(f"COPY (SELECT {casts} FROM read_json('{source}', format = 'newline_delimited', columns = {{{columns}}})"
+                   f"{where}) TO '{target}' (FORMAT parquet)")
+        return target.read_bytes()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,11 +243,74 @@ def _cases() -> list[Case]:
             ("click-empty-file.jsonl", b"\n   \n\r\n"),), sent=0, rows=0),
         Case("click-zero-byte", "clickstream", "zero-byte object (0 bytes)", (("click-zero-byte.jsonl", b""),),
              sent=0, rows=0),
+        # ---- csvreadings: landing format csv (header, NA = null) ----
+        Case("csv-wrong-field-count", "csvreadings", "CSV records with too few and too many fields", (
+            ("csv-wrong-field-count.csv", csv_file(row("fc-0"), row("fc-1").rsplit(",", 1)[0], row("fc-2") + ",extra")),),
+             sent=3, rows=3, silver=1, quarantine={MALFORMED: 2}),
+        Case("csv-unterminated-quote", "csvreadings", "an unterminated quote (no later quote in the file)", (
+            ("csv-unterminated-quote.csv", csv_file(row("uq-0"), row("uq-1").replace("uq-1", '"uq-1'))),),
+             sent=2, rows=2, silver=1, quarantine={MALFORMED: 1}),
+        Case("csv-quoted-newline", "csvreadings", "a quoted field holding a line break and a delimiter (one record, two lines)", (
+            ("csv-quoted-newline.csv", csv_file(row("qn-0").replace("qn-0", '"qn-0\nsecond line, same field"'))),),
+             sent=1, rows=1, silver=1),
+        Case("csv-invalid-utf8", "csvreadings", "invalid UTF-8 bytes in a CSV record", (
+            ("csv-invalid-utf8.csv", csv_file(row("cu-0"), row("cu-1")).replace(b"cu-1", b"cu-\xff1")),),
+             sent=2, rows=2, silver=1, quarantine={MALFORMED: 1}),
+        Case("csv-gzip", "csvreadings", "a gzip-compressed CSV file (.csv.gz)", (
+            ("csv-gzip.csv.gz", gzip.compress(csv_file(row("gz-0"), row("gz-1")))),),
+             sent=2, rows=2, silver=2),
+        Case("csv-null-tokens", "csvreadings", "null texts: NA and empty in optional fields, NA / empty in required ones", (
+            ("csv-null-tokens.csv", csv_file(row("nt-0", humidity="NA", battery=None), row("nt-1", temperature="NA"),
+                                             row("nt-2", status=None))),),
+             sent=3, rows=3, silver=1, quarantine={("temperature_required",): 1, ("status_required",): 1}),
+        Case("csv-header-mismatch", "csvreadings", "a header naming a column differently (temp for temperature)", (
+            ("csv-header-mismatch.csv", csv_file(row("hm-0"), row("hm-1"),
+                                                 header=tuple("temp" if c == "temperature" else c for c in READING_COLUMNS))),),
+             sent=2, rows=2, quarantine={("temperature_required", "unknown_fields"): 2}),
+        Case("csv-header-reordered", "csvreadings", "columns in another order (each file's header is its own)", (
+            ("csv-header-reordered.csv", csv_file(*[",".join(reversed(row(f"ro-{i}").split(","))) for i in range(2)],
+                                                  header=tuple(reversed(READING_COLUMNS)))),),
+             sent=2, rows=2, silver=2),
+        Case("csv-duplicate-header", "csvreadings", "a header that repeats a column name", (
+            ("csv-duplicate-header.csv", csv_file(row("dh-0"), row("dh-1"), header=(*READING_COLUMNS[:-1], "event_id"))),),
+             sent=2, rows=2, quarantine={MALFORMED: 2}),
+        Case("csv-wrong-types", "csvreadings", "wrong types (text for a number, a date that is no timestamp)", (
+            ("csv-wrong-types.csv", csv_file(row("wt-0", temperature="hot"), row("wt-1", event_ts="yesterday"))),),
+             sent=2, rows=2, quarantine={("temperature_type",): 1, ("event_ts_type",): 1}),
+        Case("csv-crlf-bom", "csvreadings", "Windows line ends and a byte-order mark", (
+            ("csv-crlf-bom.csv", b"\xef\xbb\xbf" + csv_file(row("cb-0"), row("cb-1"), newline="\r\n")),),
+             sent=2, rows=2, silver=2),
+        Case("csv-header-only", "csvreadings", "a header and no records", (("csv-header-only.csv", csv_file()),),
+             sent=0, rows=0),
+        # ---- pqreadings: landing format parquet ----
+        Case("pq-missing-column", "pqreadings", "Parquet file without a required column (status)", (
+            ("pq-missing-column.parquet", parquet(iot("pm-0"), iot("pm-1"),
+                                                  types={k: v for k, v in PARQUET_TYPES.items() if k != "status"})),),
+             sent=2, rows=2, quarantine={("status_required",): 2}),
+        Case("pq-wrong-column-type", "pqreadings", "Parquet column of another type (temperature as text)", (
+            ("pq-wrong-column-type.parquet", parquet(iot("pt-0", temperature="hot"), iot("pt-1", temperature="21.5"),
+                                                     types={**PARQUET_TYPES, "temperature": "VARCHAR"})),),
+             sent=2, rows=2, silver=1, quarantine={("temperature_type",): 1}),
+        Case("pq-extra-column", "pqreadings", "Parquet column the contract does not know", (
+            ("pq-extra-column.parquet", parquet(iot("px-0", firmware="1.2"), types={**PARQUET_TYPES, "firmware": "VARCHAR"})),),
+             sent=1, rows=1, quarantine={("unknown_fields",): 1}),
+        Case("pq-null-required", "pqreadings", "null in a required Parquet column", (
+            ("pq-null-required.parquet", parquet(iot("pn-0", sensor_id=None))),),
+             sent=1, rows=1, quarantine={("sensor_id_required",): 1}),
+        Case("pq-nan-infinity", "pqreadings", "NaN and infinity in a double column", (
+            ("pq-nan-infinity.parquet", parquet(iot("pi-0", temperature="NaN"), iot("pi-1", temperature="Infinity"))),),
+             sent=2, rows=2, quarantine={("temperature_range",): 2}),
+        Case("pq-duplicates", "pqreadings", "duplicates across Parquet files", (
+            ("pq-duplicates-a.parquet", parquet(iot("pd-0"), iot("pd-1"))), ("pq-duplicates-b.parquet", parquet(iot("pd-0")))),
+             sent=3, rows=3, silver=2, duplicates=1),
+        Case("pq-zero-rows", "pqreadings", "Parquet file with a schema and no rows", (
+            ("pq-zero-rows.parquet", parquet()),), sent=0, rows=0),
     ]
 
 
 CASES = _cases()
-DATASETS = ("iot", "clickstream")
+DATASETS = ("iot", "clickstream", "csvreadings", "pqreadings")
+CONTRACTS = Path(__file__).parent / "contracts"
 
 
 def _case_of(source_file: str) -> str:
@@ -220,6 +323,16 @@ def spark():
     from spark_jobs.session import build_session
 
     return build_session("tenantlake-reliability-tests", driver_memory="1g")
+
+
+def _as_format(dataset: str, files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """Generated iot files (JSON arrays) as the dataset's landing format."""
+    if dataset == "csvreadings":
+        return [(name.replace(".json", ".csv"), csv_file(*[",".join("" if r.get(c) is None else str(r[c]) for c in READING_COLUMNS)
+                                                          for r in json.loads(body)])) for name, body in files]
+    if dataset == "pqreadings":
+        return [(name.replace(".json", ".parquet"), parquet(*json.loads(body))) for name, body in files]
+    return files
 
 
 def _reports(lake_root: Path, layer: str, dataset: str) -> list[Path]:
@@ -242,10 +355,12 @@ def run(spark, tmp_path_factory):
         env.delenv("TENANTLAKE_VALIDATION", raising=False)
         lake = LakeConfig(lake_uri=str(work / "lake"))
         good = {}
+        env.setenv("TENANTLAKE_CONTRACTS_DIR", str(CONTRACTS))
         for dataset in DATASETS:
-            data = generate(DatagenConfig(dataset=dataset, records=GOOD_RECORDS, batch_size=100, seed=9,
+            generated = "iot" if dataset in ("csvreadings", "pqreadings") else dataset
+            data = generate(DatagenConfig(dataset=generated, records=GOOD_RECORDS, batch_size=100, seed=9,
                                           start=_iso(NOW - dt.timedelta(hours=6))))
-            write_landing(lake, dataset, data.files)
+            write_landing(lake, dataset, _as_format(dataset, data.files))
             good[dataset] = data.raw_records
         for case in CASES:
             write_landing(lake, case.dataset, list(case.files))
@@ -354,7 +469,7 @@ def test_invalid_utf8_is_quarantined_readably(run):
     valid UTF-8: DuckDB, stricter than Spark, reads it."""
     import duckdb
 
-    for dataset in DATASETS:
+    for dataset in [d for d in DATASETS if any(c.dataset == d and c.id.endswith("invalid-utf8") for c in CASES)]:
         raws = [q[2] for q in run[dataset]["quarantine"] if q[0].endswith("invalid-utf8")]
         assert raws and all("\ufffd" in raw for raw in raws)
         for layer, rows in (("quarantine", len(run[dataset]["quarantine"])), ("bronze", sum(run[dataset]["bronze"].values()))):
@@ -401,6 +516,13 @@ def _outcome(case: Case) -> str:
 ISOLATED = [
     "| iot | only an empty file and a 0-byte file in landing (own run) | `test_only_empty_files_in_landing` | passed: "
     "bronze commits an empty batch and warns (`row_count`, exit 5); the next run ingests the next file |",
+    "| csv, parquet | a file that is not the declared format at all: a Parquet file named `.csv`, a `.csv.gz` that is not "
+    "gzip, a CSV named `.parquet` (own runs) | `tests/spark_jobs/jobs/test_bronze.py::"
+    "test_a_file_not_of_the_declared_format_fails_bronze_naming_it` | passed: bronze fails with one line naming the "
+    "file and writes nothing of the batch; once the file is moved out of landing, the replayed batch ingests the rest |",
+    "| csv, parquet | the same kinds of file given to `land` (and Latin-1 text, a header without a required column, "
+    "a `;`-delimited file, nanosecond Parquet timestamps) | `tests/spark_jobs/test_land.py` | passed: refused before "
+    "any upload, one line per bad file, nothing landed |",
 ]
 
 

@@ -15,11 +15,13 @@ Static proof (every statement of every document):
 3. every trust policy is scoped: the job role to its own namespace's EMR service accounts (both tenants
    share the cluster's OIDC provider, so the ``sub`` condition is the boundary), other roles to the
    tenant account or to an AWS service with ``aws:SourceAccount``; no ``*`` principal;
-4. every bucket policy denies plain HTTP and requests not through the tenant's own gateway endpoints.
+4. every bucket policy denies plain HTTP, requests not through the tenant's own gateway endpoints, and
+   every principal outside the tenant's allow-list (its own roles and admins; admins only on the log bucket).
 
 Runtime proof, on a dedicated moto server that enforces IAM (``INITIAL_NO_AUTH_ACTION_COUNT``): each
 tenant's job role, with its real applied permission policy, is allowed on its own lake's prefixes and
-denied on the other tenant's lake.  What moto does not evaluate is pinned at the end (README).
+denied on the other tenant's lake.  What moto does not evaluate is pinned at the end (README); the access
+matrix (tests/policies/test_access_matrix.py) evaluates it with an IAM policy simulator.
 """
 from __future__ import annotations
 
@@ -173,7 +175,7 @@ def test_every_trust_policy_is_scoped_to_its_tenant(tenants):
                     assert actions == ["sts:AssumeRole"] and _list(principal["AWS"]) == [f"arn:aws:iam::{ACCOUNT}:root"]
 
 
-def test_bucket_policies_deny_plain_http_and_requests_outside_the_tenants_endpoints(tenants):
+def test_bucket_policies_deny_plain_http_other_endpoints_and_principals_outside_the_tenant(tenants):
     for tenant, policies in tenants.items():
         other = next(t for t in TENANTS if t != tenant)
         own_endpoints = sorted(policies["lake"]["gateway_endpoint_ids"].values())
@@ -191,6 +193,19 @@ def test_bucket_policies_deny_plain_http_and_requests_outside_the_tenants_endpoi
             assert sorted(_list(outside["StringNotEquals"]["aws:SourceVpce"])) == own_endpoints, bucket
             exempt = _list(outside["ArnNotLike"]["aws:PrincipalArn"])
             assert exempt and not any("*" in arn or f"/{other}-" in arn for arn in exempt), exempt
+            # Defence in depth: every principal outside the allow-list is denied, wherever it comes from. The
+            # lake's list is the tenant's own roles (Firehose included) plus the exempt admins; the log
+            # bucket's is the admins only (AWS services, i.e. log delivery, are exempt there).
+            principals = statements["DenyPrincipalsOutsideTenant"]
+            assert principals["Effect"] == "Deny" and _list(principals["Action"]) == ["s3:*"], bucket
+            allowed = set(_list(principals["Condition"]["ArnNotLike"]["aws:PrincipalArn"]))
+            own_roles = {f"arn:aws:iam::{ACCOUNT}:role/{name}" for name in policies["roles"]}
+            if bucket == policies["lake"]["lake_bucket_name"]:
+                assert allowed == own_roles | set(exempt) and "Bool" not in principals["Condition"], bucket
+            else:
+                assert allowed == set(exempt) and own_roles.isdisjoint(allowed), bucket
+                assert principals["Condition"]["Bool"] == {"aws:PrincipalIsAWSService": ["false"]}
+            assert not any("*" in arn or f"/{other}-" in arn for arn in allowed), allowed
 
 
 # ---- runtime: moto enforcing IAM ---------------------------------------------------------------

@@ -31,6 +31,16 @@ def test_s3a_lake_gets_a_hadoop_catalog_on_the_bucket():
     assert settings.location("silver", "iot") == "s3a://acme-eu-west-1-lake/silver/iot"
 
 
+def test_gold_tables_are_named_per_dataset_when_the_gold_module_is_generic():
+    from spark_jobs.lake import gold_table_name
+
+    assert gold_table_name("iot", "iot_hourly") == "iot_hourly"
+    assert gold_table_name("weather", "weather_daily") == "weather_daily"
+    # period_summary serves any dataset: two datasets on one tenant must not share a table.
+    assert gold_table_name("airquality", "period_summary") == "airquality_period_summary"
+    assert LakeConfig(lake_uri="s3a://x").gold("gibraltar", "period_summary") == "s3a://x/gold/gibraltar_period_summary"
+
+
 def test_catalog_names_are_stable_per_lake_and_distinct_between_lakes():
     first, second = LakeConfig(lake_uri="s3a://a-lake"), LakeConfig(lake_uri="s3a://b-lake")
     assert catalog.catalog_name(first) == catalog.catalog_name(LakeConfig(lake_uri="s3a://a-lake/"))

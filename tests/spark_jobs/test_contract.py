@@ -37,7 +37,7 @@ def test_defaults():
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"landing": {"format": "csv"}}, "contract 'mini': landing.format: 'csv' is not one of json_array, json_lines"),
+    ({"landing": {"format": "xml"}}, "contract 'mini': landing.format: 'xml' is not one of json_array, json_lines, csv, parquet"),
     ({"key": ["nope"]}, "contract 'mini': key: 'nope' is not a schema column"),
     ({"event_time": "id"}, "contract 'mini': event_time: 'id' must be a timestamp column of the schema"),
     ({"schema": [{"name": "id", "type": "dbl"}]}, "contract 'mini': schema[0] (id).type: 'dbl' is not one of"),
@@ -54,3 +54,67 @@ def test_errors_name_the_dataset_field_and_rule(change, message):
 def test_unknown_dataset_lists_the_known_ones():
     with pytest.raises(ContractError, match="no contract file nope.yaml; known datasets: .*iot"):
         load_contract("nope")
+
+
+CSV = {**MINIMAL, "landing": {"format": "csv"}}
+
+
+def test_csv_landing_defaults():
+    landing = parse_contract(CSV).landing
+    assert (landing.format, landing.header, landing.delimiter, landing.quote, landing.escape, landing.null_values,
+            landing.encoding) == ("csv", True, ",", '"', '"', ("",), "utf-8")
+    assert parse_contract(MINIMAL).landing_format == "json_lines"
+
+
+def test_csv_landing_options_are_read():
+    raw = {**CSV, "landing": {"format": "csv", "header": False, "delimiter": ";", "escape": "\\",
+                              "null_values": ["", "NA"], "encoding": "latin-1"}}
+    landing = parse_contract(raw).landing
+    assert (landing.header, landing.delimiter, landing.escape, landing.null_values, landing.encoding) == (
+        False, ";", "\\", ("", "NA"), "iso-8859-1")
+
+
+@pytest.mark.parametrize("landing, message", [
+    ({"format": "json_lines", "delimiter": ";"}, "landing.delimiter: applies to format csv only, not json_lines"),
+    ({"format": "csv", "delimiter": ";;"}, "landing.delimiter: must be one character other than a line break"),
+    ({"format": "csv", "delimiter": "\n"}, "landing.delimiter: must be one character other than a line break"),
+    ({"format": "csv", "delimiter": '"'}, "landing.delimiter: must differ from the quote character"),
+    ({"format": "csv", "escape": "x"}, "landing.escape: must be the quote ('\"') or a backslash"),
+    ({"format": "csv", "null_values": "NA"}, "landing.null_values: must be a list of texts"),
+    ({"format": "csv", "header": "yes"}, "landing.header: must be true or false"),
+    ({"format": "csv", "encoding": "utf-16"}, "landing.encoding: 'utf-16' is not one of utf-8, iso-8859-1"),
+    ({"format": "csv", "sep": ","}, "landing.sep: is not a landing option"),
+])
+def test_landing_option_errors(landing, message):
+    with pytest.raises(ContractError) as err:
+        parse_contract({**CSV, "landing": landing})
+    assert str(err.value).startswith(f"contract 'mini': {message}")
+
+
+def test_source_and_computed_columns():
+    raw = copy.deepcopy(CSV)
+    raw["schema"] = [{"name": "id", "type": "string", "required": True, "source": "ID"},
+                     {"name": "src", "type": "string"}, {"name": "day", "type": "string"},
+                     {"name": "ts", "type": "timestamp", "format": "yyyy-MM-dd", "computed": "concat('2024-01-', day)"}]
+    contract = parse_contract(raw)
+    assert contract.landing_fields == ("ID", "src", "day")
+    assert contract.column("id").landing_name == "ID" and contract.column("ts").landing_name is None
+
+
+@pytest.mark.parametrize("column, message", [
+    ({"name": "Solar.R", "type": "double"}, "schema[4] (Solar.R).name: must match"),
+    ({"name": "x", "type": "double", "source": "X", "computed": "1"}, "schema[4] (x): takes `source` or `computed`, not both"),
+    ({"name": "x", "type": "double", "source": "id"}, "schema: two columns read the same landing field"),
+])
+def test_column_errors(column, message):
+    raw = copy.deepcopy(MINIMAL)
+    raw["schema"].append(column)
+    with pytest.raises(ContractError) as err:
+        parse_contract(raw)
+    assert str(err.value).startswith(f"contract 'mini': {message}")
+
+
+def test_source_field_is_optional():
+    raw = copy.deepcopy(MINIMAL)
+    del raw["source_field"]
+    assert parse_contract(raw).source_field is None

@@ -168,3 +168,29 @@ def outputs_file(tmp_path, tenant_outputs) -> Path:
     path = tmp_path / "outputs.json"
     path.write_text(json.dumps({k: {"value": v, "type": "string", "sensitive": False} for k, v in tenant_outputs.items()}))
     return path
+
+
+def write_manifest(emu: DrivenEmulator, bucket: str, dataset: str, layer: str, status: str = "succeeded",
+                   error: str | None = None, date: str | None = None, validation: dict | None = None) -> str:
+    """Put a run manifest where the layer job writes it (``reports/<layer>/<dataset>/<run_id>/``), built
+    with the jobs' own ``RunManifest``: what a job run on the cluster leaves in the lake. Returns the key."""
+    import datetime as dt
+
+    from spark_jobs.manifest import RunManifest, new_run_id
+
+    manifest = RunManifest(run_id=new_run_id(), dataset=dataset, layer=layer, lake_uri=f"s3://{bucket}",
+                           started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                           code_version="spark_jobs-test", date=date, validation=validation or {})
+    manifest.finish(status, 0.0, 1.0, error=error)
+    key = f"reports/{layer}/{dataset}/{manifest.run_id}/manifest.json"
+    emu.client("s3").put_object(Bucket=bucket, Key=key, Body=manifest.to_json().encode())
+    return key
+
+
+@pytest.fixture(scope="session")
+def job_deps_archive():
+    """The dependency archive for the default EMR release on x86_64, built once (about a minute, pip's
+    cache warm) into the default cache, where `make deploy-jobs` in the tests finds it again."""
+    from infra.deploy import job_deps
+
+    return job_deps.build_job_deps(job_deps.target_for_release(job_deps.DEFAULT_RELEASE_LABEL))

@@ -1,12 +1,15 @@
 """`make deploy-jobs TENANT=acme` on the tenant that `make apply TENANT=acme` created in the session emulator.
 
-The outputs come from the tenant's real Terraform state (no hand-made resources). The session
-emulator is a moto server process, so its job runs cannot be moved to COMPLETED from here; the test
-ends each run the way an operator would, with ``cancel_job_run`` (a real API call), which covers the
-failure path end to end. Success paths and full ordering are covered in test_cli.py.
+The outputs come from the tenant's real Terraform state (no hand-made resources). First a dry run
+(what an operator checks before a deploy): one pipeline run per dataset, each with the dependency
+archive. Then a deploy: the session emulator is a moto server process, so its job runs cannot be moved
+to COMPLETED from here; the test ends each run the way an operator would, with ``cancel_job_run`` (a
+real API call), which covers the failure path end to end. Success paths and full ordering are covered
+in test_cli.py.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -33,7 +36,7 @@ def _deploy_and_cancel_first_run(env, emr, cluster_id: str) -> tuple[subprocess.
     earlier = _runs(emr, cluster_id)
     before = set(earlier)
     proc = subprocess.Popen(["make", "-s", "deploy-jobs", "TENANT=acme",
-                             f"ARGS=--datasets iot --date {DATE} --poll-seconds 0.2"],
+                             f"ARGS=--datasets iot,clickstream --date {DATE} --poll-seconds 0.2"],
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 240
@@ -45,7 +48,7 @@ def _deploy_and_cancel_first_run(env, emr, cluster_id: str) -> tuple[subprocess.
             out, err = proc.communicate(timeout=120)
             return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), {}, 0, 0
         assert len(new) == 1, new
-        time.sleep(1.5)  # silver must wait for bronze: nothing else may appear meanwhile
+        time.sleep(1.5)  # an observation window, not a wait: clickstream's run must not appear meanwhile
         runs_while_active = len(set(_runs(emr, cluster_id)) - before)
         emr.cancel_job_run(id=new[0]["id"], virtualClusterId=cluster_id)
         out, err = proc.communicate(timeout=120)
@@ -59,11 +62,26 @@ def _deploy_and_cancel_first_run(env, emr, cluster_id: str) -> tuple[subprocess.
     return result, run, runs_while_active, same_name
 
 
-def test_make_deploy_jobs_on_the_applied_tenant(applied_tenant, emulator, boto_session):
+def test_make_deploy_jobs_on_the_applied_tenant(applied_tenant, emulator, boto_session, job_deps_archive):
     lake = applied_tenant("acme")
     env = {**os.environ, "TENANTLAKE_STATE_DIR": str(Path(emulator.log_file).parent)}
     region, bucket, cluster_id = lake["region"], lake["lake_bucket_name"], lake["emr_virtual_cluster_id"]
     emr, s3 = boto_session("emr-containers", region), boto_session("s3", region)
+    deps_uri = job_deps_archive.uri(bucket)
+
+    dry = subprocess.run(["make", "-s", "deploy-jobs", "TENANT=acme", "ARGS=--dry-run"], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert dry.returncode == 0, dry.stderr
+    requests = json.loads(dry.stdout)
+    assert [(r["tags"]["dataset"], r["tags"]["layer"]) for r in requests] == [
+        ("clickstream", "pipeline"), ("inventory", "pipeline"), ("iot", "pipeline")]
+    for request in requests:
+        driver = request["jobDriver"]["sparkSubmitJobDriver"]
+        assert driver["entryPointArguments"][:3] == ["run-all", "--dataset", request["tags"]["dataset"]]
+        assert f" --archives {deps_uri}#deps " in f" {driver['sparkSubmitParameters']} "
+        assert "spark.executorEnv.PYTHONPATH=./deps" in driver["sparkSubmitParameters"]
+    assert f"{job_deps_archive.summary()}: {deps_uri}" in dry.stderr
+    assert "dry run: 3 request(s), pipeline (bronze -> silver -> gold per run)" in dry.stderr
 
     result, run, runs_while_active, same_name = _deploy_and_cancel_first_run(env, emr, cluster_id)
     assert run, result.stderr
@@ -75,21 +93,27 @@ def test_make_deploy_jobs_on_the_applied_tenant(applied_tenant, emulator, boto_s
     assert run["releaseLabel"] == "emr-7.5.0-latest"
     driver = run["jobDriver"]["sparkSubmitJobDriver"]
     assert driver["entryPoint"] == prefix + "entrypoint.py"
-    assert driver["entryPointArguments"] == ["run", "--dataset", "iot", "--layer", "bronze", "--lake-uri", f"s3://{bucket}",
+    assert driver["entryPointArguments"] == ["run-all", "--dataset", "iot", "--date", DATE, "--lake-uri", f"s3://{bucket}",
                                              "--kms-key-arn", lake["kms_key_arn"], "--region", region]
     assert driver["sparkSubmitParameters"].startswith(f"--py-files {prefix}spark_jobs.zip ")
     monitoring = run["configurationOverrides"]["monitoringConfiguration"]
     assert monitoring["cloudWatchMonitoringConfiguration"]["logGroupName"] == lake["log_group_name"]
     assert monitoring["s3MonitoringConfiguration"]["logUri"] == f"s3://{bucket}/logs/"
-    assert run["tags"] == {"tenant": "acme", "dataset": "iot", "layer": "bronze", "code_version": version,
+    assert run["tags"] == {"tenant": "acme", "dataset": "iot", "layer": "pipeline", "code_version": version,
                            "run_date": DATE, "event_date": DATE, "attempt": str(same_name)}
-    assert "error: iot/bronze ended CANCELLED: JobRun CANCELLED successfully." in result.stderr
-    assert "not submitted (an earlier run did not complete): iot/silver, iot/gold" in result.stdout
+    assert f"--archives {deps_uri}#deps" in driver["sparkSubmitParameters"]
+    # Cancelled before any layer wrote its manifest: the report says where the pipeline stopped.
+    assert (f"error: iot/bronze ended CANCELLED (pipeline run {run['id']}): JobRun CANCELLED successfully.; "
+            "bronze wrote no run manifest") in result.stderr
+    assert "not submitted (an earlier run did not complete): clickstream/pipeline" in result.stdout
 
     zip_key = f"artifacts/spark_jobs/{version}/spark_jobs.zip"
     head = s3.head_object(Bucket=bucket, Key=zip_key)
     assert (head["ServerSideEncryption"], head["SSEKMSKeyId"]) == ("aws:kms", lake["kms_key_arn"])
     assert len(head["Metadata"]["sha256"]) == 64
+    deps_head = s3.head_object(Bucket=bucket, Key=job_deps_archive.key)
+    assert (deps_head["ServerSideEncryption"], deps_head["SSEKMSKeyId"]) == ("aws:kms", lake["kms_key_arn"])
+    assert deps_head["Metadata"]["sha256"] == job_deps_archive.sha256
 
     # A re-run: the unchanged artifact is not uploaded again; the cancelled run is retried as attempt 1.
     again, retry, _, _ = _deploy_and_cancel_first_run(env, emr, cluster_id)
@@ -97,4 +121,5 @@ def test_make_deploy_jobs_on_the_applied_tenant(applied_tenant, emulator, boto_s
     assert f"artifact: spark_jobs version {version}" in again.stderr
     assert "unchanged, not uploaded again" in again.stderr and "uploaded artifacts/" not in again.stderr
     assert s3.head_object(Bucket=bucket, Key=zip_key)["ETag"] == head["ETag"]
-    assert (retry["tags"]["layer"], retry["tags"]["attempt"]) == ("bronze", str(same_name + 1))
+    assert job_deps_archive.key in again.stderr.split("unchanged, not uploaded again:", 1)[1].splitlines()[0]
+    assert (retry["tags"]["layer"], retry["tags"]["attempt"]) == ("pipeline", str(same_name + 1))

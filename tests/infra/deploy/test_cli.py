@@ -16,6 +16,8 @@ from botocore.validate import ParamValidator
 
 from infra.deploy.artifact import build_artifact
 
+from .conftest import write_manifest
+
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 REPO = Path(__file__).resolve().parents[3]
 DATE = "2024-05-01"
@@ -31,26 +33,50 @@ def _artifact_keys(emu, bucket: str) -> list[str]:
     return [o["Key"] for o in emu.client("s3").list_objects_v2(Bucket=bucket, Prefix="artifacts/").get("Contents", [])]
 
 
-def test_dry_run_prints_valid_requests_and_submits_nothing(driven_emulator, tmp_path, outputs_file, tenant_outputs):
-    result = make_deploy(driven_emulator, tmp_path, "--outputs-file", str(outputs_file), "--dry-run",
-                         "--datasets", "iot,clickstream", "--layers", "silver", "--date", DATE)
-    assert result.returncode == 0, result.stderr
-    requests = json.loads(result.stdout)
-    assert [(r["tags"]["dataset"], r["tags"]["layer"]) for r in requests] == [("iot", "silver"), ("clickstream", "silver")]
+def _validate(requests: list[dict], tenant_outputs: dict) -> None:
     shape = botocore.session.get_session().get_service_model("emr-containers").operation_model("StartJobRun").input_shape
     for request in requests:
         report = ParamValidator().validate(request, shape)
         assert not report.has_errors(), report.generate_report()
         assert request["virtualClusterId"] == tenant_outputs["emr_virtual_cluster_id"]
-    assert "nothing uploaded, nothing submitted" in result.stderr
+
+
+def test_dry_run_prints_valid_requests_and_submits_nothing(driven_emulator, tmp_path, outputs_file, tenant_outputs,
+                                                           job_deps_archive):
+    result = make_deploy(driven_emulator, tmp_path, "--outputs-file", str(outputs_file), "--dry-run",
+                         "--datasets", "iot,clickstream", "--date", DATE)
+    assert result.returncode == 0, result.stderr
+    requests = json.loads(result.stdout)
+    _validate(requests, tenant_outputs)
+    assert [(r["tags"]["dataset"], r["tags"]["layer"]) for r in requests] == [("iot", "pipeline"), ("clickstream", "pipeline")]
+    assert [r["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"][:3] for r in requests] == [
+        ["run-all", "--dataset", "iot"], ["run-all", "--dataset", "clickstream"]]
+    deps_uri = job_deps_archive.uri(tenant_outputs["lake_bucket_name"])
+    for request in requests:
+        assert f"--archives {deps_uri}#deps " in request["jobDriver"]["sparkSubmitJobDriver"]["sparkSubmitParameters"]
+    assert f"{job_deps_archive.summary()}: {deps_uri}" in result.stderr
+    assert "dry run: 2 request(s), pipeline (bronze -> silver -> gold per run): iot/pipeline, clickstream/pipeline; " \
+           "nothing uploaded, nothing submitted" in result.stderr
     assert _artifact_keys(driven_emulator, tenant_outputs["lake_bucket_name"]) == []
     assert driven_emulator.backend().job_runs == {}
 
 
+def test_per_layer_dry_run_selects_layers(driven_emulator, tmp_path, outputs_file, tenant_outputs, job_deps_archive):
+    result = make_deploy(driven_emulator, tmp_path, "--outputs-file", str(outputs_file), "--dry-run", "--per-layer",
+                         "--datasets", "iot,clickstream", "--layers", "silver", "--date", DATE)
+    assert result.returncode == 0, result.stderr
+    requests = json.loads(result.stdout)
+    _validate(requests, tenant_outputs)
+    assert [(r["tags"]["dataset"], r["tags"]["layer"]) for r in requests] == [("iot", "silver"), ("clickstream", "silver")]
+    assert driven_emulator.backend().job_runs == {}
+
+
+@pytest.mark.parametrize("mode", ["pipeline", "per-layer"])
 def test_deploy_uploads_submits_in_order_and_a_rerun_changes_nothing(driven_emulator, tmp_path, outputs_file,
-                                                                     tenant_outputs, job_driver):
+                                                                     tenant_outputs, job_driver, job_deps_archive, mode):
     version = build_artifact(tmp_path / "expected").version
-    args = ("--outputs-file", str(outputs_file), "--datasets", "iot", "--date", DATE, "--poll-seconds", "0.1")
+    args = ("--outputs-file", str(outputs_file), "--datasets", "iot", "--date", DATE, "--poll-seconds", "0.1",
+            *(("--per-layer",) if mode == "per-layer" else ()))
     with job_driver() as driver:
         result = make_deploy(driven_emulator, tmp_path, *args)
     assert result.returncode == 0, result.stderr
@@ -58,11 +84,15 @@ def test_deploy_uploads_submits_in_order_and_a_rerun_changes_nothing(driven_emul
     bucket = tenant_outputs["lake_bucket_name"]
     s3 = driven_emulator.client("s3")
     zip_key = f"artifacts/spark_jobs/{version}/spark_jobs.zip"
-    assert sorted(_artifact_keys(driven_emulator, bucket)) == [f"artifacts/spark_jobs/{version}/entrypoint.py", zip_key]
-    head = s3.head_object(Bucket=bucket, Key=zip_key)
-    assert (head["ServerSideEncryption"], head["SSEKMSKeyId"]) == ("aws:kms", tenant_outputs["kms_key_arn"])
+    assert sorted(_artifact_keys(driven_emulator, bucket)) == sorted(
+        [f"artifacts/spark_jobs/{version}/entrypoint.py", zip_key, job_deps_archive.key])
+    for key in (zip_key, job_deps_archive.key):
+        head = s3.head_object(Bucket=bucket, Key=key)
+        assert (head["ServerSideEncryption"], head["SSEKMSKeyId"]) == ("aws:kms", tenant_outputs["kms_key_arn"])
+    assert s3.head_object(Bucket=bucket, Key=job_deps_archive.key)["Metadata"]["sha256"] == job_deps_archive.sha256
 
-    assert [c["tags"]["layer"] for c in driver.created] == ["bronze", "silver", "gold"]
+    layers = ["pipeline"] if mode == "pipeline" else ["bronze", "silver", "gold"]
+    assert [c["tags"]["layer"] for c in driver.created] == layers
     assert all(set(c["states_before"].values()) <= {"COMPLETED"} for c in driver.created)
     emr = driven_emulator.client("emr-containers")
     for created in driver.created:
@@ -72,30 +102,33 @@ def test_deploy_uploads_submits_in_order_and_a_rerun_changes_nothing(driven_emul
         assert run["releaseLabel"] == "emr-7.5.0-latest"
         driver_spec = run["jobDriver"]["sparkSubmitJobDriver"]
         assert driver_spec["entryPoint"] == f"s3://{bucket}/artifacts/spark_jobs/{version}/entrypoint.py"
+        command = ["run-all", "--dataset", "iot"] if layer == "pipeline" else ["run", "--dataset", "iot", "--layer", layer]
         date_args = [] if layer == "bronze" else ["--date", DATE]
-        assert driver_spec["entryPointArguments"] == ["run", "--dataset", "iot", "--layer", layer, *date_args,
-                                                      "--lake-uri", f"s3://{bucket}", "--kms-key-arn",
-                                                      tenant_outputs["kms_key_arn"], "--region", "eu-west-1"]
-        assert f"--py-files s3://{bucket}/{zip_key}" in driver_spec["sparkSubmitParameters"]
+        assert driver_spec["entryPointArguments"] == [*command, *date_args, "--lake-uri", f"s3://{bucket}",
+                                                      "--kms-key-arn", tenant_outputs["kms_key_arn"], "--region", "eu-west-1"]
+        params = driver_spec["sparkSubmitParameters"]
+        assert f"--py-files s3://{bucket}/{zip_key} --archives s3://{bucket}/{job_deps_archive.key}#deps " in params
+        assert "spark.pyspark.python=/usr/bin/python3.11" in params
         monitoring = run["configurationOverrides"]["monitoringConfiguration"]
         assert monitoring["s3MonitoringConfiguration"]["logUri"] == f"s3://{bucket}/logs/"
         assert monitoring["cloudWatchMonitoringConfiguration"]["logGroupName"] == tenant_outputs["log_group_name"]
         assert run["tags"] == {"tenant": "acme", "dataset": "iot", "layer": layer, "code_version": version,
                                "run_date": DATE, "event_date": DATE, "attempt": "0"}
-    assert result.stdout.count("COMPLETED") == 3
+    assert result.stdout.count("COMPLETED") == len(layers)
     assert f"S3 s3://{bucket}/logs/{tenant_outputs['emr_virtual_cluster_id']}/jobs/" in result.stdout
-    assert "uploaded" in result.stderr
+    assert "uploaded" in result.stderr and job_deps_archive.key in result.stderr
 
-    etag = head["ETag"]
+    etags = {key: s3.head_object(Bucket=bucket, Key=key)["ETag"] for key in (zip_key, job_deps_archive.key)}
     with job_driver() as driver:
         again = make_deploy(driven_emulator, tmp_path, *args)
     assert again.returncode == 0, again.stderr
-    assert "unchanged, not uploaded again" in again.stderr
-    assert s3.head_object(Bucket=bucket, Key=zip_key)["ETag"] == etag
-    assert driver.created == [] and again.stderr.count("already COMPLETED") == 3
+    assert "unchanged, not uploaded again" in again.stderr and "uploaded artifacts/" not in again.stderr
+    assert {key: s3.head_object(Bucket=bucket, Key=key)["ETag"] for key in etags} == etags
+    assert driver.created == [] and again.stderr.count("already COMPLETED") == len(layers)
 
 
-def test_a_failing_job_exits_non_zero_with_the_reason(driven_emulator, tmp_path, outputs_file, job_driver):
+def test_a_failing_job_exits_non_zero_with_the_reason(driven_emulator, tmp_path, outputs_file, job_driver,
+                                                       job_deps_archive):
     def fail_silver(run):
         if run.tags["layer"] == "silver":
             return "FAILED", "USER_ERROR", "Job failed: quality gate blocked silver iot"
@@ -103,14 +136,41 @@ def test_a_failing_job_exits_non_zero_with_the_reason(driven_emulator, tmp_path,
 
     with job_driver(fail_silver) as driver:
         result = make_deploy(driven_emulator, tmp_path, "--outputs-file", str(outputs_file), "--datasets", "iot",
-                             "--date", DATE, "--poll-seconds", "0.1")
+                             "--date", DATE, "--poll-seconds", "0.1", "--per-layer")
     assert result.returncode != 0 and "deploy-jobs] Error 1" in result.stderr  # make exits 2; the CLI said 1
     assert "error: iot/silver ended FAILED: Job failed: quality gate blocked silver iot [failureReason USER_ERROR]" in result.stderr
     assert "not submitted (an earlier run did not complete): iot/gold" in result.stdout
     assert [c["tags"]["layer"] for c in driver.created] == ["bronze", "silver"]
 
 
-@pytest.mark.parametrize("case", ["unknown dataset", "wrong role", "missing cluster", "outputs of another tenant"])
+def test_a_failing_pipeline_run_names_the_layer_that_failed(driven_emulator, tmp_path, outputs_file, tenant_outputs,
+                                                            job_driver, job_deps_archive):
+    bucket = tenant_outputs["lake_bucket_name"]
+    error = "JobFailed: silver iot: validation blocked the publish: temperature_range failed for 3 rows"
+
+    def silver_fails_inside_the_pipeline(run):
+        if run.tags["dataset"] == "iot":
+            write_manifest(driven_emulator, bucket, "iot", "bronze", date=DATE)
+            write_manifest(driven_emulator, bucket, "iot", "silver", "failed", error=error, date=DATE)
+            return "FAILED", "USER_ERROR", "Job failed"
+        return "COMPLETED", "", ""
+
+    with job_driver(silver_fails_inside_the_pipeline) as driver:
+        result = make_deploy(driven_emulator, tmp_path, "--outputs-file", str(outputs_file), "--datasets",
+                             "iot,clickstream", "--date", DATE, "--poll-seconds", "0.1")
+    assert result.returncode != 0 and "deploy-jobs] Error 1" in result.stderr
+    (run_id,) = [c["id"] for c in driver.created]
+    assert f"[1/2] iot/silver: FAILED in pipeline run {run_id}, bronze succeeded: silver failed" in result.stderr
+    error_line = next(line for line in result.stderr.splitlines() if line.startswith("error: "))
+    assert error_line.startswith(f"error: iot/silver ended FAILED (pipeline run {run_id}): Job failed "
+                                 "[failureReason USER_ERROR]; silver failed (run ")
+    assert error_line.endswith(error)
+    assert f"  iot/silver: FAILED (job run {run_id}, pipeline run of iot): " in result.stdout
+    assert "not submitted (an earlier run did not complete): clickstream/pipeline" in result.stdout
+
+
+@pytest.mark.parametrize("case", ["unknown dataset", "wrong role", "missing cluster", "outputs of another tenant",
+                                  "unknown release", "layers without --per-layer"])
 def test_refused_deploys_submit_and_upload_nothing(driven_emulator, tmp_path, tenant_outputs, case):
     outputs = dict(tenant_outputs)
     args = ["--date", DATE]
@@ -119,9 +179,15 @@ def test_refused_deploys_submit_and_upload_nothing(driven_emulator, tmp_path, te
         "wrong role": "job execution role arn:aws:iam::123456789012:role/acme-missing does not exist",
         "missing cluster": "terraform output 'emr_virtual_cluster_id' (the EMR on EKS virtual cluster) is missing",
         "outputs of another tenant": "the outputs belong to tenant 'globex'",
+        "unknown release": "--release-label emr-6.15.0-latest: not a release the jobs can run on (known: emr-7.1.0,",
+        "layers without --per-layer": "--layers silver,gold: a pipeline run runs bronze, silver, gold; add --per-layer",
     }[case]
     if case == "unknown dataset":
         args += ["--datasets", "iot,weather"]
+    elif case == "unknown release":
+        args += ["--release-label", "emr-6.15.0-latest"]
+    elif case == "layers without --per-layer":
+        args += ["--layers", "silver,gold"]
     elif case == "wrong role":
         outputs["job_execution_role_arn"] = "arn:aws:iam::123456789012:role/acme-missing"
     elif case == "missing cluster":
@@ -148,8 +214,10 @@ def test_a_tenant_that_is_not_applied_is_refused(driven_emulator, tmp_path):
 
 
 def test_bad_sizing_is_refused_before_anything_is_uploaded(driven_emulator, tmp_path, outputs_file, tenant_outputs):
+    # Refused before the dependency archive is even looked at: an empty cache must not be filled.
     result = make_deploy(driven_emulator, tmp_path, "--outputs-file", str(outputs_file), "--datasets", "iot",
-                         "--executor-memory", "4 g")
+                         "--executor-memory", "4 g", "--job-deps-cache", str(tmp_path / "empty-cache"))
     assert result.returncode != 0 and "deploy-jobs] Error 2" in result.stderr
     assert "spark.executor.memory=4 g" in result.stderr and "Traceback" not in result.stderr
     assert _artifact_keys(driven_emulator, tenant_outputs["lake_bucket_name"]) == []
+    assert not (tmp_path / "empty-cache").exists()

@@ -10,8 +10,8 @@ import pytest
 from botocore.validate import ParamValidator
 
 from infra.deploy.request import (
-    DEFAULT_RELEASE_LABEL, LAYERS, ArtifactLocation, JobSizing, RequestOptions, RunSpec, build_request, client_token,
-    job_name, run_plan,
+    DEFAULT_RELEASE_LABEL, LAYERS, PIPELINE, ArtifactLocation, JobSizing, RequestOptions, RunSpec, build_request,
+    client_token, job_name, run_plan,
 )
 from infra.deploy.target import DeployError, DeployTarget, flatten_outputs, target_from_outputs
 
@@ -67,7 +67,7 @@ def test_request_fields():
     monitoring = overrides["monitoringConfiguration"]
     assert monitoring["cloudWatchMonitoringConfiguration"] == {
         "logGroupName": "/tenantlake/acme/emr-jobs", "logStreamNamePrefix": "spark_jobs/iot/silver"}
-    assert monitoring["s3MonitoringConfiguration"] == {"logUri": "s3://acme-eu-west-1-lake/logs/"}
+    assert monitoring["s3MonitoringConfiguration"] == {"logUri": "s3://acme-eu-west-1-lake/logs/", "encryptionKeyArn": KEY}
     assert request["tags"] == {"tenant": "acme", "dataset": "iot", "layer": "silver", "code_version": "0123456789ab",
                                "run_date": "2024-05-01", "event_date": "2024-05-01", "attempt": "0"}
     assert request["name"] == "acme-iot-silver-20240501-01234567"
@@ -93,21 +93,55 @@ def test_client_token_is_deterministic_and_changes_with_identity():
     assert token not in others and len(others) == 7
 
 
-def test_optional_dependency_delivery_and_release_label():
-    options = RequestOptions(release_label="emr-7.2.0-latest", python_env_archive="s3://acme-eu-west-1-lake/envs/jobs.tar.gz",
-                             container_image="123456789012.dkr.ecr.eu-west-1.amazonaws.com/jobs:1")
+def test_job_deps_archive_and_interpreter_are_wired_for_driver_and_executors():
+    uri = "s3://acme-eu-west-1-lake/artifacts/job_deps/0123456789ab/job_deps.tar.gz"
+    options = RequestOptions(release_label="emr-7.2.0-latest", job_deps_uri=uri, python="/usr/bin/python3.11")
     request = build_request(TARGET, LOCATION, SPEC, "c0ffee", options)
     params = request["jobDriver"]["sparkSubmitJobDriver"]["sparkSubmitParameters"]
     assert request["releaseLabel"] == "emr-7.2.0-latest"
-    assert "--archives s3://acme-eu-west-1-lake/envs/jobs.tar.gz#environment" in params
+    tokens = shlex.split(params)
+    assert tokens[tokens.index("--archives") + 1] == f"{uri}#deps"
     conf = _conf(params)
-    assert conf["spark.pyspark.python"] == "./environment/bin/python"
-    assert conf["spark.kubernetes.container.image"] == options.container_image
-    assert "--archives" not in build_request(TARGET, LOCATION, SPEC, "c0ffee")["jobDriver"]["sparkSubmitJobDriver"]["sparkSubmitParameters"]
+    assert conf["spark.kubernetes.driverEnv.PYTHONPATH"] == conf["spark.executorEnv.PYTHONPATH"] == "./deps"
+    assert conf["spark.pyspark.python"] == conf["spark.pyspark.driver.python"] == "/usr/bin/python3.11"
+    assert "spark.kubernetes.container.image" not in conf
 
 
-def test_run_plan_is_in_dependency_order():
-    plan = run_plan(["iot", "clickstream"], ["gold", "bronze", "silver"], SPEC.run_date)
+def test_container_image_instead_of_the_archive():
+    image = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/tenantlake-jobs:emr-7.5.0"
+    request = build_request(TARGET, LOCATION, SPEC, "c0ffee", RequestOptions(container_image=image))
+    params = request["jobDriver"]["sparkSubmitJobDriver"]["sparkSubmitParameters"]
+    assert _conf(params)["spark.kubernetes.container.image"] == image
+    assert "--archives" not in params and "PYTHONPATH" not in params
+
+
+def test_a_pipeline_run_runs_every_layer_of_one_dataset():
+    day = datetime.date(2024, 5, 1)
+    specs = run_plan(["iot", "clickstream"], list(LAYERS), day, event_date=day)
+    assert [(s.dataset, s.layer, s.layers) for s in specs] == [("iot", PIPELINE, LAYERS), ("clickstream", PIPELINE, LAYERS)]
+    request = build_request(TARGET, LOCATION, specs[0], "c0ffee")
+    assert request["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"] == [
+        "run-all", "--dataset", "iot", "--date", "2024-05-01",
+        "--lake-uri", "s3://acme-eu-west-1-lake", "--kms-key-arn", KEY, "--region", "eu-west-1"]
+    assert request["name"] == "acme-iot-pipeline-20240501-01234567"
+    assert request["tags"]["layer"] == PIPELINE
+    monitoring = request["configurationOverrides"]["monitoringConfiguration"]
+    assert monitoring["cloudWatchMonitoringConfiguration"]["logStreamNamePrefix"] == "spark_jobs/iot/pipeline"
+    # Its own identity: neither the per-layer runs' token nor another date's.
+    per_layer = {client_token("acme", s, "0123456789ab") for s in run_plan(["iot"], list(LAYERS), day, day, per_layer=True)}
+    assert request["clientToken"] not in per_layer
+    assert request["clientToken"] != build_request(TARGET, LOCATION, RunSpec("iot", PIPELINE, day), "c0ffee")["clientToken"]
+
+
+def test_single_layers_need_per_layer():
+    day = datetime.date(2024, 5, 1)
+    with pytest.raises(DeployError, match="--layers silver: a pipeline run runs bronze, silver, gold; add --per-layer"):
+        run_plan(["iot"], ["silver"], day)
+    assert [s.layer for s in run_plan(["iot"], ["silver"], day, per_layer=True)] == ["silver"]
+
+
+def test_per_layer_run_plan_is_in_dependency_order():
+    plan = run_plan(["iot", "clickstream"], ["gold", "bronze", "silver"], SPEC.run_date, per_layer=True)
     assert [(s.layer, s.dataset) for s in plan] == [
         ("bronze", "iot"), ("bronze", "clickstream"), ("silver", "iot"), ("silver", "clickstream"),
         ("gold", "iot"), ("gold", "clickstream")]
@@ -115,8 +149,9 @@ def test_run_plan_is_in_dependency_order():
 
 
 def test_job_name_fits_for_the_longest_tenant_id():
-    name = job_name("a" * 24, RunSpec("clickstream", "silver", SPEC.run_date), "0123456789ab")
-    assert len(name) <= 64
+    for layer in ("silver", PIPELINE):
+        name = job_name("a" * 24, RunSpec("clickstream", layer, SPEC.run_date), "0123456789ab")
+        assert len(name) <= 64 and name.endswith("-01234567"), name
 
 
 def test_outputs_from_terraform_output_json_shape():
@@ -137,10 +172,10 @@ def test_missing_virtual_cluster_output_is_named():
 def test_date_goes_to_silver_and_gold_only_and_no_date_means_everything():
     day = datetime.date(2024, 5, 1)
     args = {s.layer: build_request(TARGET, LOCATION, s, "x")["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
-            for s in run_plan(["iot"], list(LAYERS), day, event_date=day)}
+            for s in run_plan(["iot"], list(LAYERS), day, event_date=day, per_layer=True)}
     assert "--date" not in args["bronze"]
     assert args["silver"][args["silver"].index("--date") + 1] == "2024-05-01" and "--date" in args["gold"]
-    undated = run_plan(["iot"], ["silver"], day)[0]
+    undated = run_plan(["iot"], ["silver"], day, per_layer=True)[0]
     request = build_request(TARGET, LOCATION, undated, "x")
     assert "--date" not in request["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
     assert request["tags"]["event_date"] == "all" and request["tags"]["run_date"] == "2024-05-01"
@@ -149,16 +184,34 @@ def test_date_goes_to_silver_and_gold_only_and_no_date_means_everything():
 def test_readme_states_the_defaults_the_code_uses():
     from pathlib import Path
 
-    from infra.deploy import runner
+    from infra.deploy import job_deps, run_manifests, runner
 
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
-    section = readme.split("## Deploying jobs to EMR on EKS", 1)[1].split("\n## ", 1)[0]
+    readme = (Path(__file__).resolve().parents[3] / "infra" / "deploy" / "README.md").read_text()
     sizing = JobSizing()
+    releases = list(job_deps.EMR_RELEASE_PYTHON)
+    (python,) = set(job_deps.EMR_RELEASE_PYTHON.values())
+    target = job_deps.target_for_release(DEFAULT_RELEASE_LABEL)
     for fact in (f"**`{DEFAULT_RELEASE_LABEL}`**", f"spark.driver.cores={sizing.driver_cores}",
                  f"spark.driver.memory={sizing.driver_memory}", f"spark.executor.instances={sizing.executor_instances}",
                  f"spark.executor.cores={sizing.executor_cores}", f"spark.executor.memory={sizing.executor_memory}",
                  f"spark.sql.shuffle.partitions={sizing.shuffle_partitions}",
                  f"`--poll-seconds`, default {runner.DEFAULT_POLL_SECONDS:g}",
                  f"`--timeout-minutes`, default {runner.DEFAULT_TIMEOUT_MINUTES:g}",
-                 "first 12 hex digits", "first 32 hex digits", "logStreamNamePrefix=spark_jobs/<dataset>/<layer>"):
-        assert fact in section, fact
+                 "first 12 hex digits", "first 32 hex digits", "logStreamNamePrefix=spark_jobs/<dataset>/<layer>",
+                 f"**{releases[0]} to {releases[-1]}, all Python {python}**", f"`{target.interpreter}`",
+                 f"`--platform manylinux_2_{max(job_deps.GLIBC_MINORS)}_<machine>` down to "
+                 f"`manylinux_2_{min(job_deps.GLIBC_MINORS)}_<machine>`",
+                 f"pip gets {job_deps.PIP_TIMEOUT_SECONDS} s", f"gzip (level {job_deps.GZIP_LEVEL})",
+                 f"first {job_deps.VERSION_LENGTH} hex digits of a SHA-256 over the pins file",
+                 f"({len(job_deps.read_pins())} today)", f"at most {run_manifests.CLOCK_SKEW_SECONDS} s before",
+                 f"{job_deps.ARCHIVE_NAME}#{job_deps.ALIAS}`", f"PYTHONPATH={job_deps.PYTHONPATH_ENTRY}",
+                 f"spark/{job_deps.release_of(DEFAULT_RELEASE_LABEL)}:latest"):
+        assert " ".join(fact.split()) in " ".join(readme.split()), fact
+
+
+def test_the_root_readme_points_to_the_deploy_reference():
+    from pathlib import Path
+
+    root = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = root.split("## Deploying jobs to EMR on EKS", 1)[1].split("\n## ", 1)[0]
+    assert "infra/deploy/README.md" in section and len(section.strip().splitlines()) <= 2

@@ -157,3 +157,39 @@ def test_versioned_bucket_with_delete_markers_empties_and_deletes(state_dir):
         assert not s3.delete_objects(Bucket="versioned-check", Delete={"Objects": doomed}).get("Errors")
     s3.delete_bucket(Bucket="versioned-check")
     assert "versioned-check" not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+
+
+def test_eventbridge_notification_switch_is_returned(state_dir):
+    """Plain moto stored it but never returned it: every re-plan wanted to turn EventBridge on again."""
+    state, _ = emu.start(state_dir)
+    s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=state.endpoint, verify=state.ca_bundle,
+                      aws_access_key_id="x", aws_secret_access_key="x")
+    s3.create_bucket(Bucket="eventbridge-check")
+
+    def configuration() -> dict:
+        response = s3.get_bucket_notification_configuration(Bucket="eventbridge-check")
+        response.pop("ResponseMetadata")
+        return response
+
+    assert configuration() == {}
+    s3.put_bucket_notification_configuration(Bucket="eventbridge-check",
+                                             NotificationConfiguration={"EventBridgeConfiguration": {}})
+    assert configuration() == {"EventBridgeConfiguration": {}}
+    s3.put_bucket_notification_configuration(Bucket="eventbridge-check", NotificationConfiguration={})
+    assert configuration() == {}
+
+
+def test_a_deleted_virtual_cluster_frees_its_namespace(state_dir):
+    """Plain moto kept counting a TERMINATED virtual cluster: a tenant destroyed and applied again failed."""
+    state, _ = emu.start(state_dir)
+    emr = boto3.client("emr-containers", region_name="eu-west-1", endpoint_url=state.endpoint,
+                       verify=state.ca_bundle, aws_access_key_id="x", aws_secret_access_key="x")
+    provider = {"type": "EKS", "id": "tenantlake", "info": {"eksInfo": {"namespace": "emr-acme"}}}
+    first = emr.create_virtual_cluster(name="acme-lake", containerProvider=provider)["id"]
+    with pytest.raises(emr.exceptions.ValidationException, match="already exists in the given namespace"):
+        emr.create_virtual_cluster(name="acme-lake", containerProvider=provider)
+    emr.delete_virtual_cluster(id=first)
+    second = emr.create_virtual_cluster(name="acme-lake", containerProvider=provider)["id"]
+    assert second != first
+    assert emr.describe_virtual_cluster(id=first)["virtualCluster"]["state"] == "TERMINATED"
+    assert emr.describe_virtual_cluster(id=second)["virtualCluster"]["state"] == "RUNNING"

@@ -67,3 +67,60 @@ def test_continuous_mode_ingests_then_stops_at_max_runtime(spark, lake):
                          progress=lambda _: None)
     assert manifest["status"] == "succeeded" and manifest["rows_in"] == 20
     assert not [q for q in spark.streams.active if q.name and q.name.startswith("bronze_iot")]
+
+
+CSV_CONTRACT = """dataset: readings
+landing: {format: csv, null_values: ["", NA]}
+key: [id]
+event_time: ts
+schema:
+  - {name: id, type: string, required: true}
+  - {name: ts, type: timestamp, required: true}
+  - {name: v, type: double}
+"""
+PARQUET_CONTRACT = CSV_CONTRACT.replace("dataset: readings", "dataset: preadings").replace(
+    'landing: {format: csv, null_values: ["", NA]}', "landing: {format: parquet}")
+
+
+@pytest.fixture
+def contracts(tmp_path, monkeypatch):
+    folder = tmp_path / "contracts"
+    folder.mkdir()
+    (folder / "readings.yaml").write_text(CSV_CONTRACT)
+    (folder / "preadings.yaml").write_text(PARQUET_CONTRACT)
+    monkeypatch.setenv("TENANTLAKE_CONTRACTS_DIR", str(folder))
+    return folder
+
+
+@pytest.mark.parametrize("dataset, bad_name, bad_bytes, reason", [
+    ("readings", "x.csv", b"PAR1\x00\x00\x00\x00PAR1", "is a Parquet file, not CSV"),
+    ("readings", "y.csv.gz", b"id,ts,v\n1,2024-01-01T00:00:00Z,1\n", "is named .gz but is not gzip data"),
+    ("preadings", "z.parquet", b"id,ts,v\n", "is not a readable Parquet file"),
+])
+def test_a_file_not_of_the_declared_format_fails_bronze_naming_it(spark, lake, contracts, tmp_path, dataset, bad_name,
+                                                                   bad_bytes, reason):
+    """Nothing of the batch is written; once the file is moved out, the replayed batch ingests the rest."""
+    import duckdb
+
+    from spark_jobs.jobs.runtime import JobFailed
+
+    good = tmp_path / "good"
+    good.mkdir()
+    if dataset == "readings":
+        (good / "good.csv").write_bytes(b"id,ts,v\n1,2024-01-01T00:00:00Z,NA\n2,2024-01-01T01:00:00Z,2\n")
+    else:
+        duckdb.sql(f"COPY (SELECT * FROM (VALUES ('1', '2024-01-01T00:00:00Z', 1.0), ('2', '2024-01-01T01:00:00Z', NULL)) "
+                   f"t(id, ts, v)) TO '{good / 'good.parquet'}' (FORMAT parquet)")
+    write_landing(lake, dataset, [(p.name, p.read_bytes()) for p in good.iterdir()] + [(bad_name, bad_bytes)])
+    bad_path = tmp_path / "lake" / "landing" / dataset / bad_name
+    with pytest.raises(JobFailed) as failed:
+        run_layer(spark, lake, dataset, "bronze", progress=lambda _: None)
+    lines = str(failed.value).splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"bronze {dataset}: landing file file:"), lines
+    assert f"{bad_path} {reason}" in lines[0]
+    assert lines[0].endswith(f"; nothing of this batch was written: move the file out of landing/{dataset}/ and run bronze again")
+    assert not storage.has_data_files(spark, lake.bronze(dataset))
+
+    bad_path.rename(tmp_path / bad_name)
+    again = run_layer(spark, lake, dataset, "bronze", progress=lambda _: None)
+    assert [(b["batch_id"], b["files"], b["rows"]) for b in again["batches"]] == [(0, 1, 2)]

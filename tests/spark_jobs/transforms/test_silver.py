@@ -125,3 +125,71 @@ def test_to_quarantine_keeps_raw_reasons_and_lineage(spark):
         (json.dumps(bad), ["temperature_type"], "f.jsonl", 0, 0, AT, "r1", dt.date(2020, 11, 16)),
         ("{oops", ["malformed_record"], "f.jsonl", 0, 1, AT, "r1", None),
     ]
+
+
+CSV_CONTRACT = parse_contract({
+    "dataset": "csvmini",
+    "landing": {"format": "csv", "null_values": ["", "NA"]},
+    "key": ["event_id"],
+    "event_time": "event_ts",
+    "schema": [
+        {"name": "event_id", "type": "string", "required": True, "source": "ID"},
+        {"name": "event_ts", "type": "timestamp", "required": True, "format": "yyyy-MM-dd HH:mm:ss"},
+        {"name": "temperature", "type": "double", "min": -40, "max": 85},
+        {"name": "day", "type": "string"},
+        {"name": "when", "type": "timestamp", "format": "yyyy-M-d", "computed": "concat('1973-5-', day)"},
+    ],
+})
+
+
+def _csv_bronze(spark, *files):
+    """Bronze rows as the bronze job writes them for CSV files: (header, [records])."""
+    rows = []
+    for n, (header, records) in enumerate(files):
+        rows += [(raw, False, f"f{n}.csv", i + 1, AT, 0, header) for i, raw in enumerate(records)]
+    return spark.createDataFrame(rows, "_raw string, _is_malformed boolean, _source_file string, _record_index int, "
+                                       "_ingested_at timestamp, _batch_id long, _header string")
+
+
+def test_csv_fields_are_read_by_each_file_header(spark):
+    bronze = _csv_bronze(spark, ("ID,event_ts,temperature,day", ["e1,2020-11-16 22:59:59,21.5,3"]),
+                         ("temperature,day,event_ts,ID", ['NA,4,"2020-11-16 23:00:00",e2']))
+    rows = silver.flag_invalid_rows(silver.parse_records(bronze, CSV_CONTRACT), CSV_CONTRACT).orderBy("event_id").collect()
+    assert [(r["event_id"], r["event_ts"], r["temperature"], r["when"], r["_failed_rules"]) for r in rows] == [
+        ("e1", ts("2020-11-16 22:59:59"), 21.5, ts("1973-05-03 00:00:00"), []),
+        ("e2", ts("2020-11-16 23:00:00"), None, ts("1973-05-04 00:00:00"), []),
+    ]
+
+
+def test_csv_header_mismatch_and_bad_records_are_named(spark):
+    bronze = _csv_bronze(spark, ("id,event_ts,temp,day", ["e1,2020-11-16 22:59:59,21.5,3"]),
+                         ("ID,event_ts,temperature,day", ["e2,2020-11-16 22:59:59,hot,3", "e3,x", 'e4,"2020', "NA,2020-11-16 22:59:59,1,1"]))
+    failed = {r["_raw"]: r["_failed_rules"] for r in
+              silver.flag_invalid_rows(silver.parse_records(bronze, CSV_CONTRACT), CSV_CONTRACT).collect()}
+    assert failed == {
+        "e1,2020-11-16 22:59:59,21.5,3": ["event_id_required", "unknown_fields"],
+        "e2,2020-11-16 22:59:59,hot,3": ["temperature_type"],
+        "e3,x": ["malformed_record"],        # two fields under a four-field header
+        'e4,"2020': ["malformed_record"],     # unterminated quote
+        "NA,2020-11-16 22:59:59,1,1": ["event_id_required"],
+    }
+
+
+def test_csv_without_header_reads_fields_in_schema_order(spark):
+    contract = parse_contract({
+        "dataset": "nohead", "landing": {"format": "csv", "header": False}, "key": ["a"], "event_time": "t",
+        "schema": [{"name": "a", "type": "string"}, {"name": "t", "type": "timestamp", "format": "yyyy-MM-dd"}]})
+    bronze = _csv_bronze(spark, (None, ["x,2024-01-02", "y"]))
+    rows = silver.flag_invalid_rows(silver.parse_records(bronze, contract), contract).orderBy("_raw").collect()
+    assert [(r["a"], r["t"], r["_failed_rules"]) for r in rows] == [
+        ("x", ts("2024-01-02 00:00:00"), []), (None, None, ["malformed_record"])]
+
+
+def test_a_computed_column_that_does_not_evaluate_names_the_column(spark):
+    from spark_jobs.contract import ContractError
+
+    contract = parse_contract({"dataset": "bad", "landing": {"format": "csv"}, "key": ["a"], "event_time": "t",
+                               "schema": [{"name": "a", "type": "string"},
+                                          {"name": "t", "type": "timestamp", "computed": "concat(nope, a)"}]})
+    with pytest.raises(ContractError, match=r"contract 'bad': schema\[1\] \(t\)\.computed: 'concat\(nope, a\)' does not evaluate"):
+        silver.parse_records(_csv_bronze(spark, ("a", ["1"])), contract)

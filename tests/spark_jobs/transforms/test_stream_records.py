@@ -24,7 +24,10 @@ def test_stream_objects_are_json_lines_whatever_the_contract_format(spark):
                       '{"sensor_id":"sensor-002"}']) + "\n"
     landing = _files(spark, ('[{"sensor_id":"sensor-003"}]', "s3a://lake/landing/iot/part-0-000000.json"),
                      (body, STREAM_OBJECT))
-    rows = stream_records.split_landing_records(landing, "json_array").orderBy("_source_file", "_record_index").collect()
+    split = stream_records.split_landing_records(landing, "json_array")
+    assert split.where("_file_problem IS NOT NULL").count() == 0
+    columns = ["_raw", "_is_malformed", "_source_file", "_record_index", *[c for c, _ in stream_records.STREAM_COLUMNS]]
+    rows = split.select(*columns).orderBy("_source_file", "_record_index").collect()
     arrival = dt.datetime(2026, 11, 22, 0, 49, 42, 995000)
     assert [tuple(r) for r in rows] == [
         ('{"sensor_id":"sensor-001"}', False, STREAM_OBJECT, 0, arrival, "shardId-000000000000", "1"),
@@ -41,3 +44,11 @@ def test_only_the_firehose_time_prefix_marks_a_stream_object(spark):
                      (_envelope('{"a":2}', "7") + "\n", "/tmp/lake/landing/clickstream/2020/11/16/22/x.jsonl"))
     rows = stream_records.split_landing_records(landing, "json_lines").orderBy("_source_file").collect()
     assert [(r["_raw"], r["_stream_sequence_number"]) for r in rows] == [('{"a":2}', "7"), ('{"a":1}', None)]
+
+
+def test_a_csv_dataset_has_no_stream_objects(spark):
+    """Streams deliver JSON: in a CSV dataset a file under a YYYY/MM/DD/HH/ folder is a CSV file like any other."""
+    landing = _files(spark, ("a,b\n1,2\n", "/tmp/lake/landing/weather/2020/11/16/22/x.csv"))
+    rows = stream_records.split_landing_records(landing, "csv").collect()
+    assert [(r["_raw"], r["_header"], r["_is_malformed"]) for r in rows] == [("1,2", "a,b", False)]
+    assert not [c for c in rows[0].__fields__ if c.startswith("_stream_")]

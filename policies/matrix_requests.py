@@ -1,0 +1,182 @@
+"""Access-matrix cells as IAM simulator requests, built the way AWS builds the request context.
+
+A cell says *who* (a principal kind), *what* (action, bucket, key) and *how* (TLS, endpoint, headers);
+this module turns it into an ``@cloud-copilot/iam-simulate`` ``Simulation`` against the applied
+tenants' policies (``policies.tenant_policies.AppliedTenant``):
+
+* a tenant role acts as a **session** of it: the request principal is
+  ``arn:aws:sts::<account>:assumed-role/<role>/<session>`` while ``aws:PrincipalArn`` is the role's
+  ARN ``arn:aws:iam::<account>:role/<role>`` (what bucket-policy allow-lists must name);
+  ``aws:PrincipalIsAWSService`` is ``false``;
+* the S3 log delivery service signs as ``logging.s3.amazonaws.com``: ``aws:PrincipalIsAWSService``
+  is ``true``, no ``aws:PrincipalArn``, and ``aws:SourceArn``/``aws:SourceAccount`` name the bucket
+  whose access it logs;
+* an anonymous request carries no principal keys at all;
+* a request through the tenant's S3 gateway endpoint carries ``aws:SourceVpce`` and is also
+  evaluated against that endpoint's policy; one from elsewhere carries no ``aws:SourceVpce`` (or
+  another VPC's endpoint id, whose policy we do not have);
+* SSE-KMS calls S3 makes for a put or get are ``kms:ViaService = s3.<region>.amazonaws.com`` with
+  the bucket ARN as ``aws:s3:arn`` encryption context (S3 Bucket Key is on for the lake); those
+  Kinesis makes for an encrypted stream are ``kinesis.<region>.amazonaws.com`` with the stream's
+  ARN as ``aws:kinesis:arn``.
+
+The simulator does not fill any of these keys in by itself: what is not set here is absent.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from policies.access_matrix import Cell, Matrix
+from policies.tenant_policies import AppliedTenant, RoleIdentity
+
+SESSION_NAME = "tenantlake-matrix"
+LOG_DELIVERY_SERVICE = "logging.s3.amazonaws.com"
+FOREIGN_ENDPOINT = "vpce-0f0f0f0f0f0f0f0f0"  # an S3 endpoint of some VPC that is not the tenant's
+OTHER_ACCOUNT_ROLE = "partner-admin"
+
+
+def other_tenant(matrix: Matrix, tenant_id: str) -> str:
+    """The tenant that plays "another tenant" for ``tenant_id``."""
+    return matrix.tenants["other"] if tenant_id != matrix.tenants["other"] else matrix.tenants["owner"]
+
+
+def session_arn(role_arn: str) -> str:
+    account, name = role_arn.split(":")[4], role_arn.rsplit("/", 1)[-1]
+    return f"arn:aws:sts::{account}:assumed-role/{name}/{SESSION_NAME}"
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+class RequestBuilder:
+    """Builds the ``Simulation`` of each cell.
+
+    Args:
+        matrix: the loaded matrix.
+        tenants: tenant id -> its policies read back (every tenant the matrix names).
+        admin_arn: the deployer's principal ARN as ``aws:PrincipalArn`` carries it (a role ARN for a
+            role session, a user ARN for a user), i.e. what the module resolved as its admin.
+        admin_caller_arn: the deployer's caller ARN (the session ARN of a role).  @default - admin_arn
+    """
+
+    def __init__(self, matrix: Matrix, tenants: Mapping[str, AppliedTenant], admin_arn: str,
+                 admin_caller_arn: str = "") -> None:
+        self.matrix, self.tenants = matrix, tenants
+        self.admin_arn, self.admin_caller_arn = admin_arn, admin_caller_arn or admin_arn
+
+    # ---- who -----------------------------------------------------------------------------------
+    def role(self, cell: Cell) -> RoleIdentity | None:
+        tenant = self.tenants[self.matrix.tenant_id(cell.tenant)]
+        if cell.principal in ("job_role", "ingest_writer", "consumer"):
+            return tenant.roles[cell.principal]
+        if cell.principal == "firehose_role":
+            dataset = self.matrix.streaming_dataset
+            if dataset not in tenant.firehose_roles:
+                raise ValueError(f"cell {cell.id}: tenant {tenant.tenant_id} has no Firehose role for "
+                                 f"{dataset!r} (its streams: {', '.join(tenant.firehose_roles) or 'none'})")
+            return tenant.firehose_roles[dataset]
+        if cell.principal == "other_tenant_job_role":
+            return self.tenants[other_tenant(self.matrix, tenant.tenant_id)].roles["job_role"]
+        return None
+
+    def principal(self, cell: Cell) -> tuple[Any, dict[str, str]]:
+        """The request principal and the principal's context keys."""
+        role = self.role(cell)
+        if role is not None:
+            return session_arn(role.arn), self._signed(role.arn, role.account_id)
+        if cell.principal == "admin":
+            return self.admin_caller_arn, self._signed(self.admin_arn, self.admin_arn.split(":")[4])
+        if cell.principal == "other_account":
+            arn = f"arn:aws:iam::{self.matrix.other_account_id}:role/{OTHER_ACCOUNT_ROLE}"
+            return session_arn(arn), self._signed(arn, self.matrix.other_account_id)
+        if cell.principal == "anonymous":
+            return {"type": "Anonymous"}, {}
+        if cell.principal == "s3_log_delivery":
+            return LOG_DELIVERY_SERVICE, self._service(cell)
+        raise ValueError(f"cell {cell.id}: unknown principal kind {cell.principal}")
+
+    @staticmethod
+    def _signed(principal_arn: str, account: str) -> dict[str, str]:
+        return {"aws:PrincipalArn": principal_arn, "aws:PrincipalAccount": account,
+                "aws:PrincipalIsAWSService": "false"}
+
+    def _service(self, cell: Cell) -> dict[str, str]:
+        tenant = self.tenants[self.matrix.tenant_id(cell.tenant)]
+        other = self.tenants[other_tenant(self.matrix, tenant.tenant_id)]
+        source = {"lake": tenant.lake_arn, "logs": tenant.log_bucket_arn, "other_lake": other.lake_arn}
+        account = tenant.account_id if cell.context["source_account"] == "own" else self.matrix.other_account_id
+        return {"aws:PrincipalIsAWSService": "true", "aws:PrincipalServiceName": LOG_DELIVERY_SERVICE,
+                "aws:SourceArn": source[cell.context["source"]], "aws:SourceAccount": account}
+
+    def identity_policies(self, cell: Cell) -> list[dict]:
+        if cell.identity == "none":
+            return []
+        if cell.identity == "applied":
+            return [dict(p) for p in self.role(cell).policies]
+        return [{"name": cell.identity, "policy": self.matrix.identity_policies[cell.identity]}]
+
+    # ---- what and how ----------------------------------------------------------------------------
+    def simulation(self, cell: Cell) -> dict:
+        tenant = self.tenants[self.matrix.tenant_id(cell.tenant)]
+        other = self.tenants[other_tenant(self.matrix, tenant.tenant_id)]
+        ctx = cell.context
+        principal, context = self.principal(cell)
+        endpoint_policies: list[dict] = []
+        if cell.action.startswith("kms:"):
+            resource, resource_policy = tenant.key_arn, tenant.key_policy
+            if ctx["kms_via"] != "none":
+                service = "s3" if ctx["kms_via"] == "s3" else "kinesis"
+                context["kms:ViaService"] = f"{service}.{tenant.region}.amazonaws.com"
+            if ctx["kms_context"] == "bucket":
+                context["kms:EncryptionContext:aws:s3:arn"] = tenant.lake_arn
+            elif ctx["kms_context"] == "object":
+                context["kms:EncryptionContext:aws:s3:arn"] = f"{tenant.lake_arn}/{cell.key}"
+            elif ctx["kms_context"] == "stream":
+                dataset = self.matrix.streaming_dataset
+                if dataset not in tenant.stream_arns:
+                    raise ValueError(f"cell {cell.id}: tenant {tenant.tenant_id} has no {dataset!r} stream")
+                context["kms:EncryptionContext:aws:kinesis:arn"] = tenant.stream_arns[dataset]
+            if "aws:PrincipalAccount" in context:
+                context["kms:CallerAccount"] = context["aws:PrincipalAccount"]
+        else:
+            bucket = tenant.lake_bucket if cell.bucket == "lake" else tenant.log_bucket
+            resource_policy = tenant.lake_policy if cell.bucket == "lake" else tenant.log_policy
+            if cell.action == "s3:ListBucket":
+                resource = f"arn:aws:s3:::{bucket}"
+                context["s3:prefix"] = cell.key
+            else:
+                resource = f"arn:aws:s3:::{bucket}/{cell.key}"
+            context["aws:SecureTransport"] = _bool(ctx["tls"])
+            if ctx["endpoint"] == "own":
+                context["aws:SourceVpce"] = tenant.gateway_endpoint_id
+                endpoint_policies.append({"name": tenant.gateway_endpoint_id, "policy": tenant.gateway_endpoint_policy})
+            elif ctx["endpoint"] == "foreign":
+                context["aws:SourceVpce"] = FOREIGN_ENDPOINT
+            if cell.principal not in ("anonymous", "s3_log_delivery"):
+                context["aws:ViaAWSService"] = _bool(ctx["via_aws_service"])
+            if cell.action == "s3:PutObject" and ctx["sse"] != "none":
+                context["s3:x-amz-server-side-encryption"] = ctx["sse"]
+                if ctx["sse"] == "aws:kms" and ctx["sse_key"] != "none":
+                    key = tenant.key_arn if ctx["sse_key"] == "own" else other.key_arn
+                    context["s3:x-amz-server-side-encryption-aws-kms-key-id"] = key
+        simulation = {
+            "request": {"action": cell.action, "principal": principal,
+                        "resource": {"resource": resource, "accountId": tenant.account_id},
+                        "contextVariables": context},
+            "identityPolicies": self.identity_policies(cell),
+            "serviceControlPolicies": [], "resourceControlPolicies": [],
+            "resourcePolicy": resource_policy,
+        }
+        if endpoint_policies:
+            simulation["vpcEndpointPolicies"] = endpoint_policies
+        return simulation
+
+
+def principal_arn(caller_arn: str) -> str:
+    """``aws:PrincipalArn`` of a caller: the role ARN for an assumed-role session, else the ARN itself."""
+    parts = caller_arn.split(":", 5)
+    if len(parts) == 6 and parts[2] == "sts" and parts[5].startswith("assumed-role/"):
+        role = parts[5].split("/")[1]
+        return f"arn:{parts[1]}:iam::{parts[4]}:role/{role}"
+    return caller_arn

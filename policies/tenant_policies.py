@@ -1,0 +1,123 @@
+"""The policies of an applied tenant, read back from AWS (or the emulator), never from the synthesized JSON.
+
+``read_applied_tenant(lake, client)`` takes the tenant's Terraform outputs (``lake.json``) and a
+boto3 client factory, and reads: both bucket policies (``GetBucketPolicy``), the key policy
+(``GetKeyPolicy``), every role's inline and attached policies (IAM), the Firehose roles of its
+delivery streams (``DescribeDeliveryStream``) and the policy of its S3 gateway endpoint
+(``DescribeVpcEndpoints``).  The access matrix evaluates exactly these documents.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Callable, Mapping
+
+# The tenant roles by matrix kind, and the output that names each.
+ROLE_OUTPUTS: dict[str, str] = {
+    "job_role": "job_execution_role_arn",
+    "ingest_writer": "ingest_writer_role_arn",
+    "consumer": "consumer_role_arn",
+}
+
+ClientFactory = Callable[..., Any]  # client(service, region) -> boto3 client
+
+
+@dataclasses.dataclass(frozen=True)
+class RoleIdentity:
+    """A role and its identity policies as IAM returns them: ``[{"name": ..., "policy": {...}}]``."""
+
+    arn: str
+    policies: tuple[dict, ...]
+
+    @property
+    def name(self) -> str:
+        return self.arn.rsplit("/", 1)[-1]
+
+    @property
+    def account_id(self) -> str:
+        return self.arn.split(":")[4]
+
+
+@dataclasses.dataclass(frozen=True)
+class AppliedTenant:
+    """Everything the matrix needs of one applied tenant."""
+
+    tenant_id: str
+    region: str
+    account_id: str
+    lake_bucket: str
+    log_bucket: str
+    key_arn: str
+    lake_policy: dict
+    log_policy: dict
+    key_policy: dict
+    roles: Mapping[str, RoleIdentity]
+    firehose_roles: Mapping[str, RoleIdentity]
+    gateway_endpoint_id: str
+    gateway_endpoint_policy: dict
+    stream_arns: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def lake_arn(self) -> str:
+        return f"arn:aws:s3:::{self.lake_bucket}"
+
+    @property
+    def log_bucket_arn(self) -> str:
+        return f"arn:aws:s3:::{self.log_bucket}"
+
+
+def _document(value: Any) -> dict:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def role_identity(iam, arn: str) -> RoleIdentity:
+    """The role's inline policies, then its attached managed policies (default versions)."""
+    name = arn.rsplit("/", 1)[-1]
+    policies = []
+    for policy_name in sorted(iam.list_role_policies(RoleName=name)["PolicyNames"]):
+        document = iam.get_role_policy(RoleName=name, PolicyName=policy_name)["PolicyDocument"]
+        policies.append({"name": f"{name}/{policy_name}", "policy": _document(document)})
+    for attached in iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]:
+        version = iam.get_policy(PolicyArn=attached["PolicyArn"])["Policy"]["DefaultVersionId"]
+        document = iam.get_policy_version(PolicyArn=attached["PolicyArn"], VersionId=version)["PolicyVersion"]["Document"]
+        policies.append({"name": attached["PolicyArn"], "policy": _document(document)})
+    return RoleIdentity(arn=arn, policies=tuple(policies))
+
+
+def gateway_endpoint_id(lake: Mapping[str, Any]) -> str:
+    """The S3 gateway endpoint the tenant's jobs come through (the first, by VPC id, if it has several).
+
+    Read from the tenant's outputs: tenants that share a cluster VPC report the same (shared) endpoint.
+    """
+    ids = lake.get("gateway_endpoint_ids") or {}
+    if not ids:
+        raise ValueError(f"tenant {lake.get('tenant_id')!r}: its outputs name no S3 gateway endpoint "
+                         "(gateway_endpoint_ids)")
+    return ids[sorted(ids)[0]] if isinstance(ids, Mapping) else sorted(ids)[0]
+
+
+def read_applied_tenant(lake: Mapping[str, Any], client: ClientFactory) -> AppliedTenant:
+    """Read back every policy of the tenant whose Terraform outputs are ``lake``."""
+    region = lake["region"]
+    s3, iam, kms = client("s3", region), client("iam", region), client("kms", region)
+    ec2, firehose = client("ec2", region), client("firehose", region)
+    roles = {kind: role_identity(iam, lake[output]) for kind, output in ROLE_OUTPUTS.items()}
+    firehose_roles = {}
+    for dataset, stream in sorted((lake.get("firehose_delivery_stream_names") or {}).items()):
+        description = firehose.describe_delivery_stream(DeliveryStreamName=stream)["DeliveryStreamDescription"]
+        destination = description["Destinations"][0]
+        s3_destination = destination.get("ExtendedS3DestinationDescription") or destination["S3DestinationDescription"]
+        firehose_roles[dataset] = role_identity(iam, s3_destination["RoleARN"])
+    endpoint_id = gateway_endpoint_id(lake)
+    (endpoint,) = ec2.describe_vpc_endpoints(VpcEndpointIds=[endpoint_id])["VpcEndpoints"]
+    return AppliedTenant(
+        tenant_id=lake["tenant_id"], region=region, account_id=roles["job_role"].account_id,
+        lake_bucket=lake["lake_bucket_name"], log_bucket=lake["log_bucket_name"], key_arn=lake["kms_key_arn"],
+        lake_policy=_document(s3.get_bucket_policy(Bucket=lake["lake_bucket_name"])["Policy"]),
+        log_policy=_document(s3.get_bucket_policy(Bucket=lake["log_bucket_name"])["Policy"]),
+        key_policy=_document(kms.get_key_policy(KeyId=lake["kms_key_arn"], PolicyName="default")["Policy"]),
+        roles=roles, firehose_roles=firehose_roles, gateway_endpoint_id=endpoint_id,
+        gateway_endpoint_policy=_document(endpoint["PolicyDocument"]),
+        stream_arns={dataset: f"arn:aws:kinesis:{region}:{roles['job_role'].account_id}:stream/{name}"
+                     for dataset, name in (lake.get("kinesis_stream_names") or {}).items()},
+    )

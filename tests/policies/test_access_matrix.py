@@ -1,0 +1,160 @@
+"""policies/access_matrix.yaml: the file's rules, its rendered table, and EVERY cell against applied tenants.
+
+The integration test applies the matrix's three tenants with the shared ``applied_tenant`` fixture
+(acme and globex side by side, on one VPC or two: endpoint ids come from each tenant's outputs;
+initech for its Firehose role), reads their policies back from the emulator
+(``policies.tenant_policies``), and evaluates every cell with ``@cloud-copilot/iam-simulate`` in one
+node process. A failing cell prints principal, action, key, context, expected, got and the decisive
+statements.
+"""
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+from policies import access_matrix, matrix_check, simulate
+from policies.access_matrix import MatrixError, parse
+from policies.matrix_requests import RequestBuilder, principal_arn
+from policies.tenant_policies import read_applied_tenant
+
+MIN_CELLS = 60
+# Context keys the cells depend on: if the simulator dropped one as "not applicable", a cell could pass
+# for the wrong reason.
+RELIED_ON_KEYS = {"aws:SecureTransport", "aws:SourceVpce", "aws:PrincipalArn", "aws:PrincipalIsAWSService",
+                  "aws:SourceArn", "aws:SourceAccount", "s3:prefix", "s3:x-amz-server-side-encryption",
+                  "s3:x-amz-server-side-encryption-aws-kms-key-id", "kms:ViaService",
+                  "kms:EncryptionContext:aws:s3:arn", "kms:EncryptionContext:aws:kinesis:arn", "aws:ViaAWSService"}
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    return access_matrix.load()
+
+
+# ---- the file ------------------------------------------------------------------------------------
+def test_matrix_covers_every_principal_kind_action_and_decision(matrix):
+    assert len(matrix.cells) >= MIN_CELLS
+    assert {c.principal for c in matrix.cells} == set(access_matrix.PRINCIPAL_KINDS)
+    assert {c.action for c in matrix.cells} == set(access_matrix.ACTIONS)
+    assert {c.expect for c in matrix.cells} == set(access_matrix.DECISIONS)
+    # Every context dimension is exercised away from its default at least once.
+    for field, values in access_matrix.CONTEXT_FIELDS.items():
+        assert {c.context[field] for c in matrix.cells} == set(values), field
+    # Every prefix of the lake, and the job logs prefix, appear in at least one cell.
+    from infra.tenant import LAKE_PREFIXES
+
+    prefixes = {c.key.split("/", 1)[0] for c in matrix.cells if c.bucket == "lake" and c.key}
+    assert set(LAKE_PREFIXES) | {"logs"} <= prefixes
+
+
+def test_the_three_defects_of_issue_16_have_cells(matrix):
+    cells = {c.id: c for c in matrix.cells}
+    assert cells["job-put-logs"].expect == "Allowed" and cells["job-put-logs"].key.startswith("logs/")
+    assert cells["firehose-put-landing"].context["endpoint"] == "none"
+    assert cells["firehose-put-landing"].expect == "Allowed"
+    assert cells["other-tenant-misscoped-get-silver"].expect == "ExplicitlyDenied"
+    assert cells["other-tenant-misscoped-get-silver"].because == "DenyPrincipalsOutsideTenant"
+
+
+def test_rendered_table_in_modules_readme_is_current(matrix, capsys):
+    assert access_matrix.main(["--check"]) == 0, capsys.readouterr().err
+    table = access_matrix.render_table(matrix)
+    assert table in access_matrix.README.read_text()
+    assert table.count("\n| ") == len(matrix.cells) + 1  # header + one row per cell
+
+
+VALID = {"tenants": {"owner": "acme", "other": "globex", "streaming": "initech"},
+         "identity_policies": {"full": {"Version": "2012-10-17", "Statement": []}}}
+
+
+@pytest.mark.parametrize("cell, message", [
+    ({"principal": "job_role", "action": "s3:GetObject", "key": "a", "expect": "Allowed"}, "cell 1: id is required"),
+    ({"id": "x", "principal": "jobrole", "action": "s3:GetObject", "key": "a", "expect": "Allowed"},
+     "cell 1 (x): principal 'jobrole' is not one of job_role, "),
+    ({"id": "x", "principal": "job_role", "action": "s3:GetObject", "key": "a", "expect": "Denied"},
+     "cell 1 (x): expect 'Denied' is not one of Allowed, ExplicitlyDenied, ImplicitlyDenied"),
+    ({"id": "x", "principal": "job_role", "action": "s3:GetObject", "expect": "Allowed"},
+     "cell 1 (x): key is required for s3:GetObject"),
+    ({"id": "x", "principal": "job_role", "action": "s3:GetObject", "key": "a", "expect": "Allowed",
+      "context": {"tls": "yes"}}, "cell 1 (x): context.tls 'yes' is not one of True, False"),
+    ({"id": "x", "principal": "admin", "action": "s3:GetObject", "key": "a", "expect": "Allowed"},
+     "cell 1 (x): identity 'applied' needs a role of a tenant; admin has none"),
+    ({"id": "x", "principal": "anonymous", "action": "s3:GetObject", "key": "a", "expect": "Allowed",
+      "identity": "full"}, "cell 1 (x): a request of anonymous has no identity policy"),
+    ({"id": "x", "principal": "job_role", "action": "s3:GetObject", "key": "a", "expect": "ImplicitlyDenied",
+      "because": "ReadPrefixes"}, "cell 1 (x): because names a statement; an implicit deny has none"),
+    ({"id": "x", "principal": "job_role", "action": "s3:GetObject", "key": "a", "expect": "Allowed", "colour": 1},
+     "cell 1 (x): unknown field 'colour'"),
+])
+def test_a_bad_cell_fails_in_one_line_naming_cell_and_field(cell, message):
+    with pytest.raises(MatrixError) as err:
+        parse({**VALID, "cells": [cell]}, "m.yaml")
+    assert str(err.value).startswith(f"m.yaml: {message}") and "\n" not in str(err.value)
+
+
+def test_a_duplicate_cell_id_is_refused():
+    cell = {"id": "x", "principal": "job_role", "action": "s3:GetObject", "key": "a", "expect": "Allowed"}
+    with pytest.raises(MatrixError, match=r"^m.yaml: cell 2 \(x\): id is used by another cell$"):
+        parse({**VALID, "cells": [cell, cell]}, "m.yaml")
+
+
+# ---- every cell, against applied tenants -----------------------------------------------------------
+@pytest.fixture(scope="module")
+def client(aws_env):
+    """A factory ``client(service, region)`` for boto3 clients on the session emulator."""
+    import boto3
+
+    def make(service: str, region: str = "eu-west-1"):
+        return boto3.client(service, region_name=region, endpoint_url=aws_env["AWS_ENDPOINT_URL"],
+                            verify=aws_env["AWS_CA_BUNDLE"], aws_access_key_id=aws_env["AWS_ACCESS_KEY_ID"],
+                            aws_secret_access_key=aws_env["AWS_SECRET_ACCESS_KEY"])
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def applied(matrix, applied_tenant, client):
+    return {tenant: read_applied_tenant(applied_tenant(tenant), client) for tenant in matrix.tenants.values()}
+
+
+@pytest.fixture(scope="module")
+def outcomes(matrix, applied, client):
+    # The deployer: the identity terraform ran as, with the same credentials (the module resolves it the
+    # same way for its admin list: aws_iam_session_context turns a role session into the role ARN).
+    caller = client("sts").get_caller_identity()["Arn"]
+    builder = RequestBuilder(matrix, applied, admin_arn=principal_arn(caller), admin_caller_arn=caller)
+    return matrix_check.check(matrix, builder)
+
+
+@pytest.mark.integration
+def test_policies_are_read_back_from_the_applied_tenants(matrix, applied):
+    owner, other, streaming = (applied[matrix.tenants[r]] for r in ("owner", "other", "streaming"))
+    assert owner.key_arn != other.key_arn and owner.lake_bucket != other.lake_bucket
+    for tenant in applied.values():
+        assert {s["Sid"] for s in tenant.lake_policy["Statement"]} >= {"DenyInsecureTransport",
+                                                                        "DenyOutsideTenantVpcEndpoints"}
+        assert tenant.gateway_endpoint_id.startswith("vpce-") and tenant.gateway_endpoint_policy["Statement"]
+        assert all(role.policies for role in tenant.roles.values())
+    assert set(streaming.firehose_roles) >= {matrix.streaming_dataset}
+
+
+@pytest.mark.integration
+def test_every_cell_decides_as_expected(outcomes):
+    failed = [o.report() for o in outcomes if not o.ok]
+    by_kind = collections.Counter((o.cell.principal, o.ok) for o in outcomes)
+    print(f"access matrix: {len(outcomes)} cells, {len(outcomes) - len(failed)} as expected, {len(failed)} failed; "
+          + ", ".join(f"{kind} {by_kind[(kind, True)]}/{by_kind[(kind, True)] + by_kind[(kind, False)]}"
+                      for kind in access_matrix.PRINCIPAL_KINDS))
+    assert not failed, f"{len(failed)} of {len(outcomes)} cells failed:\n" + "\n".join(failed)
+
+
+@pytest.mark.integration
+def test_no_cell_relies_on_a_context_key_the_simulator_ignored(outcomes):
+    ignored = {o.cell.id: sorted(set(o.result.ignored_context_keys) & RELIED_ON_KEYS) for o in outcomes}
+    assert {cell: keys for cell, keys in ignored.items() if keys} == {}
+
+
+def test_the_pinned_simulator_is_installed():
+    assert simulate.PINNED_VERSION == "0.1.173"
+    assert simulate.installed_version() == simulate.PINNED_VERSION

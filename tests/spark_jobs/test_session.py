@@ -1,0 +1,106 @@
+"""Who owns which session setting: tenantlake for the sessions it starts, the launcher under spark-submit.
+
+The spark-submit test runs the deploy entrypoint the way EMR does (``spark-submit <conf> entrypoint.py
+run ...``) with a driver address that is not loopback and 3 shuffle partitions, and reads back from
+inside the job what its session runs with: the job's own "session:" line (values read from the
+running session) and Spark's event log (the application's environment as Spark recorded it). The
+driver still binds to 127.0.0.1 (``spark.driver.bindAddress``): tests bind to loopback only.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spark_jobs.session import LOCAL_DRIVER_HOST, LOCAL_SHUFFLE_PARTITIONS, S3aSettings, local_conf
+
+REPO = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+ENTRYPOINT = REPO / "infra" / "deploy" / "entrypoint.py"
+RECORDS = 50
+
+
+def non_loopback_address() -> str:
+    """This machine's IPv4 address on its default route (a UDP connect sends no packet)."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("203.0.113.1", 9))  # TEST-NET-3: only picks the route's source address
+        address = probe.getsockname()[0]
+    except OSError as exc:
+        pytest.fail(f"this machine has no route off loopback to take a driver address from: {exc}")
+    finally:
+        probe.close()
+    assert not address.startswith("127."), address
+    return address
+
+
+def test_a_session_tenantlake_starts_is_local_and_tuned(spark):
+    conf = spark.sparkContext.getConf()
+    assert conf.get("spark.master") == "local[2]"
+    assert conf.get("spark.driver.host") == conf.get("spark.driver.bindAddress") == LOCAL_DRIVER_HOST
+    assert spark.conf.get("spark.sql.shuffle.partitions") == str(LOCAL_SHUFFLE_PARTITIONS)
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+
+
+def test_local_conf_carries_the_trust_store_and_jars_only_when_given():
+    s3a = S3aSettings(endpoint="https://127.0.0.1:1", region="eu-west-1", kms_key_arn="k", truststore="/t.p12")
+    conf = local_conf("1g", 8, jars=["/a.jar", "/b.jar"], s3a=s3a)
+    assert conf["spark.jars"] == "/a.jar,/b.jar"
+    assert "-Djavax.net.ssl.trustStore=/t.p12" in conf["spark.driver.extraJavaOptions"]
+    bare = local_conf("1g", 8)
+    assert "spark.jars" not in bare and "spark.driver.extraJavaOptions" not in bare
+
+
+def _environment_properties(event_dir: Path) -> dict[str, str]:
+    """The application's Spark properties as recorded in its event log."""
+    (log,) = [p for p in event_dir.iterdir() if p.is_file()]
+    for line in log.read_text().splitlines():
+        event = json.loads(line)
+        if event.get("Event") == "SparkListenerEnvironmentUpdate":
+            return dict(event["Spark Properties"])
+    raise AssertionError(f"no environment update in {log}")
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_under_spark_submit_the_launchers_conf_wins(tmp_path):
+    address = non_loopback_address()
+    lake = tmp_path / "lake"
+    datagen = subprocess.run([sys.executable, "-m", "spark_jobs", "datagen", "--dataset", "iot", "--records",
+                              str(RECORDS), "--lake-uri", str(lake)], cwd=REPO, capture_output=True, text=True,
+                             timeout=120)
+    assert datagen.returncode == 0, datagen.stderr
+    events = tmp_path / "events"
+    events.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_HOME", "PYSPARK_GATEWAY_PORT")}
+    env.update(PATH=f"{VENV_BIN}:{env.get('PATH', '')}", PYSPARK_PYTHON=sys.executable,
+               PYSPARK_DRIVER_PYTHON=sys.executable, PYTHONPATH=str(REPO))
+    command = [str(VENV_BIN / "spark-submit"), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+               "--conf", "spark.sql.shuffle.partitions=3", "--conf", f"spark.driver.host={address}",
+               "--conf", "spark.driver.bindAddress=127.0.0.1", "--driver-memory", "1g",
+               "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={events.as_uri()}",
+               str(ENTRYPOINT), "run", "--dataset", "iot", "--layer", "bronze", "--lake-uri", str(lake)]
+    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=280)
+    assert result.returncode == 0, "\n".join(
+        line for line in (result.stdout + result.stderr).splitlines() if " INFO " not in line)[-3000:]
+
+    # The job's own report of its session, read back from the running session (spark-submit hands the
+    # Python driver's stderr to its own stdout).
+    (session_line,) = [line for line in result.stdout.splitlines() if line.startswith("session: ")]
+    reported = dict(item.split("=", 1) for item in session_line.split(": ", 2)[2].split(" ") if "=" in item)
+    assert reported["spark.driver.host"] == address
+    assert reported["spark.driver.bindAddress"] == "127.0.0.1"
+    assert reported["spark.sql.shuffle.partitions"] == "3"
+    assert reported["spark.master"] == "local[2]"
+    # Spark's own record of the application's conf says the same.
+    properties = _environment_properties(events)
+    assert properties["spark.driver.host"] == address
+    assert properties["spark.sql.shuffle.partitions"] == "3"
+    assert properties["spark.sql.session.timeZone"] == "UTC"  # the jobs' own settings still apply
+    manifests = list((lake / "reports" / "bronze" / "iot").glob("*/manifest.json"))
+    assert len(manifests) == 1 and json.loads(manifests[0].read_text())["rows_out"] == RECORDS
