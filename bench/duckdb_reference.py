@@ -304,6 +304,17 @@ def _parquet(path: str | Path) -> str:
     return f"read_parquet({_lit(str(path) + '/**/*.parquet')}, hive_partitioning = true)"
 
 
+def _relation(path: str | Path) -> str:
+    """Our output at ``path``: an Iceberg table (silver, gold) as the files of its current snapshot (a glob
+    would also read files only older snapshots reference), or a partitioned Parquet folder (quarantine,
+    the reference's own outputs)."""
+    if (Path(path) / "metadata").is_dir():
+        from spark_jobs.io.iceberg_files import duckdb_source
+
+        return duckdb_source(Path(path))
+    return _parquet(path)
+
+
 def _copy(con: duckdb.DuckDBPyConnection, relation: str, out: Path, partition_by: str | None = "event_date") -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     options = "FORMAT PARQUET, OVERWRITE_OR_IGNORE true" + (f", PARTITION_BY ({partition_by})" if partition_by else "")
@@ -364,7 +375,7 @@ def silver_checksum(con: duckdb.DuckDBPyConnection, contract: Contract, silver_d
         cols.append(f"CAST({_ident(col.name)} AS {cast})" if cast else _ident(col.name))
     fingerprint = f"hash({', '.join(cols)}, CAST(event_date AS DATE), _is_late)"
     row = con.execute(f"SELECT count(*), sum({fingerprint} % 1000000007), bit_xor({fingerprint}) "
-                      f"FROM {_parquet(silver_dir)}").fetchone()
+                      f"FROM {_relation(silver_dir)}").fetchone()
     return [int(v) if v is not None else None for v in row]
 
 
@@ -376,7 +387,7 @@ def compare_silver(con: duckdb.DuckDBPyConnection, contract: Contract, ours_lake
     dataset = contract.dataset
     checks = []
     for layer in ("silver", "quarantine"):
-        ours_n = con.execute(f"SELECT count(*) FROM {_parquet(lake / layer / dataset)}").fetchone()[0]
+        ours_n = con.execute(f"SELECT count(*) FROM {_relation(lake / layer / dataset)}").fetchone()[0]
         ref_n = con.execute(f"SELECT count(*) FROM {_parquet(ref / layer)}").fetchone()[0]
         checks.append(_check(f"{layer}_rows", int(ours_n), int(ref_n)))
     by_rule_sql = "SELECT r, count(*) FROM (SELECT unnest(_failed_rules) AS r FROM {}) GROUP BY r ORDER BY r"
@@ -397,7 +408,7 @@ def compare_gold(con: duckdb.DuckDBPyConnection, contract: Contract, ours_lake: 
     checks = []
     for name in contract.gold:
         reference = gold_reference(name)
-        ours_rel = _parquet(Path(ours_lake) / "gold" / contract.dataset / name)
+        ours_rel = _relation(Path(ours_lake) / "gold" / name)
         ref_rel = _parquet(Path(reference_dir) / "gold" / name)
         cols = (*reference.keys, *reference.values)
         select = ", ".join(f"CAST({_ident(c)} AS TIMESTAMP) AS {_ident(c)}" if re.search(r"(hour|start|end)$", c)

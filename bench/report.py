@@ -74,13 +74,23 @@ RATIO_COLUMNS = [("dataset", "dataset"), ("size", "events"), ("storage", "storag
                  ("validation_overhead", "validation overhead"), ("equal", "output equal to DuckDB")]
 INFRA_COLUMNS = [("measure", "measure"), ("n_tenants", "tenants"), ("parallelism", "parallelism"),
                  ("wall_s", "wall s"), ("per_tenant_s", "s per tenant"), ("note", "note")]
+BACKFILL_COLUMNS = [("round", "round"), ("variant", "code"), ("layer", "layer"), ("wall_s", "wall s"), ("publish_s", "publish s"),
+                    ("table_commit_s", "table commit s"), ("after_commit_s", "after commit s"),
+                    ("rows_in", "rows in"), ("rows_out", "rows out"), ("load", "load average before -> after")]
+BACKFILL_RATIO_COLUMNS = [("round", "round"), ("order", "order"), ("layer", "layer"), ("ours_over_baseline", "Iceberg / baseline (wall)"),
+                          ("publish_ours_over_baseline", "Iceberg / baseline (publish)")]
 
 
 def _section(title: str, result: dict[str, Any], path: Path, columns: list[tuple[str, str]]) -> list[str]:
     lines = [f"### {title}", "", _provenance(result, path), ""]
     lines += _table(result.get("rows") or [], columns)
     ratios = result.get("ratios")
-    if isinstance(ratios, list) and ratios:
+    if result.get("benchmark") == "backfill" and ratios:
+        lines += ["", "Ratios (time with the Iceberg tables / time with the baseline's Parquet folders; "
+                      "below 1 is faster):", "", *_table(ratios, BACKFILL_RATIO_COLUMNS, digits=3)]
+        lines += ["", "Checks: " + ", ".join(f"{c['check']} {'yes' if c.get('equal') else 'NO'}"
+                                               for c in result.get("checks") or [])]
+    elif isinstance(ratios, list) and ratios:
         ratio_keys = ("ours_over_duckdb", "tuned_over_naive", "validation_overhead")
         with_ratios = [row for row in ratios if any(row.get(key) is not None for key in ratio_keys)]
         lines += ["", "Ratios (throughput ratios; validation overhead = time with / without expectations − 1):", "",
@@ -94,7 +104,8 @@ def _section(title: str, result: dict[str, Any], path: Path, columns: list[tuple
 
 def render(results_dir: Path = RESULTS_DIR) -> str:
     sections: list[str] = []
-    known = {"pipeline": ("Pipeline", PIPELINE_COLUMNS), "infra": ("Infrastructure", INFRA_COLUMNS)}
+    known = {"pipeline": ("Pipeline", PIPELINE_COLUMNS), "infra": ("Infrastructure", INFRA_COLUMNS),
+             "backfill": ("Backfill", BACKFILL_COLUMNS)}
     for name, (title, columns) in known.items():
         path = results_dir / f"{name}.json"
         if path.exists():

@@ -1,4 +1,5 @@
-"""``python -m spark_jobs``: land or generate data, draft a contract, run one layer or all, print the counts table.
+"""``python -m spark_jobs``: land or generate data, draft a contract, run one layer or all, print the counts
+table, query and maintain the Iceberg tables.
 
 Lake selection, in order of precedence: ``--lake-uri`` (+ ``--kms-key-arn``, ``--region``,
 ``--s3-endpoint``, ``--truststore``), else ``--lake-config FILE``, else ``--tenant T`` (reads
@@ -57,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     commands = parser.add_subparsers(dest="command", required=True,
-                                     metavar="{datagen,land,contract,run,run-all,counts,recover,creds}")
+                                     metavar="{datagen,land,contract,run,run-all,counts,recover,creds,query,maintain}")
     datasets = available_datasets()
 
     gen = commands.add_parser("datagen", help="write deterministic sample data into landing/<dataset>/",
@@ -116,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     creds.add_arguments(creds_parser)
     _add_land_parser(commands)
     _add_contract_parser(commands)
+    _add_query_parser(commands)
+    _add_maintain_parser(commands, datasets)
     return parser
 
 
@@ -152,6 +155,43 @@ def _cmd_contract(args: argparse.Namespace) -> int:
     from spark_jobs import contract_infer
 
     return contract_infer.run(args)
+
+
+def _add_query_parser(commands) -> None:
+    from spark_jobs import query
+
+    parser = commands.add_parser("query", help="run SQL against the tenant's Iceberg tables (silver.*, gold.*)",
+                                 description=query.__doc__.split("\n\n")[0],
+                                 epilog=query.__doc__.split("\n\n", 2)[2],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("sql", help='e.g. "SELECT count(*) FROM gold.iot_hourly"')
+    parser.add_argument("--json", action="store_true", help="print the rows as a JSON list of objects")
+    parser.add_argument("--as-of", default="", help="read each table as of a snapshot id or a UTC time "
+                        "(2026-11-23T10:00:00Z)")
+    parser.add_argument("--max-rows", type=_positive_int, default=query.DEFAULT_MAX_ROWS,
+                        help=f"print at most this many rows (default: {query.DEFAULT_MAX_ROWS})")
+    _lake_args(parser)
+
+
+def _add_maintain_parser(commands, datasets: list[str]) -> None:
+    from spark_jobs import maintain
+
+    parser = commands.add_parser("maintain", help="compact, expire snapshots, remove orphan files of the tables",
+                                 description=maintain.__doc__.split("\n\n")[0],
+                                 epilog=maintain.__doc__.split("\n\n", 1)[1],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", action="append", choices=datasets, help="dataset (repeatable; default: all)")
+    parser.add_argument("--snapshot-retention-days", type=int, default=None,
+                        help="expire snapshots older than this (default: lake config retention_days.snapshots, "
+                             f"else {maintain.DEFAULT_SNAPSHOT_RETENTION_DAYS})")
+    parser.add_argument("--retain-last", type=_positive_int, default=maintain.DEFAULT_RETAIN_LAST,
+                        help=f"snapshots always kept (default: {maintain.DEFAULT_RETAIN_LAST})")
+    parser.add_argument("--orphan-age-days", type=int, default=maintain.DEFAULT_ORPHAN_AGE_DAYS,
+                        help=f"delete unreferenced files older than this (default: {maintain.DEFAULT_ORPHAN_AGE_DAYS}, "
+                             f"at least {maintain.MIN_ORPHAN_AGE_DAYS})")
+    parser.add_argument("--rewrite-all", action="store_true", help="rewrite every data file (default: small-file groups)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    _lake_args(parser)
 
 
 def _run_args(parser: argparse.ArgumentParser) -> None:
@@ -299,6 +339,57 @@ def _cmd_recover(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_query(args: argparse.Namespace) -> int:
+    from spark_jobs import catalog, query
+
+    lake = _resolve(args)
+    as_of = query.parse_as_of(args.as_of) if args.as_of else None
+    spark, created = _open_session(args, lake, "tenantlake-query")
+    try:
+        result = query.run_query(spark, catalog.register(spark, lake), args.sql, as_of=as_of, max_rows=args.max_rows)
+    finally:
+        if created:
+            spark.stop()
+    print(query.format_json(result) if args.json else query.format_result(result))
+    return EXIT_OK
+
+
+def _cmd_maintain(args: argparse.Namespace) -> int:
+    from spark_jobs import maintain
+    from spark_jobs.lake import read_lake_outputs
+
+    lake = _resolve(args)
+    retention = args.snapshot_retention_days
+    if retention is None and (args.tenant or args.lake_config) and not args.lake_uri:
+        retention = maintain.retention_from_outputs(read_lake_outputs(args.tenant, args.lake_config)[0])
+    options = maintain.MaintainOptions(
+        snapshot_retention_days=maintain.DEFAULT_SNAPSHOT_RETENTION_DAYS if retention is None else retention,
+        retain_last=args.retain_last, orphan_age_days=args.orphan_age_days, rewrite_all=args.rewrite_all)
+    options.validate()
+    spark, created = _open_session(args, lake, "tenantlake-maintain")
+    try:
+        results = maintain.maintain(spark, lake, args.dataset or available_datasets(), options,
+                                    progress=lambda line: print(line, file=sys.stderr, flush=True))
+    finally:
+        if created:
+            spark.stop()
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print(f"maintain: {len(results)} tables (snapshot retention {options.snapshot_retention_days} d, "
+              f"retain last {options.retain_last}, orphans older than {options.orphan_age_days} d)")
+    return EXIT_OK
+
+
+def _table_command_errors() -> tuple[type, ...]:
+    """Errors of the query/maintain commands (and the catalog) that are the user's to fix: exit 2."""
+    from spark_jobs.catalog import CatalogError
+    from spark_jobs.maintain import MaintainError
+    from spark_jobs.query import QueryError
+
+    return CatalogError, MaintainError, QueryError
+
+
 def _lake_selection(args: argparse.Namespace) -> str:
     """The lake options of this command line, to repeat in a suggested command."""
     if getattr(args, "lake_uri", ""):
@@ -343,8 +434,12 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_land(args)
         if args.command == "contract":
             return _cmd_contract(args)
+        if args.command == "query":
+            return _cmd_query(args)
+        if args.command == "maintain":
+            return _cmd_maintain(args)
         return _cmd_run(args)
-    except (LakeConfigError, ContractError, DatagenError, _producer_error()) as exc:
+    except (LakeConfigError, ContractError, DatagenError, _producer_error(), *_table_command_errors()) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except InvariantViolation as exc:

@@ -1,8 +1,8 @@
 """Where a tenant's lake is and how to reach it: the lake URI, key and endpoint, and the layout under it.
 
-Layout (INTERFACES section 4): ``landing/<ds>/``, ``bronze/<ds>/``, ``silver/<ds>/event_date=.../``,
-``gold/<ds>/<gold_name>/``, ``quarantine/<ds>/``, ``checkpoints/<ds>/bronze/``,
-``reports/<layer>/<ds>/<run_id>/manifest.json``. Jobs never rebuild resource names: the launcher
+Layout (INTERFACES section 4): ``landing/<ds>/``, ``bronze/<ds>/``, ``silver/<ds>/`` (the Iceberg table
+``silver.<ds>``), ``gold/<table>/`` (the Iceberg table ``gold.<table>``, ``gold_table_name``), ``quarantine/<ds>/``,
+``checkpoints/<ds>/bronze/``, ``reports/<layer>/<ds>/<run_id>/manifest.json``. Jobs never rebuild resource names: the launcher
 passes the lake URI and key (from the tenant's Terraform outputs).
 """
 from __future__ import annotations
@@ -76,13 +76,23 @@ class LakeConfig:
         return self.path("quarantine", dataset)
 
     def gold(self, dataset: str, gold_name: str) -> str:
-        return self.path("gold", dataset, gold_name)
+        """The location of the gold table ``gold.<gold_table_name(dataset, gold_name)>``: an Iceberg Hadoop
+        catalog places a table at ``<warehouse>/<namespace>/<table>``."""
+        return self.path("gold", gold_table_name(dataset, gold_name))
 
     def checkpoint(self, dataset: str) -> str:
         return self.path("checkpoints", dataset, "bronze")
 
     def report_dir(self, layer: str, dataset: str, run_id: str) -> str:
         return self.path("reports", layer, dataset, run_id)
+
+
+def gold_table_name(dataset: str, gold_name: str) -> str:
+    """The gold table of ``gold_name`` for ``dataset``: the gold's own name when it starts with the
+    dataset's (``iot_hourly`` of ``iot``), else ``<dataset>_<gold_name>``: a generic gold module such as
+    ``period_summary`` serves several datasets, each with a table of its own
+    (``airquality_period_summary``)."""
+    return gold_name if gold_name.startswith(dataset) else f"{dataset}_{gold_name}"
 
 
 def lake_from_outputs(outputs: dict, source: str) -> LakeConfig:

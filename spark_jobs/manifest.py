@@ -1,7 +1,9 @@
 """The run manifest: one JSON per job run at ``reports/<layer>/<dataset>/<run_id>/manifest.json``.
 
 Every run checks ``rows_in = rows_out + quarantined + duplicates`` before it publishes anything; a run
-that breaks it raises ``InvariantViolation`` (exit code 3), and its manifest says so.
+that breaks it raises ``InvariantViolation`` (exit code 3), and its manifest says so. Silver and gold
+runs record, per table they committed to, the Iceberg snapshot the publish created (``tables``), and
+gold records the silver snapshot it read (``input_snapshots``).
 """
 from __future__ import annotations
 
@@ -76,6 +78,10 @@ class RunManifest:
     published: bool = False            # the outputs were written (false when a check stopped the run)
     inputs: list[str] = dataclasses.field(default_factory=list)
     outputs: dict[str, str] = dataclasses.field(default_factory=dict)
+    # output name -> {table, location, catalog, snapshot_id, parent_id, operation, committed_at, run_id,
+    # added_records, deleted_records, total_records, columns, partitioning} (spark_jobs.io.tables)
+    tables: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    input_snapshots: dict[str, int] = dataclasses.field(default_factory=dict)  # table read -> snapshot id
     output_rows: dict[str, int] = dataclasses.field(default_factory=dict)
     batches: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     stages: list[dict[str, Any]] = dataclasses.field(default_factory=list)

@@ -1,18 +1,22 @@
-"""Row counts per layer, read back from the lake: what ``make demo`` prints at the end."""
+"""Row counts per layer, read back from the lake: what ``make demo`` prints at the end.
+
+Landing, bronze and quarantine are counted from their Parquet/JSON files; silver and gold from their
+Iceberg tables' current snapshots (``SELECT count(*) FROM gold.iot_hourly`` gives the same number).
+"""
 from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
 from spark_jobs.contract import load_contract
 from spark_jobs.io import landing as landing_io
-from spark_jobs.io import storage
-from spark_jobs.lake import LakeConfig
+from spark_jobs.io import storage, tables
+from spark_jobs.lake import LakeConfig, gold_table_name
 from spark_jobs.transforms import stream_records
 
 
 def layer_counts(spark: SparkSession, lake: LakeConfig, datasets: list[str]) -> list[dict]:
-    """One row per (dataset, layer or gold table): ``{"dataset", "layer", "rows", "location"}``;
-    rows is None when the location holds no data yet."""
+    """One row per (dataset, layer or gold table): ``{"dataset", "layer", "rows", "location"}`` (silver and
+    gold rows also name their ``table``); rows is None when the location holds no data yet."""
     table = []
     for dataset in datasets:
         contract = load_contract(dataset)
@@ -21,13 +25,25 @@ def layer_counts(spark: SparkSession, lake: LakeConfig, datasets: list[str]) -> 
         if storage.has_data_files(spark, landing):
             landing_rows = _landing_records(spark, landing, contract)
         table.append({"dataset": dataset, "layer": "landing (records)", "rows": landing_rows, "location": landing})
-        locations = [("bronze", lake.bronze(dataset)), ("silver", lake.silver(dataset)),
-                     ("quarantine", lake.quarantine(dataset))]
-        locations += [(f"gold {name}", lake.gold(dataset, name)) for name in contract.gold]
-        for layer, uri in locations:
-            rows = spark.read.parquet(uri).count() if storage.has_data_files(spark, uri) else None
-            table.append({"dataset": dataset, "layer": layer, "rows": rows, "location": uri})
+        table.append(_parquet_count(spark, dataset, "bronze", lake.bronze(dataset)))
+        table.append(_table_count(spark, lake, dataset, "silver", "silver", dataset))
+        table.append(_parquet_count(spark, dataset, "quarantine", lake.quarantine(dataset)))
+        table += [_table_count(spark, lake, dataset, f"gold {name}", "gold", gold_table_name(dataset, name))
+                  for name in contract.gold]
     return table
+
+
+def _parquet_count(spark: SparkSession, dataset: str, label: str, uri: str) -> dict:
+    rows = spark.read.parquet(uri).count() if storage.has_data_files(spark, uri) else None
+    return {"dataset": dataset, "layer": label, "rows": rows, "location": uri}
+
+
+def _table_count(spark: SparkSession, lake: LakeConfig, dataset: str, label: str, layer: str, name: str) -> dict:
+    """Rows of the table's current snapshot (None: no table, or no snapshot yet)."""
+    tbl = tables.table(spark, lake, layer, name)
+    rows = tables.read(spark, tbl).count() if tables.current_snapshot(spark, tbl) is not None else None
+    location = lake.path(layer, name)  # the table's folder: silver/<dataset>, gold/<table>
+    return {"dataset": dataset, "layer": label, "rows": rows, "location": location, "table": tbl.display}
 
 
 def _landing_records(spark: SparkSession, landing_uri: str, contract) -> int | None:

@@ -20,6 +20,8 @@ import dataclasses
 import os
 import sys
 
+from spark_jobs.catalog import session_conf as iceberg_session_conf
+
 LOCAL_SHUFFLE_PARTITIONS = 8  # 2 cores: 200 (Spark's default) made silver 2x larger and gold 3x slower
 LOCAL_DRIVER_HOST = "127.0.0.1"
 # What the spark-submit line reports: where the driver is and how the job is sized.
@@ -156,6 +158,8 @@ def build_session(
         os.environ.setdefault("SPARK_LOCAL_IP", LOCAL_DRIVER_HOST)
         builder = builder.master(master or os.environ.get("TENANTLAKE_SPARK_MASTER", "local[2]"))
         conf.update(local_conf(driver_memory, shuffle_partitions, jars, s3a))
+    # Iceberg (spark_jobs/catalog.py): its SQL extensions, and locally its runtime jar (static settings).
+    conf.update(iceberg_session_conf(conf.get("spark.jars", "")))
     conf.update(extra_conf or {})
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -74,6 +74,8 @@ def main() -> int:
     print(f"    outputs:  s3://{lake['lake_bucket_name']}/{{bronze,silver,gold,quarantine,reports}}/ on {state.endpoint}")
     print(f"    counts:   eval \"$(.venv/bin/python -m infra.local.emulator env)\" && "
           f".venv/bin/python -m spark_jobs counts --tenant {TENANT}")
+    print(f"    query:    .venv/bin/python -m spark_jobs query --tenant {TENANT} "
+          "\"SELECT count(*) FROM gold.iot_hourly\"  (same environment; silver.* and gold.* are Iceberg tables)")
     print("    the emulator keeps running; `make emulator-down` stops it (and drops its data).")
     return 0
 

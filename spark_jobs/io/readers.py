@@ -1,4 +1,5 @@
-"""Readers of the parquet layers (landing files: ``spark_jobs/io/landing.py``)."""
+"""Readers of the Parquet layers: bronze and quarantine (landing files: ``spark_jobs/io/landing.py``; silver
+and gold are Iceberg tables: ``spark_jobs/io/tables.py``)."""
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
@@ -15,10 +16,3 @@ def read_layer(spark: SparkSession, uri: str, what: str, hint: str) -> DataFrame
         raise MissingInputError(f"{what} has no data at {uri}; {hint}")
     return spark.read.parquet(uri)
 
-
-def read_partitions(spark: SparkSession, uri: str, column: str, values: list[str]) -> DataFrame:
-    """Rows of the given partitions only (``uri`` as the base path, so the column is kept)."""
-    existing = [f"{uri}/{column}={v}" for v in values if storage.exists(spark, f"{uri}/{column}={v}")]
-    if not existing:
-        return spark.read.parquet(uri).limit(0) if storage.has_data_files(spark, uri) else None
-    return spark.read.option("basePath", uri).parquet(*existing)

@@ -1,4 +1,5 @@
-"""Writers: partitioned parquet with dynamic partition overwrite.
+"""Writers: partitioned Parquet with dynamic partition overwrite (bronze batches, quarantine). Silver and
+gold are Iceberg tables, written by ``spark_jobs.io.tables``.
 
 Why a half-written run is never visible: Spark's commit protocol writes every task's files under a
 hidden staging directory (``.spark-staging-<job>`` / ``_temporary``, names Spark's readers skip) and

@@ -1,38 +1,65 @@
-"""Gold job: silver/<dataset>/ -> gold/<dataset>/<gold_name>/event_date=.../ for each gold in the contract.
+"""Gold job: the table silver.<dataset> -> an Iceberg table gold.<table> for each gold in the contract
+(``spark_jobs.lake.gold_table_name``: ``gold.iot_hourly``, ``gold.airquality_period_summary``).
 
-Every output is computed (and reconciled) before any is written; each is then written with dynamic
-partition overwrite over the event dates read, so re-runs are idempotent. Counts: rows_in = silver
-rows read; rows_out = silver rows the aggregates account for (the sum of each gold's
-``RECONCILE_COLUMN``, which must equal rows_in for every gold that declares one).
+Silver is read at one snapshot (recorded in the manifest as ``input_snapshots``), so a silver commit
+during the run cannot mix two versions. Every output is computed (and reconciled) before any is
+written; each is then committed with an overwrite of the event dates read (plus the null partition on
+a full run), so re-runs are idempotent. Counts: rows_in = silver rows read; rows_out = silver rows the
+aggregates account for (the sum of each gold's ``RECONCILE_COLUMN``, which must equal rows_in for
+every gold that declares one). Each gold table is its own commit: a run stopped between two of them
+leaves the first new and the second as it was, both readable.
 """
 from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from spark_jobs.io import readers, writers
+from spark_jobs.io import readers, tables
 from spark_jobs.jobs.runtime import JobRun
+from spark_jobs.jobs.silver import silver_partitioning
+from spark_jobs.lake import gold_table_name
 from spark_jobs.manifest import InvariantViolation
-from spark_jobs.transforms.gold import load_gold
+from spark_jobs.transforms.gold import GoldSpec, load_gold
+
+
+class GoldPartitioningError(ValueError):
+    """A gold module declares a partitioning the tables do not support."""
+
+
+def gold_partitioning(spec: GoldSpec) -> tables.Partitioning:
+    """Identity on the gold's ``event_date`` column (``PARTITION_BY``): the column is the event date
+    itself, so a ``days()`` transform would give the same partitions."""
+    if len(spec.partition_by) != 1:
+        raise GoldPartitioningError(f"gold {spec.name}: PARTITION_BY must name one date column, got {spec.partition_by}")
+    return tables.Partitioning(spec.partition_by[0], "identity")
 
 
 def run_gold(run: JobRun) -> None:
     spark, lake, contract, manifest = run.spark, run.lake, run.contract, run.manifest
     dataset = contract.dataset
-    silver_uri = lake.silver(dataset)
-    manifest.inputs = [silver_uri]
-    silver = readers.read_layer(spark, silver_uri, f"silver {dataset}",
-                                f"run `python -m spark_jobs run --dataset {dataset} --layer silver` first")
+    silver_table = tables.table(spark, lake, "silver", dataset)
+    manifest.inputs = [silver_table.location]
+    hint = f"run `python -m spark_jobs run --dataset {dataset} --layer silver` first"
+    snapshot = tables.current_snapshot(spark, silver_table)
+    if snapshot is None:
+        raise readers.MissingInputError(f"silver {dataset} has no data in table {silver_table.display} "
+                                        f"({silver_table.location}); {hint}")
+    manifest.input_snapshots = {silver_table.display: snapshot["snapshot_id"]}
+    silver = tables.read(spark, silver_table, snapshot["snapshot_id"])
     if manifest.date:
-        silver = silver.where(F.col("event_date") == F.lit(manifest.date).cast("date"))
+        # The event-time range lets Iceberg prune to the one days() partition; event_date is the contract.
+        day = silver_partitioning(contract).covering([manifest.date], include_null=False)
+        silver = silver.where(F.expr(day)).where(F.col("event_date") == F.lit(manifest.date).cast("date"))
     silver = silver.persist()
     manifest.rows_in = silver.count()
-    covered_dates = sorted(str(r[0]) for r in silver.select("event_date").distinct().collect())
-    run.stage("silver read", rows_in=manifest.rows_in, event_dates=len(covered_dates))
+    covered_dates = sorted(str(r[0]) for r in silver.select("event_date").distinct().collect() if r[0] is not None)
+    run.stage("silver read", rows_in=manifest.rows_in, event_dates=len(covered_dates),
+              snapshot_id=snapshot["snapshot_id"])
 
     built = []
     accounted: int | None = None
     for name in contract.gold:
         spec = load_gold(name)
+        partitioning = gold_partitioning(spec)
         output = spec.build(silver, dict(contract.gold_options.get(name, {}))).persist()
         rows = output.count()
         manifest.output_rows[name] = rows
@@ -44,16 +71,25 @@ def run_gold(run: JobRun) -> None:
                                          f"{manifest.rows_in} silver rows were read")
             accounted = total
         run.stage(f"built {name}", rows=rows)
-        built.append((spec, output))
+        built.append((spec, partitioning, output))
     manifest.rows_out = manifest.rows_in if accounted is None else accounted
     manifest.check_invariant()
 
-    for spec, output in built:
+    for spec, _, output in built:
         run.validate(output, gold_name=spec.name, silver_count=manifest.rows_in)
-    for spec, output in built:
-        writers.replace_partitions(output, lake.gold(dataset, spec.name), list(spec.partition_by),
-                                   covered=covered_dates if list(spec.partition_by) == ["event_date"] else None)
-        run.stage(f"published {spec.name}", rows=manifest.output_rows[spec.name])
+    for spec, partitioning, output in built:
+        gold_table = tables.table(spark, lake, "gold", gold_table_name(dataset, spec.name))
+        covered = partitioning.covering(covered_dates, include_null=not manifest.date)
+        created = tables.overwrite(output, gold_table, partitioning, covered, run.run_id)
+        manifest.tables[spec.name] = tables.publish_record(spark, gold_table, created)
+        manifest.published = True
+        # The commit's own record count (from its manifests) must be the rows computed; a scan per gold table
+        # would add a Spark job each (silver, the input, is read back with a scan).
+        if created["added_records"] != manifest.output_rows[spec.name]:
+            raise InvariantViolation(f"gold {dataset}.{spec.name}: {manifest.output_rows[spec.name]} rows computed but "
+                                     f"snapshot {created['snapshot_id']} added {created['added_records']}")
+        run.stage(f"published {spec.name}", rows=created["added_records"], snapshot_id=created["snapshot_id"])
         output.unpersist()
+    # Every table of the contract is committed; a contract without gold tables has nothing to publish.
     manifest.published = True
     silver.unpersist()

@@ -1,26 +1,42 @@
-"""Silver job: bronze/<dataset>/ -> silver/<dataset>/event_date=.../ and quarantine/<dataset>/event_date=.../.
+"""Silver job: bronze/<dataset>/ -> the Iceberg table silver.<dataset>, and quarantine/<dataset>/event_date=.../.
 
 Silver is recomputed from bronze (all of it, or the rows of one ``--date``): the output is a function
-of the input, and dynamic partition overwrite replaces exactly the event dates it covers, so a re-run
-on the same bronze changes nothing. Counts are checked BEFORE anything is written:
-``rows_in (bronze rows) = rows_out (silver) + quarantined + duplicates``.
+of the input. The table is partitioned by ``days(<event time>)`` and each publish replaces exactly the
+event dates the run covers (plus the null partition on a full run) in one Iceberg commit, so a re-run
+on the same bronze commits the same rows. Counts are checked BEFORE anything is written:
+``rows_in (bronze rows) = rows_out (silver) + quarantined + duplicates``; validation runs before the
+commit too, and a blocked publish commits nothing. After the commit the rows of the covered
+partitions are read back from the new snapshot and must equal ``rows_out``.
+
+Quarantine stays plain Parquet (written with dynamic partition overwrite): its objects expire by the
+bucket's lifecycle rule after ``retention_days["quarantine"]``, which would corrupt an Iceberg table
+(spark_jobs/README.md, "Quarantine").
 """
 from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from spark_jobs.io import readers, writers
+from spark_jobs.contract import Contract
+from spark_jobs.io import readers, tables, writers
 from spark_jobs.jobs.runtime import JobRun
 from spark_jobs.manifest import InvariantViolation
 from spark_jobs.transforms import silver as silver_tx
 
 
+def silver_partitioning(contract: Contract) -> tables.Partitioning:
+    """``days(<event time>)`` for a timestamp event time (hidden: readers filter on the column itself);
+    identity on a date event time."""
+    kind = contract.column(contract.event_time).type
+    return tables.Partitioning(contract.event_time, "day" if kind == "timestamp" else "identity")
+
+
 def run_silver(run: JobRun) -> None:
     spark, lake, contract, manifest = run.spark, run.lake, run.contract, run.manifest
     dataset = contract.dataset
-    bronze_uri, silver_uri, quarantine_uri = lake.bronze(dataset), lake.silver(dataset), lake.quarantine(dataset)
+    silver_table = tables.table(spark, lake, "silver", dataset)
+    bronze_uri, quarantine_uri = lake.bronze(dataset), lake.quarantine(dataset)
     manifest.inputs = [bronze_uri]
-    manifest.outputs = {"silver": silver_uri, "quarantine": quarantine_uri}
+    manifest.outputs = {"silver": lake.silver(dataset), "quarantine": quarantine_uri}
 
     bronze = readers.read_layer(spark, bronze_uri, f"bronze {dataset}",
                                 f"run `python -m spark_jobs run --dataset {dataset} --layer bronze` first")
@@ -48,14 +64,19 @@ def run_silver(run: JobRun) -> None:
     run.validate(silver, quarantine_df=quarantine)
     covered_dates = sorted(str(r[0]) for r in flagged.select(F.to_date(contract.event_time)).distinct().collect()
                            if r[0] is not None)
-    writers.replace_partitions(silver, silver_uri, ["event_date"], covered=covered_dates)
+    partitioning = silver_partitioning(contract)
+    # A full run covers the null partition too (rows without an event time, if a contract allows them).
+    covered = partitioning.covering(covered_dates, include_null=not manifest.date)
+    snapshot = tables.overwrite(silver, silver_table, partitioning, covered, run.run_id)
+    manifest.tables["silver"] = tables.publish_record(spark, silver_table, snapshot)
+    run.stage("committed silver", snapshot_id=snapshot["snapshot_id"], event_dates=len(covered_dates))
     writers.replace_partitions(quarantine, quarantine_uri, ["event_date"], covered=covered_dates)
     manifest.published = True
-    written = readers.read_partitions(spark, silver_uri, "event_date", covered_dates)
-    written_rows = 0 if written is None else written.count()
+    written_rows = tables.count_where(spark, silver_table, snapshot["snapshot_id"], covered)
     if written_rows != manifest.rows_out:
         raise InvariantViolation(f"silver {dataset}: {manifest.rows_out} rows computed but {written_rows} read back "
-                                 f"from {silver_uri} for event dates {covered_dates}")
+                                 f"from {silver_table.display} snapshot {snapshot['snapshot_id']} for event dates "
+                                 f"{covered_dates}")
     manifest.output_rows = {"silver": manifest.rows_out, "quarantine": manifest.quarantined}
     run.stage("published", silver_rows=written_rows, event_dates=len(covered_dates))
     for df in (flagged, silver, quarantine):

@@ -34,6 +34,7 @@ import pytest
 from spark_jobs import cli
 from spark_jobs.datagen import DatagenConfig, generate
 from spark_jobs.datagen.sink import write_landing
+from spark_jobs.io import tables
 from spark_jobs.lake import LakeConfig
 
 pytestmark = pytest.mark.integration
@@ -368,7 +369,7 @@ def run(spark, tmp_path_factory):
     out: dict[str, Any] = {"exit_code": exit_code, "root": root, "good": good}
     for dataset in DATASETS:
         quarantine = spark.read.parquet(str(root / "quarantine" / dataset))
-        silver = spark.read.parquet(str(root / "silver" / dataset))
+        silver = tables.read(spark, tables.table(spark, lake, "silver", dataset))
         bronze = spark.read.parquet(str(root / "bronze" / dataset))
         out[dataset] = {
             "bronze": collections.Counter(_case_of(r[0]) for r in bronze.select("_source_file").collect()),

@@ -23,6 +23,7 @@ import pytest
 
 from spark_jobs.datagen import DatagenConfig, generate
 from spark_jobs.datagen.sink import write_landing
+from spark_jobs.io import iceberg_files, tables
 from spark_jobs.lake import LakeConfig
 from tests.conftest import REPO_ROOT
 
@@ -41,7 +42,7 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
             "PYTHONPATH": str(REPO_ROOT), **extra}
 
 
-def _cli(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def _cli(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "spark_jobs", *args], cwd=REPO_ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout)
 
@@ -214,10 +215,20 @@ def test_bronze_killed_mid_batch_while_files_keep_arriving_ingests_every_event_o
 # ---------------------------------------------------------------- 2. SIGKILL silver and gold during their write
 
 def _layer_rows(folder: Path, drop: tuple[str, ...] = ("_run_id",)) -> list[tuple]:
-    """Rows of a partitioned parquet folder as a reader that skips hidden folders sees them."""
+    """Rows of a partitioned parquet folder (quarantine) as a reader that skips hidden folders sees them."""
     rel = duckdb.sql(f"SELECT * FROM read_parquet('{folder}/*=*/*.parquet', hive_partitioning = true)")
     columns = [c for c in rel.columns if c not in drop]
     return sorted(duckdb.sql(f"SELECT {', '.join(columns)} FROM rel").fetchall(), key=repr)
+
+
+def _table_state(folder: Path) -> tuple[int, list[tuple]]:
+    """(current snapshot id, its rows) of an Iceberg table, read with DuckDB from the snapshot's files."""
+    snapshot = iceberg_files.table_metadata(folder)["current-snapshot-id"]
+    return snapshot, sorted(duckdb.sql(f"SELECT * FROM {iceberg_files.duckdb_source(folder)}").fetchall(), key=repr)
+
+
+def _data_files_on_disk(table: Path) -> set[Path]:
+    return set((table / "data").rglob("*.parquet")) if (table / "data").is_dir() else set()
 
 
 def _latest_manifest(lake_dir: Path, layer: str) -> dict:
@@ -225,26 +236,25 @@ def _latest_manifest(lake_dir: Path, layer: str) -> dict:
     return json.loads((runs[-1] / "manifest.json").read_text())
 
 
-def _kill_during_write(env, log, lake_dir: Path, layer: str, outputs: list[Path]) -> list[str]:
-    """Run one layer and SIGKILL it as soon as its staging folder appears; retried if the write was too quick."""
+def _kill_during_write(env, log, lake_dir: Path, layer: str, table: Path) -> list[str]:
+    """Run one layer and SIGKILL it as soon as it writes a new data file into ``table`` (its Iceberg write,
+    before the commit); retried if the commit came first. Returns the files the killed write left."""
     for _ in range(3):
+        before_files, (before_snapshot, _) = _data_files_on_disk(table), _table_state(table)
         job = _start(env, log, "run", "--lake-uri", str(lake_dir), "--dataset", DATASET, "--layer", layer)
         try:
             deadline = time.monotonic() + 240
-            while time.monotonic() < deadline and job.poll() is None:
-                staging = [name for folder in outputs for name in _leftovers(folder)]
-                if staging:
-                    break
+            while time.monotonic() < deadline and job.poll() is None and not _data_files_on_disk(table) - before_files:
                 time.sleep(0.005)
         finally:
             _kill_group(job)
-        left = [f"{folder.name}/{name}" for folder in outputs for name in _leftovers(folder)]
-        if left:
-            return left
-    pytest.fail(f"{layer}: never caught the write in progress:\n{log.read_text()[-2000:]}")
+        if _table_state(table)[0] == before_snapshot and _data_files_on_disk(table) - before_files:
+            return sorted(p.name for p in _data_files_on_disk(table) - before_files)
+    pytest.fail(f"{layer}: never caught the write before its commit:\n{log.read_text()[-2000:]}")
 
 
-def test_silver_and_gold_killed_during_their_write_leave_no_partial_or_duplicate_partitions(tmp_path, in_process):
+def test_silver_and_gold_killed_during_their_write_leave_the_previous_snapshot_and_no_partial_rows(
+        tmp_path, in_process):
     lake_dir = tmp_path / "lake"
     data = generate(DatagenConfig(dataset=DATASET, records=4000, batch_size=80, sources=6, bad_rate=0.05, seed=3,
                                   interval_seconds=240))
@@ -253,17 +263,23 @@ def test_silver_and_gold_killed_during_their_write_leave_no_partial_or_duplicate
     run_all = ["run-all", "--lake-uri", str(lake_dir), "--dataset", DATASET]
     code, err = in_process(*run_all)
     assert code == 0, err
-    silver, quarantine = lake_dir / "silver" / DATASET, lake_dir / "quarantine" / DATASET
-    gold = lake_dir / "gold" / DATASET / "iot_hourly"
-    clean = {name: (_visible_partitions(folder), _layer_rows(folder))
-             for name, folder in {"silver": silver, "quarantine": quarantine, "gold": gold}.items()}
+    silver, quarantine, gold = lake_dir / "silver" / DATASET, lake_dir / "quarantine" / DATASET, lake_dir / "gold" / "iot_hourly"
+    clean = {"silver": _table_state(silver), "gold": _table_state(gold)}
+    clean_quarantine = (_visible_partitions(quarantine), _layer_rows(quarantine))
     clean_manifests = {layer: _latest_manifest(lake_dir, layer) for layer in ("silver", "gold")}
 
-    killed = {"silver": _kill_during_write(env, log, lake_dir, "silver", [silver, quarantine]),
-              "gold": _kill_during_write(env, log, lake_dir, "gold", [gold])}
-    # Killed before its commit: the published partitions are the clean run's, untouched.
-    for name, folder in {"silver": silver, "quarantine": quarantine, "gold": gold}.items():
-        assert (_visible_partitions(folder), _layer_rows(folder)) == clean[name], f"{name} changed by a killed write"
+    killed = {"silver": _kill_during_write(env, log, lake_dir, "silver", silver),
+              "gold": _kill_during_write(env, log, lake_dir, "gold", gold)}
+    # Killed before its commit: the current snapshot is the clean run's, and so is every row a reader of
+    # the table sees; the killed write's files are on disk, referenced by no snapshot.
+    for name, folder in {"silver": silver, "gold": gold}.items():
+        assert _table_state(folder) == clean[name], f"{name} changed by a killed write"
+        assert set(killed[name]) <= {p.name for p in _data_files_on_disk(folder)}
+        assert not set(killed[name]) & {f.path.name for f in iceberg_files.data_files(folder)}
+    assert (_visible_partitions(quarantine), _layer_rows(quarantine)) == clean_quarantine
+    # Spark reads the same: the previous snapshot, whole.
+    silver_table = tables.table(in_process.spark, LakeConfig(lake_uri=str(lake_dir)), "silver", DATASET)
+    assert tables.read(in_process.spark, silver_table).count() == len(clean["silver"][1])
     # A run manifest is a report: a corrupt one must not change what a re-run does.
     for layer in ("bronze", "silver", "gold"):
         runs = sorted((lake_dir / "reports" / layer / DATASET).iterdir())
@@ -271,10 +287,10 @@ def test_silver_and_gold_killed_during_their_write_leave_no_partial_or_duplicate
 
     code, rerun = in_process(*run_all)
     assert code == 0, rerun
-    assert "removed leftovers" in rerun
-    for name, folder in {"silver": silver, "quarantine": quarantine, "gold": gold}.items():
-        assert _leftovers(folder) == [], f"{name}: staging left visible to glob readers"
-        assert (_visible_partitions(folder), _layer_rows(folder)) == clean[name], f"{name} differs from the clean run"
+    for name, folder in {"silver": silver, "gold": gold}.items():
+        snapshot, rows = _table_state(folder)
+        assert snapshot != clean[name][0] and rows == clean[name][1], f"{name} differs from the clean run"
+    assert (_visible_partitions(quarantine), _layer_rows(quarantine)) == clean_quarantine
     bronze_run = _latest_manifest(lake_dir, "bronze")
     assert bronze_run["status"] == "succeeded" and bronze_run["rows_in"] == 0  # nothing ingested twice
     for layer in ("silver", "gold"):
@@ -283,11 +299,24 @@ def test_silver_and_gold_killed_during_their_write_leave_no_partial_or_duplicate
         assert manifest["rows_in"] == manifest["rows_out"] + manifest["quarantined"] + manifest["duplicates"]
         for key in ("rows_in", "rows_out", "quarantined", "duplicates"):
             assert manifest[key] == clean_manifests[layer][key], f"{layer} {key} differs from the clean run"
+
+    # The killed writes' files are orphans: `maintain` deletes them once older than --orphan-age-days.
+    old = time.time() - 4 * 86400
+    for name, folder in {"silver": silver, "gold": gold}.items():
+        for path in _data_files_on_disk(folder):
+            if path.name in killed[name]:
+                os.utime(path, (old, old))
+    code, maintained = in_process("maintain", "--lake-uri", str(lake_dir), "--dataset", DATASET, "--json")
+    assert code == 0, maintained
+    for name, folder in {"silver": silver, "gold": gold}.items():
+        assert not set(killed[name]) & {p.name for p in _data_files_on_disk(folder)}
+        assert _table_state(folder)[1] == clean[name][1]
     silver_run = _latest_manifest(lake_dir, "silver")
     assert silver_run["rows_in"] == data.raw_records
-    _report("silver/gold SIGKILL", killed=killed, records=data.raw_records, silver_rows=silver_run["rows_out"],
-            quarantined=silver_run["quarantined"], duplicates=silver_run["duplicates"],
-            silver_partitions=len(clean["silver"][0]), gold_rows=len(clean["gold"][1]), corrupt_manifests=3)
+    _report("silver/gold SIGKILL", killed={k: len(v) for k, v in killed.items()}, records=data.raw_records,
+            silver_rows=silver_run["rows_out"], quarantined=silver_run["quarantined"],
+            duplicates=silver_run["duplicates"], silver_days=len({f.path.parent.name for f in iceberg_files.data_files(silver)}),
+            gold_rows=len(clean["gold"][1]), corrupt_manifests=3)
 
 
 # ---------------------------------------------------------------- 3. corrupt checkpoint and file-source manifest

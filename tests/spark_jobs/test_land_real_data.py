@@ -32,6 +32,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from spark_jobs.io import iceberg_files
+from spark_jobs.lake import gold_table_name
 from tests.conftest import REPO_ROOT, TEST_STATE_DIR
 
 # The fixture applies initech when no earlier test did (minutes on a busy machine), then lands and runs two datasets.
@@ -107,8 +109,8 @@ def onboarded(applied_tenant, aws_env, tmp_path_factory):
     bucket = lake["lake_bucket_name"]
     downloaded = work / "lake"
     for dataset in DATASETS:
-        for layer in ("silver", "quarantine", "gold"):
-            _download(s3, bucket, f"{layer}/{dataset}/", downloaded)
+        for prefix in (f"silver/{dataset}/", f"quarantine/{dataset}/", f"gold/{_gold_table(dataset)}/"):
+            _download(s3, bucket, prefix, downloaded)
     yield {"lake": lake, "s3": s3, "bucket": bucket, "csv": csv_folder / "airquality.csv", "parquet": parquet,
            "land_csv": land_csv, "land_csv_again": land_csv_again, "land_parquet": land_parquet, "run_all": run_all,
            "downloaded": downloaded}
@@ -118,7 +120,8 @@ def onboarded(applied_tenant, aws_env, tmp_path_factory):
 def _purge(s3, bucket: str) -> None:
     """Delete every version and delete marker this module wrote (the tenant stays applied for others)."""
     prefixes = [f"{layer}/{dataset}/" for dataset in DATASETS
-                for layer in ("landing", "bronze", "silver", "quarantine", "gold", "checkpoints")]
+                for layer in ("landing", "bronze", "silver", "quarantine", "checkpoints")]
+    prefixes += [f"gold/{_gold_table(dataset)}/" for dataset in DATASETS]
     prefixes += [f"reports/{layer}/{dataset}/" for dataset in DATASETS for layer in ("bronze", "silver", "gold")]
     for prefix in prefixes:
         for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
@@ -153,9 +156,14 @@ def test_every_layer_holds_the_counts_invariant(onboarded, dataset, rows):
     assert f"silver {dataset}: rows_in={rows} rows_out={rows} quarantined=0 duplicates=0 late=0" in onboarded["run_all"].stdout
 
 
+def _gold_table(dataset: str) -> str:
+    """Both datasets use the generic period_summary gold: each gets a table of its own."""
+    return gold_table_name(dataset, "period_summary")
+
+
 def _gold(onboarded, dataset: str) -> list[tuple]:
-    folder = onboarded["downloaded"] / "gold" / dataset / "period_summary"
-    return duckdb.sql(f"SELECT * EXCLUDE (event_date) FROM read_parquet('{folder}/**/*.parquet', hive_partitioning = true) "
+    folder = onboarded["downloaded"] / "gold" / _gold_table(dataset)
+    return duckdb.sql(f"SELECT * EXCLUDE (event_date) FROM {iceberg_files.duckdb_source(folder)} "
                       "ORDER BY period_start").fetchall()
 
 
@@ -195,8 +203,8 @@ def test_gibraltar_parquet_gold_equals_duckdb_straight_from_the_parquet(onboarde
 
 def test_silver_keeps_the_csv_values(onboarded):
     folder = onboarded["downloaded"] / "silver" / "airquality"
-    silver = duckdb.sql(f"SELECT observed_on, ozone, solar_r, wind, temp FROM read_parquet('{folder}/**/*.parquet', "
-                        "hive_partitioning = true) ORDER BY observed_on").fetchall()
+    silver = duckdb.sql(f"SELECT observed_on, ozone, solar_r, wind, temp FROM {iceberg_files.duckdb_source(folder)} "
+                        "ORDER BY observed_on").fetchall()
     source = duckdb.sql(f"SELECT make_date(1973, Month, Day)::TIMESTAMP, Ozone::DOUBLE, Solar_R::DOUBLE, Wind::DOUBLE, "
                         f"Temp::DOUBLE FROM read_csv('{onboarded['csv']}', nullstr = 'NA') ORDER BY 1").fetchall()
     assert silver == source

@@ -3,7 +3,9 @@
 The pipeline runs through the real CLI (``python -m spark_jobs``) in a subprocess, with the s3a jars
 and the emulator's trust store, against a bucket and KMS key made here with boto3 and found through
 ``--tenant acme`` (``$TENANTLAKE_STATE_DIR/tenants/acme/lake.json``). Results are read back with boto3
-and checked with DuckDB and plain Python against the generator's ground truth, independently of Spark.
+and checked with DuckDB and plain Python against the generator's ground truth, independently of Spark:
+silver and gold are Iceberg tables, read as the files of their current snapshot (from the downloaded
+metadata, ``spark_jobs.io.iceberg_files``); quarantine is plain Parquet.
 """
 from __future__ import annotations
 
@@ -19,9 +21,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from spark_jobs.io import iceberg_files
 from tests.conftest import REPO_ROOT
 
-pytestmark = pytest.mark.integration
+# The module's fixture runs run-all twice and a query on s3a: on a busy 2-core machine that took more
+# than the suite's 900 s per test (pyproject.toml), which counts the fixture in the first test.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 
 TENANT = "acme"
 REGION = "eu-west-1"
@@ -72,10 +77,18 @@ def _manifests(s3, layer: str, dataset: str) -> list[dict]:
     return [json.loads(s3.get_object(Bucket=BUCKET, Key=k)["Body"].read()) for k in sorted(found)]
 
 
+def _source(folder: Path) -> str:
+    """A DuckDB relation: an Iceberg table folder (silver, gold) as its current snapshot's files, a
+    partitioned Parquet folder (quarantine) by glob."""
+    if (folder / "metadata").is_dir():
+        return iceberg_files.duckdb_source(folder)
+    return f"read_parquet('{folder}/**/*.parquet', hive_partitioning = true)"
+
+
 def _table(folder: Path, exclude: tuple[str, ...] = ()) -> list[tuple]:
-    """Every row of a partitioned parquet folder, sorted, as DuckDB reads it."""
+    """Every row of a table or partitioned parquet folder, sorted, as DuckDB reads it."""
     con = duckdb.connect()
-    rel = con.sql(f"SELECT * FROM read_parquet('{folder}/**/*.parquet', hive_partitioning = true)")
+    rel = con.sql(f"SELECT * FROM {_source(folder)}")
     cols = [c for c in rel.columns if c not in exclude]
     return sorted(con.sql(f"SELECT {', '.join(cols)} FROM rel").fetchall(), key=repr)
 
@@ -105,14 +118,15 @@ def pipeline(emulator, aws_env, tmp_path_factory):
              "--late-rate", LATE_RATE, "--seed", "11", "--truth-file", str(truth_file))
         truth[dataset] = json.loads(truth_file.read_text())
     # --allow-warn: warn-severity expectations (e.g. the injected malformed rate) must not fail the run.
-    first = _cli(env, "run-all", "--tenant", TENANT, "--allow-warn")
+    first = _cli(env, "run-all", "--tenant", TENANT, "--allow-warn", timeout=1500)
+    queried = _cli(env, "query", "--tenant", TENANT, "--json", "SELECT count(*) AS n FROM gold.iot_hourly")
     after_first = _download(s3, "", work / "run1")
     objects_first = _objects(s3, "bronze/")
     # The re-run checks the data only: validation (covered by tests/spark_jobs/quality) is off to save time.
-    second = _cli({**env, "TENANTLAKE_VALIDATION": "off"}, "run-all", "--tenant", TENANT)
+    second = _cli({**env, "TENANTLAKE_VALIDATION": "off"}, "run-all", "--tenant", TENANT, timeout=1500)
     after_second = _download(s3, "", work / "run2")
     yield {"s3": s3, "truth": truth, "first": first, "second": second, "run1": after_first, "run2": after_second,
-           "bronze_objects_first": objects_first, "key_arn": key_arn}
+           "bronze_objects_first": objects_first, "key_arn": key_arn, "query": queried}
 
 
 def test_run_all_prints_progress_and_the_counts_table(pipeline):
@@ -150,8 +164,7 @@ def test_every_bad_record_is_quarantined_with_its_reason(pipeline, dataset):
     assert {b["kind"] for b in bad} >= {"malformed", "wrong_type", "missing_key", "out_of_range", "unknown_field"}
     con = duckdb.connect()
     folder = pipeline["run1"] / "quarantine" / dataset
-    rows = con.sql(f"SELECT _raw, _failed_rules, _source_file FROM read_parquet('{folder}/**/*.parquet', "
-                   "hive_partitioning = true)").fetchall()
+    rows = con.sql(f"SELECT _raw, _failed_rules, _source_file FROM {_source(folder)}").fetchall()
     assert len(rows) == len(bad)
     unmatched = list(rows)
     for entry in bad:
@@ -180,10 +193,9 @@ def test_silver_has_no_duplicate_keys_and_exactly_the_valid_rows(pipeline, datas
     folder = pipeline["run1"] / "silver" / dataset
     con = duckdb.connect()
     key = ", ".join(f'"{k}"' for k in contract.key)
-    dupes = con.sql(f"SELECT {key}, count(*) FROM read_parquet('{folder}/**/*.parquet', hive_partitioning = true) "
-                    f"GROUP BY ALL HAVING count(*) > 1").fetchall()
+    dupes = con.sql(f"SELECT {key}, count(*) FROM {_source(folder)} GROUP BY ALL HAVING count(*) > 1").fetchall()
     assert dupes == []
-    silver_ids = con.sql(f"SELECT {key} FROM read_parquet('{folder}/**/*.parquet', hive_partitioning = true)").fetchall()
+    silver_ids = con.sql(f"SELECT {key} FROM {_source(folder)}").fetchall()
     expected = [tuple(_key_value(r[k], contract.column(k).type, contract.column(k).format) for k in contract.key)
                 for r in pipeline["truth"][dataset]["valid"]]
     assert sorted(silver_ids) == sorted(expected)
@@ -218,11 +230,11 @@ def test_gold_iot_hourly_equals_duckdb_over_the_generated_rows(pipeline):
                sum(CASE WHEN temperature < 0 OR temperature > 45 THEN 1 ELSE 0 END),
                sum(CASE WHEN humidity < 10 OR humidity > 90 THEN 1 ELSE 0 END)
         FROM r GROUP BY ALL ORDER BY 1, 2""").fetchall()
-    folder = pipeline["run1"] / "gold" / "iot" / "iot_hourly"
+    folder = pipeline["run1"] / "gold" / "iot_hourly"
     actual = duckdb.sql(f"""
         SELECT sensor_id, event_hour, reading_count, temperature_min, temperature_avg, temperature_max,
                humidity_min, humidity_avg, humidity_max, battery_min, temperature_out_of_range, humidity_out_of_range
-        FROM read_parquet('{folder}/**/*.parquet', hive_partitioning = true) ORDER BY 1, 2""").fetchall()
+        FROM {_source(folder)} ORDER BY 1, 2""").fetchall()
     assert len(actual) == len(expected) > 0
     for got, want in zip(actual, expected):
         # columns: sensor, hour, count, t_min, t_avg, t_max, h_min, h_avg, h_max, b_min, t_out, h_out
@@ -240,10 +252,9 @@ def test_gold_clickstream_equals_plain_python_over_the_generated_rows(pipeline):
         cell[1].add(r["user_id"])
         cell[2] += 1
     expected_hourly = sorted((site, hour, pv, len(users), n) for (site, hour), (pv, users, n) in hourly.items())
-    folder = pipeline["run1"] / "gold" / "clickstream"
-    actual_hourly = duckdb.sql(f"SELECT site_id, event_hour, page_views, users, event_count FROM read_parquet("
-                               f"'{folder}/clickstream_site_hourly/**/*.parquet', hive_partitioning = true) "
-                               f"ORDER BY 1, 2").fetchall()
+    folder = pipeline["run1"] / "gold"
+    actual_hourly = duckdb.sql(f"SELECT site_id, event_hour, page_views, users, event_count FROM "
+                               f"{_source(folder / 'clickstream_site_hourly')} ORDER BY 1, 2").fetchall()
     assert actual_hourly == expected_hourly
 
     by_user = collections.defaultdict(list)
@@ -261,9 +272,8 @@ def test_gold_clickstream_equals_plain_python_over_the_generated_rows(pipeline):
             count += 1
             prev = t
         expected_sessions.append((user, start, prev, count))
-    actual_sessions = duckdb.sql(f"SELECT user_id, session_start, session_end, event_count FROM read_parquet("
-                                 f"'{folder}/clickstream_user_sessions/**/*.parquet', hive_partitioning = true) "
-                                 f"ORDER BY 1, 2").fetchall()
+    actual_sessions = duckdb.sql(f"SELECT user_id, session_start, session_end, event_count FROM "
+                                 f"{_source(folder / 'clickstream_user_sessions')} ORDER BY 1, 2").fetchall()
     assert actual_sessions == sorted(expected_sessions)
 
 
@@ -280,10 +290,9 @@ def test_gold_inventory_equals_plain_python_over_the_generated_rows(pipeline):
         slot = (day, r["org_id"], r["host_id"])
         if slot not in latest or r["collected_at"] > latest[slot]["collected_at"]:
             latest[slot] = r
-    folder = pipeline["run1"] / "gold" / "inventory"
+    folder = pipeline["run1"] / "gold"
     actual_usage = duckdb.sql(f"SELECT event_date, org_id, host_count, snapshot_count, avg_cpu_percent, "
-                              f"avg_disk_used_pct FROM read_parquet('{folder}/inventory_org_usage/**/*.parquet', "
-                              f"hive_partitioning = true) ORDER BY 1, 2").fetchall()
+                              f"avg_disk_used_pct FROM {_source(folder / 'inventory_org_usage')} ORDER BY 1, 2").fetchall()
     assert len(actual_usage) == len(usage)
     for got, ((day, org), rows) in zip(actual_usage, sorted(usage.items())):
         assert got[:4] == (day, org, len({h for h, _, _ in rows}), len(rows))
@@ -307,8 +316,7 @@ def test_gold_inventory_equals_plain_python_over_the_generated_rows(pipeline):
                       or (rule["kind"] == "allowed" and value not in rule["allowed_values"]))
             if broken:
                 expected_flags.add((day, host, name))
-    actual_flags = duckdb.sql(f"SELECT event_date, host_id, rule FROM read_parquet("
-                              f"'{folder}/inventory_compliance/**/*.parquet', hive_partitioning = true)").fetchall()
+    actual_flags = duckdb.sql(f"SELECT event_date, host_id, rule FROM {_source(folder / 'inventory_compliance')}").fetchall()
     assert len(actual_flags) == len(set(actual_flags))
     assert set(actual_flags) == expected_flags and expected_flags
 
@@ -323,7 +331,7 @@ def test_a_second_run_changes_nothing(pipeline):
         from spark_jobs.contract import load_contract
 
         for gold in load_contract(dataset).gold:
-            assert _table(run1 / "gold" / dataset / gold) == _table(run2 / "gold" / dataset / gold)
+            assert _table(run1 / "gold" / gold) == _table(run2 / "gold" / gold)
 
 
 def test_every_object_is_encrypted_with_the_tenant_key(pipeline):
@@ -334,3 +342,95 @@ def test_every_object_is_encrypted_with_the_tenant_key(pipeline):
         head = s3.head_object(Bucket=BUCKET, Key=key)
         assert head.get("ServerSideEncryption") == "aws:kms", key
         assert pipeline["key_arn"].split("/")[-1] in head.get("SSEKMSKeyId", ""), key
+
+
+def _counts_table(stdout: str) -> dict[tuple[str, str], int | None]:
+    """The counts table run-all prints, as {(dataset, layer): rows}."""
+    import re
+
+    table = {}
+    for line in stdout.splitlines():
+        cells = re.split(r"\s{2,}", line.strip())
+        if len(cells) == 4 and cells[0] in DATASETS:
+            table[(cells[0], cells[1])] = None if cells[2] == "-" else int(cells[2])
+    return table
+
+
+def test_query_counts_what_the_counts_table_says(pipeline):
+    counts = _counts_table(pipeline["first"].stdout)
+    assert json.loads(pipeline["query"].stdout) == [{"n": counts[("iot", "gold iot_hourly")]}]
+    assert counts[("iot", "gold iot_hourly")] > 0
+
+
+# Iceberg's type names for the Spark types the tables hold (Spark's timestamp is Iceberg's timestamptz).
+_ICEBERG_TYPES = {"string": "string", "double": "double", "int": "int", "bigint": "long", "boolean": "boolean",
+                  "date": "date", "timestamp": "timestamptz", "array<string>": "list<string>"}
+
+
+def _iceberg_type(field: dict) -> str:
+    kind = field["type"]
+    return kind if isinstance(kind, str) else f"{kind['type']}<{kind['element']}>"
+
+
+def _check_table_against(folder: Path, record: dict, expected_columns: list[str], partition: tuple[str, str],
+                         run_id: str) -> dict:
+    """The table as its downloaded metadata says it is, against one manifest's ``tables`` entry."""
+    meta = iceberg_files.table_metadata(folder)
+    assert meta["format-version"] == 2
+    assert meta["current-snapshot-id"] == record["snapshot_id"]
+    schema = next(s for s in meta["schemas"] if s["schema-id"] == meta["current-schema-id"])
+    assert [f["name"] for f in schema["fields"]] == [c for c, _ in record["columns"]] == expected_columns
+    assert [_iceberg_type(f) for f in schema["fields"]] == [_ICEBERG_TYPES[t] for _, t in record["columns"]]
+    spec = next(s for s in meta["partition-specs"] if s["spec-id"] == meta["default-spec-id"])
+    names = {f["id"]: f["name"] for f in schema["fields"]}
+    assert [(p["transform"], names[p["source-id"]]) for p in spec["fields"]] == [partition]
+    snapshot = next(s for s in meta["snapshots"] if s["snapshot-id"] == record["snapshot_id"])
+    assert snapshot["summary"]["tenantlake.run-id"] == run_id == record["run_id"]
+    assert int(snapshot["summary"]["total-records"]) == record["total_records"] == \
+        sum(f.record_count for f in iceberg_files.data_files(folder))
+    return meta
+
+
+@pytest.mark.parametrize("dataset", list(DATASETS))
+def test_every_published_table_has_the_schema_partitioning_and_snapshot_its_manifest_records(pipeline, dataset):
+    import importlib
+
+    from spark_jobs.contract import load_contract
+    from spark_jobs.transforms.silver import silver_columns
+
+    contract, s3, run2 = load_contract(dataset), pipeline["s3"], pipeline["run2"]
+    silver_runs = sorted(_manifests(s3, "silver", dataset), key=lambda m: m["run_id"])
+    gold_runs = sorted(_manifests(s3, "gold", dataset), key=lambda m: m["run_id"])
+    first, latest = silver_runs[0]["tables"]["silver"], silver_runs[-1]["tables"]["silver"]
+    assert (latest["table"], latest["location"], latest["catalog"]) == (
+        f"silver.{dataset}", f"s3a://{BUCKET}/silver/{dataset}", "hadoop")
+    assert latest["partitioning"] == [f"days({contract.event_time})"]
+    assert latest["parent_id"] == first["snapshot_id"] and latest["operation"] == "overwrite"
+    assert latest["added_records"] == latest["deleted_records"] == silver_runs[-1]["rows_out"]  # the re-run replaced
+    _check_table_against(run2 / "silver" / dataset, latest, list(silver_columns(contract)),
+                         ("day", contract.event_time), silver_runs[-1]["run_id"])
+    for name in contract.gold:
+        first_gold, record = gold_runs[0]["tables"][name], gold_runs[-1]["tables"][name]
+        assert (record["table"], record["location"]) == (f"gold.{name}", f"s3a://{BUCKET}/gold/{name}")
+        assert record["partitioning"] == ["event_date"] and record["parent_id"] == first_gold["snapshot_id"]
+        columns = list(importlib.import_module(f"spark_jobs.transforms.gold.{name}").COLUMNS)
+        _check_table_against(run2 / "gold" / name, record, columns, ("identity", "event_date"), gold_runs[-1]["run_id"])
+    # Gold read the silver snapshot of the run before it (lineage in the manifest).
+    assert gold_runs[-1]["input_snapshots"] == {f"silver.{dataset}": latest["snapshot_id"]}
+    assert gold_runs[0]["input_snapshots"] == {f"silver.{dataset}": first["snapshot_id"]}
+
+
+def test_the_backfill_benchmark_reads_its_figures_from_this_run_all_output(pipeline):
+    """bench/backfill.py parses run-all's stdout (layer lines) and stderr (progress lines)."""
+    from bench import backfill
+
+    first = pipeline["first"]
+    layers, stages = backfill.parse_run(first.stdout, first.stderr)
+    truth = pipeline["truth"]["iot"]
+    assert sorted(layers) == ["bronze", "gold", "silver"]
+    assert layers["bronze"]["rows_in"] == truth["raw_records"] and layers["silver"]["rows_out"] == len(truth["valid"])
+    for layer in ("silver", "gold"):
+        begin, end = backfill.PUBLISH_SPANS[layer]
+        assert stages[layer][end] >= stages[layer][begin]
+        assert 0 <= layers[layer]["publish_s"] <= layers[layer]["layer_s"] + 0.1
+    assert "committed silver" in stages["silver"]

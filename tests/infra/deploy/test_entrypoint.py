@@ -8,6 +8,8 @@ the deploy builds for a pipeline run (``run-all --dataset iot``), and changes on
 * ``--master local[2]`` instead of Kubernetes, and the driver bound to 127.0.0.1;
 * the zip, the entrypoint and the dependency archive are local paths instead of their s3:// URIs,
   and the lake is a local folder (EMRFS s3:// does not exist here);
+* ``--jars`` gives the locally built Iceberg runtime (``.local/jars/``, spark_jobs/README.md) in place of
+  the one EMR's image carries at ``/usr/share/aws/iceberg/lib/``: silver and gold are Iceberg tables;
 * the request's interpreter (``/usr/bin/python3.11`` on the image) is a *bare* venv: Python 3.11 whose
   only third-party packages are pyspark and py4j, linked from the project venv through a ``.pth``;
 * on Kubernetes, spark-submit in the driver pod unpacks ``--archives`` into the driver's working
@@ -38,6 +40,7 @@ from infra.deploy.request import (
 )
 from infra.deploy.target import DeployTarget
 from infra.deploy.upload import location_of
+from infra.local.iceberg_jar import ensure_jar
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 REPO = Path(__file__).resolve().parents[3]
@@ -90,7 +93,7 @@ def _spark_submit_command(request: dict, local: dict[str, str], lake: Path) -> l
     args[args.index("--lake-uri") + 1] = str(lake)
     return [str(VENV_BIN / "spark-submit"), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
             "--conf", "spark.driver.bindAddress=127.0.0.1", "--conf", "spark.driver.host=127.0.0.1",
-            *params, *conf, local[driver["entryPoint"]], *args]
+            "--jars", local["iceberg_jar"], *params, *conf, local[driver["entryPoint"]], *args]
 
 
 def test_the_pipeline_runs_with_a_bare_python_and_the_archive_as_the_only_dependencies(tmp_path, job_deps_archive):
@@ -135,7 +138,8 @@ def test_the_pipeline_runs_with_a_bare_python_and_the_archive_as_the_only_depend
     assert all(found.values()), found
 
     local = {location.zip_uri: str(built.zip_path), location.entrypoint_uri: str(built.entrypoint_path),
-             deps.uri(TARGET.bucket): str(deps.path), "python": str(python)}
+             deps.uri(TARGET.bucket): str(deps.path), "python": str(python),
+             "iceberg_jar": str(ensure_jar(quiet=True))}
     command = _spark_submit_command(request, local, lake)
     result = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=840)
     output = "\n".join(l for l in (result.stdout + result.stderr).splitlines() if " INFO " not in l)
@@ -148,4 +152,4 @@ def test_the_pipeline_runs_with_a_bare_python_and_the_archive_as_the_only_depend
         assert manifest["validation"] and {v["status"] for v in manifest["validation"].values()} == {"pass"}, manifest
         summary = json.loads((manifest_path.parent / "summary.json").read_text())  # the DQ report, in the lake
         assert summary["layer"] == layer and summary["dataset"] == "iot"
-    assert list((lake / "gold" / "iot").rglob("*.parquet"))
+    assert list((lake / "gold" / "iot_hourly" / "data").rglob("*.parquet"))  # the Iceberg table gold.iot_hourly

@@ -7,6 +7,7 @@ import pytest
 
 from spark_jobs.cli import run_layer
 from spark_jobs.datagen.sink import write_landing
+from spark_jobs.io import tables
 from spark_jobs.lake import LakeConfig
 from tests.conftest import REPO_ROOT
 
@@ -53,7 +54,8 @@ def test_readme_dataset_runs_end_to_end(spark, weather):
     assert (silver["rows_out"], silver["quarantined"], silver["duplicates"]) == (2, 2, 1)
     gold = run_layer(spark, weather, "weather", "gold", progress=quiet)
     assert gold["rows_out"] == 2
-    rows = spark.read.parquet(weather.gold("weather", "weather_daily")).select("station_id", "observations", "rain_mm")
+    rows = tables.read(spark, tables.table(spark, weather, "gold", "weather_daily")).select(
+        "station_id", "observations", "rain_mm")
     assert [tuple(r) for r in rows.collect()] == [("ws-0001", 2, 2.0)]
     reasons = sorted(r[0] for r in spark.read.parquet(weather.quarantine("weather")).select("_failed_rules").collect())
     assert reasons == [["rain_is_rounded"], ["station_id_regex"]]

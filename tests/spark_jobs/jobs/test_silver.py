@@ -1,0 +1,64 @@
+"""The silver job's publish on the Iceberg table: a --date run replaces one day in one commit, and a
+publish that validation blocks commits nothing (no new snapshot, the manifest records none)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from spark_jobs import cli
+from spark_jobs.contract import CONTRACTS_DIR
+from spark_jobs.io import tables
+from spark_jobs.lake import LakeConfig
+
+pytestmark = pytest.mark.integration
+
+
+def _manifest(lake_dir, run_id: str) -> dict:
+    return json.loads((lake_dir / "reports" / "silver" / "iot" / run_id / "manifest.json").read_text())
+
+
+def _runs(lake_dir) -> list[str]:
+    return sorted(p.name for p in (lake_dir / "reports" / "silver" / "iot").iterdir())
+
+
+def _snapshots(spark, tbl) -> list[int]:
+    return [r[0] for r in spark.sql(f"SELECT snapshot_id FROM {tbl.qualified}.snapshots ORDER BY committed_at").collect()]
+
+
+def test_a_date_run_replaces_one_day_and_a_blocked_publish_commits_nothing(spark, tmp_path, monkeypatch):
+    monkeypatch.setenv("TENANTLAKE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("TENANTLAKE_VALIDATION", "off")
+    lake_dir = tmp_path / "lake"
+    lake_args = ["--lake-uri", str(lake_dir)]
+    # Two event days (60 files 4 minutes apart from 2020-11-16 22:00), 5 % bad records (as in quality/test_end_to_end).
+    assert cli.main(["datagen", "--dataset", "iot", "--records", "1500", "--batch-size", "25", "--interval", "240",
+                     "--bad-rate", "0.05", *lake_args]) == 0
+    assert cli.main(["run", "--dataset", "iot", "--layer", "bronze", *lake_args]) == 0
+    assert cli.main(["run", "--dataset", "iot", "--layer", "silver", *lake_args]) == 0
+    silver = tables.table(spark, LakeConfig(lake_uri=str(lake_dir)), "silver", "iot")
+    full = _manifest(lake_dir, _runs(lake_dir)[-1])
+    per_day = dict(spark.sql(f"SELECT CAST(event_date AS STRING), count(*) FROM {silver.qualified} GROUP BY 1").collect())
+    assert sorted(per_day) == ["2020-11-16", "2020-11-17"] and sum(per_day.values()) == full["rows_out"]
+
+    assert cli.main(["run", "--dataset", "iot", "--layer", "silver", "--date", "2020-11-17", *lake_args]) == 0
+    one_day = _manifest(lake_dir, _runs(lake_dir)[-1])["tables"]["silver"]
+    assert one_day["parent_id"] == full["tables"]["silver"]["snapshot_id"]
+    assert one_day["added_records"] == one_day["deleted_records"] == per_day["2020-11-17"]
+    assert one_day["total_records"] == full["rows_out"]
+    before = _snapshots(spark, silver)
+
+    # The packaged contract, with temperature_type allowed to fail on at most 0.1 % of rows: blocks.
+    contracts = tmp_path / "contracts"
+    contracts.mkdir()
+    iot = yaml.safe_load((CONTRACTS_DIR / "iot.yaml").read_text())
+    iot["expectations"] = {"silver": [{"name": "temperature_type", "mostly": 0.999}]}
+    (contracts / "iot.yaml").write_text(yaml.safe_dump(iot))
+    monkeypatch.setenv("TENANTLAKE_CONTRACTS_DIR", str(contracts))
+    monkeypatch.setenv("TENANTLAKE_VALIDATION", "on")
+    assert cli.main(["run", "--dataset", "iot", "--layer", "silver", *lake_args]) == 4
+    blocked = _manifest(lake_dir, _runs(lake_dir)[-1])
+    assert blocked["status"] == "failed" and blocked["published"] is False and blocked["tables"] == {}
+    assert _snapshots(spark, silver) == before
+    assert tables.current_snapshot(spark, silver)["snapshot_id"] == one_day["snapshot_id"]
