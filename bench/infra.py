@@ -12,7 +12,7 @@ Every figure comes from this one run (this machine's timings vary by about +-30%
 2. **checkov, cold and warm.** ``python -m policies.gate <module>`` (what ``make policy`` runs) twice:
    cold = first run (fresh processes, whatever caches the machine has), warm = the second.
 3. **Plans.** A dedicated emulator (``infra.local.emulator.start`` in a scratch state dir, stopped by PID
-   at the end) and ``max(N)`` synthetic tenants (valid per ``infra/tenant.py``: unique ids, a mix of
+   at the end) and ``max(N)`` synthetic tenants (valid per ``tenant_model/``: unique ids, a mix of
    regions and classifications, gdpr only in the EU, the fixture VPC ids) in a scratch tenants root under
    the ignored ``.local/`` (``get_repo_root()`` in ``tenants/root.hcl`` needs a git work tree).  Their
    fixture networks are created first (the runner's own ``ensure_network``; a row of its own), then
@@ -102,7 +102,7 @@ def write_tenants_root(folder: Path, count: int) -> Path:
 
 
 def validate_tenants_root(folder: Path) -> list[Any]:
-    """Parse and validate every tenant the way the runner does (infra.tenant rules + no collisions)."""
+    """Parse and validate every tenant the way the runner does (tenant_model rules + no collisions)."""
     from infra import terragrunt as tg
 
     saved = dict(os.environ)

@@ -13,7 +13,7 @@ from cdktf import App, TerraformOutput, TerraformStack  # noqa: E402
 from cdktf_cdktf_provider_aws.provider import AwsProvider  # noqa: E402
 from constructs import Construct  # noqa: E402
 
-from infra import tenant as model  # noqa: E402
+import tenant_model as model  # noqa: E402
 from modules.bucket_policy import BucketPolicy, BucketPolicyConfig, DeployerIdentity  # noqa: E402
 from modules.emr_virtual_cluster import EmrVirtualCluster, EmrVirtualClusterConfig  # noqa: E402
 from modules.job_roles import JobRoles, JobRolesConfig  # noqa: E402

@@ -6,7 +6,7 @@ that cluster share it) and interface endpoints for STS, KMS and CloudWatch Logs.
 are scoped to the tenants it serves, listed in its own inputs (``tenants``: tenant id -> account id), so
 it never needs a tenant's outputs: the tenants depend on it (Terragrunt ``dependency``), not the reverse.
 
-Like ``infra.tenant``, this module imports no cdktf and no boto3; the platform module's variable
+Like ``tenant_model``, this module imports no cdktf and no boto3; the platform module's variable
 validations (``infra/platform_app.py``), the runner's checks and the tests use these rules.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import dataclasses
 import re
 from typing import Any, Mapping
 
-from infra import tenant as tenant_model
+import tenant_model
 
 INTERFACE_SERVICES: tuple[str, ...] = ("sts", "kms", "logs")
 # What the cluster itself reads through the S3 gateway endpoint, besides the tenants' lakes (bucket names;

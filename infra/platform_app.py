@@ -4,7 +4,7 @@ One stack, synthesized once (``python -m infra.synth``) into ``infra/build/platf
 the Terragrunt unit ``tenants/_platform/network``.  It composes ``modules/vpc_endpoints.py`` (the same
 construct a tenant with its own VPC uses) over the cluster's VPCs, with endpoint policies scoped to the
 tenants the network serves (``var.tenants``), and, on the local emulator only, ``modules/fixture_vpc.py``
-as the cluster's VPC.  Rules and names come from ``infra.platform`` and ``infra.tenant``.
+as the cluster's VPC.  Rules and names come from ``infra.platform`` and ``tenant_model``.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from cdktf_cdktf_provider_aws.provider import AwsProvider  # noqa: E402
 from constructs import Construct  # noqa: E402
 
 from infra import platform as model  # noqa: E402
-from infra import tenant as tenant_model  # noqa: E402
+import tenant_model  # noqa: E402
 from modules.fixture_vpc import FixtureVpc, FixtureVpcConfig  # noqa: E402
 from modules.policy_document import Condition, ListExpr, Principal, Statement  # noqa: E402
 from modules.refs import logical_id  # noqa: E402

@@ -1,8 +1,8 @@
 """The tenant module's inputs: typed, described Terraform variables with plan-time validation.
 
 The module is synthesized once and reused by every tenant, so tenant values are Terraform variables,
-not Python values.  Every regex, allowed value and error text comes from ``infra.tenant`` (the same
-constants ``infra.tenant.validate`` uses), so a rule is written once: a bad tenant fails the Python
+not Python values.  Every regex, allowed value and error text comes from ``tenant_model`` (the same
+constants ``tenant_model.validate`` uses), so a rule is written once: a bad tenant fails the Python
 config check and, if it got past that, ``terraform plan`` with the same one-line message.
 
 The construct also derives the values every other construct needs (names, tags, retention) as
@@ -16,7 +16,7 @@ from cdktf import TerraformLocal, TerraformVariable, TerraformVariableValidation
 from cdktf_cdktf_provider_aws.data_aws_partition import DataAwsPartition
 from constructs import Construct
 
-from infra import tenant as model
+import tenant_model as model
 from modules.refs import address
 
 # Each input referenced by name inside Terraform expressions.
@@ -38,13 +38,13 @@ def _regex(pattern: str, ref: str) -> str:
 
 
 class TenantInputs(Construct):
-    """Declares the module's variables (names = ``infra.tenant.TenantConfig`` fields) and locals.
+    """Declares the module's variables (names = ``tenant_model.TenantConfig`` fields) and locals.
 
     Attributes exposed to the other constructs (Terraform expressions, as strings or tokens):
         tenant_id, region, account_id, partition: scalar inputs (``partition_ref``: the partition as a
             bare reference, for use inside other expressions).
         tags: the four standard tags merged over the user's ``tags`` (ours win).
-        names: every name of ``infra.tenant.NAME_TEMPLATES`` for this tenant.
+        names: every name of ``tenant_model.NAME_TEMPLATES`` for this tenant.
         retention: ``retention_days`` merged over ``DEFAULT_RETENTION_DAYS`` (a number per key).
         emr_namespace, oidc_provider_arn, oidc_issuer: derived EMR-on-EKS identity values.
         vpc_ids, admin_principal_arns, environment, eks_cluster_name: list/scalar inputs.

@@ -67,7 +67,9 @@ def run_checkov(directory: Path, framework: str = "terraform_json", checks: list
     if checks:
         cmd += ["--check", ",".join(checks)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "BC_SKIP_MAPPING": "TRUE", "CHECKOV_RUN_SCA_PACKAGE_SCAN_V2": "false"})
+                          env={**os.environ, "BC_SKIP_MAPPING": "TRUE", "CHECKOV_RUN_SCA_PACKAGE_SCAN_V2": "false",
+                               # the custom checks import the stdlib-only tenant_model package from the repo
+                               "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)})
     out = proc.stdout.strip()
     if not out:
         raise GateError(f"checkov printed nothing (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")

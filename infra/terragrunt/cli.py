@@ -8,7 +8,7 @@ The command line behind the make targets (``python -m infra.terragrunt <command>
     python -m infra.terragrunt env            # the variables root.hcl reads, for a bare terragrunt run
     python -m infra.terragrunt force-unlock --tenant T --lock-id ID   # release the lock a killed run left
 
-Every command first reads and validates every unit (the tenants with the rules of ``infra.tenant``, the
+Every command first reads and validates every unit (the tenants with the rules of ``tenant_model``, the
 platform units with those of ``infra.platform``, no two tenants colliding, the dependency graph acyclic,
 the layout checks of ``infra.terragrunt.layout``); a bad file stops it with one line and nothing runs.  In
 the ``local`` environment it then starts or reuses the emulator, creates the state bucket and the fixture
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Mapping
 
 from infra import platform as platform_model
-from infra import tenant as tenant_model
+import tenant_model
 from infra.terragrunt import freshness, graph, layout
 from infra.terragrunt.adoption import ADOPT_FLAG_ENV, adoption_allowed
 from infra.terragrunt.binary import real_terragrunt, terragrunt_binary

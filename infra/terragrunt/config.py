@@ -2,7 +2,7 @@
 
 ``load_tenant`` reads ``tenants/<tenant>/terragrunt.hcl`` and the root file it includes, evaluates them
 (``infra.terragrunt.hcl``) the way Terragrunt would (the included root is evaluated in the child's
-context; inputs are shallow-merged, the child's winning), validates the inputs with ``infra.tenant`` and
+context; inputs are shallow-merged, the child's winning), validates the inputs with ``tenant_model`` and
 returns what terragrunt would run: module source, generated files, backend config, hooks and inputs.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from infra import platform as platform_model
-from infra import tenant as tenant_model
+import tenant_model
 from infra.terragrunt.environment import DEFAULT_TENANTS_DIR
 from infra.terragrunt.environment import rel as _rel
 from infra.terragrunt.errors import TerragruntError, UnsupportedConstruct

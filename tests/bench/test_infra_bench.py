@@ -31,7 +31,7 @@ def tenants_root():
 def test_twenty_synthetic_tenants_are_valid_distinct_tenants_with_a_mix_of_regions(tenants_root, monkeypatch):
     monkeypatch.setenv("TENANTLAKE_STATE_ACCOUNT_ID", tg.LOCAL_ACCOUNT_ID)
     bench_infra.write_tenants_root(tenants_root, 20)
-    runs = bench_infra.validate_tenants_root(tenants_root)  # infra.tenant rules + no shared id/bucket/state key
+    runs = bench_infra.validate_tenants_root(tenants_root)  # tenant_model rules + no shared id/bucket/state key
 
     assert [r.name for r in runs] == bench_infra.tenant_ids(20)
     assert len({r.state_key for r in runs}) == len({r.config.lake_bucket_name for r in runs}) == 20

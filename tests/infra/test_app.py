@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from infra import tenant as model
+import tenant_model as model
 from modules.skips import MAX_SKIPS
 
 INTERFACE_OUTPUTS = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from infra import tenant as model
+import tenant_model as model
 
 INTERFACE_TYPES = {
     "tenant_id": "string", "region": "string", "account_id": "string", "data_classification": "list(string)",

@@ -43,7 +43,7 @@ def test_matrix_covers_every_principal_kind_action_and_decision(matrix):
     for field, values in access_matrix.CONTEXT_FIELDS.items():
         assert {c.context[field] for c in matrix.cells} == set(values), field
     # Every prefix of the lake, and the job logs prefix, appear in at least one cell.
-    from infra.tenant import LAKE_PREFIXES
+    from tenant_model import LAKE_PREFIXES
 
     prefixes = {c.key.split("/", 1)[0] for c in matrix.cells if c.bucket == "lake" and c.key}
     assert set(LAKE_PREFIXES) | {"logs"} <= prefixes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infra import tenant as tenant_model
+import tenant_model
 from infra import terragrunt as tg
 from tests.infra.terragrunt.conftest import (REPO, SAMPLE_TENANTS, TENANTS, raw_inputs, tenant_file,
                                              write_tenant)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from infra import tenant as tenant_model
+import tenant_model
 from infra.local.network import fixture_ids
 
 

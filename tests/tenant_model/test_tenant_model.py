@@ -1,9 +1,9 @@
-"""infra/tenant.py: the tenant model's rules, names and defaults (plain Python, no cdktf)."""
+"""tenant_model/: the tenant model's rules, names and defaults (plain Python, no cdktf)."""
 from __future__ import annotations
 
 import pytest
 
-from infra import tenant as model
+import tenant_model as model
 
 GOOD = {"tenant_id": "acme", "region": "eu-west-1", "account_id": "123456789012",
         "data_classification": ["internal", "gdpr"], "vpc_ids": ["vpc-0123456789abcdef0"]}
