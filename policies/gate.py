@@ -51,6 +51,7 @@ class GateResult:
     passed: int
     failed: list[Finding]
     skipped: list[Finding]
+    passed_checks: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (check id, resource)
 
     @property
     def ok(self) -> bool:
@@ -98,17 +99,18 @@ def declared_skips(directory: Path) -> dict[str, dict[str, str]]:
 
 def evaluate(directory: Path, reports: list[dict]) -> GateResult:
     skips = declared_skips(directory)
-    passed, failed, skipped = 0, [], []
+    passed, failed, skipped, passed_checks = 0, [], [], []
     for report in reports:
         results = report.get("results") or {}
         passed += len(results.get("passed_checks") or [])
+        passed_checks += [(rec.get("check_id", "?"), rec.get("resource", "?")) for rec in results.get("passed_checks") or []]
         for rec in results.get("failed_checks") or []:
             name = str(rec.get("resource", "")).split(".")[-1]
             reason = skips.get(name, {}).get(rec.get("check_id", ""))
             finding = Finding(rec.get("check_id", "?"), rec.get("resource", "?"), rec.get("file_path", "?"),
                               reason or "")
             (skipped if reason else failed).append(finding)
-    return GateResult(passed, failed, skipped)
+    return GateResult(passed, failed, skipped, passed_checks)
 
 
 def gate(directory: Path = DEFAULT_TARGET) -> GateResult:
