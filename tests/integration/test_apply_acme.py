@@ -343,6 +343,8 @@ def _wait_for(path, proc, timeout_s=300.0):
     deadline = time.monotonic() + timeout_s
     while not path.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.5)
+    if not path.exists() and proc.poll() is None:  # an exited process is judged by its exit code later
+        pytest.fail(f"{path} did not appear within {timeout_s:.0f} s while {' '.join(proc.args)} ran")
 
 
 # ---- destroy -------------------------------------------------------------------------------------
