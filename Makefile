@@ -94,6 +94,7 @@ emulator-status: $(VENV)/.installed ## Show whether the emulator runs
 .PHONY: synth plan apply destroy plan-all apply-all
 synth: $(VENV)/.installed ## Synthesize the tenant Terraform module into infra/build/tenant_lake
 	$(PY) -m infra.synth
+	$(PY) -m infra.module_docs
 .PHONY: policy
 policy: $(VENV)/.installed $(CHECKOV_VENV)/.installed ## checkov gate (built-in + policies/checks) on the synthesized module
 	$(PY) -m policies.gate
