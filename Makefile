@@ -14,8 +14,10 @@ LOCAL_DIR       := .local
 TENANT          ?=
 PARALLELISM     ?= 2
 
-# Terraform: provider from the repo's CLI config (filesystem mirror), no metadata probing, no prompts.
-export TF_CLI_CONFIG_FILE := $(CURDIR)/infra/terraform.rc
+# Terraform: your TF_CLI_CONFIG_FILE if it is a file, else the repo's config for the provider mirror at
+# /opt/tf-plugins when it exists, else the registry's (infra/local/terraform_config.py, system python3).
+# No metadata probing, no prompts.
+export TF_CLI_CONFIG_FILE := $(shell python3 -m infra.local.terraform_config)
 export TF_IN_AUTOMATION := 1
 export AWS_EC2_METADATA_DISABLED := true
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
@@ -92,6 +94,7 @@ emulator-status: $(VENV)/.installed ## Show whether the emulator runs
 .PHONY: synth plan apply destroy plan-all apply-all destroy-all
 synth: $(VENV)/.installed ## Synthesize the Terraform modules into infra/build/ (tenant_lake, platform_network)
 	$(PY) -m infra.synth
+	$(PY) -m infra.module_docs
 .PHONY: policy
 policy: $(VENV)/.installed $(CHECKOV_VENV)/.installed ## checkov gate (built-in + policies/checks) on the synthesized module
 	$(PY) -m policies.gate

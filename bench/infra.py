@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from bench.common import REPO_ROOT, RESULTS_DIR, PeakRss, utc_now, write_result
+from infra.local import terraform_config
 
 PYTHON = str(REPO_ROOT / ".venv" / "bin" / "python")
 COMMITTED_MODULE = REPO_ROOT / "infra" / "build" / "tenant_lake" / "main.tf.json"
@@ -64,7 +65,7 @@ NETWORK_SKIP_MARK = "is up to date (applied by this emulator); skipped"
 PLAN_LINE_RE = re.compile(r"Plan: (\d+) to add, (\d+) to change, (\d+) to destroy")
 PREFIX_RE = re.compile(r"^\[([a-z][a-z0-9-]*)\] ")
 ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
-TERRAFORM_ENV = {"TF_CLI_CONFIG_FILE": str(REPO_ROOT / "infra" / "terraform.rc"), "TF_IN_AUTOMATION": "1",
+TERRAFORM_ENV = {"TF_CLI_CONFIG_FILE": terraform_config.cli_config(), "TF_IN_AUTOMATION": "1",
                  "AWS_EC2_METADATA_DISABLED": "true", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
 
 

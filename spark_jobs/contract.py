@@ -173,31 +173,6 @@ class Contract:
     def column(self, name: str) -> ColumnSpec:
         return next(col for col in self.schema if col.name == name)
 
-    def rule_names(self) -> list[str]:
-        """Every row-rule name this contract can put in ``_failed_rules``, in evaluation order."""
-        names = [MALFORMED_RULE]
-        for col in self.schema:
-            names += column_rule_names(col)
-        if not self.allow_extra_fields:
-            names.append(UNKNOWN_FIELDS_RULE)
-        names += [rule.name for rule in self.rules]
-        return names
-
-
-def column_rule_names(col: ColumnSpec) -> list[str]:
-    names = []
-    if col.required:
-        names.append(f"{col.name}_required")
-    if col.type != "string":
-        names.append(f"{col.name}_type")
-    if col.min is not None or col.max is not None:
-        names.append(f"{col.name}_range")
-    if col.allowed is not None:
-        names.append(f"{col.name}_allowed")
-    if col.regex is not None:
-        names.append(f"{col.name}_regex")
-    return names
-
 
 def contract_dirs() -> list[Any]:
     """Folders searched for ``<dataset>.yaml``: ``$TENANTLAKE_CONTRACTS_DIR`` first, then the packaged

@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from infra.local import terraform_config as _terraform_config
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TEST_STATE_ROOT = REPO_ROOT / ".local" / "test-emulator"
 TEST_STATE_DIR = TEST_STATE_ROOT / str(os.getpid())
 
-# Same environment the Makefile exports, so a bare `pytest` behaves like `make test`. The CLI config is
-# forced, not defaulted: a shell may export TF_CLI_CONFIG_FILE pointing at a file that does not exist.
-os.environ["TF_CLI_CONFIG_FILE"] = str(REPO_ROOT / "infra" / "terraform.rc")
+# Same environment the Makefile exports, so a bare `pytest` behaves like `make test`: the CLI config the
+# Makefile chooses (infra/local/terraform_config.py: yours if it is a file, else the mirror's or the registry's).
+os.environ["TF_CLI_CONFIG_FILE"] = _terraform_config.cli_config()
 # Tests run `make <target>` as a user would, from a top-level shell: drop what an enclosing `make test`
 # passes down (MAKELEVEL turns make's "make: ***" lines into "make[1]: ***"; MAKEFLAGS carries -s/-j).
 for _inherited in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES"):

@@ -246,13 +246,22 @@ def synth_if_stale() -> int:
     return subprocess.run([sys.executable, "-m", "infra.synth"], cwd=REPO_ROOT, timeout=600).returncode
 
 
+CREDENTIAL_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+
+
 def print_env() -> int:
+    """Print the variables root.hcl reads as ``export`` lines. Credentials only locally, where they are the
+    emulator's dummy ones; never real credentials (in aws mode they stay in your environment or profile)."""
     env = run_env()
-    for key in ("TENANTLAKE_ENV", "TENANTLAKE_STATE_ACCOUNT_ID", "TENANTLAKE_STATE_REGION", "TENANTLAKE_AWS_ENDPOINT",
-                "AWS_CA_BUNDLE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "TF_CLI_CONFIG_FILE"):
+    local = env_name() == "local"
+    keys = ["TENANTLAKE_ENV", "TENANTLAKE_STATE_ACCOUNT_ID", "TENANTLAKE_STATE_REGION", "TENANTLAKE_AWS_ENDPOINT",
+            "AWS_CA_BUNDLE", "TF_CLI_CONFIG_FILE", *(CREDENTIAL_KEYS if local else ())]
+    for key in keys:
         value = env.get(key)
         if value:
             print(f"export {key}={value}")
+    if not local:
+        print("# AWS credentials: not printed; terragrunt uses your environment or profile as it is")
     return 0
 
 

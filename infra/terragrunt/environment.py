@@ -37,9 +37,11 @@ def env_name() -> str:
 
 
 def _cli_config() -> str:
-    """The user's TF_CLI_CONFIG_FILE when it exists, else the repo's (provider from the filesystem mirror)."""
-    configured = os.environ.get("TF_CLI_CONFIG_FILE", "")
-    return configured if configured and Path(configured).is_file() else str(REPO_ROOT / "infra" / "terraform.rc")
+    """The user's TF_CLI_CONFIG_FILE when it is a file, else the repo's mirror or registry config
+    (``infra.local.terraform_config``, the Makefile's choice)."""
+    from infra.local import terraform_config
+
+    return terraform_config.cli_config()
 
 
 def static_env() -> dict[str, str]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_jobs.io import storage
 
 
 def replace_partitions(
@@ -46,7 +45,3 @@ def delete_path(spark: SparkSession, uri: str) -> None:
     if fs.exists(path):
         fs.delete(path, True)
 
-
-def write_json(spark: SparkSession, uri: str, text: str) -> str:
-    storage.write_text(spark, uri, text)
-    return uri

@@ -11,7 +11,7 @@ Submodules: ``suites`` (contract -> expectation specs), ``runner`` (GX on Spark)
 status, exit codes), ``quarantine`` (links failures to quarantined rows), ``report`` (run folder),
 ``index`` (tenant index with trend charts), ``storage`` (lake I/O).
 
-``TENANTLAKE_VALIDATION=off`` skips validation (status "pass", no report): for benchmarks only.
+``TENANTLAKE_VALIDATION=off`` skips validation (status "skipped", no report): for benchmarks only.
 """
 from __future__ import annotations
 
@@ -32,10 +32,10 @@ __all__ = ["LayerValidation", "validate_layer", "publish_report", "run_status", 
 
 @dataclasses.dataclass
 class LayerValidation:
-    """Outcome of validating one layer's output. status: "pass" | "warn" | "fail".
+    """Outcome of validating one layer's output. status: "pass" | "warn" | "fail" | "skipped".
 
     Attributes:
-        status: "pass" | "warn" | "fail" (``gating.gate``). @default - "pass"
+        status: "pass" | "warn" | "fail" (``gating.gate``), "skipped" when validation is off. @default - "pass"
         blocking: an ``error``-severity expectation failed: do not publish. @default - False
         reason: one line naming the failing expectations and counts. @default - ""
         results: one dict per expectation (name, severity, threshold, observed, unexpected, rule...).
@@ -151,7 +151,7 @@ def validate_layer(spark: Any, *, layer: str, contract: Any, df: Any, context: d
     dataset = context.get("dataset") or field(contract, "dataset", "dataset")
     suite_name = ".".join(p for p in (dataset, layer, context.get("gold_name")) if p)
     if not validation_enabled():
-        return LayerValidation(suite_name=suite_name, skipped=True)
+        return LayerValidation(status="skipped", suite_name=suite_name, skipped=True)
     started = time.perf_counter()
     if layer == "gold" and context.get("gold_name") and "count_column" not in context:
         try:  # the gold module says which column reconciles with silver (RECONCILE_COLUMN)

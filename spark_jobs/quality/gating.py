@@ -3,14 +3,16 @@
 - an ``error``-severity expectation that fails -> status ``fail``, blocking: the layer's output is not
   published (the partition stays unpublished) and the reason names the failing expectations;
 - only ``warn``-severity failures -> status ``warn``, published;
-- nothing failed -> ``pass``.
+- nothing failed -> ``pass``;
+- validation switched off (``TENANTLAKE_VALIDATION=off``) -> ``skipped``: nothing was checked, so never
+  ``pass``; it exits 0 like ``pass`` and ranks below it.
 An expectation that raised inside GX counts as failed with its own severity.
 """
 from __future__ import annotations
 
 from typing import Any, Iterable
 
-STATUSES = ("pass", "warn", "fail")
+STATUSES = ("skipped", "pass", "warn", "fail")  # in rank order: worst last
 
 # Exit codes of `python -m spark_jobs run|run-all` (README "Data quality"). 1, 2 and 3 stay the CLI's
 # "job failed", "usage error" and "counts invariant violated"; 4 is the CLI's "validation blocked a
@@ -18,7 +20,7 @@ STATUSES = ("pass", "warn", "fail")
 EXIT_PASS = 0
 EXIT_FAIL = 4
 EXIT_WARN = 5
-EXIT_CODES = {"pass": EXIT_PASS, "warn": EXIT_WARN, "fail": EXIT_FAIL}
+EXIT_CODES = {"skipped": EXIT_PASS, "pass": EXIT_PASS, "warn": EXIT_WARN, "fail": EXIT_FAIL}
 
 
 def gate(results: Iterable[dict[str, Any]]) -> tuple[str, bool, str]:
@@ -42,13 +44,13 @@ def _describe(result: dict[str, Any]) -> str:
 
 
 def worst(statuses: Iterable[str]) -> str:
-    """The worst of several statuses (a run-all over datasets and layers): fail > warn > pass."""
+    """The worst of several statuses (a run-all over datasets and layers): fail > warn > pass > skipped."""
     ranked = [STATUSES.index(s) for s in statuses if s in STATUSES]
     return STATUSES[max(ranked)] if ranked else "pass"
 
 
 def exit_code(statuses: Iterable[str] | str, *, allow_warn: bool = False) -> int:
-    """Exit code for one or several statuses: 0 pass, 5 warn (0 with ``allow_warn``), 4 fail."""
+    """Exit code for one or several statuses: 0 pass or skipped, 5 warn (0 with ``allow_warn``), 4 fail."""
     status = worst([statuses] if isinstance(statuses, str) else statuses)
     if status == "warn" and allow_warn:
         return EXIT_PASS

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from infra import synth
+from infra.local import terraform_config
 from tests.modules.helpers import data, document_statements, resource
 
-TF_ENV_KEYS = {"TF_CLI_CONFIG_FILE": str(synth.REPO_ROOT / "infra" / "terraform.rc"), "TF_IN_AUTOMATION": "1",
+TF_ENV_KEYS = {"TF_CLI_CONFIG_FILE": terraform_config.cli_config(), "TF_IN_AUTOMATION": "1",
                "AWS_EC2_METADATA_DISABLED": "true"}
 
 TFTEST = r'''

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from infra import synth
+from infra.local import terraform_config
 
 TFTEST = r'''
 mock_provider "aws" {
@@ -146,8 +147,8 @@ BAD_INPUTS = {
 }
 
 
-# The repo's CLI config (provider mirror), even if the shell points TF_CLI_CONFIG_FILE elsewhere.
-TF_ENV = {**os.environ, "TF_CLI_CONFIG_FILE": str(synth.REPO_ROOT / "infra" / "terraform.rc"),
+# The CLI config the Makefile chooses (infra/local/terraform_config.py).
+TF_ENV = {**os.environ, "TF_CLI_CONFIG_FILE": terraform_config.cli_config(),
           "TF_IN_AUTOMATION": "1", "AWS_EC2_METADATA_DISABLED": "true"}
 
 

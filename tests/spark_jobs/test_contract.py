@@ -22,14 +22,6 @@ def test_the_three_seed_contracts_load():
     assert load_contract("inventory").gold == ("inventory_org_usage", "inventory_compliance")
 
 
-def test_rule_names_follow_the_shared_convention():
-    names = load_contract("iot").rule_names()
-    assert names[0] == "malformed_record"
-    assert {"event_id_required", "sensor_id_regex", "event_ts_type", "temperature_range", "status_allowed",
-            "unknown_fields", "fault_has_no_full_battery"} <= set(names)
-    assert "event_id_type" not in names  # strings have no type rule
-
-
 def test_defaults():
     contract = parse_contract(MINIMAL)
     assert (contract.lateness_minutes, contract.allow_extra_fields, contract.gold) == (30, False, ())

@@ -34,3 +34,10 @@ def test_exit_codes_distinguish_pass_warn_fail():
     assert gating.exit_code("warn", allow_warn=True) == 0
     assert gating.exit_code("fail", allow_warn=True) == 4
     assert gating.worst([]) == "pass"
+
+
+def test_validation_switched_off_is_skipped_never_pass():
+    assert gating.worst(["skipped"]) == "skipped"
+    assert gating.worst(["skipped", "pass"]) == "pass"
+    assert gating.worst(["skipped", "warn"]) == "warn"
+    assert gating.exit_code("skipped") == 0 and gating.exit_code(["skipped", "fail"]) == 4

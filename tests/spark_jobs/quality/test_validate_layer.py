@@ -124,7 +124,7 @@ def test_validation_switch_off_skips_everything(spark, contract, tmp_path, monke
     monkeypatch.setenv("TENANTLAKE_VALIDATION", "off")
     df = spark.createDataFrame(silver_rows(5), SILVER_DDL)
     validation = quality.validate_layer(spark, layer="silver", contract=contract, df=df, context=_context(tmp_path))
-    assert validation.skipped and validation.status == "pass" and not df.is_cached
+    assert validation.skipped and validation.status == "skipped" and not df.is_cached
 
 
 def test_one_report_covers_every_output_of_a_layer_run(spark, contract, tmp_path, state_dir):
