@@ -456,6 +456,11 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, JobFailed):
             print(f"error: {exc}", file=sys.stderr)
             return exc.exit_code
+        from spark_jobs.quality import ReportNotWritten
+
+        if isinstance(exc, ReportNotWritten):
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
         if isinstance(exc, MissingInputError):
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_FAILED

@@ -185,6 +185,8 @@ def job_run(spark: SparkSession, lake: LakeConfig, contract: Contract, layer: st
         manifest.finish("failed", run.started, time.monotonic(), error=f"{type(exc).__name__}: {first_line}")
         try:
             _write_manifest(run)
+        except quality.ReportNotWritten as write_error:  # the manifest is written; the job's own error wins
+            run.progress(f"[{layer} {contract.dataset}] {write_error}")
         except Exception as write_error:  # noqa: BLE001 - never hide the job's own error
             run.progress(f"[{layer} {contract.dataset}] manifest not written: {type(write_error).__name__}")
         raise

@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import sys
 import tempfile
 import threading
 import time
@@ -27,7 +26,13 @@ from typing import Any
 from spark_jobs.quality.gating import EXIT_FAIL, EXIT_PASS, EXIT_WARN, exit_code, gate, worst  # noqa: F401
 
 __all__ = ["LayerValidation", "validate_layer", "publish_report", "run_status", "exit_code", "worst",
-           "EXIT_PASS", "EXIT_WARN", "EXIT_FAIL"]
+           "EXIT_PASS", "EXIT_WARN", "EXIT_FAIL", "ReportNotWritten"]
+
+
+class ReportNotWritten(RuntimeError):
+    """A layer run's data-quality report could not be written. The run fails with this one line (exit 1):
+    its data is published and its manifest written, but no report says what was validated."""
+
 
 
 @dataclasses.dataclass
@@ -213,7 +218,7 @@ def publish_report(spark: Any, *, layer: str, contract: Any, validation: LayerVa
     """Write the per-run report next to the manifest (lake + local mirror) and refresh the mirror's index.
 
     Returns the report folder (lake URI, or the mirror path when there is no lake). A report that cannot
-    be written is reported on stderr in one line; it never changes the job's outcome.
+    be written raises ``ReportNotWritten`` (the CLI prints it in one line and exits 1).
     """
     from spark_jobs.quality import index, report
     from spark_jobs.quality.suites import field
@@ -240,10 +245,10 @@ def publish_report(spark: Any, *, layer: str, contract: Any, validation: LayerVa
                                                              validation=validation, manifest=manifest,
                                                              report_dir=context.get("report_dir"))
         index.build_index(tenant, mirror)
-    except Exception as err:  # noqa: BLE001 - a report problem must not turn a good run into a failed one
-        print(f"data-quality report for {layer}/{dataset}/{run_id} not written: {type(err).__name__}: {err}",
-              file=sys.stderr)
-        return None
+    except Exception as err:  # noqa: BLE001 - any failure: the run must not pass without its report
+        first_line = (str(err).strip().splitlines() or [""])[0][:300]
+        raise ReportNotWritten(f"{layer} {dataset}: data published and manifest written, but the data-quality "
+                               f"report of run {run_id} was not written: {type(err).__name__}: {first_line}") from err
     finally:
         for part in validation.parts or [validation]:  # the rendered Data Docs now live in the report folder
             if part.docs_dir:

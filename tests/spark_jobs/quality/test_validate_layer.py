@@ -152,3 +152,18 @@ def test_job_failing_before_validation_reports_fail(spark, contract, tmp_path, s
     summary = json.loads((report.mirror_root("acme") / "silver" / "iot" / "20261121T140000Z-00000004" /
                           "summary.json").read_text())
     assert summary["status"] == "fail" and "path does not exist" in summary["reason"]
+
+
+def test_a_report_that_cannot_be_written_fails_loudly(spark, contract, tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")  # the state dir is a file: the report mirror cannot be created under it
+    monkeypatch.setenv("TENANTLAKE_STATE_DIR", str(blocker))
+    context = _context(tmp_path, run_id="20261121T150000Z-00000005")
+    df = spark.createDataFrame(silver_rows(5), SILVER_DDL)
+    validation = quality.validate_layer(spark, layer="silver", contract=contract, df=df, context=context)
+    with pytest.raises(quality.ReportNotWritten) as raised:
+        quality.publish_report(spark, layer="silver", contract=contract, validation=validation,
+                               manifest={"run_id": context["run_id"]}, context=context)
+    message = str(raised.value)
+    assert message.startswith("silver iot: data published and manifest written, but the data-quality report")
+    assert "20261121T150000Z-00000005" in message and "\n" not in message
