@@ -8,6 +8,7 @@ returns what terragrunt would run: module source, generated files, backend confi
 from __future__ import annotations
 
 import dataclasses
+import threading
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -94,11 +95,17 @@ TenantRun = UnitRun  # the name other code and the tests use for a tenant's unit
 OutputsOf = Callable[[Dependency], "dict[str, Any] | None"]
 
 
+# python-hcl2 parses with one module-level Lark parser and transformer, which are not thread-safe: two units
+# resolved at once by plan-all/apply-all/destroy-all workers could get each other's half-parsed trees (seen as an
+# include path left as the literal text `find_in_parent_folders("root.hcl")`). One parse at a time.
+_HCL_LOCK = threading.Lock()
+
+
 def _load_hcl(path: Path) -> dict[str, Any]:
     import hcl2
 
     try:
-        with open(path) as fh:
+        with open(path) as fh, _HCL_LOCK:
             return hcl2.load(fh, serialization_options=hcl2.SerializationOptions(
                 strip_string_quotes=True, explicit_blocks=False, with_comments=False))
     except FileNotFoundError:
