@@ -91,30 +91,34 @@ emulator-status: $(VENV)/.installed ## Show whether the emulator runs
 	@$(PY) -m infra.local.emulator status
 
 ##@ Infrastructure
-.PHONY: synth plan apply destroy plan-all apply-all
-synth: $(VENV)/.installed ## Synthesize the tenant Terraform module into infra/build/tenant_lake
+.PHONY: synth plan apply destroy plan-all apply-all destroy-all
+synth: $(VENV)/.installed ## Synthesize the Terraform modules into infra/build/ (tenant_lake, platform_network)
 	$(PY) -m infra.synth
 	$(PY) -m infra.module_docs
 .PHONY: policy
 policy: $(VENV)/.installed $(CHECKOV_VENV)/.installed ## checkov gate (built-in + policies/checks) on the synthesized module
 	$(PY) -m policies.gate
-# Tenants (issue 4): infra/terragrunt.py validates the tenant file(s) first, starts/reuses the emulator
-# when TENANTLAKE_ENV=local (the default), then runs terragrunt, or its documented fallback when terragrunt
-# is not on PATH. TF_ARGS goes to terraform (e.g. TF_ARGS=-detailed-exitcode); TENANTS_DIR defaults to tenants.
-# The *-all targets run PARALLELISM tenants at once, or N with `make -jN`.
+# Tenants (issue 4): infra/terragrunt/ (the runner package) validates every unit first (tenants/<t>/ and the
+# platform units tenants/_platform/<name>/), starts/reuses the emulator when TENANTLAKE_ENV=local (the default),
+# then runs terragrunt, or its documented fallback when terragrunt is not on PATH. TENANT=<t> names a tenant,
+# UNIT=<path> any unit (UNIT=_platform/network). TF_ARGS goes to terraform (e.g. TF_ARGS=-detailed-exitcode);
+# TENANTS_DIR defaults to tenants. The *-all targets run units in dependency order, PARALLELISM at once (or -jN).
 TG_RUN = $(PY) -m infra.terragrunt
 TG_DIR = --tenants-dir "$(or $(TENANTS_DIR),tenants)"
+TG_UNIT = $(if $(UNIT),--unit "$(UNIT)",--tenant "$(TENANT)")
 TG_PARALLELISM = $(or $(patsubst -j%,%,$(filter -j%,$(MAKEFLAGS))),$(PARALLELISM))
-plan: $(VENV)/.installed ## Plan one tenant: make plan TENANT=acme
-	@$(TG_RUN) plan --tenant "$(TENANT)" $(TG_DIR) -- $(TF_ARGS)
-apply: $(VENV)/.installed ## Apply one tenant: make apply TENANT=acme
-	@$(TG_RUN) apply --tenant "$(TENANT)" $(TG_DIR) -- $(TF_ARGS)
-destroy: $(VENV)/.installed ## Destroy one tenant: make destroy TENANT=acme
-	@$(TG_RUN) destroy --tenant "$(TENANT)" $(TG_DIR) -- $(TF_ARGS)
-plan-all: $(VENV)/.installed ## Plan every tenant (PARALLELISM=2 at once, or make -jN)
+plan: $(VENV)/.installed ## Plan one tenant: make plan TENANT=acme (or UNIT=_platform/network)
+	@$(TG_RUN) plan $(TG_UNIT) $(TG_DIR) -- $(TF_ARGS)
+apply: $(VENV)/.installed ## Apply one tenant (locally its dependencies first): make apply TENANT=acme
+	@$(TG_RUN) apply $(TG_UNIT) $(TG_DIR) -- $(TF_ARGS)
+destroy: $(VENV)/.installed ## Destroy one tenant: make destroy TENANT=acme (or UNIT=...)
+	@$(TG_RUN) destroy $(TG_UNIT) $(TG_DIR) -- $(TF_ARGS)
+plan-all: $(VENV)/.installed ## Plan every unit, dependencies first (PARALLELISM=2 at once, or make -jN)
 	@$(TG_RUN) plan-all --parallelism "$(TG_PARALLELISM)" $(TG_DIR) -- $(TF_ARGS)
-apply-all: $(VENV)/.installed ## Apply every tenant (PARALLELISM=2 at once, or make -jN)
+apply-all: $(VENV)/.installed ## Apply every unit, dependencies first (PARALLELISM=2 at once, or make -jN)
 	@$(TG_RUN) apply-all --parallelism "$(TG_PARALLELISM)" $(TG_DIR) -- $(TF_ARGS)
+destroy-all: $(VENV)/.installed ## Destroy every unit, dependents first (the platform network last)
+	@$(TG_RUN) destroy-all --parallelism "$(TG_PARALLELISM)" $(TG_DIR) -- $(TF_ARGS)
 
 ##@ Pipeline
 .PHONY: deploy-jobs dq-report maintain

@@ -12,7 +12,7 @@ Every figure comes from this one run (this machine's timings vary by about +-30%
 2. **checkov, cold and warm.** ``python -m policies.gate <module>`` (what ``make policy`` runs) twice:
    cold = first run (fresh processes, whatever caches the machine has), warm = the second.
 3. **Plans.** A dedicated emulator (``infra.local.emulator.start`` in a scratch state dir, stopped by PID
-   at the end) and ``max(N)`` synthetic tenants (valid per ``infra/tenant.py``: unique ids, a mix of
+   at the end) and ``max(N)`` synthetic tenants (valid per ``tenant_model/``: unique ids, a mix of
    regions and classifications, gdpr only in the EU, the fixture VPC ids) in a scratch tenants root under
    the ignored ``.local/`` (``get_repo_root()`` in ``tenants/root.hcl`` needs a git work tree).  Their
    fixture networks are created first (the runner's own ``ensure_network``; a row of its own), then
@@ -103,7 +103,7 @@ def write_tenants_root(folder: Path, count: int) -> Path:
 
 
 def validate_tenants_root(folder: Path) -> list[Any]:
-    """Parse and validate every tenant the way the runner does (infra.tenant rules + no collisions)."""
+    """Parse and validate every tenant the way the runner does (tenant_model rules + no collisions)."""
     from infra import terragrunt as tg
 
     saved = dict(os.environ)
@@ -262,12 +262,13 @@ NETWORK_SNIPPET = """
 import json, sys, time
 from pathlib import Path
 from infra import terragrunt as tg
+from infra.terragrunt import cli
 import os
 os.environ.update(tg.static_env())
 folder = Path(sys.argv[1])
 runs = tg.load_all(folder)
 started = time.monotonic()
-tg._prepare(runs, "plan", tg._printer("[network] "), folder)
+cli.prepare(runs, "plan", cli.printer("[network] "), folder)
 print(json.dumps({"seconds": time.monotonic() - started, "tenants": len(runs)}))
 """
 
@@ -323,9 +324,9 @@ def bench_plans(workspace: Path, counts: list[int], parallelisms: list[int], mod
         out["network_create"] = ensure_networks(largest, env, "network-create")
         out["network_check"] = ensure_networks(largest, env, "network-check")
         # What the skip saves: one tenant's network applied again although nothing changed.
-        from infra import terragrunt as tg
+        from infra.terragrunt import fixture_network
 
-        (state_dir / "network" / configs[0].config.vpc_ids[0] / tg.NETWORK_MARKER).unlink(missing_ok=True)
+        (state_dir / "network" / configs[0].config.vpc_ids[0] / fixture_network.NETWORK_MARKER).unlink(missing_ok=True)
         out["network_reapply_one"] = ensure_networks(roots[1], env, "network-reapply")
         one = tenant_ids(1)
         out["plan_one"] = make_plan(["plan", f"TENANT={one[0]}", f"TENANTS_DIR={roots[1]}"], env, one, "plan-one.log",
@@ -388,7 +389,7 @@ def build_rows(synth: dict[str, Any], checkov: dict[str, Any], plans: dict[str, 
     n_max = create["created"] + create["applied_unchanged"] + create["skipped"]
     rows += [
         _row("fixture networks, create (local only)", create["prepare_s"], n_max, None, create["prepare_s"] / max(n_max, 1),
-             note=f"{create['created']} created, one at a time (moto id seeding); once per tenant per emulator"),
+             note=f"{create['created']} created, one at a time; once per tenant per emulator"),
         _row("fixture networks, check unchanged (skip)", check["prepare_s"], n_max, None, check["prepare_s"] / max(n_max, 1),
              note=f"{check['skipped']} skipped: what every plan-all does before planning"),
         _row("fixture network, re-apply unchanged (what the skip saves)", reapply["prepare_s"], 1, None,

@@ -13,7 +13,7 @@ from cdktf import App, TerraformOutput, TerraformStack  # noqa: E402
 from cdktf_cdktf_provider_aws.provider import AwsProvider  # noqa: E402
 from constructs import Construct  # noqa: E402
 
-from infra import tenant as model  # noqa: E402
+import tenant_model as model  # noqa: E402
 from modules.bucket_policy import BucketPolicy, BucketPolicyConfig, DeployerIdentity  # noqa: E402
 from modules.emr_virtual_cluster import EmrVirtualCluster, EmrVirtualClusterConfig  # noqa: E402
 from modules.job_roles import JobRoles, JobRolesConfig  # noqa: E402
@@ -26,7 +26,7 @@ from modules.refs import address, logical_id  # noqa: E402
 from modules.skips import skip_check  # noqa: E402
 from modules.stream_ingest import StreamIngest, StreamIngestConfig, firehose_role_arns  # noqa: E402
 from modules.tenant_inputs import TenantInputs  # noqa: E402
-from modules.vpc_endpoints import VpcEndpoints, VpcEndpointsConfig  # noqa: E402
+from modules.vpc_endpoints import VpcEndpoints, VpcEndpointsConfig, kms_keys_statement  # noqa: E402
 
 STACK_NAME = "tenant_lake"
 REPLICATION_SKIP = ("Cross-region replication needs a second region and provider per tenant; the lake is "
@@ -84,17 +84,20 @@ class TenantLakeStack(TerraformStack):
         LakeLifecycle(self, "log_lifecycle", LifecycleConfig(
             bucket=log_bucket.id, prefixes=(), transitions={}, expiry_days={"": inputs.retention["logs"]}))
 
+        # Endpoints in the tenant's own VPCs only; a shared cluster VPC's come from the platform network unit.
         endpoints = VpcEndpoints(self, "endpoints", VpcEndpointsConfig(
             vpc_ids=inputs.vpc_ids, region=inputs.region, name_prefix=f"{inputs.tenant_id}-lake",
-            bucket_arns=[lake_arn], tags=tags))
+            bucket_arns=[lake_arn], tags=tags, kms_statements=[kms_keys_statement([key.arn])]))
+        gateway_ids = ListExpr(f"${{concat({endpoints.gateway_id_list[2:-1]}, "
+                               f"values(var.shared_gateway_endpoint_ids))}}")
         BucketPolicy(self, "lake_policy", BucketPolicyConfig(
-            bucket=lake.id, bucket_arn=lake.arn, vpc_endpoint_ids=ListExpr(endpoints.gateway_id_list),
+            bucket=lake.id, bucket_arn=lake.arn, vpc_endpoint_ids=gateway_ids,
             allowed_principal_arns=tenant_principals,
             # Firehose writes from AWS's network, never through the tenant's endpoints: exempt by ARN only.
             endpoint_exempt_principal_arns=ListExpr(f"${{concat({admins}, {firehose_roles})}}"),
             kms_key_arn=key.arn), depends_on=[lake.public_access_block])
         log_policy = BucketPolicy(self, "log_policy", BucketPolicyConfig(
-            bucket=log_bucket.id, bucket_arn=log_bucket.arn, vpc_endpoint_ids=ListExpr(endpoints.gateway_id_list),
+            bucket=log_bucket.id, bucket_arn=log_bucket.arn, vpc_endpoint_ids=gateway_ids,
             allowed_principal_arns=ListExpr(f"${{{admins}}}"), endpoint_exempt_principal_arns=ListExpr(f"${{{admins}}}"),
             log_delivery_source_arns=[lake_arn], account_id=inputs.account_id),
             depends_on=[log_bucket.public_access_block])
@@ -125,8 +128,10 @@ class TenantLakeStack(TerraformStack):
             "emr_virtual_cluster_id": (emr.id, "Id of the tenant's EMR on EKS virtual cluster."),
             "emr_namespace": (inputs.emr_namespace, "Kubernetes namespace of the tenant's EMR jobs."),
             "log_group_name": (log_group.name, "CloudWatch log group of the tenant's EMR jobs."),
-            "gateway_endpoint_ids": (endpoints.gateway_ids, "S3 gateway endpoint id per VPC id."),
-            "interface_endpoint_ids": (endpoints.interface_ids, "Interface endpoint id per \"<vpc_id>.<service>\"."),
+            "gateway_endpoint_ids": (f"${{merge(var.shared_gateway_endpoint_ids, {endpoints.gateway_ids[2:-1]})}}",
+                                     "S3 gateway endpoint id per VPC id: the tenant's own VPCs and the shared network's."),
+            "interface_endpoint_ids": (f"${{merge(var.shared_interface_endpoint_ids, {endpoints.interface_ids[2:-1]})}}",
+                                       "Interface endpoint id per \"<vpc_id>.<service>\", own and shared."),
             "lake_prefixes": (list(model.LAKE_PREFIXES), "Top-level prefixes of the lake bucket."),
             "kinesis_stream_names": (streams.stream_names, "Kinesis data stream name per streamed dataset (var.streams)."),
             "firehose_delivery_stream_names": (streams.delivery_stream_names,

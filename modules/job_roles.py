@@ -21,6 +21,7 @@ from cdktf_cdktf_provider_aws.iam_role import IamRole
 from cdktf_cdktf_provider_aws.iam_role_policy import IamRolePolicy
 from constructs import Construct
 
+import tenant_model as model
 from modules.policy_document import Condition, Principal, Statement, policy_document
 
 S3_READ_ACTIONS: tuple[str, ...] = ("s3:GetObject", "s3:GetObjectVersion")
@@ -48,7 +49,7 @@ ROLE_ACCESS: dict[str, RoleAccess] = {
     "job_execution": RoleAccess(read=("landing", "bronze", "artifacts"),
                                 write=("bronze", "silver", "gold", "quarantine", "reports", "checkpoints", "logs"),
                                 logs=True),
-    "ingest_writer": RoleAccess(put_only=("landing",)),
+    "ingest_writer": RoleAccess(put_only=model.INGEST_WRITER_PUT_PREFIXES),
     "consumer": RoleAccess(read=("gold", "reports")),
 }
 EMR_SERVICE_ACCOUNT_PATTERN = "system:serviceaccount:{namespace}:emr-containers-sa-*-*-{account_id}-*"
@@ -59,12 +60,12 @@ class JobRolesConfig:
     """Inputs of ``JobRoles`` (values may be Terraform expressions).
 
     Attributes:
-        role_names: name per role key of ``ROLE_ACCESS`` (from ``infra.tenant.NAME_TEMPLATES``).
+        role_names: name per role key of ``ROLE_ACCESS`` (from ``tenant_model.NAME_TEMPLATES``).
         partition, account_id: the tenant's account.
         oidc_provider_arn, oidc_issuer: the EKS cluster's IAM OIDC provider and its issuer (host/path).
         emr_namespace: the Kubernetes namespace of the tenant's EMR jobs.
         tags: tags of the roles.
-        max_session_duration: seconds a role session lasts at most. @default - 3600
+        max_session_duration: seconds a role session lasts at most. @default - 3600 (``tenant_model.ROLE_MAX_SESSION_SECONDS``)
     """
 
     role_names: Mapping[str, str]
@@ -74,7 +75,7 @@ class JobRolesConfig:
     oidc_issuer: str
     emr_namespace: str
     tags: Mapping[str, str]
-    max_session_duration: int = 3600
+    max_session_duration: int = model.ROLE_MAX_SESSION_SECONDS
 
 
 def trust_statements(cfg: JobRolesConfig, role: str) -> list[Statement]:

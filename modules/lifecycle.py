@@ -33,7 +33,7 @@ from cdktf_cdktf_provider_aws.s3_bucket_lifecycle_configuration import (
 )
 from constructs import Construct
 
-from infra.tenant import LAKE_PREFIXES
+from tenant_model import LAKE_PREFIXES
 
 Number = float  # a number or a CDKTF number token
 
@@ -47,7 +47,7 @@ class LifecycleConfig:
         expiry_days: expiry per prefix (only prefixes listed here expire); the module passes the
             merged ``retention_days`` for landing, bronze, quarantine and logs.
         prefixes: the prefixes that may get a rule (one with at least one action). @default -
-            ``infra.tenant.LAKE_PREFIXES``
+            ``tenant_model.LAKE_PREFIXES``
         transitions: storage-class transitions per prefix, (days, class) pairs.
             @default - bronze: (30, STANDARD_IA), (90, GLACIER_IR); silver: (90, STANDARD_IA);
             gold: (0, INTELLIGENT_TIERING)

@@ -27,7 +27,7 @@ from cdktf_cdktf_provider_aws.kinesis_firehose_delivery_stream import (
 from cdktf_cdktf_provider_aws.kinesis_stream import KinesisStream, KinesisStreamStreamModeDetails
 from constructs import Construct
 
-from infra import tenant as model
+import tenant_model as model
 from modules.policy_document import Condition, Principal, Statement, policy_document
 from modules.refs import address
 
@@ -58,8 +58,8 @@ class StreamIngestConfig:
         shard_count: shards per stream (1 MiB/s or 1000 records/s in each). @default - 1
         retention_hours: how long a stream keeps records (Firehose catch-up window). @default - 24
         buffer_seconds: Firehose writes an object after this many seconds... @default - 60
-            (``infra.tenant.STREAM_BUFFER_SECONDS``)
-        buffer_mib: ...or this many MiB, whichever comes first. @default - 1 (``infra.tenant.STREAM_BUFFER_MIB``)
+            (``tenant_model.STREAM_BUFFER_SECONDS``)
+        buffer_mib: ...or this many MiB, whichever comes first. @default - 1 (``tenant_model.STREAM_BUFFER_MIB``)
     """
 
     streams: list

@@ -1,8 +1,8 @@
 """The tenant module's inputs: typed, described Terraform variables with plan-time validation.
 
 The module is synthesized once and reused by every tenant, so tenant values are Terraform variables,
-not Python values.  Every regex, allowed value and error text comes from ``infra.tenant`` (the same
-constants ``infra.tenant.validate`` uses), so a rule is written once: a bad tenant fails the Python
+not Python values.  Every regex, allowed value and error text comes from ``tenant_model`` (the same
+constants ``tenant_model.validate`` uses), so a rule is written once: a bad tenant fails the Python
 config check and, if it got past that, ``terraform plan`` with the same one-line message.
 
 The construct also derives the values every other construct needs (names, tags, retention) as
@@ -16,7 +16,7 @@ from cdktf import TerraformLocal, TerraformVariable, TerraformVariableValidation
 from cdktf_cdktf_provider_aws.data_aws_partition import DataAwsPartition
 from constructs import Construct
 
-from infra import tenant as model
+import tenant_model as model
 from modules.refs import address
 
 # Each input referenced by name inside Terraform expressions.
@@ -38,13 +38,13 @@ def _regex(pattern: str, ref: str) -> str:
 
 
 class TenantInputs(Construct):
-    """Declares the module's variables (names = ``infra.tenant.TenantConfig`` fields) and locals.
+    """Declares the module's variables (names = ``tenant_model.TenantConfig`` fields) and locals.
 
     Attributes exposed to the other constructs (Terraform expressions, as strings or tokens):
         tenant_id, region, account_id, partition: scalar inputs (``partition_ref``: the partition as a
             bare reference, for use inside other expressions).
         tags: the four standard tags merged over the user's ``tags`` (ours win).
-        names: every name of ``infra.tenant.NAME_TEMPLATES`` for this tenant.
+        names: every name of ``tenant_model.NAME_TEMPLATES`` for this tenant.
         retention: ``retention_days`` merged over ``DEFAULT_RETENTION_DAYS`` (a number per key).
         emr_namespace, oidc_provider_arn, oidc_issuer: derived EMR-on-EKS identity values.
         vpc_ids, admin_principal_arns, environment, eks_cluster_name: list/scalar inputs.
@@ -84,10 +84,29 @@ class TenantInputs(Construct):
                 _check(f"length(var.data_classification) > 0 && alltrue([for c in var.data_classification : contains({classes}, c)])",
                        "data_classification", rules["data_classification"].format(classifications=", ".join(model.CLASSIFICATIONS))),
             ])
-        vpc_ids = var("vpc_ids", "list(string)", "The tenant's existing VPCs; the lake is reachable only through their endpoints.", checks=[
-            _check("length(var.vpc_ids) > 0 && length(distinct(var.vpc_ids)) == length(var.vpc_ids) && "
+        vpc_ids = var("vpc_ids", "list(string)",
+                      "VPCs the tenant brings itself; the module creates their S3 gateway and interface endpoints. "
+                      "Empty when the tenant uses a shared network (shared_gateway_endpoint_ids).", default=[], checks=[
+            _check("length(distinct(var.vpc_ids)) == length(var.vpc_ids) && "
                    f"alltrue([for v in var.vpc_ids : {_regex(model.VPC_ID_RE, 'v')}])", "vpc_ids", rules["vpc_ids"]),
+            _check("length(var.vpc_ids) > 0 || length(var.shared_gateway_endpoint_ids) > 0", "vpc_ids", rules["network"]),
+            _check("length(setintersection(toset(var.vpc_ids), toset(keys(var.shared_gateway_endpoint_ids)))) == 0",
+                   "vpc_ids", rules["vpc_overlap"]),
         ])
+        endpoint_re = model.VPC_ENDPOINT_ID_RE
+        var("shared_gateway_endpoint_ids", "map(string)",
+            "VPC id => S3 gateway endpoint id of a shared cluster network (the platform network unit's "
+            "gateway_endpoint_ids output); the module creates no endpoint in those VPCs.", default={}, checks=[
+                _check(f"alltrue([for k, v in var.shared_gateway_endpoint_ids : {_regex(model.VPC_ID_RE, 'k')} && "
+                       f"{_regex(endpoint_re, 'v')}])", "shared_gateway_endpoint_ids", rules["shared_endpoints"]),
+            ])
+        var("shared_interface_endpoint_ids", "map(string)",
+            "\"<VPC id>.<service>\" => interface endpoint id of that shared network (its interface_endpoint_ids "
+            "output), reported in this module's interface_endpoint_ids.", default={}, checks=[
+                _check(f"alltrue([for k, v in var.shared_interface_endpoint_ids : "
+                       f"{_regex(model.VPC_ID_RE[:-1] + '[.][a-z0-9.-]+$', 'k')} && {_regex(endpoint_re, 'v')}])",
+                       "shared_interface_endpoint_ids", rules["shared_endpoints"]),
+            ])
         var("tags", "map(string)", "Extra tags on every taggable resource (the four standard tags win).", default={})
         var("environment", "string", f"Deployment environment, one of {', '.join(model.ENVIRONMENTS)}; local targets the embedded emulator.",
             default="local", checks=[

@@ -51,6 +51,7 @@ class GateResult:
     passed: int
     failed: list[Finding]
     skipped: list[Finding]
+    passed_checks: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (check id, resource)
 
     @property
     def ok(self) -> bool:
@@ -67,7 +68,9 @@ def run_checkov(directory: Path, framework: str = "terraform_json", checks: list
     if checks:
         cmd += ["--check", ",".join(checks)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "BC_SKIP_MAPPING": "TRUE", "CHECKOV_RUN_SCA_PACKAGE_SCAN_V2": "false"})
+                          env={**os.environ, "BC_SKIP_MAPPING": "TRUE", "CHECKOV_RUN_SCA_PACKAGE_SCAN_V2": "false",
+                               # the custom checks import the stdlib-only tenant_model package from the repo
+                               "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)})
     out = proc.stdout.strip()
     if not out:
         raise GateError(f"checkov printed nothing (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
@@ -96,17 +99,18 @@ def declared_skips(directory: Path) -> dict[str, dict[str, str]]:
 
 def evaluate(directory: Path, reports: list[dict]) -> GateResult:
     skips = declared_skips(directory)
-    passed, failed, skipped = 0, [], []
+    passed, failed, skipped, passed_checks = 0, [], [], []
     for report in reports:
         results = report.get("results") or {}
         passed += len(results.get("passed_checks") or [])
+        passed_checks += [(rec.get("check_id", "?"), rec.get("resource", "?")) for rec in results.get("passed_checks") or []]
         for rec in results.get("failed_checks") or []:
             name = str(rec.get("resource", "")).split(".")[-1]
             reason = skips.get(name, {}).get(rec.get("check_id", ""))
             finding = Finding(rec.get("check_id", "?"), rec.get("resource", "?"), rec.get("file_path", "?"),
                               reason or "")
             (skipped if reason else failed).append(finding)
-    return GateResult(passed, failed, skipped)
+    return GateResult(passed, failed, skipped, passed_checks)
 
 
 def gate(directory: Path = DEFAULT_TARGET) -> GateResult:

@@ -302,7 +302,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                   f"quarantined={manifest['quarantined']} duplicates={manifest['duplicates']} "
                   f"late={manifest['late']} ({manifest['duration_seconds']}s) manifest: "
                   f"{lake.report_dir(layer, dataset, manifest['run_id'])}/manifest.json")
-            statuses.append(run_status(manifest["run_id"], layer, manifest.get("validation")))
+            statuses.append(run_status(manifest.get("validation")))
         if args.command == "run-all":
             print(format_counts_table(layer_counts(spark, lake, datasets)))
     finally:
@@ -456,6 +456,11 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, JobFailed):
             print(f"error: {exc}", file=sys.stderr)
             return exc.exit_code
+        from spark_jobs.quality import ReportNotWritten
+
+        if isinstance(exc, ReportNotWritten):
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
         if isinstance(exc, MissingInputError):
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_FAILED

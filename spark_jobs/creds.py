@@ -23,16 +23,15 @@ import uuid
 from typing import Any
 from urllib.parse import urlparse
 
+import tenant_model
 from spark_jobs.lake import LakeConfigError, read_lake_outputs
 
-# STS AssumeRole bounds: 900 s minimum; the maximum is the role's max_session_duration, which the
-# tenant module sets to 3600 s (modules/job_roles.py JobRolesConfig; a test keeps them equal).
+# STS AssumeRole bounds: 900 s minimum; the maximum is the roles' max_session_duration (the tenant model's).
 TTL_MIN_SECONDS = 900
-TTL_MAX_SECONDS = 3600
+TTL_MAX_SECONDS = tenant_model.ROLE_MAX_SESSION_SECONDS
 DEFAULT_TTL_SECONDS = 900
-# Prefixes the ingest-writer role may put under (modules/job_roles.py ROLE_ACCESS["ingest_writer"].put_only;
-# a test keeps them equal). A vended prefix must lie inside one of them.
-INGEST_ALLOWED_PREFIXES: tuple[str, ...] = ("landing",)
+# Prefixes the ingest-writer role may put under; a vended prefix must lie inside one of them.
+INGEST_ALLOWED_PREFIXES: tuple[str, ...] = tenant_model.INGEST_WRITER_PUT_PREFIXES
 SESSION_S3_ACTIONS: tuple[str, ...] = ("s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts")
 SESSION_KMS_ACTIONS: tuple[str, ...] = ("kms:GenerateDataKey", "kms:Encrypt", "kms:Decrypt", "kms:DescribeKey")
 S3A_PROVIDER = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"

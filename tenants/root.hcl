@@ -3,7 +3,7 @@
 #
 # Run it through `make plan|apply|destroy TENANT=<tenant>` (or `python -m infra.terragrunt`): that
 # validates the tenant first, prepares the environment below, and runs real `terragrunt` when it is on
-# PATH, else the documented fallback in infra/terragrunt.py, which understands exactly the constructs
+# PATH, else the documented fallback in infra/terragrunt/, which understands exactly the constructs
 # used here (README "Terragrunt and tenants") and refuses any other.
 #
 # Environment switch: TENANTLAKE_ENV = local (default: the embedded moto server) | aws (real AWS).

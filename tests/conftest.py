@@ -40,6 +40,14 @@ def tenant_module() -> dict:
 
 
 @pytest.fixture(scope="session")
+def platform_module() -> dict:
+    """The platform network module (infra.synth), synthesized once per session."""
+    from infra.synth import synthesize
+
+    return synthesize("platform_network")
+
+
+@pytest.fixture(scope="session")
 def emulator():
     """A moto server for this test session: yields its EmulatorState, stops it afterwards."""
     from infra.local import emulator as emu

@@ -5,7 +5,7 @@ import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-REQUIRED_TARGETS = ["setup", "test", "demo", "synth", "plan", "apply", "destroy", "plan-all", "deploy-jobs",
+REQUIRED_TARGETS = ["setup", "test", "demo", "synth", "plan", "apply", "destroy", "plan-all", "apply-all", "destroy-all", "deploy-jobs",
                     "dq-report", "bench", "bench-pipeline", "bench-infra", "emulator-up", "emulator-down", "clean"]
 
 

@@ -1,4 +1,5 @@
-"""The deployable artifact: a deterministic zip of ``spark_jobs`` (with its contracts) plus the entrypoint.
+"""The deployable artifact: a deterministic zip of ``spark_jobs`` (with its contracts) and the stdlib-only
+``tenant_model`` it imports, plus the entrypoint.
 
 Deterministic means an unchanged tree gives a byte-identical zip: files are added in sorted order,
 with a fixed timestamp (1980-01-01, the zip epoch), fixed permissions and a fixed compression level,
@@ -18,6 +19,8 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_DIR = REPO_ROOT / "spark_jobs"
+# Repo packages spark_jobs imports besides itself, packed next to it: the stdlib-only tenant model.
+SHARED_PACKAGES: tuple[Path, ...] = (REPO_ROOT / "tenant_model",)
 ENTRYPOINT_SOURCE = Path(__file__).resolve().parent / "entrypoint.py"
 DEFAULT_BUILD_DIR = REPO_ROOT / ".local" / "artifacts"
 
@@ -40,7 +43,7 @@ class Artifact:
     """A built artifact on local disk.
 
     Attributes:
-        zip_path: the zip (``spark_jobs/**`` and ``entrypoint.py`` at its root).
+        zip_path: the zip (``spark_jobs/**``, ``tenant_model/**`` and ``entrypoint.py`` at its root).
         entrypoint_path: the entrypoint script, uploaded next to the zip (EMR's ``entryPoint``).
         version: content hash prefix; the S3 folder name under ``artifacts/spark_jobs/``.
         sha256: SHA-256 of the zip bytes.
@@ -72,9 +75,18 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def collect_files(package_dir: Path = PACKAGE_DIR, entrypoint: Path = ENTRYPOINT_SOURCE) -> list[tuple[str, Path]]:
-    """(archive name, source path) pairs, sorted by archive name."""
-    package_dir = Path(package_dir)
+def collect_files(package_dir: Path = PACKAGE_DIR, entrypoint: Path = ENTRYPOINT_SOURCE,
+                  shared: tuple[Path, ...] = SHARED_PACKAGES) -> list[tuple[str, Path]]:
+    """(archive name, source path) pairs, sorted by archive name: the package, the ``shared`` packages it
+    imports (each at the zip's root, as on the repo's), and the entrypoint."""
+    pairs = [pair for package in (Path(package_dir), *map(Path, shared)) for pair in _package_files(package)]
+    if not Path(entrypoint).is_file():
+        raise ArtifactError(f"entrypoint script {entrypoint} is missing")
+    pairs.append((ENTRYPOINT_NAME, Path(entrypoint)))
+    return sorted(pairs)
+
+
+def _package_files(package_dir: Path) -> list[tuple[str, Path]]:
     if not (package_dir / "__init__.py").is_file():
         raise ArtifactError(f"{package_dir} is not a Python package (no __init__.py)")
     pairs: list[tuple[str, Path]] = []
@@ -86,10 +98,7 @@ def collect_files(package_dir: Path = PACKAGE_DIR, entrypoint: Path = ENTRYPOINT
                 continue
             arcname = f"{package_dir.name}/{path.relative_to(package_dir).as_posix()}"
             pairs.append((arcname, path))
-    if not Path(entrypoint).is_file():
-        raise ArtifactError(f"entrypoint script {entrypoint} is missing")
-    pairs.append((ENTRYPOINT_NAME, Path(entrypoint)))
-    return sorted(pairs)
+    return pairs
 
 
 def content_version(contents: list[tuple[str, bytes]]) -> str:

@@ -1,4 +1,4 @@
-"""Entry point of the embedded emulator: moto's server, with four documented corrections.
+"""Entry point of the embedded emulator: moto's server, with a few documented corrections.
 
 Moto 5.2.5 evaluates a bucket policy on every object request, but without any request context:
 a statement's ``Condition`` (``aws:SecureTransport``, ``aws:SourceVpce``, ``aws:PrincipalArn``,
@@ -25,7 +25,17 @@ planned to turn it on again. The stored switch is now returned as AWS returns it
 A fourth correction: moto 5.2.5 keeps a deleted EMR on EKS virtual cluster (state ``TERMINATED``) and
 still counts its namespace as taken, so a tenant destroyed and applied again in the same emulator failed
 with "A virtual cluster already exists in the given namespace". On AWS a terminated virtual cluster frees
-its namespace; here too now. Nothing else in moto is changed.
+its namespace; here too now.
+
+A fifth correction: ``CreateVpcEndpoint`` is idempotent on its ``ClientToken``, as on AWS.  The AWS provider sends one
+token per endpoint and its SDK retries a request whose answer it did not get (a 5xx, a dropped connection)
+with the same token; AWS then returns the endpoint it already created, moto 5.2.5 created a second one
+(same tags, untracked by Terraform, left behind by ``destroy``).  A token reused for another VPC or service
+fails with ``IdempotentParameterMismatch``, as on AWS.
+
+And one addition for the local fixture network: ``CreateVpc`` with the tag ``tenantlake:fixture-vpc-id``
+creates the VPC with exactly that id (moto cannot be told a VPC id otherwise), so a tenant file can name
+its local VPC by id.  Nothing else in moto is changed.
 
 Run as ``python -m infra.local.moto_server -H 127.0.0.1 -p PORT [-c CERT -k KEY]`` (same flags as
 ``python -m moto.server``); ``infra.local.emulator`` does this.
@@ -50,6 +60,63 @@ def _give_delete_markers_a_dispose() -> None:
 
     if not hasattr(FakeDeleteMarker, "dispose"):
         FakeDeleteMarker.dispose = lambda self, garbage=False: None  # holds no buffer to release
+
+
+def _make_create_vpc_endpoint_idempotent() -> None:
+    import threading
+
+    from moto.ec2.exceptions import EC2ClientError
+    from moto.ec2.models.vpcs import VPCBackend
+
+    original = VPCBackend.create_vpc_endpoint
+    lock = threading.Lock()  # two retries of one request must not both miss the token
+
+    def create_vpc_endpoint(self, vpc_id, service_name, *args, client_token=None, **kwargs):
+        if not client_token:
+            return original(self, vpc_id, service_name, *args, **kwargs)
+        with lock:
+            for endpoint in list(self.vpc_end_points.values()):
+                if endpoint.client_token == client_token and endpoint.state != "deleted":
+                    if (endpoint.vpc_id, endpoint.service_name) != (vpc_id, service_name):
+                        raise EC2ClientError("IdempotentParameterMismatch",
+                                             f"The client token {client_token} was used for a different request.")
+                    return endpoint
+            return original(self, vpc_id, service_name, *args, client_token=client_token, **kwargs)
+
+    VPCBackend.create_vpc_endpoint = create_vpc_endpoint
+
+
+FIXTURE_VPC_ID_TAG = "tenantlake:fixture-vpc-id"  # CreateVpc: create the VPC with this id (local fixture network)
+
+
+def _let_create_vpc_take_a_fixture_id() -> None:
+    import re
+    import threading
+
+    from moto.ec2.exceptions import EC2ClientError
+    from moto.ec2.models import vpcs as vpc_models
+
+    original = vpc_models.VPCBackend.create_vpc
+    lock = threading.Lock()  # the id generator is swapped for one call: no other CreateVpc may run meanwhile
+
+    def create_vpc(self, cidr_block, *args, tags=None, **kwargs):
+        wanted = next((t["Value"] for t in tags or [] if t.get("Key") == FIXTURE_VPC_ID_TAG), None)
+        if wanted is None:
+            with lock:
+                return original(self, cidr_block, *args, tags=tags, **kwargs)
+        if not re.fullmatch(r"vpc-[0-9a-f]{8,17}", wanted):
+            raise EC2ClientError("InvalidParameterValue", f"{FIXTURE_VPC_ID_TAG} {wanted!r} is not a VPC id")
+        with lock:
+            if wanted in self.vpcs:
+                raise EC2ClientError("InvalidVpcID.Duplicate", f"The VPC {wanted} already exists")
+            generator = vpc_models.random_vpc_id
+            vpc_models.random_vpc_id = lambda: wanted
+            try:
+                return original(self, cidr_block, *args, tags=tags, **kwargs)
+            finally:
+                vpc_models.random_vpc_id = generator
+
+    vpc_models.VPCBackend.create_vpc = create_vpc
 
 
 def _report_eventbridge_notifications() -> None:
@@ -96,6 +163,8 @@ def _free_namespaces_of_terminated_virtual_clusters() -> None:
 def main(argv: list[str] | None = None) -> None:
     _disable_context_free_bucket_policy_evaluation()
     _give_delete_markers_a_dispose()
+    _make_create_vpc_endpoint_idempotent()
+    _let_create_vpc_take_a_fixture_id()
     _report_eventbridge_notifications()
     _free_namespaces_of_terminated_virtual_clusters()
     from moto.server import main as moto_main

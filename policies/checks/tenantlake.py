@@ -23,7 +23,8 @@ from checkov.terraform.checks.data.base_check import BaseDataCheck
 from checkov.terraform.checks.module.base_module_check import BaseModuleCheck
 from checkov.terraform.checks.resource.base_resource_check import BaseResourceCheck
 
-EU_REGION_PREFIX = "eu-"  # mirrors infra.tenant.EU_REGION_PREFIX (checkov runs in its own venv)
+# The tenant model is stdlib-only: policies.gate puts the repo root on checkov's PYTHONPATH.
+from tenant_model import EU_REGION_PREFIX  # noqa: E402
 PLACEHOLDER = "TF_EXPR"
 
 

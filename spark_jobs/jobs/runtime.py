@@ -122,7 +122,7 @@ def session_for(lake: LakeConfig, app_name: str, jars: list[str] | None = None) 
 
 @dataclasses.dataclass
 class JobRun:
-    """One layer run of one dataset: its manifest, timing and progress output."""
+    """One layer run of one dataset: its manifest, timing, progress output and validations."""
 
     spark: SparkSession
     lake: LakeConfig
@@ -131,6 +131,7 @@ class JobRun:
     manifest: RunManifest
     progress: Progress
     started: float = dataclasses.field(default_factory=time.monotonic)
+    validations: quality.RunValidations = dataclasses.field(default_factory=quality.RunValidations)
 
     @property
     def run_id(self) -> str:
@@ -153,7 +154,7 @@ class JobRun:
     def validate(self, df, **context: Any) -> quality.LayerValidation:
         """Call the quality hook before publishing; a blocking outcome stops the run (exit 4)."""
         validation = quality.validate_layer(self.spark, layer=self.layer, contract=self.contract, df=df,
-                                            context=self.context(**context))
+                                            context=self.context(**context), run=self.validations)
         name = context.get("gold_name") or self.layer
         self.manifest.validation[name] = {"status": validation.status, "blocking": validation.blocking,
                                           "reason": validation.reason}
@@ -176,6 +177,7 @@ def job_run(spark: SparkSession, lake: LakeConfig, contract: Contract, layer: st
     # would retry for minutes (the manifest write included) instead of failing.
     check_endpoint(lake)
     run = JobRun(spark=spark, lake=lake, contract=contract, layer=layer, manifest=manifest, progress=progress)
+    quality.prewarm()
     run.stage("start", run_id=manifest.run_id)
     try:
         _remove_write_leftovers(run)
@@ -185,6 +187,8 @@ def job_run(spark: SparkSession, lake: LakeConfig, contract: Contract, layer: st
         manifest.finish("failed", run.started, time.monotonic(), error=f"{type(exc).__name__}: {first_line}")
         try:
             _write_manifest(run)
+        except quality.ReportNotWritten as write_error:  # the manifest is written; the job's own error wins
+            run.progress(f"[{layer} {contract.dataset}] {write_error}")
         except Exception as write_error:  # noqa: BLE001 - never hide the job's own error
             run.progress(f"[{layer} {contract.dataset}] manifest not written: {type(write_error).__name__}")
         raise
@@ -217,4 +221,4 @@ def _write_manifest(run: JobRun) -> None:
     storage.write_text(run.spark, uri, run.manifest.to_json())
     validation = getattr(run, "_last_validation", None) or quality.LayerValidation()
     quality.publish_report(run.spark, layer=run.layer, contract=run.contract, validation=validation,
-                           manifest=run.manifest.to_dict(), context=run.context(manifest_uri=uri))
+                           manifest=run.manifest.to_dict(), context=run.context(manifest_uri=uri), run=run.validations)

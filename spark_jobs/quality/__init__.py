@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import sys
 import tempfile
 import threading
 import time
@@ -26,8 +25,15 @@ from typing import Any
 
 from spark_jobs.quality.gating import EXIT_FAIL, EXIT_PASS, EXIT_WARN, exit_code, gate, worst  # noqa: F401
 
-__all__ = ["LayerValidation", "validate_layer", "publish_report", "run_status", "exit_code", "worst",
-           "EXIT_PASS", "EXIT_WARN", "EXIT_FAIL"]
+__all__ = ["LayerValidation", "RunValidations", "validate_layer", "publish_report", "prewarm", "run_status",
+           "exit_code", "worst",
+           "EXIT_PASS", "EXIT_WARN", "EXIT_FAIL", "ReportNotWritten"]
+
+
+class ReportNotWritten(RuntimeError):
+    """A layer run's data-quality report could not be written. The run fails with this one line (exit 1):
+    its data is published and its manifest written, but no report says what was validated."""
+
 
 
 @dataclasses.dataclass
@@ -73,16 +79,18 @@ class LayerValidation:
         return exit_code(self.status)
 
 
-# Every validation of a layer run, so that the one report per run covers all of them (a gold run
-# validates each gold output; a bronze run each batch). Filled by validate_layer, drained by publish_report.
-_RUN_VALIDATIONS: dict[tuple[str, str], list[LayerValidation]] = {}
-_RUN_STATUS: dict[tuple[str, str], str] = {}  # combined status per (run_id, layer), set by publish_report
+@dataclasses.dataclass
+class RunValidations:
+    """Every validation of one layer run, so that the run's one report covers all of them (a gold run
+    validates each gold output; a bronze run each batch). Owned by the run (``JobRun``): ``validate_layer``
+    adds to it, ``publish_report`` combines it. Nothing is kept between runs or in the module."""
+
+    parts: list[LayerValidation] = dataclasses.field(default_factory=list)
 
 
-def run_status(run_id: str, layer: str, manifest_validation: dict[str, Any] | None = None) -> str:
-    """The combined status of a finished layer run (every output / batch), for the CLI's exit code."""
-    if (run_id, layer) in _RUN_STATUS:
-        return _RUN_STATUS[(run_id, layer)]
+def run_status(manifest_validation: dict[str, Any] | None = None) -> str:
+    """The combined status of a finished layer run (every output / batch), from its manifest's
+    ``validation`` entries, for the CLI's exit code; "pass" when nothing was validated."""
     return worst([v.get("status", "pass") for v in (manifest_validation or {}).values()])
 
 
@@ -113,9 +121,13 @@ def validation_enabled() -> bool:
     return os.environ.get("TENANTLAKE_VALIDATION", "on").lower() not in ("off", "0", "false", "no")
 
 
-def _prewarm() -> None:
+def prewarm() -> None:
     """Import Great Expectations in the background (about 2 s of Python work) while the job's Spark stages
-    run in the JVM, so that the validation itself does not pay for it. Layer jobs import this package at start."""
+    run in the JVM, so that the validation itself does not pay for it. A layer run calls it when it starts
+    (``jobs.runtime.job_run``); importing this package starts nothing. No-op when validation is off."""
+    if not validation_enabled():
+        return
+
     def load() -> None:
         try:
             import great_expectations.expectations  # noqa: F401
@@ -123,10 +135,6 @@ def _prewarm() -> None:
             pass
 
     threading.Thread(target=load, name="tenantlake-gx-prewarm", daemon=True).start()
-
-
-if validation_enabled():
-    _prewarm()
 
 
 def _ensure_cached(df: Any) -> None:
@@ -137,8 +145,10 @@ def _ensure_cached(df: Any) -> None:
         df.persist(StorageLevel.MEMORY_AND_DISK)
 
 
-def validate_layer(spark: Any, *, layer: str, contract: Any, df: Any, context: dict[str, Any]) -> LayerValidation:
-    """Validate ``df`` (the in-memory output the job already has) against the contract's suite for ``layer``.
+def validate_layer(spark: Any, *, layer: str, contract: Any, df: Any, context: dict[str, Any],
+                   run: RunValidations | None = None) -> LayerValidation:
+    """Validate ``df`` (the in-memory output the job already has) against the contract's suite for ``layer``;
+    the outcome is also added to ``run`` (the layer run's validations) when given.
 
     ``context`` carries at least: run_id, lake_uri, dataset, layer, and for silver ``quarantine_df``,
     for gold ``silver_count`` (referential checks) and ``gold_name``. ``df`` is persisted if the job
@@ -166,23 +176,23 @@ def validate_layer(spark: Any, *, layer: str, contract: Any, df: Any, context: d
         return LayerValidation(status="fail", blocking=True, reason=f"suite error: {err}", suite_name=suite_name)
     _ensure_cached(df)
     docs_dir = tempfile.mkdtemp(prefix=f"tenantlake-dq-{suite_name}-")
-    run = run_suite(df, specs, suite_name=suite_name, docs_dir=docs_dir)
+    suite_run = run_suite(df, specs, suite_name=suite_name, docs_dir=docs_dir)
     quarantine_df = context.get("quarantine_df")
     summary = quarantine_links.summarize(quarantine_df, context.get("run_id")) if quarantine_df is not None else None
     with_quarantine = layer == "silver" and summary is not None
     if with_quarantine:
-        quarantine_links.apply_quarantine(run.results, summary, DEFAULT_ROW_MOSTLY)
-    status, blocking, reason = gate(run.results)
+        quarantine_links.apply_quarantine(suite_run.results, summary, DEFAULT_ROW_MOSTLY)
+    status, blocking, reason = gate(suite_run.results)
     lake_uri = context.get("lake_uri")
     location = f"{lake_uri.rstrip('/')}/quarantine/{dataset}/" if lake_uri and quarantine_df is not None else ""
     label = context.get("gold_name") or (f"batch-{context['batch_id']}" if context.get("batch_id") is not None else "")
-    validation = LayerValidation(status=status, blocking=blocking, reason=reason, results=run.results,
-                                 suite_name=suite_name, gx_result=run.gx_result, quarantine=summary,
+    validation = LayerValidation(status=status, blocking=blocking, reason=reason, results=suite_run.results,
+                                 suite_name=suite_name, gx_result=suite_run.gx_result, quarantine=summary,
                                  quarantine_location=location, validated_with_quarantine=with_quarantine,
-                                 docs_dir=run.docs_dir, docs_page=run.docs_page,
+                                 docs_dir=suite_run.docs_dir, docs_page=suite_run.docs_page,
                                  seconds=time.perf_counter() - started, label=label)
-    if context.get("run_id"):
-        _RUN_VALIDATIONS.setdefault((context["run_id"], layer), []).append(validation)
+    if run is not None:
+        run.parts.append(validation)
     return validation
 
 
@@ -209,11 +219,12 @@ def tenant_of(context: dict[str, Any]) -> str:
 
 
 def publish_report(spark: Any, *, layer: str, contract: Any, validation: LayerValidation,
-                   manifest: dict[str, Any], context: dict[str, Any]) -> str | None:
+                   manifest: dict[str, Any], context: dict[str, Any], run: RunValidations | None = None) -> str | None:
     """Write the per-run report next to the manifest (lake + local mirror) and refresh the mirror's index.
+    With ``run``, the report covers every validation of the layer run, else ``validation`` alone.
 
     Returns the report folder (lake URI, or the mirror path when there is no lake). A report that cannot
-    be written is reported on stderr in one line; it never changes the job's outcome.
+    be written raises ``ReportNotWritten`` (the CLI prints it in one line and exits 1).
     """
     from spark_jobs.quality import index, report
     from spark_jobs.quality.suites import field
@@ -222,8 +233,7 @@ def publish_report(spark: Any, *, layer: str, contract: Any, validation: LayerVa
         return None
     dataset = context.get("dataset") or field(contract, "dataset", "dataset")
     run_id = context.get("run_id") or manifest.get("run_id") or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    validation = combine(_RUN_VALIDATIONS.pop((run_id, layer), None) or [validation])
-    _RUN_STATUS[(run_id, layer)] = validation.status
+    validation = combine((run.parts if run is not None else None) or [validation])
     if not validation.suite_name and manifest.get("status") == "failed":
         # The job stopped before it validated anything: the report says so instead of "pass".
         validation = dataclasses.replace(validation, status="fail", blocking=True, suite_name=f"{dataset}.{layer}",
@@ -240,10 +250,10 @@ def publish_report(spark: Any, *, layer: str, contract: Any, validation: LayerVa
                                                              validation=validation, manifest=manifest,
                                                              report_dir=context.get("report_dir"))
         index.build_index(tenant, mirror)
-    except Exception as err:  # noqa: BLE001 - a report problem must not turn a good run into a failed one
-        print(f"data-quality report for {layer}/{dataset}/{run_id} not written: {type(err).__name__}: {err}",
-              file=sys.stderr)
-        return None
+    except Exception as err:  # noqa: BLE001 - any failure: the run must not pass without its report
+        first_line = (str(err).strip().splitlines() or [""])[0][:300]
+        raise ReportNotWritten(f"{layer} {dataset}: data published and manifest written, but the data-quality "
+                               f"report of run {run_id} was not written: {type(err).__name__}: {first_line}") from err
     finally:
         for part in validation.parts or [validation]:  # the rendered Data Docs now live in the report folder
             if part.docs_dir:

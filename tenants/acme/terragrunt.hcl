@@ -3,15 +3,29 @@ include "root" {
   path = find_in_parent_folders("root.hcl")
 }
 
+# The shared cluster network (tenants/_platform/network): the tenant's jobs run on the shared EKS cluster and
+# reach the lake through that VPC's endpoints, which the network unit owns.
+dependency "network" {
+  config_path = "../_platform/network"
+
+  # Until the network is applied, validation, plans and destroys read these (Terragrunt's mock outputs).
+  mock_outputs = {
+    gateway_endpoint_ids   = { "vpc-00000000000000000" = "vpce-00000000000000000" }
+    interface_endpoint_ids = { "vpc-00000000000000000.kms" = "vpce-00000000000000001" }
+  }
+  mock_outputs_allowed_terraform_commands = ["validate", "plan", "destroy"]
+}
+
 inputs = {
   tenant_id           = "acme"
   region              = "eu-west-1"
   data_classification = ["gdpr"]
-  # The sample tenants target the local emulator: 123456789012 is moto's fixed account, and the VPC
-  # is the fixture VPC the local network creates (`python -m infra.local.network.fixture_ids id acme`).
-  # For TENANTLAKE_ENV=aws, put the real account and VPC ids here.
+  # The sample tenants target the local emulator: 123456789012 is moto's fixed account.
+  # For TENANTLAKE_ENV=aws, put the real account here (and in tenants/_platform/network).
   account_id = "123456789012"
-  vpc_ids    = ["vpc-6044ec6848a5d426b"]
+  # No VPC of its own: the shared network's endpoints (the module creates none).
+  shared_gateway_endpoint_ids   = dependency.network.outputs.gateway_endpoint_ids
+  shared_interface_endpoint_ids = dependency.network.outputs.interface_endpoint_ids
   tags = {
     owner    = "acme-data-team"
     workload = "datalake"

@@ -14,6 +14,7 @@ import pytest
 
 from bench import infra as bench_infra
 from infra import terragrunt as tg
+from infra.terragrunt import cli, fixture_network
 from infra.local.network import fixture_ids
 
 REPO = bench_infra.REPO_ROOT
@@ -30,7 +31,7 @@ def tenants_root():
 def test_twenty_synthetic_tenants_are_valid_distinct_tenants_with_a_mix_of_regions(tenants_root, monkeypatch):
     monkeypatch.setenv("TENANTLAKE_STATE_ACCOUNT_ID", tg.LOCAL_ACCOUNT_ID)
     bench_infra.write_tenants_root(tenants_root, 20)
-    runs = bench_infra.validate_tenants_root(tenants_root)  # infra.tenant rules + no shared id/bucket/state key
+    runs = bench_infra.validate_tenants_root(tenants_root)  # tenant_model rules + no shared id/bucket/state key
 
     assert [r.name for r in runs] == bench_infra.tenant_ids(20)
     assert len({r.state_key for r in runs}) == len({r.config.lake_bucket_name for r in runs}) == 20
@@ -45,8 +46,8 @@ def test_twenty_synthetic_tenants_are_valid_distinct_tenants_with_a_mix_of_regio
 
 def test_the_counted_markers_are_what_the_runner_prints():
     # If either message changed, the benchmark would count 0 syntheses / 0 skipped networks and prove nothing.
-    assert bench_infra.RESYNTH_MARK in inspect.getsource(tg.synth_if_stale)
-    assert bench_infra.NETWORK_SKIP_MARK in inspect.getsource(tg.ensure_network)
+    assert bench_infra.RESYNTH_MARK in inspect.getsource(cli.synth_if_stale)
+    assert bench_infra.NETWORK_SKIP_MARK in inspect.getsource(fixture_network.ensure_network)
 
 
 def test_plan_output_summary_counts_syntheses_phases_and_plans():

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from infra import tenant as model
+import tenant_model as model
 from modules.skips import MAX_SKIPS
 
 INTERFACE_OUTPUTS = {
@@ -21,10 +21,12 @@ def test_outputs_are_the_interface_and_described(tenant_module):
     assert outputs["lake_prefixes"]["value"] == list(model.LAKE_PREFIXES) == [
         "landing", "bronze", "silver", "gold", "quarantine", "reports", "checkpoints", "artifacts", "logs"]
     assert outputs["lake_bucket_name"]["value"] == "${aws_s3_bucket.lake_bucket.bucket}"
-    assert outputs["gateway_endpoint_ids"]["value"] == \
-        "${tomap({ for k, e in aws_vpc_endpoint.endpoints_gateway : k => e.id })}"
-    assert outputs["interface_endpoint_ids"]["value"] == \
-        "${tomap({ for k, e in aws_vpc_endpoint.endpoints_interface : k => e.id })}"
+    # The tenant's own endpoints and a shared network's (tests/modules/test_vpc_endpoints.py, test_synth.py)
+    assert outputs["gateway_endpoint_ids"]["value"] == (
+        "${merge(var.shared_gateway_endpoint_ids, tomap({ for k, e in aws_vpc_endpoint.endpoints_gateway : e.vpc_id => e.id }))}")
+    assert outputs["interface_endpoint_ids"]["value"] == (
+        "${merge(var.shared_interface_endpoint_ids, tomap({ for k, e in aws_vpc_endpoint.endpoints_interface : "
+        '"${e.vpc_id}.${local.interface_endpoints[k].service}" => e.id }))}')
 
 
 def test_every_element_has_a_readable_address(tenant_module):

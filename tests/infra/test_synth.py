@@ -79,12 +79,29 @@ run "valid_tenant_plans" {
     error_message = "one gateway and three interface endpoints per VPC"
   }
   assert {
-    condition     = local.endpoint_subnet_ids["vpc-0123456789abcdef0"] == ["subnet-0a"]
+    condition     = local.endpoint_networks["vpc-0123456789abcdef0"].subnet_ids == ["subnet-0a"]
     error_message = "one subnet per availability zone, lowest id"
   }
   assert {
     condition     = aws_s3_bucket.lake_bucket.force_destroy == true
     error_message = "local environment may empty buckets on destroy"
+  }
+}
+
+run "tenant_on_a_shared_network_creates_no_endpoint" {
+  command = plan
+  variables {
+    vpc_ids                       = []
+    shared_gateway_endpoint_ids   = { "vpc-0aaaaaaaaaaaaaaa1" = "vpce-0bbbbbbbbbbbbbbb1" }
+    shared_interface_endpoint_ids = { "vpc-0aaaaaaaaaaaaaaa1.kms" = "vpce-0bbbbbbbbbbbbbbb2" }
+  }
+  assert {
+    condition     = length(aws_vpc_endpoint.endpoints_gateway) == 0 && length(aws_vpc_endpoint.endpoints_interface) == 0 && length(aws_security_group.endpoints_security_group) == 0
+    error_message = "no endpoint and no security group of its own"
+  }
+  assert {
+    condition     = output.gateway_endpoint_ids == { "vpc-0aaaaaaaaaaaaaaa1" = "vpce-0bbbbbbbbbbbbbbb1" } && output.interface_endpoint_ids == { "vpc-0aaaaaaaaaaaaaaa1.kms" = "vpce-0bbbbbbbbbbbbbbb2" }
+    error_message = "the shared endpoints are the tenant's"
   }
 }
 
@@ -112,6 +129,10 @@ BAD_INPUTS = {
     "no_classification": ("data_classification", {"data_classification": []}),
     "bad_vpc": ("vpc_ids", {"vpc_ids": ["subnet-12345678"]}),
     "no_vpc": ("vpc_ids", {"vpc_ids": []}),
+    "vpc_also_shared": ("vpc_ids", {"shared_gateway_endpoint_ids": {"vpc-0123456789abcdef0": "vpce-0123456789abcdef0"}}),
+    "bad_shared_gateway": ("shared_gateway_endpoint_ids", {"shared_gateway_endpoint_ids": {"vpc-0fedcba987654321": "igw-1"}}),
+    "bad_shared_interface": ("shared_interface_endpoint_ids",
+                             {"shared_interface_endpoint_ids": {"vpc-0fedcba987654321": "vpce-0123456789abcdef0"}}),
     "duplicate_vpc": ("vpc_ids", {"vpc_ids": ["vpc-12345678", "vpc-12345678"]}),
     "bad_environment": ("environment", {"environment": "qa"}),
     "bad_cluster": ("eks_cluster_name", {"eks_cluster_name": "-x"}),
@@ -172,7 +193,8 @@ def test_cli_writes_and_detects_stale(tmp_path, capsys):
     assert "is stale" in capsys.readouterr().err
     assert synth.main(["--out", str(tmp_path)]) == 0
     assert synth.main(["--out", str(tmp_path), "--check"]) == 0
-    (tmp_path / synth.MODULE_FILE).write_text("{}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["platform_network", "tenant_lake"]
+    (tmp_path / "platform_network" / synth.MODULE_FILE).write_text("{}\n")
     assert synth.main(["--out", str(tmp_path), "--check"]) == 1
 
 
@@ -206,7 +228,7 @@ def test_plan_time_validation_and_defaults(module_workdir):
     (tests / "inputs.tftest.hcl").write_text(TFTEST + "\n" + _failing_runs())
     out = _terraform(["test", "-no-color"], module_workdir)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
-    expected = 2 + len(BAD_INPUTS)
+    expected = 3 + len(BAD_INPUTS)  # the valid runs, then one per bad input
     assert f"Success! {expected} passed, 0 failed." in out.stdout
 
 

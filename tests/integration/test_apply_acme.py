@@ -1,7 +1,8 @@
-"""Terratest-style: apply `acme` through `make apply`, assert with boto3, re-plan, apply `globex` alongside,
-destroy both, and check that nothing is left.  One apply per module; the tests run in file order.
-
-Runs against this session's emulator (tests/conftest.py), through the same make targets a user runs.
+"""Terratest-style: the sample layout of a shared EKS cluster on the emulator, through the make targets a
+user runs.  `make apply TENANT=acme` applies the platform network unit (tenants/_platform/network) first,
+then acme; `globex` is applied alongside on the same VPC; the network and both tenants re-plan clean;
+`make destroy-all` destroys the tenants, then the network; nothing is left.  One apply per unit; the tests
+run in file order against this session's emulator (tests/conftest.py).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from infra import terragrunt as tg
 from infra.local.network import fixture_ids
+from infra.terragrunt.cli import load_layout
 from tests.conftest import REPO_ROOT, TEST_STATE_DIR, run_make
 
 pytestmark = pytest.mark.integration
@@ -21,6 +23,8 @@ pytestmark = pytest.mark.integration
 TENANT = "acme"
 REGION = "eu-west-1"
 STATE_BUCKET = "tenantlake-tfstate-123456789012-eu-west-1"
+NETWORK = "_platform/network"
+NETWORK_STATE_KEY = f"tenants/{NETWORK}/terraform.tfstate"
 
 
 def _config():
@@ -47,6 +51,13 @@ def lake(applied_tenant):
 @pytest.fixture
 def s3(boto_session):
     return boto_session("s3", REGION)
+
+
+@pytest.fixture
+def network(lake, s3):
+    """The platform network's outputs, read from its state (make apply TENANT=acme applied it first)."""
+    state = json.loads(s3.get_object(Bucket=STATE_BUCKET, Key=NETWORK_STATE_KEY)["Body"].read())
+    return {name: item["value"] for name, item in state["outputs"].items()}
 
 
 # ---- bad input first: nothing may reach the emulator --------------------------------------------
@@ -158,16 +169,57 @@ def _values(value):
     return value if isinstance(value, list) else [value]
 
 
-def test_gateway_endpoint_is_attached_to_every_route_table_of_the_tenant_vpc(lake, boto_session, cfg):
+def test_the_sample_layout_puts_acme_and_globex_on_the_shared_network():
+    import os
+
+    os.environ.setdefault("TENANTLAKE_STATE_ACCOUNT_ID", tg.LOCAL_ACCOUNT_ID)
+    runs = {r.name: r for r in load_layout(REPO_ROOT / "tenants")}
+    assert [d.unit for d in runs[TENANT].dependencies] == [NETWORK] == [d.unit for d in runs["globex"].dependencies]
+    assert runs[TENANT].config.vpc_ids == () == runs["globex"].config.vpc_ids
+
+
+def test_acme_uses_the_shared_networks_endpoints_and_creates_none(lake, network, boto_session):
+    """The network unit was applied first (acme's inputs are its outputs), and acme has no endpoint of its own."""
+    assert lake["gateway_endpoint_ids"] == network["gateway_endpoint_ids"]
+    assert lake["interface_endpoint_ids"] == network["interface_endpoint_ids"]
+    (vpc_id,) = network["vpc_ids"]
+    assert sorted(lake["interface_endpoint_ids"]) == [f"{vpc_id}.{s}" for s in ("kms", "logs", "sts")]
     ec2 = boto_session("ec2", REGION)
-    (vpc_id,) = cfg.vpc_ids
-    assert list(lake["gateway_endpoint_ids"]) == [vpc_id]
-    (endpoint,) = ec2.describe_vpc_endpoints(VpcEndpointIds=[lake["gateway_endpoint_ids"][vpc_id]])["VpcEndpoints"]
-    assert endpoint["VpcEndpointType"] == "Gateway" and endpoint["VpcId"] == vpc_id
+    assert ec2.describe_vpc_endpoints(Filters=[{"Name": "tag:tenant", "Values": [TENANT]}])["VpcEndpoints"] == []
+    assert ec2.describe_security_groups(Filters=[{"Name": "tag:tenant", "Values": [TENANT]}])["SecurityGroups"] == []
+
+
+def test_one_s3_gateway_endpoint_on_every_route_table_of_the_cluster_vpc(network, boto_session):
+    ec2 = boto_session("ec2", REGION)
+    (vpc_id,) = network["vpc_ids"]
+    endpoints = ec2.describe_vpc_endpoints(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["VpcEndpoints"]
+    gateways = [e for e in endpoints if e["VpcEndpointType"] == "Gateway" and e["State"].lower() == "available"]
+    assert [e["VpcEndpointId"] for e in gateways] == [network["gateway_endpoint_ids"][vpc_id]]
+    (endpoint,) = gateways
     assert endpoint["ServiceName"] == f"com.amazonaws.{REGION}.s3"
     tables = ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["RouteTables"]
-    assert len(tables) == 3  # the main one plus the fixture network's two private ones
-    assert sorted(endpoint["RouteTableIds"]) == sorted(t["RouteTableId"] for t in tables)
+    assert len(tables) == 3  # the main one plus the fixture VPC's two private ones
+    assert sorted(endpoint["RouteTableIds"]) == sorted(t["RouteTableId"] for t in tables) == sorted(
+        network["route_table_ids"][vpc_id])
+    assert _tag_dict(endpoint["Tags"])["component"] == "platform-network" and "tenant" not in _tag_dict(endpoint["Tags"])
+
+
+def test_the_network_endpoint_policies_allow_the_served_tenants_and_the_cluster_only(network, boto_session):
+    ec2 = boto_session("ec2", REGION)
+    (vpc_id,) = network["vpc_ids"]
+    (gateway,) = ec2.describe_vpc_endpoints(VpcEndpointIds=[network["gateway_endpoint_ids"][vpc_id]])["VpcEndpoints"]
+    statements = {s["Sid"]: s for s in json.loads(gateway["PolicyDocument"])["Statement"]}
+    lakes = [f"arn:aws:s3:::{t}-{REGION}-lake" for t in ("acme", "globex")]
+    assert sorted(_values(statements["TenantBucketsOnly"]["Resource"])) == sorted([*lakes, *(f"{a}/*" for a in lakes)])
+    assert _values(statements["ClusterReadOnly"]["Action"]) == ["s3:GetObject"]
+    assert sorted(_values(statements["ClusterReadOnly"]["Resource"])) == [
+        f"arn:aws:s3:::al2023-repos-{REGION}-de612dc2/*", f"arn:aws:s3:::prod-{REGION}-starport-layer-bucket/*"]
+    (kms,) = ec2.describe_vpc_endpoints(VpcEndpointIds=[network["interface_endpoint_ids"][f"{vpc_id}.kms"]])["VpcEndpoints"]
+    (only,) = json.loads(kms["PolicyDocument"])["Statement"]
+    assert _values(only["Resource"]) == [f"arn:aws:kms:{REGION}:123456789012:key/*"]
+    assert sorted(_values(only["Condition"]["ForAnyValue:StringEquals"]["kms:ResourceAliases"])) == [
+        "alias/acme-lake", "alias/globex-lake"]
+    assert network["tenants"] == ["acme", "globex"]
 
 
 def test_job_role_trust_has_the_exact_sub_and_aud(lake, boto_session, cfg):
@@ -210,9 +262,6 @@ def test_tags_on_each_resource(lake, boto_session, cfg):
     assert _has_tags(logs.list_tags_for_resource(resourceArn=group["arn"].removesuffix(":*"))["tags"], expected)
     emr = boto_session("emr-containers", REGION)
     assert _has_tags(emr.describe_virtual_cluster(id=lake["emr_virtual_cluster_id"])["virtualCluster"]["tags"], expected)
-    ec2 = boto_session("ec2", REGION)
-    (endpoint,) = ec2.describe_vpc_endpoints(VpcEndpointIds=list(lake["gateway_endpoint_ids"].values()))["VpcEndpoints"]
-    assert _has_tags(_tag_dict(endpoint["Tags"]), expected)
 
 
 def _has_tags(actual: dict, expected: dict) -> bool:
@@ -226,9 +275,10 @@ def _tag_dict(tags, key="Key", value="Value"):
     return {t[key]: t[value] for t in tags}
 
 
-# ---- re-plan, with globex applied alongside ------------------------------------------------------
-def test_globex_applied_alongside_leaves_acme_untouched_and_acme_replans_clean(lake, s3, boto_session):
+# ---- globex alongside, on the same VPC; everything re-plans clean ----------------------------------
+def test_globex_applied_alongside_on_the_same_vpc_leaves_acme_untouched_and_acme_replans_clean(lake, s3, network):
     before = s3.head_object(Bucket=STATE_BUCKET, Key=f"tenants/{TENANT}/terraform.tfstate")
+    network_before = s3.head_object(Bucket=STATE_BUCKET, Key=NETWORK_STATE_KEY)
     acme_policy = s3.get_bucket_policy(Bucket=lake["lake_bucket_name"])["Policy"]
     env = {"TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR)}
     import os
@@ -236,26 +286,55 @@ def test_globex_applied_alongside_leaves_acme_untouched_and_acme_replans_clean(l
     globex = subprocess.Popen(["make", "-s", "apply", "TENANT=globex"], cwd=REPO_ROOT, env={**os.environ, **env},
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        # Overlap acme's plan with globex's terraform apply, not with globex's fixture VPC creation: that
-        # step needs the emulator to itself between the reseed and CreateVpc (README, fixture network).
-        # Watching the file system touches no emulator state.
+        # Overlap acme's plan with globex's terraform apply (watching the file system touches no emulator state).
         _wait_for(TEST_STATE_DIR / "tenants" / "globex" / "main.tf.json", globex)
         replan = run_make("plan", f"TENANT={TENANT}", "TF_ARGS=-detailed-exitcode")
     finally:
         globex_out, _ = globex.communicate(timeout=900)
     assert replan.returncode == 0, _fail(replan, "second make plan TENANT=acme (0 = no changes)")
     assert "No changes." in replan.stdout
-    # acme's fixture network was applied by this emulator and is unchanged: the re-plan skips its no-op apply
-    assert "is up to date (applied by this emulator); skipped" in replan.stdout + replan.stderr
     assert globex.returncode == 0, "make apply TENANT=globex failed:\n" + "\n".join(globex_out.splitlines()[-25:])
+    # The network was applied by this emulator and is unchanged: globex's apply does not apply it again.
+    assert f"dependency {NETWORK} is up to date (applied by this emulator); skipped" in globex_out
+    assert "that its state does not hold" not in globex_out + replan.stdout  # no endpoint made twice
 
     after = s3.head_object(Bucket=STATE_BUCKET, Key=f"tenants/{TENANT}/terraform.tfstate")
     assert after["ETag"] == before["ETag"] and after.get("VersionId") == before.get("VersionId")
+    assert s3.head_object(Bucket=STATE_BUCKET, Key=NETWORK_STATE_KEY)["ETag"] == network_before["ETag"]
     assert s3.get_bucket_policy(Bucket=lake["lake_bucket_name"])["Policy"] == acme_policy
     globex_lake = json.loads((TEST_STATE_DIR / "tenants" / "globex" / "lake.json").read_text())
-    assert globex_lake["lake_bucket_name"] == "globex-us-east-1-lake" != lake["lake_bucket_name"]
+    assert globex_lake["lake_bucket_name"] == "globex-eu-west-1-lake" != lake["lake_bucket_name"]
     assert globex_lake["kms_key_arn"] != lake["kms_key_arn"]
-    s3.head_object(Bucket=STATE_BUCKET, Key="tenants/globex/terraform.tfstate")
+    # Two tenants, one VPC, one S3 gateway endpoint: both lakes are reachable through it, and only through it.
+    assert globex_lake["gateway_endpoint_ids"] == lake["gateway_endpoint_ids"] == network["gateway_endpoint_ids"]
+    for bucket in (lake["lake_bucket_name"], globex_lake["lake_bucket_name"]):
+        statements = {x["Sid"]: x for x in json.loads(s3.get_bucket_policy(Bucket=bucket)["Policy"])["Statement"]}
+        condition = {k.lower(): v for k, v in statements["DenyOutsideTenantVpcEndpoints"]["Condition"][
+            "StringNotEquals"].items()}
+        assert sorted(_values(condition["aws:sourcevpce"])) == sorted(network["gateway_endpoint_ids"].values())
+
+
+def test_the_network_and_both_tenants_replan_clean(lake):
+    """After both applies, neither the network nor globex (nor acme, above) has anything to change."""
+    import os
+
+    env = {**os.environ, "TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR)}
+    plans = {unit: subprocess.Popen(["make", "-s", "plan", arg, "TF_ARGS=-detailed-exitcode"], cwd=REPO_ROOT, env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for unit, arg in ((NETWORK, f"UNIT={NETWORK}"), ("globex", "TENANT=globex"))}
+    for unit, proc in plans.items():
+        out, _ = proc.communicate(timeout=900)
+        assert proc.returncode == 0, f"make plan {unit} -detailed-exitcode (0 = no changes):\n" + "\n".join(
+            out.splitlines()[-25:])
+        assert "No changes." in out
+
+
+def test_destroying_the_network_under_its_tenants_is_refused(lake):
+    result = run_make("destroy", f"UNIT={NETWORK}")
+    ours = [line for line in result.stderr.splitlines() if not line.startswith("make:")]
+    assert result.returncode != 0
+    assert ours == [f"error: unit '{NETWORK}': acme, globex still depend on it and are applied; destroy them first "
+                    "(make destroy-all destroys every unit, dependents first)"]
 
 
 def _wait_for(path, proc, timeout_s=300.0):
@@ -264,40 +343,45 @@ def _wait_for(path, proc, timeout_s=300.0):
     deadline = time.monotonic() + timeout_s
     while not path.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.5)
+    if not path.exists() and proc.poll() is None:  # an exited process is judged by its exit code later
+        pytest.fail(f"{path} did not appear within {timeout_s:.0f} s while {' '.join(proc.args)} ran")
 
 
 # ---- destroy -------------------------------------------------------------------------------------
-def test_destroy_removes_every_resource_of_the_tenant(lake, boto_session, cfg):
-    import os
-
-    globex = subprocess.Popen(["make", "-s", "destroy", "TENANT=globex"], cwd=REPO_ROOT,
-                              env={**os.environ, "TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR)},
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        result = run_make("destroy", f"TENANT={TENANT}")
-    finally:
-        globex_out, _ = globex.communicate(timeout=900)
-    assert result.returncode == 0, _fail(result, "make destroy TENANT=acme")
-    assert globex.returncode == 0, "make destroy TENANT=globex failed:\n" + "\n".join(globex_out.splitlines()[-25:])
+def test_destroy_all_removes_the_tenants_then_the_network(lake, network, boto_session, cfg):
+    result = run_make("destroy-all")
+    assert result.returncode == 0, _fail(result, "make destroy-all")
+    lines = result.stdout.splitlines()
+    done = {unit: max(i for i, line in enumerate(lines) if line.startswith(f"[{unit}] ") and "Destroy complete" in line)
+            for unit in (TENANT, "globex", NETWORK)}
+    first_network_line = min(i for i, line in enumerate(lines) if line.startswith(f"[{NETWORK}] "))
+    assert done[TENANT] < first_network_line and done["globex"] < first_network_line < done[NETWORK]
+    assert "[initech] unit 'initech': not applied (its state holds no resources); nothing to destroy" in lines
+    assert lines[-1] == f"destroy {NETWORK}=0, acme=0, globex=0, initech=0"
     assert not (TEST_STATE_DIR / "tenants" / TENANT / "lake.json").exists()
 
-    for tenant, region in ((TENANT, REGION), ("globex", "us-east-1")):
-        s3 = boto_session("s3", region)
+    for tenant in (TENANT, "globex"):
+        s3 = boto_session("s3", REGION)
         assert not [b["Name"] for b in s3.list_buckets()["Buckets"] if b["Name"].startswith(f"{tenant}-")]
-        iam = boto_session("iam", region)
+        iam = boto_session("iam", REGION)
         assert not [r["RoleName"] for r in iam.list_roles()["Roles"] if tenant in r["RoleName"]]
-        kms = boto_session("kms", region)
+        kms = boto_session("kms", REGION)
         assert not [a for a in kms.list_aliases()["Aliases"] if a["AliasName"] == f"alias/{tenant}-lake"]
-        logs = boto_session("logs", region)
+        logs = boto_session("logs", REGION)
         assert not [g for g in logs.describe_log_groups()["logGroups"] if tenant in g["logGroupName"]]
-        emr = boto_session("emr-containers", region)
+        emr = boto_session("emr-containers", REGION)
         assert not [c for c in emr.list_virtual_clusters()["virtualClusters"]
                     if c["state"] == "RUNNING" and tenant in c["name"]]
-        ec2 = boto_session("ec2", region)
+        ec2 = boto_session("ec2", REGION)
         endpoints = ec2.describe_vpc_endpoints(Filters=[{"Name": "tag:tenant", "Values": [tenant]}])["VpcEndpoints"]
         assert [e for e in endpoints if e["State"].lower() not in ("deleted", "deleting")] == []
         groups = ec2.describe_security_groups(Filters=[{"Name": "tag:tenant", "Values": [tenant]}])["SecurityGroups"]
         assert groups == []
+    # The network: no endpoint of it left anywhere, and its fixture VPC is gone.
+    ec2 = boto_session("ec2", REGION)
+    left = ec2.describe_vpc_endpoints(Filters=[{"Name": "tag:component", "Values": ["platform-network"]}])["VpcEndpoints"]
+    assert [e["VpcEndpointId"] for e in left if e["State"].lower() not in ("deleted", "deleting")] == []
+    assert ec2.describe_vpcs(Filters=[{"Name": "vpc-id", "Values": network["vpc_ids"]}])["Vpcs"] == []
     # The tenant key cannot vanish at once: AWS (and moto) schedule it for deletion.
     key = boto_session("kms", REGION).describe_key(KeyId=lake["kms_key_arn"])["KeyMetadata"]
     assert key["KeyState"] == "PendingDeletion"

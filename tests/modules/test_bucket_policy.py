@@ -5,7 +5,9 @@ from tests.modules.helpers import data, json_policy_statements, resource
 
 LAKE_ARN = "${aws_s3_bucket.lake_bucket.arn}"
 LOG_ARN = "${aws_s3_bucket.log_bucket_bucket.arn}"
-ENDPOINTS = "list:[for e in aws_vpc_endpoint.endpoints_gateway : e.id]"
+# The tenant's own gateway endpoints, then a shared network's (the platform network unit's).
+ENDPOINTS = ("list:concat([for e in aws_vpc_endpoint.endpoints_gateway : e.id], "
+             "values(var.shared_gateway_endpoint_ids))")
 ADMINS = "concat([data.aws_iam_session_context.deployer_session.issuer_arn], var.admin_principal_arns)"
 TENANT_ROLES = ("[aws_iam_role.roles_job_execution.arn, aws_iam_role.roles_ingest_writer.arn, "
                 "aws_iam_role.roles_consumer.arn]")

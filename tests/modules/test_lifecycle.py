@@ -1,7 +1,7 @@
 """modules/lifecycle.py: every documented lifecycle default, rule by rule."""
 from __future__ import annotations
 
-from infra.tenant import DEFAULT_RETENTION_DAYS
+from tenant_model import DEFAULT_RETENTION_DAYS
 from modules.lifecycle import LifecycleConfig
 from tests.modules.helpers import resource
 

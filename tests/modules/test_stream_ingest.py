@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infra import tenant as model
+import tenant_model as model
 from modules.stream_ingest import KINESIS_PUT_ACTIONS, KINESIS_READ_ACTIONS
 from tests.modules.helpers import condition, document_statements, resource
 
@@ -113,13 +113,15 @@ def test_stream_outputs_map_dataset_to_name(tenant_module, output, expression):
     assert tenant_module["output"][output]["description"]
 
 
-def test_vended_credentials_constants_match_the_ingest_writer_role():
-    """spark_jobs.creds cannot import modules/ (it runs on EMR): its copies must stay equal."""
-    from modules.job_roles import ROLE_ACCESS, JobRolesConfig
+def test_vended_credentials_and_the_ingest_writer_role_read_one_model(tenant_module):
+    """spark_jobs.creds (which runs on EMR, without modules/) and the role take their bounds from tenant_model."""
     from spark_jobs import creds
 
-    assert creds.INGEST_ALLOWED_PREFIXES == tuple(ROLE_ACCESS["ingest_writer"].put_only)
-    assert creds.TTL_MAX_SECONDS == JobRolesConfig.max_session_duration == 3600
+    role = tenant_module["resource"]["aws_iam_role"]["roles_ingest_writer"]
+    assert role["max_session_duration"] == creds.TTL_MAX_SECONDS
+    document = tenant_module["data"]["aws_iam_policy_document"]["roles_ingest_writer_permissions"]
+    put = next(s for s in document["statement"] if s["sid"] == "PutOnlyPrefixes")
+    assert put["resources"] == [f"${{aws_s3_bucket.lake_bucket.arn}}/{p}/*" for p in creds.INGEST_ALLOWED_PREFIXES]
 
 
 def test_firehose_role_arns_render_the_role_name_template():
@@ -128,6 +130,6 @@ def test_firehose_role_arns_render_the_role_name_template():
     assert firehose_role_arns("var.streams", "var.tenant_id", "data.p.partition", "var.account_id") == (
         '[for s in var.streams : "arn:${data.p.partition}:iam::${var.account_id}:role/${var.tenant_id}-lake-${s}-firehose"]')
     # The same names as the role resources (for_each over the same var.streams).
-    from infra.tenant import stream_name
+    from tenant_model import stream_name
 
     assert stream_name("firehose_role", "iot", tenant_id="acme") == "acme-lake-iot-firehose"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from infra import tenant as model
+import tenant_model as model
 
 INTERFACE_TYPES = {
     "tenant_id": "string", "region": "string", "account_id": "string", "data_classification": "list(string)",
@@ -12,6 +12,7 @@ INTERFACE_TYPES = {
     "eks_cluster_name": "string", "eks_oidc_provider_arn": "string", "emr_namespace": "string",
     "retention_days": "map(number)", "admin_principal_arns": "list(string)",
     "streams": "list(string)",  # issue 10: streaming ingestion (modules/stream_ingest.py)
+    "shared_gateway_endpoint_ids": "map(string)", "shared_interface_endpoint_ids": "map(string)",  # shared network
 }
 
 
@@ -33,6 +34,8 @@ def test_defaults_match_the_python_model(tenant_module):
     assert variables["tags"]["default"] == {} and variables["retention_days"]["default"] == {}
     assert variables["admin_principal_arns"]["default"] == []
     assert variables["streams"]["default"] == [] and defaults["streams"] == ()
+    assert variables["vpc_ids"]["default"] == [] and defaults["vpc_ids"] == ()
+    assert variables["shared_gateway_endpoint_ids"]["default"] == {} == variables["shared_interface_endpoint_ids"]["default"]
     for required in model.REQUIRED:
         assert "default" not in variables[required], required
 
@@ -44,7 +47,8 @@ def test_validation_regexes_come_from_the_model_constants(tenant_module):
                           ("account_id", model.ACCOUNT_ID_RE), ("vpc_ids", model.VPC_ID_RE),
                           ("eks_cluster_name", model.EKS_CLUSTER_NAME_RE), ("emr_namespace", model.K8S_NAMESPACE_RE),
                           ("eks_oidc_provider_arn", model.OIDC_PROVIDER_ARN_RE),
-                          ("admin_principal_arns", model.ADMIN_PRINCIPAL_ARN_RE)]:
+                          ("admin_principal_arns", model.ADMIN_PRINCIPAL_ARN_RE),
+                          ("shared_gateway_endpoint_ids", model.VPC_ENDPOINT_ID_RE)]:
         assert f'regex("{pattern}"' in conditions[name], name
         assert "\\" not in pattern, f"{name}: a backslash would need HCL escaping"
     for c in model.CLASSIFICATIONS:

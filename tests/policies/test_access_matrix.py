@@ -1,8 +1,9 @@
 """policies/access_matrix.yaml: the file's rules, its rendered table, and EVERY cell against applied tenants.
 
 The integration test applies the matrix's three tenants with the shared ``applied_tenant`` fixture
-(acme and globex side by side, on one VPC or two: endpoint ids come from each tenant's outputs;
-initech for its Firehose role), reads their policies back from the emulator
+(acme and globex side by side on the platform network's one VPC and one S3 gateway endpoint, as two
+namespaces of one shared EKS cluster; endpoint ids come from each tenant's outputs; initech for its
+Firehose role), reads their policies back from the emulator
 (``policies.tenant_policies``), and evaluates every cell with ``@cloud-copilot/iam-simulate`` in one
 node process. A failing cell prints principal, action, key, context, expected, got and the decisive
 statements.
@@ -42,7 +43,7 @@ def test_matrix_covers_every_principal_kind_action_and_decision(matrix):
     for field, values in access_matrix.CONTEXT_FIELDS.items():
         assert {c.context[field] for c in matrix.cells} == set(values), field
     # Every prefix of the lake, and the job logs prefix, appear in at least one cell.
-    from infra.tenant import LAKE_PREFIXES
+    from tenant_model import LAKE_PREFIXES
 
     prefixes = {c.key.split("/", 1)[0] for c in matrix.cells if c.bucket == "lake" and c.key}
     assert set(LAKE_PREFIXES) | {"logs"} <= prefixes
@@ -131,6 +132,9 @@ def outcomes(matrix, applied, client):
 def test_policies_are_read_back_from_the_applied_tenants(matrix, applied):
     owner, other, streaming = (applied[matrix.tenants[r]] for r in ("owner", "other", "streaming"))
     assert owner.key_arn != other.key_arn and owner.lake_bucket != other.lake_bucket
+    # A shared cluster: both tenants' requests come through the same endpoint, so the cross-tenant cells
+    # are decided by the principal allow-lists and the key policies, not by a network boundary.
+    assert owner.gateway_endpoint_id == other.gateway_endpoint_id
     for tenant in applied.values():
         assert {s["Sid"] for s in tenant.lake_policy["Statement"]} >= {"DenyInsecureTransport",
                                                                         "DenyOutsideTenantVpcEndpoints"}

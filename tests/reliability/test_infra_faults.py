@@ -207,6 +207,10 @@ def test_documented_recovery_converges(killed_apply, boto_session):
     stray_endpoints = [e["VpcEndpointId"] for e in endpoints if e["VpcEndpointId"] not in tracked]
     killed_apply["untracked"] = {"kms_keys": len(stray_keys), "vpc_endpoints": len(stray_endpoints)}
     print(f"left behind untracked after the kill: {killed_apply['untracked']}")
+    # Endpoints have a unique place in the module (one S3 gateway per VPC, one private-DNS interface endpoint
+    # per VPC and service): the runner adopts them before the apply, so a second S3 gateway endpoint never
+    # lands on the route tables (AWS would refuse it; tenants/README.md, "Layout checks").
+    assert stray_endpoints == []
     # ... and the runner names exactly those, in one line, for the operator to check and delete.
     warned = [line for line in reapply.stdout.splitlines() if "left behind by the interrupted apply" in line]
     if stray_keys or stray_endpoints:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from infra import tenant as tenant_model
+import tenant_model
 from infra.local.network import fixture_ids
 from tests.conftest import REPO_ROOT
 
@@ -94,7 +94,7 @@ def test_bad_config_fails_in_one_line_and_applies_nothing(case, scratch):
 
 
 def test_rule_texts_are_the_models(scratch):
-    """The expected lines above are infra.tenant's rule texts, not copies that could drift apart silently."""
+    """The expected lines above are tenant_model's rule texts, not copies that could drift apart silently."""
     assert CASES["gdpr outside the EU"][2].endswith(tenant_model.RULE_TEXTS["gdpr"].format(region="us-east-1"))
     assert CASES["malformed account id"][2].endswith(
         tenant_model.RULE_TEXTS["account_id"].format(account_id="12345678901a"))

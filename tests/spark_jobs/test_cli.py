@@ -39,3 +39,18 @@ def test_datagen_writes_a_local_landing_folder(tmp_path, capsys):
     assert len(list((tmp_path / "landing" / "clickstream").glob("*.jsonl"))) == 3
     assert (tmp_path / "truth.json").is_file()
     assert "clickstream: 3 files, 30 records" in capsys.readouterr().out
+
+
+def test_a_run_whose_report_cannot_be_written_exits_1_in_one_line(tmp_path, monkeypatch, capsys):
+    lake = tmp_path / "lake"
+    assert main(["datagen", "--dataset", "iot", "--lake-uri", str(lake), "--records", "20"]) == 0
+    blocker = tmp_path / "state-is-a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("TENANTLAKE_STATE_DIR", str(blocker))
+    capsys.readouterr()
+    assert main(["run", "--dataset", "iot", "--layer", "bronze", "--lake-uri", str(lake)]) == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "data-quality report of run" in errors[0] and "not written" in errors[0]
+    # The data and the manifest are there: only the report is missing, and the exit code says so.
+    assert list((lake / "bronze" / "iot").rglob("*.parquet"))
+    assert list((lake / "reports" / "bronze" / "iot").glob("*/manifest.json"))

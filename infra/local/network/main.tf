@@ -1,12 +1,12 @@
-# Fixture network for the local environment: one tenant VPC (the one its tenant file names), with two
-# private subnets, each with its own route table, so that the tenant module's `vpc_ids` resolve and
-# its S3 gateway endpoint has route tables to attach to. Never used with TENANTLAKE_ENV=aws, where
-# tenants name their real VPCs.
+# Fixture network for the local environment: the VPC a tenant that brings its own VPC names in its file,
+# with two private subnets, each with its own route table, so that the tenant module's `vpc_ids` resolve
+# and its S3 gateway endpoint has route tables to attach to. Never used with TENANTLAKE_ENV=aws, where
+# tenants name their real VPCs. (Tenants on a shared cluster VPC get theirs from the platform network
+# unit, tenants/_platform/network, which creates its own fixture VPC locally.)
 #
-# The runner (infra/terragrunt.py) applies one copy per fixture VPC, with state in the emulator's
-# state bucket under network/<vpc id>/terraform.tfstate.  Moto cannot be told a VPC id, so the VPC
-# is created right after reseeding moto (see infra/local/network/fixture_ids.py), and a
-# postcondition checks that it got exactly the id the tenant file lists.
+# The runner (infra/terragrunt/fixture_network.py) applies one copy per fixture VPC, with state in the
+# emulator's state bucket under network/<vpc id>/terraform.tfstate.  The emulator creates the VPC with the
+# id in its `tenantlake:fixture-vpc-id` tag (infra/local/moto_server.py); a postcondition checks it.
 
 terraform {
   required_version = ">= 1.6"
@@ -34,11 +34,6 @@ variable "vpc_id" {
   description = "The VPC id the tenant file lists; the created VPC must get exactly this id."
 }
 
-variable "id_seed" {
-  type        = number
-  description = "Moto seed that yields vpc_id (fixture_ids.fixture_seed)."
-}
-
 variable "cidr_block" {
   type        = string
   description = "CIDR of the fixture VPC."
@@ -53,16 +48,6 @@ variable "endpoint" {
 variable "ca_bundle" {
   type        = string
   description = "The emulator's CA certificate (PEM)."
-}
-
-variable "python" {
-  type        = string
-  description = "Python interpreter of the project venv (runs the seed step)."
-}
-
-variable "repo_root" {
-  type        = string
-  description = "Repository root (working directory of the seed step)."
 }
 
 provider "aws" {
@@ -92,35 +77,16 @@ locals {
   }
 }
 
-# Reseed moto right before the VPC is created: its id is then a function of the seed.
-resource "terraform_data" "id_seed" {
-  input = var.id_seed
-
-  provisioner "local-exec" {
-    command     = "\"$PYTHON\" -m infra.local.network.fixture_ids seed --region \"$REGION\" --seed \"$SEED\""
-    working_dir = var.repo_root
-    environment = {
-      PYTHON           = var.python
-      REGION           = var.region
-      SEED             = tostring(var.id_seed)
-      AWS_ENDPOINT_URL = var.endpoint
-      AWS_CA_BUNDLE    = var.ca_bundle
-    }
-  }
-}
-
 resource "aws_vpc" "tenant" {
   cidr_block           = var.cidr_block
   enable_dns_support   = true
   enable_dns_hostnames = true
-  tags                 = merge(local.tags, { Name = "${var.tenant_id}-fixture" })
-
-  depends_on = [terraform_data.id_seed]
+  tags                 = merge(local.tags, { Name = "${var.tenant_id}-fixture", "tenantlake:fixture-vpc-id" = var.vpc_id })
 
   lifecycle {
     postcondition {
       condition     = self.id == var.vpc_id
-      error_message = "The fixture VPC of ${var.tenant_id} got id ${self.id}, not ${var.vpc_id}: something else created EC2 resources in the emulator while it was being created. Restart the emulator (make emulator-down) and apply again."
+      error_message = "The fixture VPC of ${var.tenant_id} got id ${self.id}, not ${var.vpc_id}: the emulator is not infra/local/moto_server.py (make emulator-down, then apply again)."
     }
   }
 }

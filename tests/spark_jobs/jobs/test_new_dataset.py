@@ -13,7 +13,8 @@ from tests.conftest import REPO_ROOT
 
 
 def _readme_example():
-    section = (REPO_ROOT / "README.md").read_text().split("### Adding a dataset", 1)[1].split("\n### ", 1)[0]
+    readme = (REPO_ROOT / "spark_jobs" / "README.md").read_text()
+    section = readme.split("### Adding a dataset in code", 1)[1].split("\n### ", 1)[0]
     contract = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
     gold = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     return contract, gold

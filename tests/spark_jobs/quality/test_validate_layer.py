@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -131,12 +132,14 @@ def test_one_report_covers_every_output_of_a_layer_run(spark, contract, tmp_path
     gold = spark.createDataFrame([("sensor-001", 3, 1.0, 2.0, 3.0)], "sensor_id string, reading_count long, "
                                  "temperature_min double, temperature_avg double, temperature_max double")
     context = _context(tmp_path, layer="gold", run_id="20261121T130000Z-00000003")
-    first = quality.validate_layer(spark, layer="gold", contract=contract, df=gold,
+    run = quality.RunValidations()
+    first = quality.validate_layer(spark, layer="gold", contract=contract, df=gold, run=run,
                                    context={**context, "gold_name": "iot_hourly", "silver_count": 3})
-    second = quality.validate_layer(spark, layer="gold", contract=contract, df=gold,
+    second = quality.validate_layer(spark, layer="gold", contract=contract, df=gold, run=run,
                                     context={**context, "gold_name": "iot_daily", "silver_count": 4})
-    assert (first.status, second.status) == ("pass", "fail")
-    quality.publish_report(spark, layer="gold", contract=contract, validation=second, manifest={}, context=context)
+    assert (first.status, second.status) == ("pass", "fail") and run.parts == [first, second]
+    quality.publish_report(spark, layer="gold", contract=contract, validation=second, manifest={}, context=context,
+                           run=run)
     summary = json.loads((report.mirror_root("acme") / "gold" / "iot" / "20261121T130000Z-00000003" /
                           "summary.json").read_text())
     assert summary["status"] == "fail" and summary["failed_expectations"] == ["iot_daily/covers_every_silver_row"]
@@ -152,3 +155,30 @@ def test_job_failing_before_validation_reports_fail(spark, contract, tmp_path, s
     summary = json.loads((report.mirror_root("acme") / "silver" / "iot" / "20261121T140000Z-00000004" /
                           "summary.json").read_text())
     assert summary["status"] == "fail" and "path does not exist" in summary["reason"]
+
+
+def test_a_report_that_cannot_be_written_fails_loudly(spark, contract, tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")  # the state dir is a file: the report mirror cannot be created under it
+    monkeypatch.setenv("TENANTLAKE_STATE_DIR", str(blocker))
+    context = _context(tmp_path, run_id="20261121T150000Z-00000005")
+    df = spark.createDataFrame(silver_rows(5), SILVER_DDL)
+    validation = quality.validate_layer(spark, layer="silver", contract=contract, df=df, context=context)
+    with pytest.raises(quality.ReportNotWritten) as raised:
+        quality.publish_report(spark, layer="silver", contract=contract, validation=validation,
+                               manifest={"run_id": context["run_id"]}, context=context)
+    message = str(raised.value)
+    assert message.startswith("silver iot: data published and manifest written, but the data-quality report")
+    assert "20261121T150000Z-00000005" in message and "\n" not in message
+
+
+def test_importing_the_quality_package_starts_no_thread_and_keeps_no_run_state():
+    import subprocess
+    import sys
+
+    probe = ("import threading, spark_jobs.quality as q; "
+             "print(threading.active_count(), sorted(n for n in vars(q) if n.startswith('_RUN')))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "TENANTLAKE_VALIDATION": "on"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().split() == ["1", "[]"]

@@ -1,9 +1,9 @@
-"""infra/tenant.py: the tenant model's rules, names and defaults (plain Python, no cdktf)."""
+"""tenant_model/: the tenant model's rules, names and defaults (plain Python, no cdktf)."""
 from __future__ import annotations
 
 import pytest
 
-from infra import tenant as model
+import tenant_model as model
 
 GOOD = {"tenant_id": "acme", "region": "eu-west-1", "account_id": "123456789012",
         "data_classification": ["internal", "gdpr"], "vpc_ids": ["vpc-0123456789abcdef0"]}
@@ -47,7 +47,15 @@ def test_comma_separated_strings_are_accepted_for_lists():
     ({"account_id": "123"}, "account_id", "must be exactly 12 digits"),
     ({"data_classification": []}, "data_classification", "must name at least one"),
     ({"data_classification": ["secret"]}, "data_classification", "'secret' is not one of"),
-    ({"vpc_ids": []}, "vpc_ids", "at least one VPC"),
+    ({"vpc_ids": []}, "vpc_ids", "the tenant needs a network: its own vpc_ids, or a shared network's endpoints"),
+    ({"vpc_ids": [], "shared_gateway_endpoint_ids": {"vpc-0123456789abcdef0": "gw-1"}}, "shared_gateway_endpoint_ids",
+     "'vpc-0123456789abcdef0' = 'gw-1': must map a VPC id"),
+    ({"vpc_ids": [], "shared_gateway_endpoint_ids": {"vpc-0123456789abcdef0": "vpce-0123456789abcdef0"},
+      "shared_interface_endpoint_ids": {"vpc-0123456789abcdef0": "vpce-0123456789abcdef1"}},
+     "shared_interface_endpoint_ids", '"<VPC id>.<service>" (interface)'),
+    ({"shared_gateway_endpoint_ids": {"vpc-0123456789abcdef0": "vpce-0123456789abcdef0"}}, "vpc_ids",
+     "vpc-0123456789abcdef0: a VPC in both vpc_ids and shared_gateway_endpoint_ids would get a second S3 gateway"),
+    ({"shared_gateway_endpoint_ids": ["vpce-0123456789abcdef0"]}, "shared_gateway_endpoint_ids", "must be a map"),
     ({"vpc_ids": ["vpc-xyz"]}, "vpc_ids", "is not a VPC id"),
     ({"vpc_ids": ["vpc-12345678", "vpc-12345678"]}, "vpc_ids", "more than once"),
     ({"environment": "qa"}, "environment", "'qa' is not one of local, dev, staging, prod"),
@@ -72,9 +80,16 @@ def test_bad_inputs_give_one_line_errors_naming_the_field(overrides, field, text
 
 def test_missing_required_input():
     inputs = dict(GOOD)
-    del inputs["vpc_ids"]
-    with pytest.raises(model.TenantConfigError, match=r"^tenant 'acme': vpc_ids: is required$"):
+    del inputs["account_id"]
+    with pytest.raises(model.TenantConfigError, match=r"^tenant 'acme': account_id: is required$"):
         model.from_inputs(inputs)
+
+
+def test_a_tenant_on_a_shared_network_lists_no_vpc_of_its_own():
+    inputs = {k: v for k, v in GOOD.items() if k != "vpc_ids"}
+    cfg = model.from_inputs({**inputs, "shared_gateway_endpoint_ids": {"vpc-0123456789abcdef0": "vpce-0123456789abcdef0"},
+                             "shared_interface_endpoint_ids": {"vpc-0123456789abcdef0.kms": "vpce-0123456789abcdef1"}})
+    assert cfg.vpc_ids == () and cfg.network_vpc_ids == ("vpc-0123456789abcdef0",)
 
 
 def test_rule_texts_render_with_python_values_and_terraform_references():

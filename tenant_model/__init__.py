@@ -17,6 +17,7 @@ TENANT_ID_RE = r"^[a-z][a-z0-9-]{2,23}$"
 TENANT_ID_RULE = "3-24 characters, lowercase, matching [a-z][a-z0-9-]*"  # also inside RULE_TEXTS
 ACCOUNT_ID_RE = r"^[0-9]{12}$"
 VPC_ID_RE = r"^vpc-[0-9a-f]{8,17}$"
+VPC_ENDPOINT_ID_RE = r"^vpce-[0-9a-f]{8,17}$"
 REGION_RE = r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$"
 # No backslashes in these patterns: each is also embedded in a Terraform regex() call in the module.
 EKS_CLUSTER_NAME_RE = r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$"
@@ -65,6 +66,12 @@ STREAM_NAME_TEMPLATES: dict[str, str] = {
 }
 # Firehose buffering: an object is written to landing/<dataset>/ after this many seconds or MiB,
 # whichever comes first (README "Streaming ingestion"; the local stand-in reads them from the stream).
+# The ingest-writer role may only put objects under these prefixes (modules/job_roles.py ROLE_ACCESS); vended
+# producer credentials (spark_jobs/creds.py) scope a session inside one of them.
+INGEST_WRITER_PUT_PREFIXES: tuple[str, ...] = ("landing",)
+# The tenant roles' max_session_duration (modules/job_roles.py), the longest a vended session can last.
+ROLE_MAX_SESSION_SECONDS = 3600
+
 STREAM_BUFFER_SECONDS = 60
 STREAM_BUFFER_MIB = 1
 
@@ -87,7 +94,13 @@ RULE_TEXTS: dict[str, str] = {
     "gdpr": "{region} is outside the EU but data_classification includes gdpr",
     "account_id": "'{account_id}' must be exactly 12 digits",
     "data_classification": "every entry must be one of {classifications}, and at least one is required",
-    "vpc_ids": "must list at least one VPC id like vpc-0123456789abcdef0, each once",
+    "vpc_ids": "must list VPC ids like vpc-0123456789abcdef0, each once",
+    "network": "the tenant needs a network: its own vpc_ids, or a shared network's endpoints "
+               "(shared_gateway_endpoint_ids, from a platform network unit)",
+    "shared_endpoints": "must map a VPC id (gateway) or \"<VPC id>.<service>\" (interface) to an endpoint id "
+                        "like vpce-0123456789abcdef0",
+    "vpc_overlap": "a VPC in both vpc_ids and shared_gateway_endpoint_ids would get a second S3 gateway endpoint "
+                   "(AWS allows one per route table)",
     "environment": "'{environment}' is not one of {environments}",
     "eks_cluster_name": "'{eks_cluster_name}' is not a valid EKS cluster name",
     "eks_oidc_provider_arn": "'{eks_oidc_provider_arn}' is not an IAM OIDC provider ARN",
@@ -130,7 +143,8 @@ class TenantConfig:
         region: AWS region of the lake, e.g. ``eu-west-1``.
         account_id: the 12-digit AWS account that owns the lake.
         data_classification: non-empty subset of ``CLASSIFICATIONS``; ``gdpr`` requires an EU region.
-        vpc_ids: the tenant's existing VPCs (``vpc-...``); the lake is reachable only through their endpoints.
+        vpc_ids: VPCs the tenant brings itself (``vpc-...``); the module creates their endpoints. @default - ()
+            (then the tenant uses a shared network: ``shared_gateway_endpoint_ids``)
         tags: extra tags on every taggable resource. @default - {}
         environment: ``local`` targets the embedded emulator. @default - "local"
         cost_center: cost-allocation tag. @default - "data-platform"
@@ -144,13 +158,17 @@ class TenantConfig:
             bucket policies' VPC-endpoint rule. @default - []
         streams: datasets fed by a Kinesis stream and a Firehose into ``landing/<dataset>/``, among
             ``STREAM_DATASETS``. @default - [] (no streams)
+        shared_gateway_endpoint_ids: VPC id -> S3 gateway endpoint id of a shared cluster network (the platform
+            network unit's ``gateway_endpoint_ids``); the lake is reachable through these too. @default - {}
+        shared_interface_endpoint_ids: ``"<VPC id>.<service>"`` -> interface endpoint id of that network
+            (its ``interface_endpoint_ids``; reported in the outputs). @default - {}
     """
 
     tenant_id: str
     region: str
     account_id: str
     data_classification: tuple[str, ...]
-    vpc_ids: tuple[str, ...]
+    vpc_ids: tuple[str, ...] = ()
     tags: Mapping[str, str] = dataclasses.field(default_factory=dict)
     environment: str = "local"
     cost_center: str = "data-platform"
@@ -160,6 +178,8 @@ class TenantConfig:
     retention_days: Mapping[str, int] = dataclasses.field(default_factory=dict)
     admin_principal_arns: tuple[str, ...] = ()
     streams: tuple[str, ...] = ()
+    shared_gateway_endpoint_ids: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    shared_interface_endpoint_ids: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     # ---- derived names (the only place resource names are built) -------------------------
     @property
@@ -190,6 +210,11 @@ class TenantConfig:
     @property
     def oidc_provider_arn(self) -> str:
         return self.eks_oidc_provider_arn or self.name("oidc_provider_placeholder")
+
+    @property
+    def network_vpc_ids(self) -> tuple[str, ...]:
+        """Every VPC the lake is reachable from: the tenant's own, then the shared network's."""
+        return (*self.vpc_ids, *sorted(set(dict(self.shared_gateway_endpoint_ids)) - set(self.vpc_ids)))
 
     @property
     def gdpr(self) -> bool:
@@ -245,13 +270,23 @@ def validate(cfg: TenantConfig) -> TenantConfig:
             raise TenantConfigError(t, "data_classification", f"'{c}' is not one of {', '.join(CLASSIFICATIONS)}")
     if cfg.gdpr and not is_eu_region(cfg.region):
         raise TenantConfigError(t, "region", RULE_TEXTS["gdpr"].format(region=cfg.region))
-    if not cfg.vpc_ids:
-        raise TenantConfigError(t, "vpc_ids", "must list at least one VPC id")
     for v in cfg.vpc_ids:
         if not re.match(VPC_ID_RE, v):
             raise TenantConfigError(t, "vpc_ids", f"'{v}' is not a VPC id like vpc-0123456789abcdef0")
     if len(set(cfg.vpc_ids)) != len(cfg.vpc_ids):
         raise TenantConfigError(t, "vpc_ids", "lists a VPC more than once")
+    for field, shared, key_re in (("shared_gateway_endpoint_ids", cfg.shared_gateway_endpoint_ids, VPC_ID_RE),
+                                  ("shared_interface_endpoint_ids", cfg.shared_interface_endpoint_ids,
+                                   VPC_ID_RE[:-1] + r"\.[a-z0-9.-]+$")):
+        for key, endpoint in dict(shared).items():
+            if not (isinstance(key, str) and isinstance(endpoint, str) and re.match(key_re, key)
+                    and re.match(VPC_ENDPOINT_ID_RE, endpoint)):
+                raise TenantConfigError(t, field, f"{key!r} = {endpoint!r}: " + RULE_TEXTS["shared_endpoints"])
+    if not cfg.vpc_ids and not cfg.shared_gateway_endpoint_ids:
+        raise TenantConfigError(t, "vpc_ids", RULE_TEXTS["network"])
+    overlap = sorted(set(cfg.vpc_ids) & set(dict(cfg.shared_gateway_endpoint_ids)))
+    if overlap:
+        raise TenantConfigError(t, "vpc_ids", f"{overlap[0]}: " + RULE_TEXTS["vpc_overlap"])
     if cfg.environment not in ENVIRONMENTS:
         raise TenantConfigError(t, "environment", RULE_TEXTS["environment"].format(
             environment=cfg.environment, environments=", ".join(ENVIRONMENTS)))
@@ -288,7 +323,7 @@ def validate(cfg: TenantConfig) -> TenantConfig:
 
 
 FIELDS = {f.name for f in dataclasses.fields(TenantConfig)}
-REQUIRED = {"tenant_id", "region", "account_id", "data_classification", "vpc_ids"}
+REQUIRED = {"tenant_id", "region", "account_id", "data_classification"}
 
 
 def from_inputs(inputs: Mapping[str, Any], source: str = "") -> TenantConfig:
@@ -304,7 +339,7 @@ def from_inputs(inputs: Mapping[str, Any], source: str = "") -> TenantConfig:
     for field in ("data_classification", "vpc_ids", "admin_principal_arns", "streams"):
         if field in values:
             values[field] = _as_tuple(values[field], tenant, field)
-    for field in ("tags", "retention_days"):
+    for field in ("tags", "retention_days", "shared_gateway_endpoint_ids", "shared_interface_endpoint_ids"):
         if field in values and not isinstance(values[field], Mapping):
             raise TenantConfigError(tenant, field, "must be a map")
     for field in ("tenant_id", "region", "account_id", "environment", "cost_center", "eks_cluster_name",
