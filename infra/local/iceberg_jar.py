@@ -25,13 +25,14 @@ with one ``error:`` line when an input is missing or does not match its hash.
 """
 from __future__ import annotations
 
-import hashlib
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
+
+from infra.local.s3a_jars import sha256_of  # one streaming SHA-256 for every pinned jar input
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CACHE_DIR = REPO_ROOT / ".local" / "jars"
@@ -76,12 +77,6 @@ class JarError(RuntimeError):
     """An input is missing or does not match its pinned hash, or the build gave other bytes."""
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def jar_path(cache_dir: Path | None = None) -> Path:

@@ -37,13 +37,14 @@ def test_make_plan_bad_tenant_file_fails_before_anything_runs(tmp_path, scratch_
 
 def test_env_never_prints_real_credentials(tmp_path):
     secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"  # pragma: allowlist secret - AWS's documented example
+    key_id = "AKIAIOSFODNN7EXAMPLE"  # pragma: allowlist secret - AWS's documented example
     env = {**os.environ, "TENANTLAKE_ENV": "aws", "TENANTLAKE_STATE_ACCOUNT_ID": "123456789012",
-           "TENANTLAKE_STATE_DIR": str(tmp_path), "AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE",
+           "TENANTLAKE_STATE_DIR": str(tmp_path), "AWS_ACCESS_KEY_ID": key_id,
            "AWS_SECRET_ACCESS_KEY": secret, "AWS_SESSION_TOKEN": "token-of-a-real-session"}
     result = subprocess.run([sys.executable, "-m", "infra.terragrunt", "env"], cwd=REPO, env=env, capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "export TENANTLAKE_ENV=aws" in result.stdout and "export TF_CLI_CONFIG_FILE=" in result.stdout
-    for value in (secret, "AKIAIOSFODNN7EXAMPLE", "token-of-a-real-session"):
+    for value in (secret, key_id, "token-of-a-real-session"):
         assert value not in result.stdout + result.stderr
     assert "AWS credentials: not printed" in result.stdout
