@@ -24,7 +24,8 @@ from spark_jobs.lake import LAYERS, LakeConfig, LakeConfigError, resolve_lake
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INVARIANT, EXIT_VALIDATION = 0, 1, 2, 3, 4
 
 
-def _lake_args(parser: argparse.ArgumentParser) -> None:
+def _lake_args(parser: argparse.ArgumentParser, spark: bool = True) -> None:
+    """The lake selection options; ``--jars`` too for the commands that start Spark (``spark``, default True)."""
     group = parser.add_argument_group("lake selection (first that is given wins)")
     group.add_argument("--lake-uri", default="", help="s3a://bucket, s3://bucket (EMR) or a local path")
     group.add_argument("--kms-key-arn", default="", help="tenant KMS key: every write is SSE-KMS with it")
@@ -34,8 +35,9 @@ def _lake_args(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--ca-bundle", default="", help="PEM CA bundle for boto3 (datagen; default $AWS_CA_BUNDLE)")
     group.add_argument("--lake-config", default="", help="a lake.json (terraform outputs + emulator facts)")
     group.add_argument("--tenant", default="", help="tenant id: reads $TENANTLAKE_STATE_DIR/tenants/<T>/lake.json")
-    parser.add_argument("--jars", default="", help="comma-separated extra jars for s3a (default: $TENANTLAKE_SPARK_JARS "
-                        "or .local/jars/)")
+    if spark:
+        parser.add_argument("--jars", default="", help="comma-separated extra jars for s3a (default: "
+                            "$TENANTLAKE_SPARK_JARS or .local/jars/)")
 
 
 def _positive_int(text: str) -> int:
@@ -129,7 +131,7 @@ def _add_land_parser(commands) -> None:
                                       description=land.__doc__.split("\n\n")[0],
                                       epilog="See spark_jobs/README.md, 'Adding a dataset'.")
     land.add_arguments(land_parser)
-    _lake_args(land_parser)
+    _lake_args(land_parser, spark=False)  # land uploads with boto3: no Spark, no jars
 
 
 def _add_contract_parser(commands) -> None:

@@ -138,3 +138,14 @@ def test_parquet_checks(tmp_path):
     assert check_file(nanos, contract).problem.startswith("has nanosecond timestamps (ts), which Spark 3.5 cannot read")
     assert check_file(lacking, contract).problem == "has no column ts in its schema (schema: id)"
     assert check_file(_write(tmp_path / "c.parquet", GOOD), contract).problem.startswith("is not a Parquet file")
+
+
+def test_land_help_shows_no_spark_options(capsys):
+    import pytest as _pytest
+
+    from spark_jobs.cli import main as cli_main
+
+    with _pytest.raises(SystemExit):
+        cli_main(["land", "--help"])
+    out = capsys.readouterr().out
+    assert "--tenant" in out and "--jars" not in out
