@@ -34,13 +34,13 @@ setup: $(VENV)/.installed $(CHECKOV_VENV)/.installed $(LOCAL_DIR)/jars/.verified
 
 $(VENV)/.installed: requirements/project.txt
 	@echo "setup: creating $(VENV) from requirements/project.txt (first run takes a few minutes)"
-	@test -x $(PY) || $(PYTHON_BOOTSTRAP) -m venv $(VENV)
+	@test -x $(PY) || { test ! -L $(VENV) || rm $(VENV); $(PYTHON_BOOTSTRAP) -m venv $(VENV); }
 	@$(PY) -m pip install -q --disable-pip-version-check -r requirements/project.txt 2>&1 | { grep -v "is ignored: it is neither" || true; }
 	@touch $@
 
 $(CHECKOV_VENV)/.installed: requirements/checkov.txt
 	@echo "setup: creating $(CHECKOV_VENV) (checkov has its own venv)"
-	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON_BOOTSTRAP) -m venv $(CHECKOV_VENV)
+	@test -x $(CHECKOV_VENV)/bin/python || { test ! -L $(CHECKOV_VENV) || rm $(CHECKOV_VENV); $(PYTHON_BOOTSTRAP) -m venv $(CHECKOV_VENV); }
 	@$(CHECKOV_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements/checkov.txt 2>&1 | { grep -v "is ignored: it is neither" || true; }
 	@touch $@
 
