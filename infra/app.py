@@ -14,9 +14,11 @@ from cdktf_cdktf_provider_aws.provider import AwsProvider  # noqa: E402
 from constructs import Construct  # noqa: E402
 
 import tenant_model as model  # noqa: E402
+from modules.athena_workgroup import AthenaWorkgroupConfig, TenantWorkgroup  # noqa: E402
 from modules.bucket_policy import BucketPolicy, BucketPolicyConfig, DeployerIdentity  # noqa: E402
 from modules.emr_virtual_cluster import EmrVirtualCluster, EmrVirtualClusterConfig  # noqa: E402
-from modules.job_roles import JobRoles, JobRolesConfig  # noqa: E402
+from modules.glue_databases import GlueDatabases, GlueDatabasesConfig  # noqa: E402
+from modules.job_roles import CatalogGrants, JobRoles, JobRolesConfig  # noqa: E402
 from modules.kms import TenantKey, TenantKeyConfig  # noqa: E402
 from modules.lake_bucket import LakeBucket, LakeBucketConfig  # noqa: E402
 from modules.lifecycle import LakeLifecycle, LifecycleConfig  # noqa: E402
@@ -79,8 +81,10 @@ class TenantLakeStack(TerraformStack):
                    "S3 server access logs are delivered only to buckets whose default encryption is SSE-S3 "
                    "(SSE-KMS is not supported for log delivery); the bucket holds access records, no tenant data.")
 
+        # Athena query results expire like the job logs.
         LakeLifecycle(self, "lake_lifecycle", LifecycleConfig(
-            bucket=lake.id, expiry_days={p: inputs.retention[p] for p in ("landing", "bronze", "quarantine", "logs")}))
+            bucket=lake.id, expiry_days={**{p: inputs.retention[p] for p in ("landing", "bronze", "quarantine", "logs")},
+                                         model.ATHENA_RESULTS_PREFIX: inputs.retention["logs"]}))
         LakeLifecycle(self, "log_lifecycle", LifecycleConfig(
             bucket=log_bucket.id, prefixes=(), transitions={}, expiry_days={"": inputs.retention["logs"]}))
 
@@ -95,6 +99,8 @@ class TenantLakeStack(TerraformStack):
             allowed_principal_arns=tenant_principals,
             # Firehose writes from AWS's network, never through the tenant's endpoints: exempt by ARN only.
             endpoint_exempt_principal_arns=ListExpr(f"${{concat({admins}, {firehose_roles})}}"),
+            # Athena reads gold and writes results for the consumer from AWS's network.
+            athena_principal_arns=ListExpr(f"${{[{address(roles.roles['consumer'])}.arn]}}"),
             kms_key_arn=key.arn), depends_on=[lake.public_access_block])
         log_policy = BucketPolicy(self, "log_policy", BucketPolicyConfig(
             bucket=log_bucket.id, bucket_arn=log_bucket.arn, vpc_endpoint_ids=gateway_ids,
@@ -105,7 +111,19 @@ class TenantLakeStack(TerraformStack):
 
         log_group = TenantLogGroup(self, "log_group", LogGroupConfig(
             name=names["log_group"], kms_key_arn=key.arn, retention_in_days=inputs.retention["logs"], tags=tags))
-        roles.grant(bucket_arn=lake.arn, key_arn=key.arn, log_group_arn=log_group_arn)
+        # The table catalog on AWS: a Glue database per table layer, and the consumers' Athena workgroup.
+        tenant_key = '${replace(var.tenant_id, "-", "_")}'
+        databases = GlueDatabases(self, "catalog", GlueDatabasesConfig(
+            tenant_key=tenant_key, lake_bucket=names["lake_bucket"], tags=tags))
+        workgroup = TenantWorkgroup(self, "athena", AthenaWorkgroupConfig(
+            name=names["athena_workgroup"], lake_bucket=names["lake_bucket"], kms_key_arn=key.arn, tags=tags,
+            force_destroy=inputs.is_local))
+        glue_arn = f"arn:{partition}:glue:{inputs.region}:{inputs.account_id}"
+        roles.grant(bucket_arn=lake.arn, key_arn=key.arn, log_group_arn=log_group_arn, catalog=CatalogGrants(
+            catalog_arn=f"{glue_arn}:catalog", database_arns=databases.arns,
+            table_arns={layer: f"{glue_arn}:table/{model.glue_database_name(layer, tenant_key)}/*"
+                        for layer in model.CATALOG_LAYERS},
+            workgroup_arn=workgroup.arn))
         emr = EmrVirtualCluster(self, "emr", EmrVirtualClusterConfig(
             name=names["virtual_cluster"], eks_cluster_name=inputs.eks_cluster_name,
             namespace=inputs.emr_namespace, tags=tags))
@@ -133,6 +151,9 @@ class TenantLakeStack(TerraformStack):
             "interface_endpoint_ids": (f"${{merge(var.shared_interface_endpoint_ids, {endpoints.interface_ids[2:-1]})}}",
                                        "Interface endpoint id per \"<vpc_id>.<service>\", own and shared."),
             "lake_prefixes": (list(model.LAKE_PREFIXES), "Top-level prefixes of the lake bucket."),
+            "glue_database_names": (databases.names, "Glue database per table layer (silver, gold): the jobs' "
+                                    "Iceberg catalog on AWS."),
+            "athena_workgroup_name": (workgroup.name, "The tenant's Athena workgroup (results SSE-KMS under athena/)."),
             "kinesis_stream_names": (streams.stream_names, "Kinesis data stream name per streamed dataset (var.streams)."),
             "firehose_delivery_stream_names": (streams.delivery_stream_names,
                                                "Firehose delivery stream (into landing/<dataset>/) per streamed dataset."),

@@ -16,8 +16,12 @@ Statements of the lake bucket's policy (README "Policies" in modules/README.md):
    gateway endpoints (``aws:SourceVpce``), unless the caller is exempt by principal ARN: an admin
    principal (the deployer identity that runs terraform, so an apply never locks itself out, and
    ``admin_principal_arns``) or a Firehose delivery role (Firehose writes from AWS's network, never
-   through a VPC endpoint). Nothing else is exempt on the lake: no ``aws:ViaAWSService`` or
-   ``aws:PrincipalIsAWSService`` escape.
+   through a VPC endpoint), and on the lake requests Athena makes for a caller
+   (``aws:CalledViaFirst = athena.amazonaws.com``: Athena reads tables and writes query results with
+   the caller's credentials from AWS's network). Nothing else is exempt on the lake: no
+   ``aws:ViaAWSService`` or ``aws:PrincipalIsAWSService`` escape.
+7. ``DenyAthenaOutsideConsumers`` (lake only): requests made through Athena for anyone but the Athena
+   principals (the consumer role), so statement 6's Athena exemption opens no path for other roles.
 
 The log bucket's policy has 1, ``S3ServerAccessLogsDelivery`` (the S3 logging service may put access logs
 of the lake bucket, and only of it), 5 with the admin principals only, and 6; AWS services (the S3
@@ -44,6 +48,7 @@ EVERYONE = Principal("AWS", "*")
 # A single string rather than a one-element list: equivalent for IAM, and the form moto 5.2.5's
 # PutBucketLogging check recognises as the log-delivery grant. Same in every environment.
 LOG_DELIVERY_SERVICE = "logging.s3.amazonaws.com"
+ATHENA_SERVICE = "athena.amazonaws.com"  # aws:CalledVia* value of requests Athena makes for a caller
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +70,9 @@ class BucketPolicyConfig:
             principal and endpoint rules. @default - ()
         account_id: the account whose buckets may deliver logs (with ``log_delivery_source_arns``).
             @default - None
+        athena_principal_arns: list expression of the principals whose requests may come through Athena
+            (exempt from the endpoint rule when ``aws:CalledViaFirst`` is Athena; everyone else's Athena
+            requests are denied). None: no Athena exemption. @default - None
     """
 
     bucket: str
@@ -75,6 +83,7 @@ class BucketPolicyConfig:
     kms_key_arn: Optional[str] = None
     log_delivery_source_arns: Sequence[str] = ()
     account_id: Optional[str] = None
+    athena_principal_arns: Optional[ListExpr] = None
 
 
 class DeployerIdentity(Construct):
@@ -119,11 +128,20 @@ def bucket_policy_statements(cfg: BucketPolicyConfig) -> list[Statement]:
     statements.append(Statement(
         "DenyPrincipalsOutsideTenant", ["s3:*"], both, effect="Deny", principals=[EVERYONE],
         conditions=[Condition("ArnNotLike", "aws:PrincipalArn", cfg.allowed_principal_arns), *services_exempt]))
+    # A negated operator matches when the key is absent: a direct request (no aws:CalledViaFirst) stays
+    # under the endpoint rule; one Athena makes for its caller does not.
+    athena_exempt = ([Condition("StringNotEquals", "aws:CalledViaFirst", [ATHENA_SERVICE])]
+                     if cfg.athena_principal_arns is not None else [])
     statements.append(Statement(
         "DenyOutsideTenantVpcEndpoints", ["s3:*"], both, effect="Deny", principals=[EVERYONE],
         conditions=[Condition("StringNotEquals", "aws:SourceVpce", cfg.vpc_endpoint_ids),
                     Condition("ArnNotLike", "aws:PrincipalArn", cfg.endpoint_exempt_principal_arns),
-                    *services_exempt]))
+                    *services_exempt, *athena_exempt]))
+    if cfg.athena_principal_arns is not None:
+        statements.append(Statement(
+            "DenyAthenaOutsideConsumers", ["s3:*"], both, effect="Deny", principals=[EVERYONE],
+            conditions=[Condition("StringEquals", "aws:CalledViaFirst", [ATHENA_SERVICE]),
+                        Condition("ArnNotLike", "aws:PrincipalArn", cfg.athena_principal_arns)]))
     return statements
 
 

@@ -2,12 +2,15 @@
 
 | role | trusted by | may read | may write |
 |---|---|---|---|
-| job execution (EMR on EKS) | the EKS OIDC provider, only for the tenant namespace's EMR service accounts (``system:serviceaccount:<ns>:emr-containers-sa-*-*-<account>-*``, ``aud = sts.amazonaws.com``) | landing/, bronze/, artifacts/ and everything it writes | bronze/ silver/ gold/ quarantine/ reports/ checkpoints/ logs/ |
+| job execution (EMR on EKS) | the EKS OIDC provider, only for the tenant namespace's EMR service accounts (``system:serviceaccount:<ns>:emr-containers-sa-*-*-<account>-*``, ``aud = sts.amazonaws.com``) | landing/, bronze/, artifacts/ and everything it writes; the silver and gold Glue databases | bronze/ silver/ gold/ quarantine/ reports/ checkpoints/ logs/; tables in the silver and gold Glue databases |
 | ingest writer | principals of the tenant's account | - | landing/ (put only) |
-| consumer | principals of the tenant's account | gold/, reports/ | - |
+| consumer | principals of the tenant's account | gold/, reports/, athena/; the gold Glue database; its Athena workgroup | athena/ (put only: query results) |
 
 Every role may use only the tenant key (data-key actions), and the job role may write only the
 tenant's log group.  No statement grants S3 or KMS actions on ``*`` (a checkov custom check, too).
+Glue actions name the account's catalog, the tenant's databases and their tables (``table/<db>/*``);
+Athena actions name the tenant's workgroup. The consumer's query results are SSE-KMS objects under
+``athena/``, so it gets data keys too (``KMS_WRITE_ACTIONS``); its S3 rights confine its puts there.
 Write prefixes are also readable by the job role: Spark's commit protocol lists and reads what it
 writes, and the gold job reads silver.  ``logs/`` is the ``logUri`` of every StartJobRun request
 (``infra/deploy/request.py``): EMR uploads the job's driver and executor logs there as the job role.
@@ -32,6 +35,14 @@ KMS_READ_ACTIONS: tuple[str, ...] = ("kms:Decrypt", "kms:DescribeKey")
 # Writing SSE-KMS objects needs a data key; multipart completion also decrypts it.
 KMS_WRITE_ACTIONS: tuple[str, ...] = ("kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey", "kms:Encrypt")
 LOG_WRITE_ACTIONS: tuple[str, ...] = ("logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams")
+# What reading an Iceberg table through Glue needs (Athena, Spark), and what committing to one adds
+# (Iceberg's GlueCatalog creates a table, then commits by UpdateTable with the expected version).
+GLUE_READ_ACTIONS: tuple[str, ...] = ("glue:GetDatabase", "glue:GetDatabases", "glue:GetTable", "glue:GetTables",
+                                      "glue:GetPartition", "glue:GetPartitions", "glue:BatchGetPartition")
+GLUE_WRITE_ACTIONS: tuple[str, ...] = (*GLUE_READ_ACTIONS, "glue:CreateTable", "glue:UpdateTable", "glue:DeleteTable")
+ATHENA_QUERY_ACTIONS: tuple[str, ...] = (
+    "athena:StartQueryExecution", "athena:StopQueryExecution", "athena:GetQueryExecution", "athena:GetQueryResults",
+    "athena:BatchGetQueryExecution", "athena:ListQueryExecutions", "athena:GetWorkGroup")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,15 +53,36 @@ class RoleAccess:
     write: Sequence[str] = ()
     put_only: Sequence[str] = ()
     logs: bool = False
+    glue_read: Sequence[str] = ()
+    glue_write: Sequence[str] = ()
+    athena: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class CatalogGrants:
+    """The ARNs the Glue and Athena statements name.
+
+    Attributes:
+        catalog_arn: ``arn:<partition>:glue:<region>:<account>:catalog``.
+        database_arns: Glue database ARN per layer.
+        table_arns: ``arn:...:table/<database>/*`` per layer.
+        workgroup_arn: the tenant's Athena workgroup.
+    """
+
+    catalog_arn: str
+    database_arns: Mapping[str, str]
+    table_arns: Mapping[str, str]
+    workgroup_arn: str
 
 
 # Prefixes per role (modules/README.md "IAM roles"; asserted in tests/modules/test_job_roles.py).
 ROLE_ACCESS: dict[str, RoleAccess] = {
     "job_execution": RoleAccess(read=("landing", "bronze", "artifacts"),
                                 write=("bronze", "silver", "gold", "quarantine", "reports", "checkpoints", "logs"),
-                                logs=True),
+                                logs=True, glue_write=model.CATALOG_LAYERS),
     "ingest_writer": RoleAccess(put_only=model.INGEST_WRITER_PUT_PREFIXES),
-    "consumer": RoleAccess(read=("gold", "reports")),
+    "consumer": RoleAccess(read=("gold", "reports", model.ATHENA_RESULTS_PREFIX),
+                           put_only=(model.ATHENA_RESULTS_PREFIX,), glue_read=("gold",), athena=True),
 }
 EMR_SERVICE_ACCOUNT_PATTERN = "system:serviceaccount:{namespace}:emr-containers-sa-*-*-{account_id}-*"
 
@@ -92,7 +124,8 @@ def trust_statements(cfg: JobRolesConfig, role: str) -> list[Statement]:
                       principals=[Principal("AWS", [f"arn:{cfg.partition}:iam::{cfg.account_id}:root"])])]
 
 
-def permission_statements(access: RoleAccess, bucket_arn: str, key_arn: str, log_group_arn: str) -> list[Statement]:
+def permission_statements(access: RoleAccess, bucket_arn: str, key_arn: str, log_group_arn: str,
+                          catalog: CatalogGrants | None = None) -> list[Statement]:
     readable = list(dict.fromkeys([*access.read, *access.write]))
     statements: list[Statement] = []
     listable = list(dict.fromkeys([*readable, *access.put_only]))
@@ -113,6 +146,14 @@ def permission_statements(access: RoleAccess, bucket_arn: str, key_arn: str, log
     if access.logs:
         statements.append(Statement("WriteTenantLogGroup", list(LOG_WRITE_ACTIONS),
                                     [log_group_arn, f"{log_group_arn}:*"]))
+    for sid, layers, actions in (("WriteTenantTables", access.glue_write, GLUE_WRITE_ACTIONS),
+                                 ("ReadTenantTables", access.glue_read, GLUE_READ_ACTIONS)):
+        if layers and catalog is not None:
+            statements.append(Statement(sid, list(actions), [
+                catalog.catalog_arn, *[catalog.database_arns[layer] for layer in layers],
+                *[catalog.table_arns[layer] for layer in layers]]))
+    if access.athena and catalog is not None:
+        statements.append(Statement("QueryInTenantWorkgroup", list(ATHENA_QUERY_ACTIONS), [catalog.workgroup_arn]))
     return statements
 
 
@@ -131,8 +172,8 @@ class JobRoles(Construct):
                 tags=cfg.tags)
         self.arns = {role: r.arn for role, r in self.roles.items()}
 
-    def grant(self, bucket_arn: str, key_arn: str, log_group_arn: str) -> None:
+    def grant(self, bucket_arn: str, key_arn: str, log_group_arn: str, catalog: CatalogGrants | None = None) -> None:
         for role, access in ROLE_ACCESS.items():
             document = policy_document(self, f"{role}_permissions",
-                                       permission_statements(access, bucket_arn, key_arn, log_group_arn))
+                                       permission_statements(access, bucket_arn, key_arn, log_group_arn, catalog))
             IamRolePolicy(self, f"{role}_policy", name="lake-access", role=self.roles[role].id, policy=document.json)

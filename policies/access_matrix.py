@@ -36,15 +36,19 @@ PRINCIPAL_KINDS: dict[str, str] = {
     "firehose_role": "Firehose role",
     "admin": "deployer/admin",
     "other_tenant_job_role": "another tenant's job role",
+    "other_tenant_consumer": "another tenant's consumer",
     "other_account": "another account",
     "anonymous": "anonymous",
     "s3_log_delivery": "S3 log delivery (service)",
 }
 # Kinds that are a session of one of the tenants' own roles (identity policies read back from IAM).
-ROLE_KINDS: tuple[str, ...] = ("job_role", "ingest_writer", "consumer", "firehose_role", "other_tenant_job_role")
+ROLE_KINDS: tuple[str, ...] = ("job_role", "ingest_writer", "consumer", "firehose_role", "other_tenant_job_role",
+                               "other_tenant_consumer")
 ACTIONS: dict[str, str] = {
     "s3:GetObject": "Get", "s3:PutObject": "Put", "s3:DeleteObject": "Delete", "s3:ListBucket": "List",
     "kms:Decrypt": "KMS Decrypt", "kms:GenerateDataKey": "KMS GenerateDataKey",
+    "glue:GetTable": "Glue GetTable", "glue:UpdateTable": "Glue UpdateTable",
+    "athena:StartQueryExecution": "Athena StartQueryExecution",
 }
 TENANT_ROLES: tuple[str, ...] = ("owner", "other", "streaming")
 BUCKETS: tuple[str, ...] = ("lake", "logs")
@@ -62,10 +66,11 @@ CONTEXT_FIELDS: dict[str, tuple[Any, ...]] = {
                                                    # Bucket Key on) or object, aws:kinesis:arn of the stream
     "source": ("lake", "logs", "other_lake"),      # aws:SourceArn of a service principal's request
     "source_account": ("own", "other"),            # aws:SourceAccount of a service principal's request
+    "called_via": ("none", "athena"),              # aws:CalledVia*: a request Athena makes for its caller
 }
 CONTEXT_DEFAULTS: dict[str, Any] = {
     "tls": True, "endpoint": "own", "sse": "aws:kms", "sse_key": "own", "via_aws_service": False,
-    "kms_via": "s3", "kms_context": "bucket", "source": "lake", "source_account": "own",
+    "kms_via": "s3", "kms_context": "bucket", "source": "lake", "source_account": "own", "called_via": "none",
 }
 CELL_FIELDS = {"id", "principal", "action", "tenant", "bucket", "key", "context", "identity", "expect",
                "because", "note"}
@@ -87,7 +92,9 @@ class Cell:
             (the file's ``tenants`` map names them). @default - "owner"
         bucket: ``lake`` or ``logs`` (the tenant's access-log bucket). @default - "lake"
         key: the object key, or for ``s3:ListBucket`` the listed prefix; for KMS actions the object
-            whose ARN is the encryption context when ``context.kms_context`` is ``object``.
+            whose ARN is the encryption context when ``context.kms_context`` is ``object``; for Glue
+            actions ``<layer>/<table>`` (the table in the tenant's Glue database of that layer); unused
+            for Athena actions (the tenant's workgroup).
         context: the request context, every field of ``CONTEXT_FIELDS`` (defaults filled in).
         identity: the principal's identity policy: ``applied`` (read back from IAM), a name of the
             file's ``identity_policies``, or ``none`` (anonymous, AWS services). @default - the kind's
@@ -195,6 +202,8 @@ def parse(raw: Any, source: str = "access_matrix.yaml") -> Matrix:
             raise _err(where, f"key is required for {action}")
         if action.startswith("kms:") and bucket != "lake":
             raise _err(where, "KMS cells name the tenant key; bucket does not apply")
+        if action.startswith("glue:") and (key.count("/") != 1 or not all(key.split("/"))):
+            raise _err(where, f"{action} names a table as <layer>/<table>, got {key!r}")
         context = dict(context_defaults)
         for field, value in (item.get("context") or {}).items():
             _one_of(where, "context field", field, CONTEXT_FIELDS)
@@ -242,18 +251,23 @@ _CONTEXT_TEXT: dict[tuple[str, Any], str] = {
     ("source", "logs"): "source: the log bucket itself",
     ("source", "other_lake"): "source: the other tenant's lake",
     ("source_account", "other"): "source account: another",
+    ("called_via", "athena"): "made by Athena for the caller (aws:CalledVia)",
 }
 # Which context fields matter for which actions (the others are not shown).
 _RELEVANT: dict[str, tuple[str, ...]] = {
-    "s3:PutObject": ("tls", "endpoint", "sse", "sse_key", "via_aws_service", "source", "source_account"),
+    "s3:PutObject": ("tls", "endpoint", "sse", "sse_key", "via_aws_service", "source", "source_account",
+                     "called_via"),
     "kms": ("kms_via", "kms_context"),
-    "s3": ("tls", "endpoint", "via_aws_service", "source", "source_account"),
+    "s3": ("tls", "endpoint", "via_aws_service", "source", "source_account", "called_via"),
+    "catalog": (),
 }
 
 
 def _relevant_fields(cell: Cell) -> tuple[str, ...]:
     if cell.action.startswith("kms:"):
         return _RELEVANT["kms"]
+    if cell.action.startswith(("glue:", "athena:")):
+        return _RELEVANT["catalog"]
     fields = _RELEVANT["s3:PutObject"] if cell.action == "s3:PutObject" else _RELEVANT["s3"]
     if cell.principal != "s3_log_delivery":
         fields = tuple(f for f in fields if f not in ("source", "source_account"))
@@ -297,6 +311,11 @@ def render_table(matrix: Matrix) -> str:
         tenant = t[cell.tenant]
         if cell.action.startswith("kms:"):
             target = f"{tenant} key" + (f" (for `{cell.key}`)" if cell.key else "")
+        elif cell.action.startswith("glue:"):
+            layer, table = cell.key.split("/")
+            target = f"{tenant} Glue table `{layer}.{table}`"
+        elif cell.action.startswith("athena:"):
+            target = f"{tenant} Athena workgroup"
         else:
             bucket = "lake" if cell.bucket == "lake" else "log bucket"
             target = f"{tenant} {bucket} `{cell.key or '(root)'}`"

@@ -18,7 +18,12 @@ tenants' policies (``policies.tenant_policies.AppliedTenant``):
 * SSE-KMS calls S3 makes for a put or get are ``kms:ViaService = s3.<region>.amazonaws.com`` with
   the bucket ARN as ``aws:s3:arn`` encryption context (S3 Bucket Key is on for the lake); those
   Kinesis makes for an encrypted stream are ``kinesis.<region>.amazonaws.com`` with the stream's
-  ARN as ``aws:kinesis:arn``.
+  ARN as ``aws:kinesis:arn``;
+* an S3 request Athena makes for its caller (forward access sessions) is signed as the caller, carries
+  ``aws:CalledVia = [athena.amazonaws.com]`` (and ``aws:CalledViaFirst``/``Last``),
+  ``aws:ViaAWSService = true`` and no ``aws:SourceVpce``: it comes from AWS's network;
+* Glue and Athena requests name the table (``table/<database>/<table>``) or the workgroup; no resource
+  policy applies (the module sets none), so the identity policies decide.
 
 The simulator does not fill any of these keys in by itself: what is not set here is absent.
 """
@@ -33,6 +38,7 @@ SESSION_NAME = "tenantlake-matrix"
 LOG_DELIVERY_SERVICE = "logging.s3.amazonaws.com"
 FOREIGN_ENDPOINT = "vpce-0f0f0f0f0f0f0f0f0"  # an S3 endpoint of some VPC that is not the tenant's
 OTHER_ACCOUNT_ROLE = "partner-admin"
+ATHENA_SERVICE = "athena.amazonaws.com"
 
 
 def other_tenant(matrix: Matrix, tenant_id: str) -> str:
@@ -78,6 +84,8 @@ class RequestBuilder:
             return tenant.firehose_roles[dataset]
         if cell.principal == "other_tenant_job_role":
             return self.tenants[other_tenant(self.matrix, tenant.tenant_id)].roles["job_role"]
+        if cell.principal == "other_tenant_consumer":
+            return self.tenants[other_tenant(self.matrix, tenant.tenant_id)].roles["consumer"]
         return None
 
     def principal(self, cell: Cell) -> tuple[Any, dict[str, str]]:
@@ -123,7 +131,12 @@ class RequestBuilder:
         ctx = cell.context
         principal, context = self.principal(cell)
         endpoint_policies: list[dict] = []
-        if cell.action.startswith("kms:"):
+        resource_policy: dict | None
+        if cell.action.startswith("glue:"):
+            resource, resource_policy = tenant.glue_table_arn(*cell.key.split("/")), None
+        elif cell.action.startswith("athena:"):
+            resource, resource_policy = tenant.athena_workgroup_arn, None
+        elif cell.action.startswith("kms:"):
             resource, resource_policy = tenant.key_arn, tenant.key_policy
             if ctx["kms_via"] != "none":
                 service = "s3" if ctx["kms_via"] == "s3" else "kinesis"
@@ -148,13 +161,18 @@ class RequestBuilder:
             else:
                 resource = f"arn:aws:s3:::{bucket}/{cell.key}"
             context["aws:SecureTransport"] = _bool(ctx["tls"])
+            if ctx["called_via"] == "athena":
+                if ctx["endpoint"] != "none":
+                    raise ValueError(f"cell {cell.id}: Athena's requests come from AWS's network (endpoint: none)")
+                context.update({"aws:CalledVia": [ATHENA_SERVICE], "aws:CalledViaFirst": ATHENA_SERVICE,
+                                "aws:CalledViaLast": ATHENA_SERVICE})
             if ctx["endpoint"] == "own":
                 context["aws:SourceVpce"] = tenant.gateway_endpoint_id
                 endpoint_policies.append({"name": tenant.gateway_endpoint_id, "policy": tenant.gateway_endpoint_policy})
             elif ctx["endpoint"] == "foreign":
                 context["aws:SourceVpce"] = FOREIGN_ENDPOINT
             if cell.principal not in ("anonymous", "s3_log_delivery"):
-                context["aws:ViaAWSService"] = _bool(ctx["via_aws_service"])
+                context["aws:ViaAWSService"] = _bool(ctx["via_aws_service"] or ctx["called_via"] != "none")
             if cell.action == "s3:PutObject" and ctx["sse"] != "none":
                 context["s3:x-amz-server-side-encryption"] = ctx["sse"]
                 if ctx["sse"] == "aws:kms" and ctx["sse_key"] != "none":
@@ -166,8 +184,9 @@ class RequestBuilder:
                         "contextVariables": context},
             "identityPolicies": self.identity_policies(cell),
             "serviceControlPolicies": [], "resourceControlPolicies": [],
-            "resourcePolicy": resource_policy,
         }
+        if resource_policy is not None:
+            simulation["resourcePolicy"] = resource_policy
         if endpoint_policies:
             simulation["vpcEndpointPolicies"] = endpoint_policies
         return simulation

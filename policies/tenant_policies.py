@@ -4,7 +4,10 @@
 boto3 client factory, and reads: both bucket policies (``GetBucketPolicy``), the key policy
 (``GetKeyPolicy``), every role's inline and attached policies (IAM), the Firehose roles of its
 delivery streams (``DescribeDeliveryStream``) and the policy of its S3 gateway endpoint
-(``DescribeVpcEndpoints``).  The access matrix evaluates exactly these documents.
+(``DescribeVpcEndpoints``).  The access matrix evaluates exactly these documents. It also checks that
+the tenant's Glue databases and Athena workgroup exist (``GetDatabase``, ``GetWorkGroup``): their ARNs
+are the resources of the Glue and Athena cells, decided by the identity policies alone (neither has a
+resource policy in this module).
 """
 from __future__ import annotations
 
@@ -56,6 +59,18 @@ class AppliedTenant:
     gateway_endpoint_id: str
     gateway_endpoint_policy: dict
     stream_arns: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    glue_databases: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    athena_workgroup: str = ""
+
+    def glue_table_arn(self, layer: str, table: str) -> str:
+        if layer not in self.glue_databases:
+            raise ValueError(f"tenant {self.tenant_id!r} has no Glue database for layer {layer!r} "
+                             f"(its databases: {', '.join(sorted(self.glue_databases)) or 'none'})")
+        return f"arn:aws:glue:{self.region}:{self.account_id}:table/{self.glue_databases[layer]}/{table}"
+
+    @property
+    def athena_workgroup_arn(self) -> str:
+        return f"arn:aws:athena:{self.region}:{self.account_id}:workgroup/{self.athena_workgroup}"
 
     @property
     def lake_arn(self) -> str:
@@ -108,6 +123,13 @@ def read_applied_tenant(lake: Mapping[str, Any], client: ClientFactory) -> Appli
         destination = description["Destinations"][0]
         s3_destination = destination.get("ExtendedS3DestinationDescription") or destination["S3DestinationDescription"]
         firehose_roles[dataset] = role_identity(iam, s3_destination["RoleARN"])
+    glue, athena = client("glue", region), client("athena", region)
+    databases = dict(lake.get("glue_database_names") or {})
+    for name in databases.values():
+        glue.get_database(Name=name)  # raises EntityNotFoundException when the output names nothing
+    workgroup = str(lake.get("athena_workgroup_name") or "")
+    if workgroup:
+        athena.get_work_group(WorkGroup=workgroup)
     endpoint_id = gateway_endpoint_id(lake)
     (endpoint,) = ec2.describe_vpc_endpoints(VpcEndpointIds=[endpoint_id])["VpcEndpoints"]
     return AppliedTenant(
@@ -120,4 +142,5 @@ def read_applied_tenant(lake: Mapping[str, Any], client: ClientFactory) -> Appli
         gateway_endpoint_policy=_document(endpoint["PolicyDocument"]),
         stream_arns={dataset: f"arn:aws:kinesis:{region}:{roles['job_role'].account_id}:stream/{name}"
                      for dataset, name in (lake.get("kinesis_stream_names") or {}).items()},
+        glue_databases=databases, athena_workgroup=workgroup,
     )

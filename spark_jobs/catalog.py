@@ -13,8 +13,9 @@ Silver and gold are Apache Iceberg tables (spark_jobs/README.md, "Tables and cat
 - ``glue`` (EMR on EKS, ``s3://`` lakes): the AWS Glue Data Catalog with S3FileIO. S3FileIO sends no
   encryption header unless told, so the conf sets ``s3.sse.type=kms`` and ``s3.sse.key=<tenant key>``;
   without them every Iceberg write is denied by a bucket policy that requires the tenant key. The
-  Glue database of each layer is passed in (``namespaces``), never derived here: jobs take resource
-  names from the tenant's outputs. The jar is EMR's own (``EMR_ICEBERG_JAR``). This branch cannot run
+  Glue database of each layer is passed in (``namespaces``, else the lake's ``glue_databases``: the
+  ``--glue-databases`` argument the EMR request carries), never derived here: jobs take resource names
+  from the tenant's outputs (``glue_database_names``). The jar is EMR's own (``EMR_ICEBERG_JAR``). This branch cannot run
   against the emulator; it is tested as generated configuration only.
 
 Spark resolves a table by ``<catalog>.<namespace>.<table>``. The catalog name is derived from the lake
@@ -29,6 +30,7 @@ import os
 from pathlib import Path
 from typing import Mapping
 
+import tenant_model as model
 from spark_jobs.lake import LakeConfig
 
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
@@ -39,7 +41,7 @@ LOCAL_JAR_NAME = "iceberg-spark-runtime-3.5_2.12-1.10.2-jackson.jar"  # built by
 LOCAL_JAR = Path(__file__).resolve().parents[1] / ".local" / "jars" / LOCAL_JAR_NAME
 EMR_ICEBERG_JAR = "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"  # ships with EMR 7.x
 JAR_ENV = "TENANTLAKE_ICEBERG_JAR"
-LAYERS_WITH_TABLES: tuple[str, ...] = ("silver", "gold")
+LAYERS_WITH_TABLES: tuple[str, ...] = model.CATALOG_LAYERS
 FORMAT_VERSION = "2"
 KINDS = ("hadoop", "glue")
 
@@ -96,9 +98,11 @@ def catalog_settings(lake: LakeConfig, kind: str | None = None,
     if kind not in KINDS:
         raise CatalogError(f"catalog kind '{kind}' is not one of {', '.join(KINDS)}")
     if kind == "glue":
+        namespaces = namespaces or dict(lake.glue_databases)
         if not namespaces or any(layer not in namespaces for layer in LAYERS_WITH_TABLES):
-            raise CatalogError("glue catalog: pass the Glue database of each layer (silver, gold) from the "
-                               "tenant's outputs; they are not derived from the lake name")
+            raise CatalogError("glue catalog: pass the Glue database of each layer (--glue-databases "
+                               "silver=DB,gold=DB, the tenant output glue_database_names); they are not "
+                               "derived from the lake name")
         if not lake.kms_key_arn:
             raise CatalogError("glue catalog: the tenant key is required (S3FileIO writes SSE-KMS with it)")
     warehouse = lake.lake_uri if lake.scheme else str(Path(lake.lake_uri).resolve())

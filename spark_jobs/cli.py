@@ -35,9 +35,22 @@ def _lake_args(parser: argparse.ArgumentParser, spark: bool = True) -> None:
     group.add_argument("--ca-bundle", default="", help="PEM CA bundle for boto3 (datagen; default $AWS_CA_BUNDLE)")
     group.add_argument("--lake-config", default="", help="a lake.json (terraform outputs + emulator facts)")
     group.add_argument("--tenant", default="", help="tenant id: reads $TENANTLAKE_STATE_DIR/tenants/<T>/lake.json")
+    group.add_argument("--glue-databases", default=(), type=_glue_databases, metavar="silver=DB,gold=DB",
+                       help="Glue database per table layer, for an s3:// lake's Glue catalog (EMR; the tenant "
+                            "output glue_database_names)")
     if spark:
         parser.add_argument("--jars", default="", help="comma-separated extra jars for s3a (default: "
                             "$TENANTLAKE_SPARK_JARS or .local/jars/)")
+
+
+def _glue_databases(text: str) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in (part for part in text.split(",") if part):
+        layer, sep, database = item.partition("=")
+        if not (sep and layer and database):
+            raise argparse.ArgumentTypeError(f"'{item}' is not LAYER=DATABASE")
+        pairs.append((layer, database))
+    return tuple(sorted(pairs))
 
 
 def _positive_int(text: str) -> int:
@@ -214,7 +227,8 @@ def _run_args(parser: argparse.ArgumentParser) -> None:
 def _resolve(args: argparse.Namespace) -> LakeConfig:
     return resolve_lake(lake_uri=args.lake_uri, kms_key_arn=args.kms_key_arn, region=args.region,
                         s3_endpoint=args.s3_endpoint, truststore=args.truststore, ca_bundle=args.ca_bundle,
-                        lake_config=args.lake_config, tenant=args.tenant)
+                        lake_config=args.lake_config, tenant=args.tenant,
+                        glue_databases=getattr(args, "glue_databases", ()))
 
 
 def _cmd_datagen(args: argparse.Namespace) -> int:

@@ -32,6 +32,9 @@ class LakeConfig:
         s3_endpoint: S3 endpoint for s3a ("" = AWS). @default - ""
         truststore: PKCS#12 trust store for the emulator's private CA (JVM side). @default - ""
         ca_bundle: PEM CA bundle for boto3 (datagen only). @default - $AWS_CA_BUNDLE or ""
+        glue_databases: (layer, Glue database) pairs: the Iceberg catalog's namespaces when the lake's
+            catalog is Glue (``s3://`` lakes on EMR; the tenant output ``glue_database_names``). Unused by
+            the local Hadoop catalog, whose namespaces are the layer names. @default - ()
     """
 
     lake_uri: str
@@ -40,6 +43,7 @@ class LakeConfig:
     s3_endpoint: str = ""
     truststore: str = ""
     ca_bundle: str = ""
+    glue_databases: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self):
         object.__setattr__(self, "lake_uri", self.lake_uri.rstrip("/"))
@@ -107,6 +111,7 @@ def lake_from_outputs(outputs: dict, source: str) -> LakeConfig:
         s3_endpoint=str(outputs.get("s3_endpoint", "")),
         truststore=str(outputs.get("truststore", "")),
         ca_bundle=str(outputs.get("ca_bundle", "") or os.environ.get("AWS_CA_BUNDLE", "")),
+        glue_databases=tuple(sorted((outputs.get("glue_database_names") or {}).items())),
     )
 
 
@@ -136,6 +141,7 @@ def read_lake_outputs(tenant: str = "", lake_config: str = "") -> tuple[dict, Pa
 def resolve_lake(
     lake_uri: str = "", kms_key_arn: str = "", region: str = "", s3_endpoint: str = "", truststore: str = "",
     ca_bundle: str = "", lake_config: str = "", tenant: str = "",
+    glue_databases: tuple[tuple[str, str], ...] = (),
 ) -> LakeConfig:
     """Precedence: explicit ``lake_uri`` (+ key, region, endpoint, truststore), else a lake-config file,
     else the tenant's ``$TENANTLAKE_STATE_DIR/tenants/<tenant>/lake.json``."""
@@ -145,11 +151,13 @@ def resolve_lake(
         return LakeConfig(
             lake_uri=lake_uri, kms_key_arn=kms_key_arn, region=region or "eu-west-1", s3_endpoint=s3_endpoint,
             truststore=truststore, ca_bundle=ca_bundle or os.environ.get("AWS_CA_BUNDLE", ""),
+            glue_databases=tuple(glue_databases),
         )
     if not (lake_config or tenant):
         raise LakeConfigError("say which lake: --lake-uri URI (with --kms-key-arn), --lake-config FILE or --tenant T")
     outputs, path = read_lake_outputs(tenant=tenant, lake_config=lake_config)
     lake = lake_from_outputs(outputs, str(path))
     overrides = {k: v for k, v in {"kms_key_arn": kms_key_arn, "region": region, "s3_endpoint": s3_endpoint,
-                                   "truststore": truststore, "ca_bundle": ca_bundle}.items() if v}
+                                   "truststore": truststore, "ca_bundle": ca_bundle,
+                                   "glue_databases": tuple(glue_databases)}.items() if v}
     return dataclasses.replace(lake, **overrides)

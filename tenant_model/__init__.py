@@ -32,10 +32,11 @@ EU_REGION_PREFIX = "eu-"
 ENVIRONMENTS: tuple[str, ...] = ("local", "dev", "staging", "prod")
 
 # The lake bucket's prefixes (the seed design: one bucket per tenant, layered by prefix).  ``logs`` holds
-# the EMR job logs (the logUri of every job run; expires after retention_days["logs"]). S3 server access
+# the EMR job logs (the logUri of every job run; expires after retention_days["logs"]); ``athena`` the
+# tenant's Athena query results (its workgroup's output location; expires like logs). S3 server access
 # logs go to the separate per-tenant log bucket, not under a prefix of the lake.
 LAKE_PREFIXES: tuple[str, ...] = (
-    "landing", "bronze", "silver", "gold", "quarantine", "reports", "checkpoints", "artifacts", "logs",
+    "landing", "bronze", "silver", "gold", "quarantine", "reports", "checkpoints", "artifacts", "logs", "athena",
 )
 
 # Resource names, as str.format templates over the tenant's inputs.  Python renders them with plain
@@ -51,6 +52,7 @@ NAME_TEMPLATES: dict[str, str] = {
     "consumer_role": "{tenant_id}-lake-consumer",
     "log_group": "/tenantlake/{tenant_id}/emr",
     "virtual_cluster": "{tenant_id}-lake",
+    "athena_workgroup": "{tenant_id}-lake",
     "oidc_provider_placeholder": "arn:aws:iam::{account_id}:oidc-provider/oidc.eks.{region}.amazonaws.com/id/{cluster_upper}",
 }
 
@@ -74,6 +76,26 @@ ROLE_MAX_SESSION_SECONDS = 3600
 
 STREAM_BUFFER_SECONDS = 60
 STREAM_BUFFER_MIB = 1
+
+# The table catalog (spark_jobs/catalog.py; modules/glue_databases.py on AWS): the layers that are
+# Iceberg tables, and one Glue database per tenant and layer. Glue and Athena identifiers take
+# lowercase letters, digits and underscores, so the database name uses the tenant id with '-' -> '_'
+# (tenant ids have no '_', so the mapping stays one-to-one). The module renders the SAME template with
+# ``tenant_key = replace(var.tenant_id, "-", "_")``.
+CATALOG_LAYERS: tuple[str, ...] = ("silver", "gold")
+GLUE_DATABASE_TEMPLATE = "{tenant_key}_{layer}"
+# Where the tenant's Athena workgroup writes query results: s3://<lake>/<ATHENA_RESULTS_PREFIX>/.
+ATHENA_RESULTS_PREFIX = "athena"
+
+
+def tenant_key(tenant_id: str) -> str:
+    """The tenant id as a Glue/Athena identifier: ``'-'`` becomes ``'_'``."""
+    return tenant_id.replace("-", "_")
+
+
+def glue_database_name(layer: str, tenant_key: str) -> str:
+    """The Glue database of one layer (``tenant_key`` from ``tenant_key()``, or a CDKTF token)."""
+    return GLUE_DATABASE_TEMPLATE.format(tenant_key=tenant_key, layer=layer)
 
 
 def stream_name(kind: str, dataset: str, **values: str) -> str:
@@ -219,6 +241,11 @@ class TenantConfig:
     @property
     def gdpr(self) -> bool:
         return "gdpr" in self.data_classification
+
+    @property
+    def glue_databases(self) -> dict[str, str]:
+        """The Glue database of each table layer (``CATALOG_LAYERS``)."""
+        return {layer: glue_database_name(layer, tenant_key(self.tenant_id)) for layer in CATALOG_LAYERS}
 
     def stream_name(self, kind: str, dataset: str) -> str:
         """A per-stream name of ``STREAM_NAME_TEMPLATES`` for this tenant."""

@@ -28,8 +28,8 @@ locals {
     }
   EOT
 
-  # The emulator: dummy keys, path-style S3, no account/region/metadata probing, every service the
-  # module uses pointed at moto, and its private CA trusted.
+  # The emulator: dummy keys, path-style S3, no region/metadata probing (the account id is asked of the
+  # emulator's STS), every service the module uses pointed at moto, and its private CA trusted.
   provider_local = <<-EOT
     provider "aws" {
       region                      = var.region
@@ -37,7 +37,9 @@ locals {
       secret_key                  = "testing"  # pragma: allowlist secret - dummy or public value
       s3_use_path_style           = true
       skip_credentials_validation = true
-      skip_requesting_account_id  = true
+      # The account id comes from the emulator's STS: the provider builds the ARNs of Glue databases and
+      # Athena workgroups from it (without it, arn:aws:athena:<region>::workgroup/... names nothing).
+      skip_requesting_account_id  = false
       skip_region_validation      = true
       skip_metadata_api_check     = "true"
       custom_ca_bundle            = "${local.ca_bundle}"
@@ -58,6 +60,7 @@ locals {
         firehose      = "${local.endpoint}"
         kinesis       = "${local.endpoint}"
         glue          = "${local.endpoint}"
+        athena        = "${local.endpoint}"
         lakeformation = "${local.endpoint}"
         ssm           = "${local.endpoint}"
         secretsmanager = "${local.endpoint}"

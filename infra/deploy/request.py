@@ -15,6 +15,8 @@ from typing import Any
 from infra.deploy.job_deps import ALIAS as DEPS_ALIAS
 from infra.deploy.job_deps import DEFAULT_RELEASE_LABEL, PYTHONPATH_ENTRY
 from infra.deploy.target import DeployError, DeployTarget
+from spark_jobs import catalog
+from spark_jobs.lake import LakeConfig
 
 LAYERS: tuple[str, ...] = ("bronze", "silver", "gold")  # dependency order
 PIPELINE = "pipeline"  # the "layer" of a run that runs every layer (tags, names, log streams)
@@ -147,12 +149,25 @@ def entrypoint_arguments(target: DeployTarget, spec: RunSpec, lake_uri: str | No
         args += ["--date", spec.event_date.isoformat()]
     if allow_warn:
         args.append("--allow-warn")
-    return args + ["--lake-uri", lake_uri or target.lake_uri, "--kms-key-arn", target.kms_key_arn,
-                   "--region", target.region]
+    args += ["--lake-uri", lake_uri or target.lake_uri, "--kms-key-arn", target.kms_key_arn, "--region", target.region]
+    if target.glue_databases:
+        args += ["--glue-databases", ",".join(f"{layer}={db}" for layer, db in target.glue_databases)]
+    return args
+
+
+def catalog_settings(target: DeployTarget) -> catalog.CatalogSettings:
+    """The tenant's Iceberg catalog on EMR: Glue, with the tenant's databases, S3FileIO writing SSE-KMS
+    with the tenant key (``spark_jobs.catalog``, the same function the job calls at run time)."""
+    lake = LakeConfig(lake_uri=target.lake_uri, kms_key_arn=target.kms_key_arn, region=target.region,
+                      glue_databases=target.glue_databases)
+    try:
+        return catalog.catalog_settings(lake, kind="glue")
+    except catalog.CatalogError as exc:
+        raise DeployError(f"tenant '{target.tenant_id}': {exc}") from exc
 
 
 def spark_submit_parameters(artifact: ArtifactLocation, spec: RunSpec, contract_sha256: str,
-                            options: RequestOptions) -> str:
+                            options: RequestOptions, jars: str = "") -> str:
     sizing = options.sizing
     conf = {
         "spark.driver.cores": str(sizing.driver_cores),
@@ -167,7 +182,7 @@ def spark_submit_parameters(artifact: ArtifactLocation, spec: RunSpec, contract_
         "spark.tenantlake.contract.sha256": contract_sha256,
         "spark.tenantlake.code_version": artifact.version,
     }
-    args = ["--py-files", artifact.zip_uri]
+    args = ["--py-files", artifact.zip_uri] + (["--jars", jars] if jars else [])
     if options.job_deps_uri:
         # Spark unpacks the archive as ./deps in the driver's working dir (Kubernetes cluster mode,
         # SPARK-33748) and in each executor's; PYTHONPATH puts it on the Python path of both.
@@ -189,7 +204,15 @@ def spark_submit_parameters(artifact: ArtifactLocation, spec: RunSpec, contract_
     return " ".join(args)
 
 
+def iceberg_conf(target: DeployTarget) -> tuple[str, dict[str, str]]:
+    """(``--jars`` value, spark-defaults) of the tenant's Iceberg catalog: ``spark_jobs.catalog.submit_conf``.
+    The jar is EMR's own, in the release's image (``local://``): no jar is uploaded."""
+    conf = catalog.submit_conf(catalog_settings(target))
+    return conf.pop("spark.jars"), conf
+
+
 def configuration_overrides(target: DeployTarget, spec: RunSpec) -> dict[str, Any]:
+    iceberg = iceberg_conf(target)[1]
     return {
         "applicationConfiguration": [
             {
@@ -202,12 +225,14 @@ def configuration_overrides(target: DeployTarget, spec: RunSpec) -> dict[str, An
                 },
             },
             {
-                # Same rule for any s3a:// path, and UTC for event dates.
+                # Same rule for any s3a:// path, UTC for event dates, and the tenant's Iceberg catalog
+                # (Glue databases, S3FileIO with the tenant key); the job registers the same settings.
                 "classification": "spark-defaults",
                 "properties": {
                     "spark.hadoop.fs.s3a.encryption.algorithm": "SSE-KMS",
                     "spark.hadoop.fs.s3a.encryption.key": target.kms_key_arn,
                     "spark.sql.session.timeZone": "UTC",
+                    **iceberg,
                 },
             },
         ],
@@ -242,7 +267,8 @@ def build_request(target: DeployTarget, artifact: ArtifactLocation, spec: RunSpe
             "sparkSubmitJobDriver": {
                 "entryPoint": artifact.entrypoint_uri,
                 "entryPointArguments": entrypoint_arguments(target, spec, allow_warn=options.allow_warn),
-                "sparkSubmitParameters": spark_submit_parameters(artifact, spec, contract_sha256, options),
+                "sparkSubmitParameters": spark_submit_parameters(artifact, spec, contract_sha256, options,
+                                                                 jars=iceberg_conf(target)[0]),
             }
         },
         "configurationOverrides": configuration_overrides(target, spec),

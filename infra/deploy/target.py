@@ -25,6 +25,10 @@ REQUIRED_OUTPUTS: dict[str, str] = {
     "emr_virtual_cluster_id": "the EMR on EKS virtual cluster",
     "log_group_name": "the CloudWatch log group for job logs",
 }
+# Map outputs: name -> (the keys it must have, what it is for).
+REQUIRED_MAP_OUTPUTS: dict[str, tuple[tuple[str, ...], str]] = {
+    "glue_database_names": (("silver", "gold"), "the Glue database per table layer (the jobs' Iceberg catalog)"),
+}
 
 
 class DeployError(RuntimeError):
@@ -43,6 +47,7 @@ class DeployTarget:
         role_arn: the job execution role.
         virtual_cluster_id: the EMR on EKS virtual cluster.
         log_group: the CloudWatch log group for job logs.
+        glue_databases: (layer, Glue database) pairs of the tenant's table layers.
         endpoint_url: AWS endpoint override (the emulator in the local environment). @default - ""
         ca_bundle: CA bundle for ``endpoint_url``. @default - ""
     """
@@ -54,6 +59,7 @@ class DeployTarget:
     role_arn: str
     virtual_cluster_id: str
     log_group: str
+    glue_databases: tuple[tuple[str, str], ...]
     endpoint_url: str = ""
     ca_bundle: str = ""
 
@@ -87,6 +93,11 @@ def target_from_outputs(tenant: str, outputs: Mapping[str, Any], endpoint_url: s
             hint = ("the tenant has no EMR on EKS virtual cluster; apply a module that creates one"
                     if name == "emr_virtual_cluster_id" else "re-apply the tenant (make apply TENANT=%s)" % tenant)
             raise DeployError(f"tenant '{tenant}': terraform output '{name}' ({purpose}) is missing or empty; {hint}")
+    for name, (keys, purpose) in REQUIRED_MAP_OUTPUTS.items():
+        value = flat.get(name)
+        if not isinstance(value, Mapping) or any(not isinstance(value.get(k), str) or not value[k] for k in keys):
+            raise DeployError(f"tenant '{tenant}': terraform output '{name}' ({purpose}) must map "
+                              f"{', '.join(keys)} to names; re-apply the tenant (make apply TENANT={tenant})")
     if flat["tenant_id"] != tenant:
         raise DeployError(
             f"tenant '{tenant}': the outputs belong to tenant '{flat['tenant_id']}'; check --outputs-file / the working dir"
@@ -99,6 +110,7 @@ def target_from_outputs(tenant: str, outputs: Mapping[str, Any], endpoint_url: s
         role_arn=flat["job_execution_role_arn"],
         virtual_cluster_id=flat["emr_virtual_cluster_id"],
         log_group=flat["log_group_name"],
+        glue_databases=tuple(sorted((k, v) for k, v in flat["glue_database_names"].items())),
         endpoint_url=endpoint_url,
         ca_bundle=ca_bundle,
     )

@@ -11,6 +11,7 @@ INTERFACE_OUTPUTS = {
     "job_execution_role_arn", "ingest_writer_role_arn", "consumer_role_arn", "emr_virtual_cluster_id",
     "emr_namespace", "log_group_name", "gateway_endpoint_ids", "interface_endpoint_ids", "lake_prefixes",
     "kinesis_stream_names", "firehose_delivery_stream_names",  # issue 10 (modules/stream_ingest.py)
+    "glue_database_names", "athena_workgroup_name",  # the table catalog on AWS (modules/glue_databases.py, athena_workgroup.py)
 }
 
 
@@ -19,7 +20,9 @@ def test_outputs_are_the_interface_and_described(tenant_module):
     assert set(outputs) == INTERFACE_OUTPUTS
     assert all(o.get("description") for o in outputs.values())
     assert outputs["lake_prefixes"]["value"] == list(model.LAKE_PREFIXES) == [
-        "landing", "bronze", "silver", "gold", "quarantine", "reports", "checkpoints", "artifacts", "logs"]
+        "landing", "bronze", "silver", "gold", "quarantine", "reports", "checkpoints", "artifacts", "logs", "athena"]
+    assert outputs["glue_database_names"]["value"] == {
+        layer: f"${{aws_glue_catalog_database.catalog_{layer}.name}}" for layer in model.CATALOG_LAYERS}
     assert outputs["lake_bucket_name"]["value"] == "${aws_s3_bucket.lake_bucket.bucket}"
     # The tenant's own endpoints and a shared network's (tests/modules/test_vpc_endpoints.py, test_synth.py)
     assert outputs["gateway_endpoint_ids"]["value"] == (
@@ -52,6 +55,23 @@ def test_names_follow_the_model_templates(tenant_module):
     assert r["aws_s3_bucket"]["log_bucket_bucket"]["bucket"] == model.NAME_TEMPLATES["log_bucket"].format(**tf)
     assert r["aws_kms_alias"]["kms_alias"]["name"] == model.NAME_TEMPLATES["kms_alias"].format(**tf)
     assert r["aws_cloudwatch_log_group"]["log_group_log_group"]["name"] == model.NAME_TEMPLATES["log_group"].format(**tf)
+    assert r["aws_athena_workgroup"]["athena_workgroup"]["name"] == model.NAME_TEMPLATES["athena_workgroup"].format(**tf)
+    key = '${replace(var.tenant_id, "-", "_")}'
+    for layer in model.CATALOG_LAYERS:
+        database = r["aws_glue_catalog_database"][f"catalog_{layer}"]
+        assert database["name"] == model.glue_database_name(layer, key) == f"{key}_{layer}"
+        assert database["location_uri"] == f"s3://{model.NAME_TEMPLATES['lake_bucket'].format(**tf)}/{layer}/"
+
+
+def test_athena_workgroup_enforces_encrypted_results_under_the_lake(tenant_module):
+    workgroup = tenant_module["resource"]["aws_athena_workgroup"]["athena_workgroup"]
+    config = workgroup["configuration"]
+    assert config["enforce_workgroup_configuration"] is True and config["bytes_scanned_cutoff_per_query"] > 0
+    results = config["result_configuration"]
+    assert results["output_location"] == "s3://${var.tenant_id}-${var.region}-lake/athena/"
+    assert results["encryption_configuration"] == {"encryption_option": "SSE_KMS",
+                                                    "kms_key_arn": "${aws_kms_key.kms_key.arn}"}
+    assert workgroup["force_destroy"] == '${var.environment == "local"}'
 
 
 def test_checkov_skips_are_few_and_justified(tenant_module):
@@ -66,6 +86,7 @@ def test_checkov_skips_are_few_and_justified(tenant_module):
 def test_resource_inventory(tenant_module):
     counts = {t: len(b) for t, b in tenant_module["resource"].items()}
     assert counts == {
+        "aws_athena_workgroup": 1, "aws_glue_catalog_database": 2,  # one per table layer
         "aws_cloudwatch_log_group": 1, "aws_emrcontainers_virtual_cluster": 1,
         "aws_iam_role": 3 + 1, "aws_iam_role_policy": 3 + 2,  # + per-stream (for_each) Firehose role, 2 policies
         "aws_kinesis_stream": 1, "aws_kinesis_firehose_delivery_stream": 1, "aws_kms_alias": 1, "aws_kms_key": 1, "aws_s3_bucket": 2,

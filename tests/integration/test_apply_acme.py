@@ -244,6 +244,26 @@ def test_virtual_cluster_is_running_in_the_tenant_namespace(lake, boto_session):
     assert cluster["containerProvider"]["info"]["eksInfo"]["namespace"] == f"emr-{TENANT}" == lake["emr_namespace"]
 
 
+def test_glue_databases_and_athena_workgroup_are_the_tenants(lake, boto_session, cfg):
+    """The table catalog on AWS, as applied: a Glue database per table layer at its prefix of the lake, and a
+    workgroup whose results are SSE-KMS with the tenant key under athena/, enforced."""
+    assert lake["glue_database_names"] == cfg.glue_databases == {"silver": "acme_silver", "gold": "acme_gold"}
+    glue = boto_session("glue", REGION)
+    for layer, name in lake["glue_database_names"].items():
+        database = glue.get_database(Name=name)["Database"]
+        assert database["LocationUri"] == f"s3://{lake['lake_bucket_name']}/{layer}/"
+        arn = f"arn:aws:glue:{REGION}:123456789012:database/{name}"
+        assert _has_tags(glue.get_tags(ResourceArn=arn)["Tags"], cfg.standard_tags()), name
+    athena = boto_session("athena", REGION)
+    workgroup = athena.get_work_group(WorkGroup=lake["athena_workgroup_name"])["WorkGroup"]
+    assert workgroup["Name"] == cfg.name("athena_workgroup") == "acme-lake"
+    config = workgroup["Configuration"]
+    assert config["EnforceWorkGroupConfiguration"] is True
+    assert config["ResultConfiguration"] == {
+        "OutputLocation": f"s3://{lake['lake_bucket_name']}/athena/",
+        "EncryptionConfiguration": {"EncryptionOption": "SSE_KMS", "KmsKey": lake["kms_key_arn"]}}
+
+
 def test_tags_on_each_resource(lake, boto_session, cfg):
     expected = cfg.standard_tags()
     assert expected["owner"] == "acme-data-team" and expected["data_classification"] == "gdpr"

@@ -26,7 +26,7 @@ def test_lake_policy_statements(tenant_module):
     assert policy["bucket"] == "${aws_s3_bucket.lake_bucket.id}"
     assert policy["depends_on"] == ["aws_s3_bucket_public_access_block.lake_public_access_block"]
     assert list(s) == ["DenyInsecureTransport", "DenyUnencryptedUploads", "DenyNonKmsUploads", "DenyWrongKeyUploads",
-                       "DenyPrincipalsOutsideTenant", "DenyOutsideTenantVpcEndpoints"]
+                       "DenyPrincipalsOutsideTenant", "DenyOutsideTenantVpcEndpoints", "DenyAthenaOutsideConsumers"]
     assert all(st["Effect"] == "Deny" and st["Principal"] == {"AWS": "*"} for st in s.values())
     assert s["DenyInsecureTransport"]["Action"] == ["s3:*"]
     assert s["DenyInsecureTransport"]["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]
@@ -45,10 +45,16 @@ def test_lake_policy_statements(tenant_module):
         f"list:concat({TENANT_ROLES}, {FIREHOSE_ROLES}, {ADMINS})"]}}
     outside = s["DenyOutsideTenantVpcEndpoints"]
     assert outside["Action"] == ["s3:*"] and outside["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]
-    # Both conditions must hold to deny: not via a tenant endpoint AND neither an admin nor a Firehose role.
-    # No aws:ViaAWSService / aws:PrincipalIsAWSService escape on the lake: exempt by principal ARN only.
-    assert outside["Condition"] == {"StringNotEquals": {"aws:SourceVpce": [ENDPOINTS]},
+    # Every condition must hold to deny: not via a tenant endpoint AND neither an admin nor a Firehose role
+    # AND not a request Athena makes for its caller. No aws:ViaAWSService / aws:PrincipalIsAWSService escape.
+    assert outside["Condition"] == {"StringNotEquals": {"aws:SourceVpce": [ENDPOINTS],
+                                                        "aws:CalledViaFirst": ["athena.amazonaws.com"]},
                                     "ArnNotLike": {"aws:PrincipalArn": [f"list:concat({ADMINS}, {FIREHOSE_ROLES})"]}}
+    # ... and Athena's exemption serves the consumer role only.
+    athena = s["DenyAthenaOutsideConsumers"]
+    assert athena["Action"] == ["s3:*"] and athena["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]
+    assert athena["Condition"] == {"StringEquals": {"aws:CalledViaFirst": ["athena.amazonaws.com"]},
+                                   "ArnNotLike": {"aws:PrincipalArn": ["list:[aws_iam_role.roles_consumer.arn]"]}}
 
 
 def test_deployer_is_the_identity_running_terraform(tenant_module):

@@ -3,7 +3,14 @@ from __future__ import annotations
 
 import pytest
 
-from modules.job_roles import KMS_READ_ACTIONS, KMS_WRITE_ACTIONS, ROLE_ACCESS
+from modules.job_roles import (
+    ATHENA_QUERY_ACTIONS,
+    GLUE_READ_ACTIONS,
+    GLUE_WRITE_ACTIONS,
+    KMS_READ_ACTIONS,
+    KMS_WRITE_ACTIONS,
+    ROLE_ACCESS,
+)
 from tests.modules.helpers import document_statements, resource
 
 LAKE = "${aws_s3_bucket.lake_bucket.arn}"
@@ -16,7 +23,12 @@ def test_access_matrix():
     assert ROLE_ACCESS["job_execution"].write == ("bronze", "silver", "gold", "quarantine", "reports", "checkpoints",
                                                   "logs")
     assert ROLE_ACCESS["ingest_writer"].put_only == ("landing",) and not ROLE_ACCESS["ingest_writer"].read
-    assert ROLE_ACCESS["consumer"].read == ("gold", "reports") and not ROLE_ACCESS["consumer"].write
+    # The consumer reads gold and reports; athena/ holds its Athena query results (put, read back, no delete).
+    assert ROLE_ACCESS["consumer"].read == ("gold", "reports", "athena") and not ROLE_ACCESS["consumer"].write
+    assert ROLE_ACCESS["consumer"].put_only == ("athena",)
+    assert ROLE_ACCESS["job_execution"].glue_write == ("silver", "gold") and not ROLE_ACCESS["job_execution"].athena
+    assert ROLE_ACCESS["consumer"].glue_read == ("gold",) and ROLE_ACCESS["consumer"].athena
+    assert not (ROLE_ACCESS["ingest_writer"].glue_read or ROLE_ACCESS["ingest_writer"].glue_write)
 
 
 @pytest.mark.parametrize("role,name", [("job_execution", "${var.tenant_id}-emr-job-execution"),
@@ -71,12 +83,39 @@ def test_ingest_writer_may_only_put_under_landing(tenant_module):
     assert s["PutOnlyPrefixes"]["resources"] == [f"{LAKE}/landing/*"]
 
 
-def test_consumer_reads_gold_and_reports_only(tenant_module):
+GLUE = "arn:${data.aws_partition.inputs_partition.partition}:glue:${var.region}:${var.account_id}"
+TENANT_KEY = '${replace(var.tenant_id, "-", "_")}'
+
+
+def test_consumer_reads_gold_and_reports_and_queries_in_its_workgroup(tenant_module):
     s = document_statements(tenant_module, "roles_consumer_permissions")
-    assert list(s) == ["ListOwnPrefixes", "LocateBucket", "ReadPrefixes", "UseTenantKey"]
+    assert list(s) == ["ListOwnPrefixes", "LocateBucket", "ReadPrefixes", "PutOnlyPrefixes", "UseTenantKey",
+                       "ReadTenantTables", "QueryInTenantWorkgroup"]
     assert s["ReadPrefixes"]["actions"] == ["s3:GetObject", "s3:GetObjectVersion"]
-    assert s["ReadPrefixes"]["resources"] == [f"{LAKE}/gold/*", f"{LAKE}/reports/*"]
-    assert s["UseTenantKey"]["actions"] == list(KMS_READ_ACTIONS)
+    assert s["ReadPrefixes"]["resources"] == [f"{LAKE}/gold/*", f"{LAKE}/reports/*", f"{LAKE}/athena/*"]
+    assert s["PutOnlyPrefixes"]["resources"] == [f"{LAKE}/athena/*"]
+    assert "s3:DeleteObject" not in s["PutOnlyPrefixes"]["actions"]
+    # Athena writes the results SSE-KMS with the tenant key, as the consumer.
+    assert s["UseTenantKey"]["actions"] == list(KMS_WRITE_ACTIONS)
+    assert s["ReadTenantTables"]["actions"] == list(GLUE_READ_ACTIONS)
+    assert s["ReadTenantTables"]["resources"] == [f"{GLUE}:catalog", "${aws_glue_catalog_database.catalog_gold.arn}",
+                                                  f"{GLUE}:table/{TENANT_KEY}_gold/*"]
+    assert s["QueryInTenantWorkgroup"]["actions"] == list(ATHENA_QUERY_ACTIONS)
+    assert s["QueryInTenantWorkgroup"]["resources"] == ["${aws_athena_workgroup.athena_workgroup.arn}"]
+
+
+def test_job_role_commits_to_the_tenants_silver_and_gold_tables_only(tenant_module):
+    s = document_statements(tenant_module, "roles_job_execution_permissions")
+    tables = s["WriteTenantTables"]
+    assert tables["actions"] == list(GLUE_WRITE_ACTIONS)
+    assert {"glue:CreateTable", "glue:UpdateTable"} <= set(tables["actions"])
+    assert tables["resources"] == [
+        f"{GLUE}:catalog", "${aws_glue_catalog_database.catalog_silver.arn}",
+        "${aws_glue_catalog_database.catalog_gold.arn}", f"{GLUE}:table/{TENANT_KEY}_silver/*",
+        f"{GLUE}:table/{TENANT_KEY}_gold/*"]
+    assert "QueryInTenantWorkgroup" not in s
+    assert not any(a.startswith(("glue:", "athena:")) for st in document_statements(
+        tenant_module, "roles_ingest_writer_permissions").values() for a in st["actions"])
 
 
 def test_no_s3_or_kms_action_on_a_wildcard_resource(tenant_module):

@@ -26,7 +26,7 @@ def test_lake_rules(tenant_module):
     rules = _rules(tenant_module, "lake_lifecycle_configuration")
     assert resource(tenant_module, "aws_s3_bucket_lifecycle_configuration", "lake_lifecycle_configuration")[
         "bucket"] == "${aws_s3_bucket.lake_bucket.id}"
-    assert list(rules) == ["all", "landing", "bronze", "silver", "gold", "quarantine", "checkpoints", "logs"]
+    assert list(rules) == ["all", "landing", "bronze", "silver", "gold", "quarantine", "checkpoints", "logs", "athena"]
     assert rules["all"] == BUCKET_WIDE
     assert rules["landing"] == {"id": "landing", "status": "Enabled", "filter": [{"prefix": "landing/"}],
                                 "expiration": [{"days": '${local.retention["landing"]}'}]}
@@ -45,6 +45,9 @@ def test_lake_rules(tenant_module):
     # EMR job logs (the logUri of every job run) expire with the CloudWatch log group's retention.
     assert rules["logs"] == {"id": "logs", "status": "Enabled", "filter": [{"prefix": "logs/"}],
                              "expiration": [{"days": '${local.retention["logs"]}'}]}
+    # Athena query results expire like the job logs.
+    assert rules["athena"] == {"id": "athena", "status": "Enabled", "filter": [{"prefix": "athena/"}],
+                               "expiration": [{"days": '${local.retention["logs"]}'}]}
 
 
 def test_log_bucket_rule_expires_at_logs_retention(tenant_module):

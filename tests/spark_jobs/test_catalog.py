@@ -103,3 +103,21 @@ def test_register_makes_the_catalog_known_to_a_running_session(spark, tmp_path):
         assert spark.conf.get(key) == value
     spark.sql(f"CREATE TABLE {settings.qualified('gold', 't')} (x int) USING iceberg")
     assert (tmp_path / "lake" / "gold" / "t" / "metadata").is_dir()
+
+
+def test_glue_databases_come_from_the_lake_and_the_cli_and_the_hadoop_catalog_ignores_them():
+    from spark_jobs.cli import build_parser
+    from spark_jobs.lake import lake_from_outputs, resolve_lake
+
+    args = build_parser().parse_args(["counts", "--lake-uri", "s3://acme-eu-west-1-lake", "--kms-key-arn", KEY,
+                                      "--glue-databases", "silver=acme_silver,gold=acme_gold"])
+    lake = resolve_lake(lake_uri=args.lake_uri, kms_key_arn=args.kms_key_arn, glue_databases=args.glue_databases)
+    assert dict(catalog.catalog_settings(lake).namespaces) == GLUE_DATABASES
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["counts", "--glue-databases", "silver"])
+    # The tenant's outputs carry them too; a local (s3a) lake still uses the Hadoop catalog and layer names.
+    local = lake_from_outputs({"lake_bucket_name": "acme-eu-west-1-lake", "kms_key_arn": KEY,
+                               "glue_database_names": GLUE_DATABASES}, "lake.json")
+    assert dict(local.glue_databases) == GLUE_DATABASES
+    settings = catalog.catalog_settings(local)
+    assert settings.kind == "hadoop" and dict(settings.namespaces) == {"silver": "silver", "gold": "gold"}

@@ -123,3 +123,15 @@ def test_streams_default_to_none_and_name_per_dataset():
     assert cfg.stream_name("kinesis_stream", "iot") == "acme-lake-iot"
     assert cfg.stream_name("delivery_stream", "iot") == "acme-lake-iot-to-landing"
     assert cfg.stream_name("firehose_role", "clickstream") == "acme-lake-clickstream-firehose"
+
+
+
+def test_glue_database_names_are_glue_identifiers_and_one_to_one():
+    import re
+
+    names = {model.glue_database_name(layer, model.tenant_key(t)) for t in ("acme-eu", "acmeeu", "acme-e-u")
+             for layer in model.CATALOG_LAYERS}
+    assert len(names) == 6 and all(re.fullmatch(r"[a-z][a-z0-9_]*", n) for n in names)
+    cfg = model.from_inputs({**GOOD, "tenant_id": "acme-eu"})
+    assert cfg.glue_databases == {"silver": "acme_eu_silver", "gold": "acme_eu_gold"}
+    assert cfg.name("athena_workgroup") == "acme-eu-lake"

@@ -97,10 +97,14 @@ def create_tenant_resources(emu: DrivenEmulator, tenant: str = TENANT, role_tena
         name=f"{tenant}-lake",
         containerProvider={"id": "tenantlake", "type": "EKS", "info": {"eksInfo": {"namespace": f"emr-{tenant}"}}},
     )["id"]
+    glue = emu.client("glue")
+    databases = {layer: f"{tenant.replace('-', '_')}_{layer}" for layer in ("silver", "gold")}
+    for layer, name in databases.items():
+        glue.create_database(DatabaseInput={"Name": name, "LocationUri": f"s3://{bucket}/{layer}/"})
     return {
         "tenant_id": tenant, "region": REGION, "lake_bucket_name": bucket, "kms_key_arn": key_arn,
         "job_execution_role_arn": role_arn, "emr_virtual_cluster_id": cluster_id, "log_group_name": log_group,
-        "emr_namespace": f"emr-{tenant}",
+        "emr_namespace": f"emr-{tenant}", "glue_database_names": databases,
     }
 
 

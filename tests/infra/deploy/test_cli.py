@@ -105,9 +105,11 @@ def test_deploy_uploads_submits_in_order_and_a_rerun_changes_nothing(driven_emul
         command = ["run-all", "--dataset", "iot"] if layer == "pipeline" else ["run", "--dataset", "iot", "--layer", layer]
         date_args = [] if layer == "bronze" else ["--date", DATE]
         assert driver_spec["entryPointArguments"] == [*command, *date_args, "--lake-uri", f"s3://{bucket}",
-                                                      "--kms-key-arn", tenant_outputs["kms_key_arn"], "--region", "eu-west-1"]
+                                                      "--kms-key-arn", tenant_outputs["kms_key_arn"], "--region", "eu-west-1",
+                                                      "--glue-databases", "gold=acme_gold,silver=acme_silver"]
         params = driver_spec["sparkSubmitParameters"]
-        assert f"--py-files s3://{bucket}/{zip_key} --archives s3://{bucket}/{job_deps_archive.key}#deps " in params
+        assert (f"--py-files s3://{bucket}/{zip_key} --jars local:///usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar "
+                f"--archives s3://{bucket}/{job_deps_archive.key}#deps ") in params
         assert "spark.pyspark.python=/usr/bin/python3.11" in params
         monitoring = run["configurationOverrides"]["monitoringConfiguration"]
         assert monitoring["s3MonitoringConfiguration"]["logUri"] == f"s3://{bucket}/logs/"

@@ -41,6 +41,7 @@ from infra.deploy.request import (
 from infra.deploy.target import DeployTarget
 from infra.deploy.upload import location_of
 from infra.local.iceberg_jar import ensure_jar
+from spark_jobs.catalog import EMR_ICEBERG_JAR
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 REPO = Path(__file__).resolve().parents[3]
@@ -50,7 +51,7 @@ TARGET = DeployTarget(
     tenant_id="acme", region="eu-west-1", bucket="acme-eu-west-1-lake",
     kms_key_arn="arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
     role_arn="arn:aws:iam::123456789012:role/acme-emr-job-execution", virtual_cluster_id="abcdefghijklmnopqrstuvwxy",
-    log_group="/tenantlake/acme/emr-jobs",
+    log_group="/tenantlake/acme/emr-jobs", glue_databases=(("gold", "acme_gold"), ("silver", "acme_silver")),
 )
 SMALL = JobSizing(driver_cores=1, driver_memory="1g", executor_instances=1, executor_cores=1, executor_memory="1g",
                   shuffle_partitions=4)
@@ -93,7 +94,7 @@ def _spark_submit_command(request: dict, local: dict[str, str], lake: Path) -> l
     args[args.index("--lake-uri") + 1] = str(lake)
     return [str(VENV_BIN / "spark-submit"), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
             "--conf", "spark.driver.bindAddress=127.0.0.1", "--conf", "spark.driver.host=127.0.0.1",
-            "--jars", local["iceberg_jar"], *params, *conf, local[driver["entryPoint"]], *args]
+            *params, *conf, local[driver["entryPoint"]], *args]
 
 
 def test_the_pipeline_runs_with_a_bare_python_and_the_archive_as_the_only_dependencies(tmp_path, job_deps_archive):
@@ -139,7 +140,8 @@ def test_the_pipeline_runs_with_a_bare_python_and_the_archive_as_the_only_depend
 
     local = {location.zip_uri: str(built.zip_path), location.entrypoint_uri: str(built.entrypoint_path),
              deps.uri(TARGET.bucket): str(deps.path), "python": str(python),
-             "iceberg_jar": str(ensure_jar(quiet=True))}
+             # EMR's own Iceberg jar, in the image at this path; here the local build stands in for it.
+             f"local://{EMR_ICEBERG_JAR}": str(ensure_jar(quiet=True))}
     command = _spark_submit_command(request, local, lake)
     result = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=840)
     output = "\n".join(l for l in (result.stdout + result.stderr).splitlines() if " INFO " not in l)

@@ -19,7 +19,7 @@ KEY = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890
 TARGET = DeployTarget(
     tenant_id="acme", region="eu-west-1", bucket="acme-eu-west-1-lake", kms_key_arn=KEY,
     role_arn="arn:aws:iam::123456789012:role/acme-emr-job-execution", virtual_cluster_id="abcdefghijklmnopqrstuvwxy",
-    log_group="/tenantlake/acme/emr-jobs",
+    log_group="/tenantlake/acme/emr-jobs", glue_databases=(("gold", "acme_gold"), ("silver", "acme_silver")),
 )
 LOCATION = ArtifactLocation(
     version="0123456789ab",
@@ -51,6 +51,7 @@ def test_request_fields():
     assert driver["entryPointArguments"] == [
         "run", "--dataset", "iot", "--layer", "silver", "--date", "2024-05-01",
         "--lake-uri", "s3://acme-eu-west-1-lake", "--kms-key-arn", KEY, "--region", "eu-west-1",
+        "--glue-databases", "gold=acme_gold,silver=acme_silver",
     ]
     params = driver["sparkSubmitParameters"]
     assert shlex.split(params)[:2] == ["--py-files", LOCATION.zip_uri]
@@ -122,7 +123,8 @@ def test_a_pipeline_run_runs_every_layer_of_one_dataset():
     request = build_request(TARGET, LOCATION, specs[0], "c0ffee")
     assert request["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"] == [
         "run-all", "--dataset", "iot", "--date", "2024-05-01",
-        "--lake-uri", "s3://acme-eu-west-1-lake", "--kms-key-arn", KEY, "--region", "eu-west-1"]
+        "--lake-uri", "s3://acme-eu-west-1-lake", "--kms-key-arn", KEY, "--region", "eu-west-1",
+        "--glue-databases", "gold=acme_gold,silver=acme_silver"]
     assert request["name"] == "acme-iot-pipeline-20240501-01234567"
     assert request["tags"]["layer"] == PIPELINE
     monitoring = request["configurationOverrides"]["monitoringConfiguration"]
@@ -162,7 +164,8 @@ def test_outputs_from_terraform_output_json_shape():
 
 def test_missing_virtual_cluster_output_is_named():
     outputs = {"tenant_id": "acme", "region": "eu-west-1", "lake_bucket_name": "b", "kms_key_arn": KEY,
-               "job_execution_role_arn": TARGET.role_arn, "emr_virtual_cluster_id": "", "log_group_name": "g"}
+               "job_execution_role_arn": TARGET.role_arn, "emr_virtual_cluster_id": "", "log_group_name": "g",
+               "glue_database_names": {"silver": "acme_silver", "gold": "acme_gold"}}
     with pytest.raises(DeployError, match="emr_virtual_cluster_id.*missing or empty.*no EMR on EKS virtual cluster"):
         target_from_outputs("acme", outputs)
     with pytest.raises(DeployError, match="belong to tenant 'acme'"):
@@ -228,3 +231,45 @@ def test_allow_warn_reaches_the_job_only_when_asked():
     # The jobs' own parser takes the arguments as the cluster passes them.
     from spark_jobs.cli import build_parser
     assert build_parser().parse_args(arguments).allow_warn is True
+
+
+def test_missing_glue_databases_are_named():
+    outputs = {"tenant_id": "acme", "region": "eu-west-1", "lake_bucket_name": "b", "kms_key_arn": KEY,
+               "job_execution_role_arn": TARGET.role_arn, "emr_virtual_cluster_id": "x", "log_group_name": "g"}
+    for databases in (None, {"silver": "acme_silver"}, {"silver": "acme_silver", "gold": ""}):
+        with pytest.raises(DeployError, match="glue_database_names.*must map silver, gold to names.*re-apply"):
+            target_from_outputs("acme", {**outputs, **({"glue_database_names": databases} if databases else {})})
+    target = target_from_outputs("acme", {**outputs, "glue_database_names": {"silver": "acme_silver", "gold": "acme_gold"}})
+    assert target.glue_databases == (("gold", "acme_gold"), ("silver", "acme_silver"))
+
+
+def test_the_request_carries_the_glue_catalog_and_emrs_iceberg():
+    """The job gets the Glue databases as an argument; spark-defaults carry the same catalog the job registers
+    (Glue, S3FileIO writing SSE-KMS with the tenant key), and the jar is the release's own."""
+    from spark_jobs import catalog
+    from spark_jobs.cli import build_parser
+    from spark_jobs.lake import resolve_lake
+
+    request = build_request(TARGET, LOCATION, SPEC, "x")
+    driver = request["jobDriver"]["sparkSubmitJobDriver"]
+    args = driver["entryPointArguments"]
+    assert args[args.index("--glue-databases") + 1] == "gold=acme_gold,silver=acme_silver"
+    params = driver["sparkSubmitParameters"].split(" ")
+    assert params[params.index("--jars") + 1] == "local:///usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
+    defaults = next(c for c in request["configurationOverrides"]["applicationConfiguration"]
+                    if c["classification"] == "spark-defaults")["properties"]
+    # What the job computes from its own arguments is exactly what the request carries.
+    parsed = build_parser().parse_args(args)
+    lake = resolve_lake(lake_uri=parsed.lake_uri, kms_key_arn=parsed.kms_key_arn, region=parsed.region,
+                        glue_databases=parsed.glue_databases)
+    settings = catalog.catalog_settings(lake)
+    assert settings.kind == "glue" and dict(settings.namespaces) == {"silver": "acme_silver", "gold": "acme_gold"}
+    expected = catalog.catalog_conf(settings)
+    assert {k: defaults[k] for k in expected} == expected
+    prefix = f"spark.sql.catalog.{settings.name}"
+    assert defaults[f"{prefix}.catalog-impl"] == "org.apache.iceberg.aws.glue.GlueCatalog"
+    assert defaults[f"{prefix}.io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO"
+    assert (defaults[f"{prefix}.s3.sse.type"], defaults[f"{prefix}.s3.sse.key"]) == ("kms", KEY)
+    assert defaults["spark.sql.extensions"] == catalog.ICEBERG_EXTENSIONS
+    assert settings.qualified("gold", "iot_hourly") == f"{settings.name}.acme_gold.iot_hourly"
+    assert settings.location("gold", "iot_hourly") == "s3://acme-eu-west-1-lake/gold/iot_hourly"
