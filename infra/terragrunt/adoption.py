@@ -25,11 +25,12 @@ from infra.terragrunt.environment import env_name
 from infra.terragrunt.errors import TerragruntError
 from infra.terragrunt.outputs import outputs
 from infra.terragrunt.terraform import _ANSI_RE, Printer
+from tenant_model import tenant_key
 
 ADOPTABLE_TYPES = ("aws_iam_role", "aws_s3_bucket", "aws_cloudwatch_log_group", "aws_kms_alias", "aws_kinesis_stream",
                    "aws_security_group", "aws_vpc_security_group_ingress_rule", "aws_emrcontainers_virtual_cluster",
-                   "aws_kinesis_firehose_delivery_stream")
-ALREADY_EXISTS_MARKERS = ("already exists", "AlreadyExists", "AlreadyOwnedByYou", "Duplicate", "ResourceInUseException")
+                   "aws_kinesis_firehose_delivery_stream", "aws_glue_catalog_database", "aws_athena_workgroup")
+ALREADY_EXISTS_MARKERS = ("already exists", "already created", "AlreadyExists", "AlreadyOwnedByYou", "Duplicate", "ResourceInUseException")
 IMPORTS_FILE = "adopted_imports.tf.json"
 ADOPTION_ROUNDS = 3  # adopt-and-apply rounds after the first apply failed on orphans
 ADOPT_FLAG_ENV = "TENANTLAKE_ADOPT_ORPHANS"  # "1": adopt in TENANTLAKE_ENV=aws too (tenant tag checked)
@@ -65,8 +66,11 @@ def orphans_in(output: list[str]) -> list[tuple[str, str]]:
 
 def _import_id(run: TenantRun, address: str, name: str, env: Mapping[str, str]) -> str | None:
     kind, region = address.split(".", 1)[0], run.config.region
-    if kind in ("aws_iam_role", "aws_s3_bucket", "aws_cloudwatch_log_group", "aws_kms_alias", "aws_kinesis_stream"):
+    if kind in ("aws_iam_role", "aws_s3_bucket", "aws_cloudwatch_log_group", "aws_kms_alias", "aws_kinesis_stream",
+                "aws_athena_workgroup"):
         return name
+    if kind == "aws_glue_catalog_database":  # terraform's id: "<catalog id>:<database name>"
+        return f"{_boto_client('glue', region, env).get_database(Name=name)['Database']['CatalogId']}:{name}"
     if kind == "aws_security_group":
         vpc = re.search(r'\["(vpc-[0-9a-f]+)"\]', address)
         filters = [{"Name": "group-name", "Values": [name]}, *([{"Name": "vpc-id", "Values": [vpc.group(1)]}] if vpc else [])]
@@ -157,7 +161,18 @@ def resource_tags(kind: str, name: str, import_id: str, region: str, env: Mappin
     if kind == "aws_kinesis_firehose_delivery_stream":
         return {t["Key"]: t["Value"] for t in client("firehose").list_tags_for_delivery_stream(
             DeliveryStreamName=name).get("Tags", [])}
+    if kind in ("aws_glue_catalog_database", "aws_athena_workgroup"):
+        account = client("sts").get_caller_identity()["Account"]
+        if kind == "aws_glue_catalog_database":
+            return client("glue").get_tags(ResourceArn=f"arn:aws:glue:{region}:{account}:database/{name}").get("Tags", {})
+        return {t["Key"]: t["Value"] for t in client("athena").list_tags_for_resource(
+            ResourceARN=f"arn:aws:athena:{region}:{account}:workgroup/{name}").get("Tags", [])}
     return {}
+
+
+def _names_tenant(run: TenantRun, name: str) -> bool:
+    """Whether a resource name carries the tenant (Glue names use the tenant key, ``-`` as ``_``)."""
+    return name == "" or run.config.tenant_id in name or tenant_key(run.config.tenant_id) in name
 
 
 def adopt_orphans(run: TenantRun, folder: Path, output: list[str], env: Mapping[str, str], echo: Printer) -> int:
@@ -178,7 +193,7 @@ def adopt_orphans(run: TenantRun, folder: Path, output: list[str], env: Mapping[
     imports, refused = [], []
     for address, name in orphans:
         import_id, kind = None, address.split(".", 1)[0]
-        if kind in ADOPTABLE_TYPES and (name == "" or run.config.tenant_id in name):
+        if kind in ADOPTABLE_TYPES and _names_tenant(run, name):
             import_id = _import_id(run, address, name, env)
         if import_id is None:
             refused.append(f"{address} ({name})")

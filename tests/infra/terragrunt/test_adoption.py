@@ -91,3 +91,33 @@ def test_asked_against_aws_resources_tagged_with_the_tenant_are_adopted(orphans,
     s3.put_bucket_tagging(Bucket=BUCKET, Tagging={"TagSet": [{"Key": "tenant", "Value": TENANT}]})
     count, _ = _adopt(run, tmp_path, env)
     assert count == 2 and (tmp_path / adoption.IMPORTS_FILE).exists()
+
+
+def test_catalog_databases_and_the_workgroup_are_adopted_by_catalog_id_and_name(orphans, tmp_path, monkeypatch,
+                                                                               boto_session):
+    """The Glue database's import id is "<catalog id>:<name>"; against AWS both kinds are checked by tag."""
+    run, _, env = orphans
+    glue, athena = boto_session("glue", REGION), boto_session("athena", REGION)
+    database, workgroup = f"{TENANT}_silver", f"{TENANT}-lake"
+    glue.create_database(DatabaseInput={"Name": database}, Tags={"tenant": TENANT})
+    athena.create_work_group(Name=workgroup, Tags=[{"Key": "tenant", "Value": "someoneelse"}])
+    lines = [*_already_exists("Glue Catalog Database", database, "aws_glue_catalog_database.catalog_silver"),
+             "Error: creating Athena WorkGroup (" + workgroup + "): InvalidRequestException: WorkGroup is already created",
+             "", "  with aws_athena_workgroup.workgroup_workgroup,", ""]
+    try:
+        monkeypatch.setenv("TENANTLAKE_ENV", "aws")
+        monkeypatch.setenv(adoption.ADOPT_FLAG_ENV, "1")
+        with pytest.raises(tg.TerragruntError) as err:
+            adoption.adopt_orphans(run, tmp_path, lines, env, print)
+        assert str(err.value).split("not adoptable: ", 1)[1].startswith(
+            f"aws_athena_workgroup.workgroup_workgroup ({workgroup}: not tagged tenant={TENANT})")
+        account = boto_session("sts", REGION).get_caller_identity()["Account"]
+        athena.tag_resource(ResourceARN=f"arn:aws:athena:{REGION}:{account}:workgroup/{workgroup}",
+                            Tags=[{"Key": "tenant", "Value": TENANT}])
+        assert adoption.adopt_orphans(run, tmp_path, lines, env, print) == 2
+        imports = {i["to"]: i["id"] for i in json.loads((tmp_path / adoption.IMPORTS_FILE).read_text())["import"]}
+        assert imports == {"aws_glue_catalog_database.catalog_silver": f"{account}:{database}",
+                           "aws_athena_workgroup.workgroup_workgroup": workgroup}
+    finally:
+        glue.delete_database(Name=database)
+        athena.delete_work_group(WorkGroup=workgroup)
