@@ -70,7 +70,7 @@ def machine_info() -> dict[str, Any]:
 def git_info() -> dict[str, Any]:
     """The commit measured, and whether the working tree had uncommitted changes."""
     def git(*args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True)
+        done = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
         return done.stdout.strip()
 
     return {"commit": git("rev-parse", "HEAD") or "unknown",

@@ -40,6 +40,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Iterable
@@ -118,21 +119,29 @@ def validate_tenants_root(folder: Path) -> list[Any]:
 # ---------------------------------------------------------------------------------------------------
 # Running commands with time-stamped output
 # ---------------------------------------------------------------------------------------------------
-def run_logged(cmd: list[str], env: dict[str, str], log: Path, cwd: Path = REPO_ROOT) -> dict[str, Any]:
-    """Run ``cmd``; every output line is stamped with its time since start. Returns wall, code, lines, RSS."""
+def run_logged(cmd: list[str], env: dict[str, str], log: Path, cwd: Path = REPO_ROOT,
+               timeout: float = 3600) -> dict[str, Any]:
+    """Run ``cmd``; every output line is stamped with its time since start. Returns wall, code, lines, RSS.
+    Past ``timeout`` seconds the command is killed (its code is then -9)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     lines: list[tuple[float, str]] = []
     started = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True, bufsize=1)
     assert proc.stdout is not None
-    with PeakRss(pid=proc.pid, interval=0.5) as rss, open(log, "w") as out:
-        for line in proc.stdout:
-            stamp = time.monotonic() - started
-            text = ANSI_RE.sub("", line.rstrip("\n"))
-            lines.append((stamp, text))
-            out.write(f"{stamp:8.2f} {text}\n")
-        code = proc.wait()
+    timer = threading.Timer(timeout, proc.kill)  # a hung step ends the bench with its log, not never
+    timer.daemon = True
+    timer.start()
+    try:
+        with PeakRss(pid=proc.pid, interval=0.5) as rss, open(log, "w") as out:
+            for line in proc.stdout:
+                stamp = time.monotonic() - started
+                text = ANSI_RE.sub("", line.rstrip("\n"))
+                lines.append((stamp, text))
+                out.write(f"{stamp:8.2f} {text}\n")
+            code = proc.wait()
+    finally:
+        timer.cancel()
     return {"wall_s": time.monotonic() - started, "code": code, "lines": lines,
             "peak_tree_mb": round(rss.peak_total_mb, 1)}
 

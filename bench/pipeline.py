@@ -129,6 +129,9 @@ class Context:
     failures: list[str] = dataclasses.field(default_factory=list)
 
 
+WORKER_TIMEOUT_S = 7200  # one measured job (the 5M-event cases take minutes); then the worker tree is killed
+
+
 class JobError(RuntimeError):
     pass
 
@@ -145,7 +148,7 @@ def run_measured(ctx: Context, spec: dict[str, Any], env: dict[str, str] | None 
         proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env or ctx.env, stdout=subprocess.PIPE, stderr=log, text=True)
         try:
             with PeakRss(pid=proc.pid) as rss:
-                out, _ = proc.communicate()
+                out, _ = proc.communicate(timeout=WORKER_TIMEOUT_S)
         except BaseException:  # interrupted: stop exactly this worker and its JVM, then re-raise
             _kill_tree(proc.pid)
             raise
@@ -190,7 +193,7 @@ def generate(ctx: Context, lake: Path, dataset: str, size: int, args: argparse.N
            "--batch-size", str(args.batch_size), "--bad-rate", str(args.bad_rate), "--late-rate", str(args.late_rate),
            "--seed", str(args.seed), "--lake-uri", str(lake)]
     started = time.perf_counter()
-    done = subprocess.run(cmd, cwd=REPO_ROOT, env=ctx.env, capture_output=True, text=True)
+    done = subprocess.run(cmd, cwd=REPO_ROOT, env=ctx.env, capture_output=True, text=True, timeout=3600)
     if done.returncode != 0:
         raise JobError(f"datagen {dataset} {size}: {done.stderr.strip().splitlines()[-1:]}")
     print(f"[bench] {done.stdout.strip()}", file=sys.stderr, flush=True)

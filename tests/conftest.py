@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from infra.local import terraform_config as _terraform_config
+from tests import shell
+from tests.shell import ShellResult
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TEST_STATE_ROOT = REPO_ROOT / ".local" / "test-emulator"
@@ -106,13 +108,16 @@ def boto_session(aws_env):
     return client
 
 
-def run_make(target: str, *args: str, env: dict[str, str] | None = None, timeout: float = 900):
-    """``make -s <target> <args>`` in the repo against the session emulator's state dir."""
-    import subprocess
+def run_make(target: str, *args: str, env: dict[str, str] | None = None, timeout: float = 900) -> ShellResult:
+    """``make -s <target> <args>`` in the repo against the session emulator's state dir (tests/shell.py)."""
+    return shell.make(target, *args, timeout=timeout, env={"TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR), **(env or {})})
 
-    full_env = {**os.environ, "TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR), **(env or {})}
-    return subprocess.run(["make", "-s", target, *args], cwd=REPO_ROOT, env=full_env, capture_output=True,
-                          text=True, timeout=timeout)
+
+@pytest.fixture(scope="session", autouse=True)
+def _shell_session():
+    """The bash session tests/shell.py runs commands in ends with the test session."""
+    yield
+    shell.close()
 
 
 @pytest.fixture(scope="session")
@@ -134,10 +139,7 @@ def applied_tenant(emulator):
     def apply(tenant_id: str) -> dict:
         lake_json = TEST_STATE_DIR / "tenants" / tenant_id / "lake.json"
         if tenant_id not in applied or not lake_json.is_file():
-            result = run_make("apply", f"TENANT={tenant_id}")
-            if result.returncode != 0:
-                tail = "\n".join((result.stdout + result.stderr).splitlines()[-30:])
-                pytest.fail(f"make apply TENANT={tenant_id} failed (exit {result.returncode}):\n{tail}", pytrace=False)
+            run_make("apply", f"TENANT={tenant_id}").check()
             applied.add(tenant_id)
         return json.loads(lake_json.read_text())
 

@@ -27,6 +27,7 @@ DATASETS = ("iot", "clickstream", "inventory")
 RECORDS = {"iot": 2000, "clickstream": 2000, "inventory": 400}
 BAD_RATE = "0.02"   # silver blocks (exit 4) when one rule fails on more than 1% of rows; 2% bad spreads over rules
 LATE_RATE = "0.02"
+STEP_TIMEOUT_S = 1800  # one step (apply, a datagen, run-all, the index); a cold run-all takes a few minutes
 
 
 def _step(number: int, msg: str) -> None:
@@ -35,7 +36,10 @@ def _step(number: int, msg: str) -> None:
 
 def _run(cmd: list[str], env: dict[str, str], allowed: tuple[int, ...] = (0,)) -> int:
     print("    $ " + " ".join(cmd[2:] if cmd[:2] == [sys.executable, "-m"] else cmd), flush=True)
-    code = subprocess.run(cmd, cwd=REPO_ROOT, env=env).returncode
+    try:
+        code = subprocess.run(cmd, cwd=REPO_ROOT, env=env, timeout=STEP_TIMEOUT_S).returncode
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"demo: step did not finish within {STEP_TIMEOUT_S} s: {' '.join(cmd)}") from None
     if code not in allowed:
         raise SystemExit(f"demo: step failed with exit code {code}: {' '.join(cmd)}")
     return code

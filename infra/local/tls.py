@@ -79,6 +79,6 @@ def ensure_certificates(state_dir: Path | str) -> Path:
     subprocess.run(
         ["keytool", "-importcert", "-noprompt", "-alias", "tenantlake-local-ca", "-file", str(out / "ca.pem"),
          "-keystore", str(store), "-storetype", "PKCS12", "-storepass", TRUSTSTORE_PASSWORD],
-        check=True, capture_output=True,
+        check=True, capture_output=True, timeout=120,
     )
     return out

@@ -126,7 +126,11 @@ _TOPLEVEL_CACHE: dict[Path, str] = {}
 def _git_toplevel(folder: Path) -> str:
     folder = folder.resolve()
     if folder not in _TOPLEVEL_CACHE:
-        result = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=folder, capture_output=True, text=True)
+        try:
+            result = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=folder, capture_output=True,
+                                    text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            raise TerragruntError(f"get_repo_root: git rev-parse in {folder} did not finish within 60 s") from None
         if result.returncode != 0:
             raise TerragruntError(f"get_repo_root: {folder} is not inside a git repository")
         _TOPLEVEL_CACHE[folder] = result.stdout.strip()

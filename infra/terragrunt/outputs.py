@@ -12,6 +12,7 @@ from infra.terragrunt.environment import DEFAULT_TENANTS_DIR, env_name, run_env,
 from infra.terragrunt.errors import TenantNotAppliedError, TerragruntError
 
 LAKE_JSON = "lake.json"
+OUTPUT_TIMEOUT_S = 300  # terraform output reads the state (S3): seconds, unless something hangs
 
 
 def outputs(tenant_id: str, tenants_dir: Path | str = DEFAULT_TENANTS_DIR) -> dict[str, Any]:
@@ -33,7 +34,11 @@ def outputs(tenant_id: str, tenants_dir: Path | str = DEFAULT_TENANTS_DIR) -> di
         cmd, cwd = [binary, "output", "-json", "--non-interactive"], Path(tenants_dir) / tenant_id
     else:
         cmd, cwd = ["terraform", "output", "-json"], folder
-    result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    try:
+        result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=OUTPUT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise TerragruntError(f"terraform output for tenant '{tenant_id}' did not finish within "
+                              f"{OUTPUT_TIMEOUT_S:g} s") from None
     if result.returncode != 0:
         lines = [line.strip(" │╷╵") for line in result.stderr.splitlines() if "Error" in line] or ["no message"]
         raise TerragruntError(f"terraform output for tenant '{tenant_id}' failed: {lines[0]}")

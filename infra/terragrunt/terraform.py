@@ -5,26 +5,52 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from infra.terragrunt.errors import StateLockedError, TerraformFailed
+from infra.terragrunt.errors import StateLockedError, TerraformFailed, TerragruntError
 
 LOCK_TIMEOUT = "120s"  # wait for another run holding the state lock (e.g. two tenants sharing the network)
+COMMAND_TIMEOUT_S = 3600.0  # one terraform/terragrunt command (or hook); then SIGTERM: terraform saves its state
+KILL_GRACE_S = 60.0  # after SIGTERM, SIGKILL if the command is still running
 Printer = Callable[[str], None]
 
 
-def stream(cmd: list[str], cwd: Path, env: Mapping[str, str], echo: Printer, keep: list[str] | None = None) -> int:
-    """Run ``cmd``, echoing its output line by line; ``keep`` collects the lines too."""
+def stream(cmd: list[str], cwd: Path, env: Mapping[str, str], echo: Printer, keep: list[str] | None = None,
+           timeout: float = COMMAND_TIMEOUT_S) -> int:
+    """Run ``cmd``, echoing its output line by line; ``keep`` collects the lines too.
+
+    Past ``timeout`` seconds the command gets SIGTERM (terraform then stops and writes its state), SIGKILL
+    ``KILL_GRACE_S`` later, and this raises a one-line ``TerragruntError``."""
     proc = subprocess.Popen(cmd, cwd=cwd, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True, bufsize=1)
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        line = line.rstrip("\n")
-        echo(line)
-        if keep is not None:
-            keep.append(line)
-    return proc.wait()
+    expired = threading.Event()
+
+    def stop() -> None:
+        expired.set()
+        proc.terminate()
+        try:
+            proc.wait(timeout=KILL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+    timer = threading.Timer(timeout, stop)
+    timer.daemon = True
+    timer.start()
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            echo(line)
+            if keep is not None:
+                keep.append(line)
+        code = proc.wait()
+    finally:
+        timer.cancel()
+    if expired.is_set():
+        raise TerragruntError(f"{' '.join(cmd[:2])} in {cwd} did not finish within {timeout:g} s and was stopped")
+    return code
 
 
 LOCK_ERROR = "Error acquiring the state lock"

@@ -34,10 +34,6 @@ def _config():
     return tg.load_tenant(TENANT).config
 
 
-def _fail(result: subprocess.CompletedProcess, what: str) -> str:
-    return f"{what} exited {result.returncode}:\n" + "\n".join((result.stdout + result.stderr).splitlines()[-25:])
-
-
 @pytest.fixture(scope="module")
 def cfg():
     return _config()
@@ -311,7 +307,7 @@ def test_globex_applied_alongside_on_the_same_vpc_leaves_acme_untouched_and_acme
         replan = run_make("plan", f"TENANT={TENANT}", "TF_ARGS=-detailed-exitcode")
     finally:
         globex_out, _ = globex.communicate(timeout=900)
-    assert replan.returncode == 0, _fail(replan, "second make plan TENANT=acme (0 = no changes)")
+    assert replan.returncode == 0, replan.tail()  # 0 = no changes
     assert "No changes." in replan.stdout
     assert globex.returncode == 0, "make apply TENANT=globex failed:\n" + "\n".join(globex_out.splitlines()[-25:])
     # The network was applied by this emulator and is unchanged: globex's apply does not apply it again.
@@ -370,7 +366,7 @@ def _wait_for(path, proc, timeout_s=300.0):
 # ---- destroy -------------------------------------------------------------------------------------
 def test_destroy_all_removes_the_tenants_then_the_network(lake, network, boto_session, cfg):
     result = run_make("destroy-all")
-    assert result.returncode == 0, _fail(result, "make destroy-all")
+    assert result.returncode == 0, result.tail()
     lines = result.stdout.splitlines()
     done = {unit: max(i for i, line in enumerate(lines) if line.startswith(f"[{unit}] ") and "Destroy complete" in line)
             for unit in (TENANT, "globex", NETWORK)}

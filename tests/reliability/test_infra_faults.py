@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from infra.local.network import fixture_ids
+from tests import shell
 from tests.conftest import REPO_ROOT, TEST_STATE_DIR, run_make
 
 pytestmark = pytest.mark.integration
@@ -68,7 +69,7 @@ def scratch_tenants() -> Path:
     return SCRATCH_TENANTS
 
 
-def make(target: str, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+def make(target: str, *args: str, timeout: float = 900) -> shell.ShellResult:
     return run_make(target, *args, f"TENANTS_DIR={SCRATCH_TENANTS}", timeout=timeout)
 
 
@@ -89,14 +90,8 @@ def ensure_applied(*tenants: str) -> dict[str, dict]:
     for tenant in tenants:
         if lake_json(tenant) is None:
             result = make("apply", f"TENANT={tenant}")
-            assert result.returncode == 0, _tail(result, f"make apply TENANT={tenant}")
+            assert result.returncode == 0, result.tail(also="adopting")
     return {tenant: lake_json(tenant) for tenant in tenants}
-
-
-def _tail(result: subprocess.CompletedProcess, what: str) -> str:
-    lines = (result.stdout + result.stderr).splitlines()
-    adopted = [line for line in lines if "adopting" in line]
-    return f"{what} exited {result.returncode}:\n" + "\n".join([*adopted, "...", *lines[-25:]])
 
 
 def _our_lines(stderr: str) -> list[str]:
@@ -172,14 +167,13 @@ def test_documented_recovery_converges(killed_apply, boto_session):
     but never recorded (they would otherwise fail with 'already exists'), and the apply completes."""
     lock_id = killed_apply.get("lock_id")
     assert lock_id, "needs the lock ID from the previous test"
-    env = {**os.environ, "TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR)}
-    unlock = subprocess.run([sys.executable, "-m", "infra.terragrunt", "force-unlock", "--tenant", FAULT_TENANT,
-                             "--tenants-dir", str(SCRATCH_TENANTS), "--lock-id", lock_id], cwd=REPO_ROOT, env=env,
-                            capture_output=True, text=True, timeout=300)
-    assert unlock.returncode == 0, _tail(unlock, "force-unlock")
+    unlock = shell.run([sys.executable, "-m", "infra.terragrunt", "force-unlock", "--tenant", FAULT_TENANT,
+                        "--tenants-dir", str(SCRATCH_TENANTS), "--lock-id", lock_id], timeout=300,
+                       env={"TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR)})
+    assert unlock.returncode == 0, unlock.tail()
     assert f"tenant '{FAULT_TENANT}': state lock {lock_id} released" in unlock.stdout
     reapply = make("apply", f"TENANT={FAULT_TENANT}")
-    assert reapply.returncode == 0, _tail(reapply, "re-apply after the kill")
+    assert reapply.returncode == 0, reapply.tail(also="adopting")
     adopted = re.search(r"adopting (\d+) resource\(s\)", reapply.stdout)
     killed_apply["adopted"] = int(adopted.group(1)) if adopted else 0
     print(f"re-apply adopted {killed_apply['adopted']} orphaned resource(s)")
@@ -254,5 +248,5 @@ def test_next_plan_shows_no_changes(killed_apply, boto_session):
         Bucket=STATE_BUCKET, Key=f"tenants/{FAULT_TENANT}/terraform.tfstate")["Body"].read())
     assert len([r for r in state["resources"] if r["mode"] == "managed"]) >= 30
     result = make("plan", f"TENANT={FAULT_TENANT}", "TF_ARGS=-detailed-exitcode")
-    assert result.returncode == 0, _tail(result, "make plan -detailed-exitcode (0 = no changes)")
+    assert result.returncode == 0, result.tail()  # 0 = no changes
     assert "No changes." in result.stdout

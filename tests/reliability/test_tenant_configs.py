@@ -7,9 +7,7 @@ or tenant working dir was created, and terraform never ran.  No emulator is need
 """
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import uuid
 from pathlib import Path
 
@@ -17,6 +15,7 @@ import pytest
 
 import tenant_model
 from infra.local.network import fixture_ids
+from tests import shell
 from tests.conftest import REPO_ROOT
 
 GOOD = {"region": '"eu-west-1"', "data_classification": '["internal"]', "account_id": '"123456789012"'}
@@ -45,13 +44,11 @@ def _write(folder: Path, directory: str, text: str) -> None:
     (folder / directory / "terragrunt.hcl").write_text(text)
 
 
-def _make(target: str, folder: Path, state: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "TENANTLAKE_STATE_DIR": str(state)}
-    return subprocess.run(["make", "-s", target, *args, f"TENANTS_DIR={folder}"], cwd=REPO_ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+def _make(target: str, folder: Path, state: Path, *args: str) -> shell.ShellResult:
+    return shell.make(target, *args, f"TENANTS_DIR={folder}", timeout=120, env={"TENANTLAKE_STATE_DIR": str(state)})
 
 
-def _assert_one_line_and_nothing_applied(result: subprocess.CompletedProcess, state: Path, expected: str) -> None:
+def _assert_one_line_and_nothing_applied(result: shell.ShellResult, state: Path, expected: str) -> None:
     ours = [line for line in result.stderr.splitlines() if not line.startswith("make:")]
     assert result.returncode != 0
     assert ours == [f"error: {expected}"], result.stderr

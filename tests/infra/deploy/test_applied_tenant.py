@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import shell
+
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 REPO = Path(__file__).resolve().parents[3]
 DATE = "2024-05-01"
@@ -69,9 +71,7 @@ def test_make_deploy_jobs_on_the_applied_tenant(applied_tenant, emulator, boto_s
     emr, s3 = boto_session("emr-containers", region), boto_session("s3", region)
     deps_uri = job_deps_archive.uri(bucket)
 
-    dry = subprocess.run(["make", "-s", "deploy-jobs", "TENANT=acme", "ARGS=--dry-run"], cwd=REPO, env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert dry.returncode == 0, dry.stderr
+    dry = shell.make("deploy-jobs", "TENANT=acme", "ARGS=--dry-run", timeout=300, env=env).check()
     requests = json.loads(dry.stdout)
     assert [(r["tags"]["dataset"], r["tags"]["layer"]) for r in requests] == [
         ("clickstream", "pipeline"), ("inventory", "pipeline"), ("iot", "pipeline")]

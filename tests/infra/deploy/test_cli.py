@@ -5,9 +5,7 @@ Job runs are moved to COMPLETED / FAILED by the test (see conftest: moto keeps t
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import subprocess
 from pathlib import Path
 
 import botocore.session
@@ -15,6 +13,7 @@ import pytest
 from botocore.validate import ParamValidator
 
 from infra.deploy.artifact import build_artifact
+from tests import shell
 
 from .conftest import write_manifest
 
@@ -23,10 +22,9 @@ REPO = Path(__file__).resolve().parents[3]
 DATE = "2024-05-01"
 
 
-def make_deploy(emu, tmp_path, *args: str, tenant: str = "acme") -> subprocess.CompletedProcess:
-    env = {**os.environ, **emu.env(), "TENANTLAKE_STATE_DIR": str(tmp_path / "state")}
-    return subprocess.run(["make", "-s", "deploy-jobs", f"TENANT={tenant}", f"ARGS={shlex.join(args)}"], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=110)
+def make_deploy(emu, tmp_path, *args: str, tenant: str = "acme") -> shell.ShellResult:
+    return shell.make("deploy-jobs", f"TENANT={tenant}", f"ARGS={shlex.join(args)}", timeout=110,
+                      env={**emu.env(), "TENANTLAKE_STATE_DIR": str(tmp_path / "state")})
 
 
 def _artifact_keys(emu, bucket: str) -> list[str]:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from infra.terragrunt import cli
+from tests import shell
 from tests.infra.terragrunt.conftest import REPO, SAMPLE_TENANTS, tenant_file, write_tenant
 
 
@@ -15,9 +16,7 @@ def test_validate_command_checks_every_sample_tenant():
 
 
 def test_make_plan_unknown_tenant_fails_in_one_line_and_changes_nothing(tmp_path):
-    env = {**os.environ, "TENANTLAKE_STATE_DIR": str(tmp_path)}
-    result = subprocess.run(["make", "-s", "plan", "TENANT=nope"], cwd=REPO, env=env, capture_output=True, text=True,
-                            timeout=120)
+    result = shell.make("plan", "TENANT=nope", timeout=120, env={"TENANTLAKE_STATE_DIR": str(tmp_path)})
     assert result.returncode != 0
     ours = [line for line in result.stderr.splitlines() if not line.startswith("make:")]
     assert ours == ["error: unknown tenant 'nope': no tenants/nope/terragrunt.hcl (tenants: acme, globex, initech)"]
@@ -26,9 +25,8 @@ def test_make_plan_unknown_tenant_fails_in_one_line_and_changes_nothing(tmp_path
 
 def test_make_plan_bad_tenant_file_fails_before_anything_runs(tmp_path, scratch_tenants):
     write_tenant(scratch_tenants, "badco", tenant_file("badco", "us-east-1", '"gdpr"'))
-    env = {**os.environ, "TENANTLAKE_STATE_DIR": str(tmp_path)}
-    result = subprocess.run(["make", "-s", "apply", "TENANT=badco", f"TENANTS_DIR={scratch_tenants}"], cwd=REPO,
-                            env=env, capture_output=True, text=True, timeout=120)
+    result = shell.make("apply", "TENANT=badco", f"TENANTS_DIR={scratch_tenants}", timeout=120,
+                        env={"TENANTLAKE_STATE_DIR": str(tmp_path)})
     assert result.returncode != 0
     assert "error: tenant 'badco': region: us-east-1 is outside the EU but data_classification includes gdpr" \
         in result.stderr.splitlines()

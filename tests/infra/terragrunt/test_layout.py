@@ -8,15 +8,14 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 
 import pytest
 
 from infra import terragrunt as tg
 from infra.terragrunt import cli, layout
 from infra.terragrunt.environment import ensure_state_bucket
-from tests.infra.terragrunt.conftest import REPO, tenant_file, write_tenant
+from tests import shell
+from tests.infra.terragrunt.conftest import tenant_file, write_tenant
 
 
 def _edit(path, old: str, new: str) -> None:
@@ -57,9 +56,8 @@ def test_two_tenants_with_their_own_endpoints_in_one_vpc_are_refused_before_anyt
     write_tenant(scratch_layout, "hooli", tenant_file("hooli", "eu-central-1", '"internal"').replace(
         tenant_file("hooli", "eu-central-1", '"internal"').split('vpc_ids             = ')[1].split("\n")[0],
         f'["{initech_vpc}"]'))
-    env = {**os.environ, "TENANTLAKE_STATE_DIR": str(tmp_path)}
-    result = subprocess.run(["make", "-s", "apply-all", f"TENANTS_DIR={scratch_layout}"], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=120)
+    result = shell.make("apply-all", f"TENANTS_DIR={scratch_layout}", timeout=120,
+                        env={"TENANTLAKE_STATE_DIR": str(tmp_path)})
     ours = [line for line in result.stderr.splitlines() if not line.startswith("make:")]
     assert result.returncode != 0 and result.stdout == ""
     assert ours == [f"error: {initech_vpc} would get two S3 gateway endpoints, from hooli and initech (AWS allows one "

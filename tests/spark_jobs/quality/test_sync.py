@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from tests import shell
+
 from .test_index import summary
 
 pytestmark = pytest.mark.integration
@@ -27,9 +29,7 @@ def test_dq_report_pulls_reports_from_the_lake_and_prints_the_index_url(emulator
         "lake_bucket_name": bucket, "region": "eu-west-1", "s3_endpoint": emulator.endpoint,
         "ca_bundle": aws_env["AWS_CA_BUNDLE"]}))
     env = {"PATH": "/usr/bin:/bin", "TENANTLAKE_STATE_DIR": str(state), "HOME": str(tmp_path)}
-    result = subprocess.run(["make", "-s", "dq-report", "TENANT=acme"], cwd=REPO_ROOT, env=env,
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
+    result = shell.make("dq-report", "TENANT=acme", timeout=120, env=env, inherit=False).check()
     index = state / "dq" / "acme" / "reports" / "index.html"
     assert result.stdout.strip() == index.resolve().as_uri()
     assert "pulled 2 new report files" in result.stderr
