@@ -135,6 +135,8 @@ class TenantLakeStack(TerraformStack):
         outputs = {
             "tenant_id": (inputs.tenant_id, "The tenant id."),
             "region": (inputs.region, "AWS region of the lake."),
+            "data_classification": ("${var.data_classification}", "The tenant's data classification (the jobs "
+                                    "require subject_keys in every contract when it includes pii or gdpr)."),
             "lake_bucket_name": (lake.name, "Name of the lake bucket (<tenant>-<region>-lake)."),
             "lake_bucket_arn": (lake.arn, "ARN of the lake bucket."),
             "log_bucket_name": (log_bucket.name, "Name of the bucket receiving the lake's S3 access logs."),

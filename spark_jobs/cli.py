@@ -38,6 +38,9 @@ def _lake_args(parser: argparse.ArgumentParser, spark: bool = True) -> None:
     group.add_argument("--glue-databases", default=(), type=_glue_databases, metavar="silver=DB,gold=DB",
                        help="Glue database per table layer, for an s3:// lake's Glue catalog (EMR; the tenant "
                             "output glue_database_names)")
+    group.add_argument("--data-classification", default=(), type=_classification, metavar="CLASS[,CLASS]",
+                       help="the tenant's data classification (the tenant output data_classification); with pii "
+                            "or gdpr every contract must declare subject_keys")
     if spark:
         parser.add_argument("--jars", default="", help="comma-separated extra jars for s3a (default: "
                             "$TENANTLAKE_SPARK_JARS or .local/jars/)")
@@ -51,6 +54,16 @@ def _glue_databases(text: str) -> tuple[tuple[str, str], ...]:
             raise argparse.ArgumentTypeError(f"'{item}' is not LAYER=DATABASE")
         pairs.append((layer, database))
     return tuple(sorted(pairs))
+
+
+def _classification(text: str) -> tuple[str, ...]:
+    from tenant_model import CLASSIFICATIONS
+
+    values = tuple(sorted({part for part in text.split(",") if part}))
+    unknown = [v for v in values if v not in CLASSIFICATIONS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"'{unknown[0]}' is not one of {', '.join(CLASSIFICATIONS)}")
+    return values
 
 
 def _positive_int(text: str) -> int:
@@ -228,7 +241,8 @@ def _resolve(args: argparse.Namespace) -> LakeConfig:
     return resolve_lake(lake_uri=args.lake_uri, kms_key_arn=args.kms_key_arn, region=args.region,
                         s3_endpoint=args.s3_endpoint, truststore=args.truststore, ca_bundle=args.ca_bundle,
                         lake_config=args.lake_config, tenant=args.tenant,
-                        glue_databases=getattr(args, "glue_databases", ()))
+                        glue_databases=getattr(args, "glue_databases", ()),
+                        data_classification=getattr(args, "data_classification", ()))
 
 
 def _cmd_datagen(args: argparse.Namespace) -> int:
@@ -276,6 +290,7 @@ def run_layer(spark, lake: LakeConfig, dataset: str, layer: str, *, date: str | 
     from spark_jobs.jobs.silver import run_silver
 
     contract = load_contract(dataset)
+    contract.check_personal_data(lake.data_classification)
     with job_run(spark, lake, contract, layer, date=date, progress=progress or print_progress) as run:
         if layer == "bronze":
             run_bronze(run, continuous=continuous, trigger_seconds=trigger_seconds,
@@ -298,6 +313,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         datasets = args.dataset or available_datasets()
         plan = [(d, layer) for d in datasets for layer in LAYERS]
+    for dataset in datasets:  # every contract before Spark starts and any layer runs
+        load_contract(dataset).check_personal_data(lake.data_classification)
     spark, created = _open_session(args, lake, f"tenantlake-{args.command}")
     try:
         if args.command == "run-all" and not args.dataset:

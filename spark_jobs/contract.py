@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from tenant_model import PERSONAL_DATA_CLASSIFICATIONS
+
 # Packaged contracts are read as package resources, not through Path(__file__): on EMR the package
 # runs from a zip on --py-files, where there is no real folder.
 CONTRACTS_DIR = importlib.resources.files("spark_jobs") / "contracts"
@@ -140,6 +142,13 @@ class Contract:
         gold: gold transformation names (modules in ``spark_jobs/transforms/gold/``). @default - ()
         gold_options: per gold name, a dict passed to its ``build``. @default - {}
         expectations: raw per-layer expectation dicts, interpreted by ``spark_jobs.quality``.
+        subject_keys: the columns that identify a data subject (a person): what ``erase --subject
+            <column>=<value>`` matches on. ``()`` declares that the dataset holds no personal data. Required
+            (may be ``[]``) when the tenant is classified pii or gdpr. @default - None (not declared)
+        personal_data: the other columns that hold personal data (documentation for reviewers, and the
+            columns the erasure receipt lists). @default - ()
+        pseudonymise_gold: gold tables carry a keyed hash (HMAC-SHA256 with the tenant's erasure key)
+            instead of each subject key's value, so a consumer never sees raw identifiers. @default - False
     """
 
     dataset: str
@@ -156,6 +165,18 @@ class Contract:
     expectations: dict[str, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
     lateness_minutes: int = DEFAULT_LATENESS_MINUTES
     allow_extra_fields: bool = False
+    subject_keys: tuple[str, ...] | None = None
+    personal_data: tuple[str, ...] = ()
+    pseudonymise_gold: bool = False
+
+    def check_personal_data(self, data_classification: tuple[str, ...] | list[str]) -> None:
+        """Refuse (one line) a contract that does not declare its subject keys on a tenant that holds
+        personal data: without them an erasure request could not be honoured."""
+        personal = sorted(set(data_classification) & set(PERSONAL_DATA_CLASSIFICATIONS))
+        if personal and self.subject_keys is None:
+            raise ContractError(self.dataset, "subject_keys", f"is required for a tenant classified "
+                                f"{'/'.join(personal)}: list the columns that identify a data subject, "
+                                "e.g. subject_keys: [user_id], or [] if the dataset holds no personal data")
 
     @property
     def landing_format(self) -> str:
@@ -237,6 +258,13 @@ def parse_contract(raw: Any, source: str = "<memory>") -> Contract:
         if name not in gold:
             raise ContractError(dataset, f"gold_options.{name}", "names no gold transformation listed in `gold`")
     expectations = {layer: list(items or []) for layer, items in (raw.get("expectations") or {}).items()}
+    subject_keys = _column_list(dataset, raw, "subject_keys", names) if "subject_keys" in raw else None
+    personal_data = _column_list(dataset, raw, "personal_data", names) if "personal_data" in raw else ()
+    pseudonymise_gold = raw.get("pseudonymise_gold", False)
+    if not isinstance(pseudonymise_gold, bool):
+        raise ContractError(dataset, "pseudonymise_gold", f"must be true or false, got {pseudonymise_gold!r}")
+    if pseudonymise_gold and not subject_keys:
+        raise ContractError(dataset, "pseudonymise_gold", "needs subject_keys (the columns to replace by a keyed hash)")
     return Contract(
         dataset=dataset,
         description=str(raw.get("description", "")).strip(),
@@ -252,7 +280,25 @@ def parse_contract(raw: Any, source: str = "<memory>") -> Contract:
         expectations=expectations,
         lateness_minutes=int(raw.get("lateness_minutes", DEFAULT_LATENESS_MINUTES)),
         allow_extra_fields=bool(raw.get("allow_extra_fields", False)),
+        subject_keys=subject_keys,
+        personal_data=personal_data,
+        pseudonymise_gold=pseudonymise_gold,
     )
+
+
+def _column_list(dataset: str, raw: dict, field: str, names: list[str]) -> tuple[str, ...]:
+    """A list of schema column names (``[]`` allowed: it declares none)."""
+    value = raw[field]
+    if value is None:
+        value = []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ContractError(dataset, field, "must be a list of schema column names, e.g. [user_id], or []")
+    for name in value:
+        if name not in names:
+            raise ContractError(dataset, field, f"'{name}' is not a schema column")
+    if len(set(value)) != len(value):
+        raise ContractError(dataset, field, "names a column twice")
+    return tuple(value)
 
 
 def _parse_column(dataset: str, index: int, item: Any) -> ColumnSpec:

@@ -418,6 +418,9 @@ def draft(dataset: str, landing: LandingSpec, fields: list[Field], sample: Path,
         if event.span_minutes > 30:
             lines.append(f"lateness_minutes: {event.span_minutes}   # the sample spans this much event time: "
                          "a record is late only when it trails its file's newest by more")
+    lines += ["# Personal data (required for a tenant classified pii or gdpr): the columns that identify a person,",
+              "# which `erase --subject <column>=<value>` matches on; [] declares that the data holds none.",
+              "# subject_keys: []"]
     lines.append("schema:")
     for field in fields:
         lines.append("  - " + _column_yaml(field, event))

@@ -35,6 +35,9 @@ class LakeConfig:
         glue_databases: (layer, Glue database) pairs: the Iceberg catalog's namespaces when the lake's
             catalog is Glue (``s3://`` lakes on EMR; the tenant output ``glue_database_names``). Unused by
             the local Hadoop catalog, whose namespaces are the layer names. @default - ()
+        data_classification: the tenant's classification (tenant output ``data_classification``, or
+            ``--data-classification``); with pii or gdpr every contract must declare ``subject_keys``.
+            @default - () (unknown: nothing is required)
     """
 
     lake_uri: str
@@ -44,6 +47,7 @@ class LakeConfig:
     truststore: str = ""
     ca_bundle: str = ""
     glue_databases: tuple[tuple[str, str], ...] = ()
+    data_classification: tuple[str, ...] = ()
 
     def __post_init__(self):
         object.__setattr__(self, "lake_uri", self.lake_uri.rstrip("/"))
@@ -112,6 +116,7 @@ def lake_from_outputs(outputs: dict, source: str) -> LakeConfig:
         truststore=str(outputs.get("truststore", "")),
         ca_bundle=str(outputs.get("ca_bundle", "") or os.environ.get("AWS_CA_BUNDLE", "")),
         glue_databases=tuple(sorted((outputs.get("glue_database_names") or {}).items())),
+        data_classification=tuple(outputs.get("data_classification") or ()),
     )
 
 
@@ -141,7 +146,7 @@ def read_lake_outputs(tenant: str = "", lake_config: str = "") -> tuple[dict, Pa
 def resolve_lake(
     lake_uri: str = "", kms_key_arn: str = "", region: str = "", s3_endpoint: str = "", truststore: str = "",
     ca_bundle: str = "", lake_config: str = "", tenant: str = "",
-    glue_databases: tuple[tuple[str, str], ...] = (),
+    glue_databases: tuple[tuple[str, str], ...] = (), data_classification: tuple[str, ...] = (),
 ) -> LakeConfig:
     """Precedence: explicit ``lake_uri`` (+ key, region, endpoint, truststore), else a lake-config file,
     else the tenant's ``$TENANTLAKE_STATE_DIR/tenants/<tenant>/lake.json``."""
@@ -151,7 +156,7 @@ def resolve_lake(
         return LakeConfig(
             lake_uri=lake_uri, kms_key_arn=kms_key_arn, region=region or "eu-west-1", s3_endpoint=s3_endpoint,
             truststore=truststore, ca_bundle=ca_bundle or os.environ.get("AWS_CA_BUNDLE", ""),
-            glue_databases=tuple(glue_databases),
+            glue_databases=tuple(glue_databases), data_classification=tuple(data_classification),
         )
     if not (lake_config or tenant):
         raise LakeConfigError("say which lake: --lake-uri URI (with --kms-key-arn), --lake-config FILE or --tenant T")
@@ -159,5 +164,6 @@ def resolve_lake(
     lake = lake_from_outputs(outputs, str(path))
     overrides = {k: v for k, v in {"kms_key_arn": kms_key_arn, "region": region, "s3_endpoint": s3_endpoint,
                                    "truststore": truststore, "ca_bundle": ca_bundle,
-                                   "glue_databases": tuple(glue_databases)}.items() if v}
+                                   "glue_databases": tuple(glue_databases),
+                                   "data_classification": tuple(data_classification)}.items() if v}
     return dataclasses.replace(lake, **overrides)

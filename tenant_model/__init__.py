@@ -26,6 +26,9 @@ OIDC_PROVIDER_ARN_RE = r"^arn:aws[a-z-]*:iam::[0-9]{12}:oidc-provider/.+$"
 ADMIN_PRINCIPAL_ARN_RE = r"^arn:aws[a-z-]*:(iam|sts)::[0-9]{12}:.+$"
 
 CLASSIFICATIONS: tuple[str, ...] = ("public", "internal", "confidential", "pii", "gdpr")
+# A tenant with one of these holds personal data: each dataset's contract must say which columns identify a
+# data subject (``subject_keys``), so that erasure requests can be honoured (spark_jobs/README.md, "Erasure").
+PERSONAL_DATA_CLASSIFICATIONS: tuple[str, ...] = ("pii", "gdpr")
 # Regions where GDPR data may live: the EU (eu-*) only.  eu-central-2 (Zurich) and eu-south-* are EU
 # regions by AWS naming; a stricter org can narrow this list.
 EU_REGION_PREFIX = "eu-"

@@ -152,6 +152,8 @@ def entrypoint_arguments(target: DeployTarget, spec: RunSpec, lake_uri: str | No
     args += ["--lake-uri", lake_uri or target.lake_uri, "--kms-key-arn", target.kms_key_arn, "--region", target.region]
     if target.glue_databases:
         args += ["--glue-databases", ",".join(f"{layer}={db}" for layer, db in target.glue_databases)]
+    if target.data_classification:
+        args += ["--data-classification", ",".join(target.data_classification)]
     return args
 
 

@@ -48,6 +48,8 @@ class DeployTarget:
         virtual_cluster_id: the EMR on EKS virtual cluster.
         log_group: the CloudWatch log group for job logs.
         glue_databases: (layer, Glue database) pairs of the tenant's table layers.
+        data_classification: the tenant's classification (passed to the jobs, which then require
+            ``subject_keys`` in every contract of a pii/gdpr tenant). @default - ()
         endpoint_url: AWS endpoint override (the emulator in the local environment). @default - ""
         ca_bundle: CA bundle for ``endpoint_url``. @default - ""
     """
@@ -60,6 +62,7 @@ class DeployTarget:
     virtual_cluster_id: str
     log_group: str
     glue_databases: tuple[tuple[str, str], ...]
+    data_classification: tuple[str, ...] = ()
     endpoint_url: str = ""
     ca_bundle: str = ""
 
@@ -111,6 +114,7 @@ def target_from_outputs(tenant: str, outputs: Mapping[str, Any], endpoint_url: s
         virtual_cluster_id=flat["emr_virtual_cluster_id"],
         log_group=flat["log_group_name"],
         glue_databases=tuple(sorted((k, v) for k, v in flat["glue_database_names"].items())),
+        data_classification=tuple(sorted(flat.get("data_classification") or ())),
         endpoint_url=endpoint_url,
         ca_bundle=ca_bundle,
     )

@@ -110,3 +110,55 @@ def test_source_field_is_optional():
     raw = copy.deepcopy(MINIMAL)
     del raw["source_field"]
     assert parse_contract(raw).source_field is None
+
+
+def test_subject_keys_are_schema_columns_and_empty_declares_no_personal_data():
+    assert parse_contract(MINIMAL).subject_keys is None  # not declared
+    declared = parse_contract({**MINIMAL, "subject_keys": ["id"], "personal_data": ["v"], "pseudonymise_gold": True})
+    assert (declared.subject_keys, declared.personal_data, declared.pseudonymise_gold) == (("id",), ("v",), True)
+    assert parse_contract({**MINIMAL, "subject_keys": []}).subject_keys == ()
+    assert load_contract("clickstream").subject_keys == ("user_id",)
+    assert load_contract("iot").subject_keys == () and load_contract("inventory").subject_keys == ()
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"subject_keys": ["nope"]}, "contract 'mini': subject_keys: 'nope' is not a schema column"),
+    ({"subject_keys": "id"}, "contract 'mini': subject_keys: must be a list of schema column names, e.g. [user_id], or []"),
+    ({"subject_keys": ["id", "id"]}, "contract 'mini': subject_keys: names a column twice"),
+    ({"personal_data": ["x"]}, "contract 'mini': personal_data: 'x' is not a schema column"),
+    ({"pseudonymise_gold": True}, "contract 'mini': pseudonymise_gold: needs subject_keys"),
+    ({"subject_keys": [], "pseudonymise_gold": True}, "contract 'mini': pseudonymise_gold: needs subject_keys"),
+    ({"subject_keys": ["id"], "pseudonymise_gold": "yes"}, "contract 'mini': pseudonymise_gold: must be true or false"),
+])
+def test_personal_data_fields_are_checked(change, message):
+    with pytest.raises(ContractError) as err:
+        parse_contract({**copy.deepcopy(MINIMAL), **change})
+    assert str(err.value).startswith(message)
+
+
+def test_a_personal_data_tenant_needs_declared_subject_keys():
+    undeclared = parse_contract(MINIMAL)
+    undeclared.check_personal_data(("internal",))  # nothing required
+    for classification in (("gdpr",), ("pii",), ("internal", "gdpr", "pii")):
+        with pytest.raises(ContractError) as err:
+            undeclared.check_personal_data(classification)
+        assert "\n" not in str(err.value) and str(err.value).startswith(
+            "contract 'mini': subject_keys: is required for a tenant classified ")
+    parse_contract({**MINIMAL, "subject_keys": []}).check_personal_data(("pii", "gdpr"))
+
+
+def test_run_refuses_an_undeclared_contract_on_a_gdpr_lake_before_spark_starts(tmp_path, monkeypatch, capsys):
+    """One line, exit 2, nothing written: the check runs before any layer (run-all checks every contract)."""
+    from spark_jobs import cli
+
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "mini.yaml").write_text(__import__("yaml").safe_dump(MINIMAL))
+    monkeypatch.setenv("TENANTLAKE_CONTRACTS_DIR", str(tmp_path / "contracts"))
+    lake = tmp_path / "lake"
+    code = cli.main(["run-all", "--dataset", "iot", "--dataset", "mini", "--lake-uri", str(lake),
+                     "--data-classification", "gdpr"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == ["error: contract 'mini': subject_keys: is required for a tenant classified gdpr: list "
+                                 "the columns that identify a data subject, e.g. subject_keys: [user_id], or [] if "
+                                 "the dataset holds no personal data"]
+    assert not lake.exists()

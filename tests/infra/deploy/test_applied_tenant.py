@@ -96,7 +96,8 @@ def test_make_deploy_jobs_on_the_applied_tenant(applied_tenant, emulator, boto_s
     assert driver["entryPointArguments"] == ["run-all", "--dataset", "iot", "--date", DATE, "--lake-uri", f"s3://{bucket}",
                                              "--kms-key-arn", lake["kms_key_arn"], "--region", region,
                                              "--glue-databases", ",".join(f"{layer}={db}" for layer, db in
-                                                                          sorted(lake["glue_database_names"].items()))]
+                                                                          sorted(lake["glue_database_names"].items())),
+                                             "--data-classification", ",".join(sorted(lake["data_classification"]))]
     assert driver["sparkSubmitParameters"].startswith(f"--py-files {prefix}spark_jobs.zip ")
     monitoring = run["configurationOverrides"]["monitoringConfiguration"]
     assert monitoring["cloudWatchMonitoringConfiguration"]["logGroupName"] == lake["log_group_name"]

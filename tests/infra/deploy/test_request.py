@@ -273,3 +273,23 @@ def test_the_request_carries_the_glue_catalog_and_emrs_iceberg():
     assert defaults["spark.sql.extensions"] == catalog.ICEBERG_EXTENSIONS
     assert settings.qualified("gold", "iot_hourly") == f"{settings.name}.acme_gold.iot_hourly"
     assert settings.location("gold", "iot_hourly") == "s3://acme-eu-west-1-lake/gold/iot_hourly"
+
+
+def test_a_personal_data_tenants_classification_reaches_the_job():
+    """A gdpr tenant's runs carry --data-classification, which the job parses into the lake it checks
+    contracts against (every contract must then declare subject_keys)."""
+    import dataclasses
+
+    from spark_jobs.cli import _resolve, build_parser
+
+    outputs = {"tenant_id": "acme", "region": "eu-west-1", "lake_bucket_name": "b", "kms_key_arn": KEY,
+               "job_execution_role_arn": TARGET.role_arn, "emr_virtual_cluster_id": "x", "log_group_name": "g",
+               "glue_database_names": {"silver": "acme_silver", "gold": "acme_gold"},
+               "data_classification": ["pii", "gdpr"]}
+    target = target_from_outputs("acme", outputs)
+    assert target.data_classification == ("gdpr", "pii")
+    args = build_request(target, LOCATION, SPEC, "x")["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
+    assert args[args.index("--data-classification") + 1] == "gdpr,pii"
+    assert _resolve(build_parser().parse_args(args)).data_classification == ("gdpr", "pii")
+    without = build_request(dataclasses.replace(target, data_classification=()), LOCATION, SPEC, "x")
+    assert "--data-classification" not in without["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
