@@ -147,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_contract_parser(commands)
     _add_query_parser(commands)
     _add_maintain_parser(commands, datasets)
+    _add_erase_parser(commands, datasets)
     return parser
 
 
@@ -199,6 +200,49 @@ def _add_query_parser(commands) -> None:
     parser.add_argument("--max-rows", type=_positive_int, default=query.DEFAULT_MAX_ROWS,
                         help=f"print at most this many rows (default: {query.DEFAULT_MAX_ROWS})")
     _lake_args(parser)
+
+
+def _add_erase_parser(commands, datasets: list[str]) -> None:
+    from spark_jobs.erasure import job
+
+    parser = commands.add_parser("erase", help="erase data subjects from every layer, with a receipt (GDPR Art. 17)",
+                                 description=job.__doc__.split("\n\n")[0],
+                                 epilog=job.__doc__.split("\n\n", 1)[1],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--subject", action="append", default=[], metavar="COLUMN=VALUE",
+                        help="a data subject, e.g. user_id=user-0042 (repeatable)")
+    parser.add_argument("--subject-file", action="append", default=[], metavar="FILE",
+                        help="a file of COLUMN=VALUE lines (repeatable; # comments allowed)")
+    parser.add_argument("--dataset", action="append", choices=datasets,
+                        help="only these datasets (default: every dataset whose subject_keys has the column)")
+    parser.add_argument("--dry-run", action="store_true", help="print what would be touched; change nothing")
+    parser.add_argument("--json", action="store_true", help="print the receipt as JSON")
+    _lake_args(parser)
+
+
+def _cmd_erase(args: argparse.Namespace) -> int:
+    from spark_jobs.erasure.job import erase
+    from spark_jobs.erasure.subjects import read_subjects
+
+    lake = _resolve(args)
+    subjects = read_subjects(args.subject, args.subject_file)
+    for dataset in args.dataset or available_datasets():
+        load_contract(dataset).check_personal_data(lake.data_classification)
+    spark, created = _open_session(args, lake, "tenantlake-erase")
+    try:
+        receipt = erase(spark, lake, subjects, tenant=args.tenant, datasets=args.dataset, dry_run=args.dry_run,
+                        progress=lambda line: print(line, file=sys.stderr, flush=True))
+    finally:
+        if created:
+            spark.stop()
+    if args.json:
+        print(json.dumps(receipt, indent=1, sort_keys=True))
+    elif args.dry_run:
+        print(f"erase {receipt['request_id']}: dry run, nothing changed ({len(receipt['datasets'])} datasets)")
+    else:
+        print(f"erase {receipt['request_id']}: {receipt['status']}; receipt "
+              f"{lake.path('reports', 'erasure', receipt['request_id'], 'receipt.json')}")
+    return EXIT_OK if args.dry_run or receipt["status"] == "completed" else EXIT_FAILED
 
 
 def _add_maintain_parser(commands, datasets: list[str]) -> None:
@@ -282,8 +326,9 @@ def _open_session(args: argparse.Namespace, lake: LakeConfig, app: str):
 
 def run_layer(spark, lake: LakeConfig, dataset: str, layer: str, *, date: str | None = None,
               continuous: bool = False, trigger_seconds: int = 10, max_runtime: float | None = None,
-              max_files_per_trigger: int = 200, progress=None) -> dict:
-    """Run one layer of one dataset on ``spark``; returns the run manifest (a dict)."""
+              max_files_per_trigger: int = 200, progress=None, erasure_request: str | None = None) -> dict:
+    """Run one layer of one dataset on ``spark``; returns the run manifest (a dict). A dataset locked by an
+    erasure request is refused, except for the runs that request makes itself (``erasure_request``)."""
     from spark_jobs.jobs.bronze import run_bronze
     from spark_jobs.jobs.gold import run_gold
     from spark_jobs.jobs.runtime import job_run, print_progress
@@ -291,6 +336,14 @@ def run_layer(spark, lake: LakeConfig, dataset: str, layer: str, *, date: str | 
 
     contract = load_contract(dataset)
     contract.check_personal_data(lake.data_classification)
+    from spark_jobs.erasure.job import active_request
+    from spark_jobs.jobs.runtime import JobFailed
+
+    holder = active_request(spark, lake, dataset)
+    if holder is not None and holder != erasure_request:
+        raise JobFailed(f"{layer} {dataset}: erasure request {holder} is in progress on this dataset "
+                        f"({lake.path('checkpoints', dataset, 'erasure.lock')}); runs start again when it completes "
+                        "(if it was killed, run its erase command again to finish it)", 1)
     with job_run(spark, lake, contract, layer, date=date, progress=progress or print_progress) as run:
         if layer == "bronze":
             run_bronze(run, continuous=continuous, trigger_seconds=trigger_seconds,
@@ -418,9 +471,11 @@ def _table_command_errors() -> tuple[type, ...]:
     """Errors of the query/maintain commands (and the catalog) that are the user's to fix: exit 2."""
     from spark_jobs.catalog import CatalogError
     from spark_jobs.maintain import MaintainError
+    from spark_jobs.erasure.job import ErasureError
+    from spark_jobs.erasure.subjects import SubjectError
     from spark_jobs.query import QueryError
 
-    return CatalogError, MaintainError, QueryError
+    return CatalogError, MaintainError, QueryError, ErasureError, SubjectError
 
 
 def _lake_selection(args: argparse.Namespace) -> str:
@@ -471,6 +526,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_query(args)
         if args.command == "maintain":
             return _cmd_maintain(args)
+        if args.command == "erase":
+            return _cmd_erase(args)
         return _cmd_run(args)
     except (LakeConfigError, ContractError, DatagenError, _producer_error(), *_table_command_errors()) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -33,6 +33,21 @@ def gold_partitioning(spec: GoldSpec) -> tables.Partitioning:
     return tables.Partitioning(spec.partition_by[0], "identity")
 
 
+def pseudonymised(silver, run: JobRun):
+    """With the contract's ``pseudonymise_gold``, the gold transformations read each subject-key column as
+    the keyed hash of its value (``spark_jobs.erasure.subjects.pseudonym``), so no gold column, derived
+    ones included (a session id built from the user id), carries the value itself."""
+    contract = run.contract
+    keys = [c for c in (contract.subject_keys or ()) if c in silver.columns] if contract.pseudonymise_gold else []
+    if not keys:
+        return silver
+    output = silver
+    from spark_jobs.erasure.subjects import load_key, pseudonym_column
+
+    key = load_key(run.spark, run.lake)
+    return output.select(*[pseudonym_column(key, F.col(c)).alias(c) if c in keys else F.col(c) for c in output.columns])
+
+
 def run_gold(run: JobRun) -> None:
     spark, lake, contract, manifest = run.spark, run.lake, run.contract, run.manifest
     dataset = contract.dataset
@@ -52,15 +67,18 @@ def run_gold(run: JobRun) -> None:
     silver = silver.persist()
     manifest.rows_in = silver.count()
     covered_dates = sorted(str(r[0]) for r in silver.select("event_date").distinct().collect() if r[0] is not None)
+    if manifest.date:  # the date is recomputed even when silver no longer has rows for it (after an erasure)
+        covered_dates = [manifest.date]
     run.stage("silver read", rows_in=manifest.rows_in, event_dates=len(covered_dates),
               snapshot_id=snapshot["snapshot_id"])
 
+    gold_input = pseudonymised(silver, run)
     built = []
     accounted: int | None = None
     for name in contract.gold:
         spec = load_gold(name)
         partitioning = gold_partitioning(spec)
-        output = spec.build(silver, dict(contract.gold_options.get(name, {}))).persist()
+        output = spec.build(gold_input, dict(contract.gold_options.get(name, {}))).persist()
         rows = output.count()
         manifest.output_rows[name] = rows
         manifest.outputs[name] = lake.gold(dataset, name)

@@ -32,6 +32,39 @@ def load_summaries(reports_root: Path) -> dict[tuple[str, str], list[dict[str, A
     return grouped
 
 
+def load_receipts(reports_root: Path) -> list[dict[str, Any]]:
+    """The erasure receipts (``erasure/<request>/receipt.json``), newest first."""
+    receipts = []
+    for path in sorted(reports_root.glob("erasure/*/receipt.json")):
+        try:
+            receipts.append(json.loads(path.read_text()))
+        except (OSError, json.JSONDecodeError):
+            continue
+    return sorted(receipts, key=lambda r: r.get("completed_at") or "", reverse=True)
+
+
+def render_receipts(receipts: list[dict[str, Any]]) -> str:
+    """The index's erasure section: one row per request (no subject id is in a receipt: only keyed hashes)."""
+    if not receipts:
+        return ""
+    rows = []
+    for receipt in receipts:
+        request = html.escape(str(receipt.get("request_id", "")))
+        verification = receipt.get("verification") or {}
+        badge = status_badge("pass" if receipt.get("status") == "completed" else "fail")
+        rows.append(f'<tr data-erasure="{request}"><td><a href="erasure/{request}/receipt.json">{request}</a></td>'
+                    f'<td>{badge} {html.escape(str(receipt.get("status", "")))}</td>'
+                    f'<td>{html.escape(str(receipt.get("completed_at", "")))}</td>'
+                    f'<td>{len(receipt.get("subjects") or [])}</td>'
+                    f'<td>{html.escape(", ".join(sorted(receipt.get("datasets") or {})))}</td>'
+                    f'<td>{int(receipt.get("object_versions_removed") or 0)}</td>'
+                    f'<td>{int(verification.get("versions_scanned") or 0)} scanned, '
+                    f'{int(verification.get("versions_with_subject") or 0)} with a subject</td></tr>')
+    return ('<section id="erasure"><h2>Erasure requests</h2><table><tr><th>request</th><th>status</th>'
+            '<th>completed</th><th>subjects</th><th>datasets</th><th>versions removed</th><th>verification</th></tr>'
+            + "".join(rows) + "</table></section>")
+
+
 def _rows(summary: dict[str, Any]) -> int:
     value = summary.get("rows_validated")
     return int(value) if isinstance(value, (int, float)) else 0
@@ -63,7 +96,8 @@ def trend_svg(runs: list[dict[str, Any]], *, width: int = 360, height: int = 90)
     return "".join(parts)
 
 
-def render_index(tenant: str, grouped: dict[tuple[str, str], list[dict[str, Any]]]) -> str:
+def render_index(tenant: str, grouped: dict[tuple[str, str], list[dict[str, Any]]],
+                 receipts: list[dict[str, Any]] | None = None) -> str:
     order = sorted(grouped, key=lambda k: (LAYER_ORDER.index(k[0]) if k[0] in LAYER_ORDER else 9, k[1]))
     sections = []
     for layer, dataset in order:
@@ -87,7 +121,7 @@ def render_index(tenant: str, grouped: dict[tuple[str, str], list[dict[str, Any]
             '<table><tr><th>run</th><th>status</th><th>rows</th><th>failed expectations</th><th>failure rate</th>'
             '<th>quarantined</th><th>published</th><th>failing</th></tr>' + "".join(lines) + "</table></section>")
     generated = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    body = "".join(sections) or "<p>No runs yet.</p>"
+    body = ("".join(sections) or "<p>No runs yet.</p>") + render_receipts(receipts or [])
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Data quality: {html.escape(tenant)}</title>'
             f'<style>{_CSS}</style></head><body><h1>Data quality: tenant {html.escape(tenant)}</h1>'
             f'<p class="meta">{sum(len(v) for v in grouped.values())} runs; generated {generated}</p>{body}</body></html>\n')
@@ -98,8 +132,12 @@ def build_index(tenant: str, reports_root: Path) -> Path:
     grouped = load_summaries(reports_root)
     reports_root.mkdir(parents=True, exist_ok=True)
     target = reports_root / "index.html"
-    target.write_text(render_index(tenant, grouped))
+    receipts = load_receipts(reports_root)
+    target.write_text(render_index(tenant, grouped, receipts))
     latest = {f"{layer}/{dataset}": {"run_id": runs[-1]["run_id"], "status": runs[-1]["status"]}
               for (layer, dataset), runs in grouped.items()}
-    (reports_root / "index.json").write_text(json.dumps({"tenant": tenant, "latest": latest}, indent=1))
+    erasure = {r["request_id"]: {"status": r.get("status"), "completed_at": r.get("completed_at")}
+               for r in receipts if r.get("request_id")}
+    (reports_root / "index.json").write_text(json.dumps({"tenant": tenant, "latest": latest, "erasure": erasure},
+                                                        indent=1))
     return target
