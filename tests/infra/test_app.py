@@ -12,6 +12,7 @@ INTERFACE_OUTPUTS = {
     "emr_namespace", "log_group_name", "gateway_endpoint_ids", "interface_endpoint_ids", "lake_prefixes",
     "kinesis_stream_names", "firehose_delivery_stream_names",  # issue 10 (modules/stream_ingest.py)
     "glue_database_names", "athena_workgroup_name",  # the table catalog on AWS (modules/glue_databases.py, athena_workgroup.py)
+    "data_classification",  # the jobs require subject_keys for pii/gdpr tenants (spark_jobs/README.md, "Erasure")
 }
 
 
@@ -24,6 +25,7 @@ def test_outputs_are_the_interface_and_described(tenant_module):
     assert outputs["glue_database_names"]["value"] == {
         layer: f"${{aws_glue_catalog_database.catalog_{layer}.name}}" for layer in model.CATALOG_LAYERS}
     assert outputs["lake_bucket_name"]["value"] == "${aws_s3_bucket.lake_bucket.bucket}"
+    assert outputs["data_classification"]["value"] == "${var.data_classification}"
     # The tenant's own endpoints and a shared network's (tests/modules/test_vpc_endpoints.py, test_synth.py)
     assert outputs["gateway_endpoint_ids"]["value"] == (
         "${merge(var.shared_gateway_endpoint_ids, tomap({ for k, e in aws_vpc_endpoint.endpoints_gateway : e.vpc_id => e.id }))}")
