@@ -337,8 +337,9 @@ def run_layer(spark, lake: LakeConfig, dataset: str, layer: str, *, date: str | 
     contract = load_contract(dataset)
     contract.check_personal_data(lake.data_classification)
     from spark_jobs.erasure.job import active_request
-    from spark_jobs.jobs.runtime import JobFailed
+    from spark_jobs.jobs.runtime import JobFailed, check_endpoint
 
+    check_endpoint(lake)  # before the lock lookup: s3a would retry a dead endpoint for minutes
     holder = active_request(spark, lake, dataset)
     if holder is not None and holder != erasure_request:
         raise JobFailed(f"{layer} {dataset}: erasure request {holder} is in progress on this dataset "
