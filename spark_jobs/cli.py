@@ -212,7 +212,8 @@ def _add_erase_parser(commands, datasets: list[str]) -> None:
     parser.add_argument("--subject", action="append", default=[], metavar="COLUMN=VALUE",
                         help="a data subject, e.g. user_id=user-0042 (repeatable)")
     parser.add_argument("--subject-file", action="append", default=[], metavar="FILE",
-                        help="a file of COLUMN=VALUE lines (repeatable; # comments allowed)")
+                        help="a file of COLUMN=VALUE lines (repeatable; # comments allowed), or an s3:// URI "
+                             "of one in the lake (how an EMR erase run gets its subjects)")
     parser.add_argument("--dataset", action="append", choices=datasets,
                         help="only these datasets (default: every dataset whose subject_keys has the column)")
     parser.add_argument("--dry-run", action="store_true", help="print what would be touched; change nothing")
@@ -221,11 +222,13 @@ def _add_erase_parser(commands, datasets: list[str]) -> None:
 
 
 def _cmd_erase(args: argparse.Namespace) -> int:
+    from spark_jobs.erasure import objects
     from spark_jobs.erasure.job import erase
     from spark_jobs.erasure.subjects import read_subjects
 
     lake = _resolve(args)
-    subjects = read_subjects(args.subject, args.subject_file)
+    subjects = read_subjects(args.subject, args.subject_file,
+                             read_remote=lambda uri: objects.read_uri(objects.s3_client(lake), uri))
     for dataset in args.dataset or available_datasets():
         load_contract(dataset).check_personal_data(lake.data_classification)
     spark, created = _open_session(args, lake, "tenantlake-erase")
@@ -336,23 +339,34 @@ def run_layer(spark, lake: LakeConfig, dataset: str, layer: str, *, date: str | 
 
     contract = load_contract(dataset)
     contract.check_personal_data(lake.data_classification)
-    from spark_jobs.erasure.job import active_request
+    from spark_jobs.erasure.job import LEASE_STALE_HOURS, active_request, release_run_lease, take_run_lease
     from spark_jobs.jobs.runtime import JobFailed, check_endpoint
 
     check_endpoint(lake)  # before the lock lookup: s3a would retry a dead endpoint for minutes
-    holder = active_request(spark, lake, dataset)
-    if holder is not None and holder != erasure_request:
-        raise JobFailed(f"{layer} {dataset}: erasure request {holder} is in progress on this dataset "
-                        f"({lake.path('checkpoints', dataset, 'erasure.lock')}); runs start again when it completes "
-                        "(if it was killed, run its erase command again to finish it)", 1)
-    with job_run(spark, lake, contract, layer, date=date, progress=progress or print_progress) as run:
-        if layer == "bronze":
-            run_bronze(run, continuous=continuous, trigger_seconds=trigger_seconds,
-                       max_runtime_seconds=max_runtime, max_files_per_trigger=max_files_per_trigger)
-        elif layer == "silver":
-            run_silver(run)
-        else:
-            run_gold(run)
+    # The lease first, then the lock: an erase request writes its lock first, then looks for leases.
+    lease = take_run_lease(spark, lake, dataset, layer)
+    try:
+        holder = active_request(spark, lake, dataset)
+        if holder is not None and holder != erasure_request:
+            raise JobFailed(f"{layer} {dataset}: erasure request {holder} is in progress on this dataset "
+                            f"({lake.path('checkpoints', dataset, 'erasure.lock')}); runs start again when it "
+                            "completes (if it was killed, run its erase command again to finish it)", 1)
+        with job_run(spark, lake, contract, layer, date=date, progress=progress or print_progress) as run:
+            if layer == "bronze":
+                run_bronze(run, continuous=continuous, trigger_seconds=trigger_seconds,
+                           max_runtime_seconds=max_runtime, max_files_per_trigger=max_files_per_trigger)
+            elif layer == "silver":
+                run_silver(run)
+            else:
+                run_gold(run)
+    finally:
+        try:
+            check_endpoint(lake)  # fast: after an outage, s3a would retry the delete for minutes
+            release_run_lease(spark, lake, dataset, lease)
+        except Exception as exc:  # noqa: BLE001 - never hide the run's own outcome; the lease goes stale
+            print(f"warning: {layer} {dataset}: could not remove the run's lease ({str(exc).splitlines()[0]}); "
+                  f"it stops erasure requests on {dataset} until it is {LEASE_STALE_HOURS} h old",
+                  file=sys.stderr, flush=True)
     return run.manifest.to_dict()
 
 

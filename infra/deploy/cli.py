@@ -1,4 +1,6 @@
-"""``python -m infra.deploy --tenant acme [--dry-run] [--datasets ...] [--per-layer [--layers ...]] [--date ...]``.
+"""``python -m infra.deploy --tenant acme [--dry-run] [--datasets ...] [--per-layer [--layers ...]] [--date ...]``;
+``python -m infra.deploy --tenant acme --erase-subject-file FILE [--datasets ...] [--dry-run]`` submits one
+erasure run (``spark_jobs erase``) as the tenant's erasure role.
 
 Order of work, so that a bad deploy submits nothing: build the artifact -> check the selection, the
 release label and the architecture -> read the tenant's Terraform outputs -> check bucket, virtual
@@ -20,9 +22,11 @@ from typing import Callable, TextIO
 
 from infra.deploy import artifact as artifact_mod
 from infra.deploy import job_deps, preflight, runner
-from infra.deploy.request import DEFAULT_RELEASE_LABEL, JobSizing, RequestOptions, build_request, run_plan
+from infra.deploy.request import (
+    DEFAULT_RELEASE_LABEL, JobSizing, RequestOptions, RunSpec, build_request, erase_spec, run_plan, subject_key,
+)
 from infra.deploy.target import DeployError, DeployTarget, resolve_target
-from infra.deploy.upload import location_of, upload_artifact, upload_job_deps
+from infra.deploy.upload import location_of, upload_artifact, upload_job_deps, upload_subjects
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_REFUSED = 0, 1, 2
 
@@ -75,6 +79,10 @@ def parser() -> argparse.ArgumentParser:
                    help="the jobs exit 0 instead of 5 when only warn-severity expectations failed, so such a run "
                         "ends COMPLETED (default: it ends FAILED and the deploy names the expectations)")
     p.add_argument("--rerun", action="store_true", help="run again what already COMPLETED for this code version and date")
+    p.add_argument("--erase-subject-file", default="", metavar="FILE",
+                   help="submit one erasure run (spark_jobs erase, GDPR Art. 17) for the COLUMN=VALUE lines of FILE "
+                        "instead of pipeline runs: the file goes to the lake (SSE-KMS) and the run, as the "
+                        "tenant's erasure role, reads it there and deletes it; --datasets limits the datasets")
     p.add_argument("--release-label", default=DEFAULT_RELEASE_LABEL,
                    help=f"EMR release (default: {DEFAULT_RELEASE_LABEL}); decides the Python the job deps are built for")
     p.add_argument("--arch", default=job_deps.DEFAULT_ARCH, choices=sorted(job_deps.ARCHITECTURES),
@@ -102,7 +110,102 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _erase_plan(args: argparse.Namespace, target: DeployTarget, available: tuple[str, ...],
+                run_date: datetime.date) -> tuple[RunSpec, str]:
+    """The erasure run and the subject file's text (normalised lines), or ``DeployError``."""
+    import uuid
+
+    from spark_jobs.erasure.subjects import SubjectError, read_subjects
+
+    for flag, given in (("--per-layer", args.per_layer), ("--layers", args.layers), ("--date", args.date),
+                        ("--rerun", args.rerun), ("--allow-warn", args.allow_warn)):
+        if given:
+            raise DeployError(f"tenant '{target.tenant_id}': {flag} does not apply to an erasure run")
+    try:
+        subjects = read_subjects([], [args.erase_subject_file])
+    except SubjectError as exc:
+        raise DeployError(f"tenant '{target.tenant_id}': {exc}") from None
+    datasets = preflight.check_selection(target.tenant_id, args.datasets, None, available)[0] if args.datasets else []
+    text = "".join(f"{s.column}={s.value.strip()}\n" for s in subjects)
+    return erase_spec(target, datasets, run_date, uuid.uuid4().hex[:12]), text
+
+
+def deploy_erase(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """One erasure run: check, upload the code, the archive and the subject file, submit, poll."""
+    built = artifact_mod.build_artifact(args.build_dir)
+    err.write(f"artifact: spark_jobs version {built.version} ({len(built.files)} files, sha256 {built.sha256[:16]}...)\n")
+    run_date = datetime.datetime.now(datetime.timezone.utc).date()
+    target = resolve_target(args.tenant, args.outputs_file, args.endpoint_url)
+    spec, subjects_text = _erase_plan(args, target, artifact_mod.datasets_in(built), run_date)
+    clients = aws_clients(target)
+    preflight.run_all_checks(clients, target, erase=True)
+    deps_target = job_deps.target_for_release(args.release_label, args.arch)
+    options = RequestOptions(
+        release_label=args.release_label,
+        sizing=JobSizing(args.driver_cores, args.driver_memory, args.executor_instances, args.executor_cores,
+                         args.executor_memory, args.shuffle_partitions),
+        python=deps_target.interpreter, container_image=args.container_image)
+    emr = clients("emr-containers")
+    location = location_of(built, target.bucket)
+    build_request(target, location, spec, "", options)  # refuses bad options before any upload
+    active = runner.active_erase_runs(emr, target)
+    if active:
+        raise DeployError(f"tenant '{target.tenant_id}': erasure run {active[0]['id']} ({active[0].get('name')}) is "
+                          f"still {active[0].get('state')}; erasure runs go one at a time: wait for it, then deploy again")
+    deps = None
+    if not args.container_image:
+        deps = job_deps.build_job_deps(deps_target, cache_dir=args.job_deps_cache,
+                                       progress=lambda line: (err.write(line + "\n"), err.flush()))
+        err.write(f"{deps.summary()}: {deps.uri(target.bucket)}\n")
+        options = dataclasses.replace(options, job_deps_uri=deps.uri(target.bucket))
+    lines = subjects_text.count("\n")
+    if args.dry_run:
+        json.dump([build_request(target, location, spec, "", options)], out, indent=2)
+        out.write("\n")
+        err.write(f"dry run: 1 erasure run for {lines} subject(s) ({spec.dataset}); nothing uploaded, nothing "
+                  "submitted\n")
+        return EXIT_OK
+    uploaded = upload_artifact(clients("s3"), built, target)
+    if deps is not None:
+        upload_job_deps(clients("s3"), deps, target)
+    started = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0) - datetime.timedelta(seconds=1)
+    upload_subjects(clients("s3"), target, subject_key(spec.request), subjects_text)
+    err.write(f"uploaded the subject file ({lines} subject(s)) to {spec.subject_uri} (SSE-KMS, tenant key); "
+              "the run deletes it once they are erased\n")
+    try:
+        outcomes = runner.run_in_order(emr, target, uploaded.location, [spec], {spec.dataset: ""}, options,
+                                       poll_seconds=args.poll_seconds, timeout_seconds=args.timeout_minutes * 60,
+                                       out=err)
+    except DeployError as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_RUN_FAILED
+    outcome = outcomes[0]
+    out.write(f"deploy-jobs tenant '{target.tenant_id}', code version {built.version}, erasure request "
+              f"{spec.request}:\n  {runner.describe_outcome(outcome)}\n")
+    if not outcome.ok:
+        err.write(f"error: erasure run {outcome.job_run_id} ended {outcome.state}: {runner.failure_reason(outcome)}; "
+                  "deploy the same subject file again to resume it (the job resumes from its journal)\n")
+        return EXIT_RUN_FAILED
+    for key in _receipts_since(clients("s3"), target, started):
+        out.write(f"  receipt: s3://{target.bucket}/{key}\n")
+    return EXIT_OK
+
+
+def _receipts_since(s3, target: DeployTarget, since: datetime.datetime) -> list[str]:
+    """Receipts written since ``since`` (erasure runs go one at a time, so this run's); [] if unreadable."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        pages = s3.get_paginator("list_objects_v2").paginate(Bucket=target.bucket, Prefix="reports/erasure/")
+        return sorted(o["Key"] for page in pages for o in page.get("Contents", [])
+                      if o["Key"].endswith("/receipt.json") and o["LastModified"] >= since)
+    except (ClientError, BotoCoreError):
+        return []
+
+
 def deploy(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    if args.erase_subject_file:
+        return deploy_erase(args, out, err)
     tenant = args.tenant
     built = artifact_mod.build_artifact(args.build_dir)
     err.write(f"artifact: spark_jobs version {built.version} ({len(built.files)} files, sha256 {built.sha256[:16]}...)\n")

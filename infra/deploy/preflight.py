@@ -63,23 +63,25 @@ def check_virtual_cluster(emr, target: DeployTarget) -> dict:
     return cluster
 
 
-def check_role(iam, target: DeployTarget) -> dict:
-    """The execution role must exist with exactly that ARN and belong to the tenant (``tenant`` tag)."""
-    arn = target.role_arn
+def check_role(iam, target: DeployTarget, arn: str = "", what: str = "job execution role",
+               output: str = "job_execution_role_arn") -> dict:
+    """The execution role (``arn``, default the job role) must exist with exactly that ARN and belong to
+    the tenant (``tenant`` tag)."""
+    arn = arn or target.role_arn
     if ":role/" not in arn:
-        raise DeployError(f"tenant '{target.tenant_id}': job_execution_role_arn '{arn}' is not an IAM role ARN")
+        raise DeployError(f"tenant '{target.tenant_id}': {output} '{arn}' is not an IAM role ARN")
     name = arn.rsplit("/", 1)[-1]
     try:
         role = iam.get_role(RoleName=name)["Role"]
     except (ClientError, BotoCoreError) as exc:
         code, message = _aws_error(exc)
         if code == "NoSuchEntity":
-            raise DeployError(f"tenant '{target.tenant_id}': job execution role {arn} does not exist; "
+            raise DeployError(f"tenant '{target.tenant_id}': {what} {arn} does not exist; "
                               "re-apply the tenant (make apply TENANT=%s)" % target.tenant_id) from exc
-        raise DeployError(f"tenant '{target.tenant_id}': cannot read job execution role {arn}: "
+        raise DeployError(f"tenant '{target.tenant_id}': cannot read {what} {arn}: "
                           f"{code or 'error'}: {message}") from exc
     if role.get("Arn") != arn:
-        raise DeployError(f"tenant '{target.tenant_id}': job execution role {arn} does not exist "
+        raise DeployError(f"tenant '{target.tenant_id}': {what} {arn} does not exist "
                           f"(a role named '{name}' exists as {role.get('Arn')})")
     tags = role.get("Tags")
     if tags is None:  # GetRole omits tags on some partitions; ListRoleTags always has them
@@ -88,7 +90,7 @@ def check_role(iam, target: DeployTarget) -> dict:
     # The tenant tag decides; an untagged role counts only when the tenant's naming prefix marks it.
     if owner != target.tenant_id and not (owner is None and name.startswith(f"{target.tenant_id}-")):
         found = f"tagged tenant={owner}" if owner else "has no tenant tag and no tenant name prefix"
-        raise DeployError(f"tenant '{target.tenant_id}': job execution role {arn} is not this tenant's role ({found})")
+        raise DeployError(f"tenant '{target.tenant_id}': {what} {arn} is not this tenant's role ({found})")
     return role
 
 
@@ -101,7 +103,11 @@ def check_bucket(s3, target: DeployTarget) -> None:
                           f"({code or 'error'}: {message}); re-apply the tenant") from exc
 
 
-def run_all_checks(clients, target: DeployTarget) -> None:
+def run_all_checks(clients, target: DeployTarget, erase: bool = False) -> None:
+    """Bucket, virtual cluster, and the role the runs use: the job role, or with ``erase`` the erasure role."""
     check_bucket(clients("s3"), target)
     check_virtual_cluster(clients("emr-containers"), target)
-    check_role(clients("iam"), target)
+    if erase:
+        check_role(clients("iam"), target, target.erasure_role_arn, "erasure role", "erasure_role_arn")
+    else:
+        check_role(clients("iam"), target)

@@ -16,10 +16,13 @@ from infra.deploy.job_deps import ALIAS as DEPS_ALIAS
 from infra.deploy.job_deps import DEFAULT_RELEASE_LABEL, PYTHONPATH_ENTRY
 from infra.deploy.target import DeployError, DeployTarget
 from spark_jobs import catalog
+from spark_jobs.erasure import INBOX_PREFIX
 from spark_jobs.lake import LakeConfig
 
 LAYERS: tuple[str, ...] = ("bronze", "silver", "gold")  # dependency order
 PIPELINE = "pipeline"  # the "layer" of a run that runs every layer (tags, names, log streams)
+ERASE = "erase"  # the "layer" of an erasure run (``spark_jobs erase``, GDPR Art. 17)
+ALL_DATASETS = "all"  # the "dataset" of an erasure run over every dataset that declares the subject's column
 DATE_FILTERED_LAYERS = ("silver", "gold")  # bronze ingests whatever landed; --date means an event date
 MAX_NAME_LENGTH = 64  # StartJobRun name: 1-64 characters
 
@@ -83,10 +86,17 @@ class RunSpec:
     layer: str
     run_date: datetime.date
     event_date: datetime.date | None = None
+    request: str = ""  # an erasure run: the deploy's request token (names the run and its subject file)
+    subject_uri: str = ""  # an erasure run: s3://<lake>/checkpoints/_erasure/inbox/<request>.subjects
+    erase_datasets: tuple[str, ...] = ()  # an erasure run: only these datasets (default: every one)
 
     @property
     def is_pipeline(self) -> bool:
         return self.layer == PIPELINE
+
+    @property
+    def is_erase(self) -> bool:
+        return self.layer == ERASE
 
     @property
     def layers(self) -> tuple[str, ...]:
@@ -112,6 +122,8 @@ class ArtifactLocation:
 
 
 def job_name(tenant: str, spec: RunSpec, version: str) -> str:
+    if spec.is_erase:
+        return f"{tenant}-erase-{spec.run_date:%Y%m%d}-{spec.request}"[:MAX_NAME_LENGTH]
     name = f"{tenant}-{spec.dataset}-{spec.layer}-{spec.run_date:%Y%m%d}-{version[:8]}"
     return name[:MAX_NAME_LENGTH]
 
@@ -120,8 +132,8 @@ def client_token(tenant: str, spec: RunSpec, version: str, attempt: int = 0) -> 
     """Deterministic per (tenant, dataset, layer, date, version, attempt): a retried deploy re-sends the
     same token, so EMR returns the existing run instead of starting a second one. ``attempt`` moves on
     only after a run of the same identity ended FAILED or CANCELLED (see ``runner``)."""
-    identity = "|".join([tenant, spec.dataset, spec.layer, spec.run_date.isoformat(), spec.event_date_label,
-                         version, str(attempt)])
+    parts = [tenant, spec.dataset, spec.layer, spec.run_date.isoformat(), spec.event_date_label, version, str(attempt)]
+    identity = "|".join(parts + ([spec.request] if spec.request else []))
     return hashlib.sha256(identity.encode()).hexdigest()[:32]
 
 
@@ -134,6 +146,7 @@ def run_tags(tenant: str, spec: RunSpec, version: str, attempt: int = 0) -> dict
         "run_date": spec.run_date.isoformat(),
         "event_date": spec.event_date_label,
         "attempt": str(attempt),
+        **({"request": spec.request} if spec.request else {}),
     }
 
 
@@ -141,7 +154,13 @@ def entrypoint_arguments(target: DeployTarget, spec: RunSpec, lake_uri: str | No
                          allow_warn: bool = False) -> list[str]:
     """Arguments of ``spark_jobs.cli.main`` for one run (``lake_uri`` overrides the target's for local runs;
     ``allow_warn`` adds ``--allow-warn``)."""
-    if spec.is_pipeline:
+    if spec.is_erase:
+        # The subjects travel as a file in the lake, never as arguments: EMR keeps a run's arguments in
+        # its job-run description, and they would be personal data.
+        args = ["erase", "--subject-file", spec.subject_uri]
+        for dataset in spec.erase_datasets:
+            args += ["--dataset", dataset]
+    elif spec.is_pipeline:
         args = ["run-all", "--dataset", spec.dataset]
     else:
         args = ["run", "--dataset", spec.dataset, "--layer", spec.layer]
@@ -178,12 +197,13 @@ def spark_submit_parameters(artifact: ArtifactLocation, spec: RunSpec, contract_
         "spark.executor.cores": str(sizing.executor_cores),
         "spark.executor.memory": sizing.executor_memory,
         "spark.sql.shuffle.partitions": str(sizing.shuffle_partitions),
-        # The contract travels inside the zip; these record which one (and which bytes) the run used.
-        "spark.tenantlake.dataset": spec.dataset,
-        "spark.tenantlake.contract": f"spark_jobs/contracts/{spec.dataset}.yaml",
-        "spark.tenantlake.contract.sha256": contract_sha256,
         "spark.tenantlake.code_version": artifact.version,
     }
+    if not spec.is_erase:
+        # The contract travels inside the zip; these record which one (and which bytes) the run used.
+        conf.update({"spark.tenantlake.dataset": spec.dataset,
+                     "spark.tenantlake.contract": f"spark_jobs/contracts/{spec.dataset}.yaml",
+                     "spark.tenantlake.contract.sha256": contract_sha256})
     args = ["--py-files", artifact.zip_uri] + (["--jars", jars] if jars else [])
     if options.job_deps_uri:
         # Spark unpacks the archive as ./deps in the driver's working dir (Kubernetes cluster mode,
@@ -263,7 +283,7 @@ def build_request(target: DeployTarget, artifact: ArtifactLocation, spec: RunSpe
         "name": job_name(tenant, spec, artifact.version),
         "virtualClusterId": target.virtual_cluster_id,
         "clientToken": client_token(tenant, spec, artifact.version, attempt),
-        "executionRoleArn": target.role_arn,
+        "executionRoleArn": target.erasure_role_arn if spec.is_erase else target.role_arn,
         "releaseLabel": options.release_label,
         "jobDriver": {
             "sparkSubmitJobDriver": {
@@ -276,6 +296,21 @@ def build_request(target: DeployTarget, artifact: ArtifactLocation, spec: RunSpe
         "configurationOverrides": configuration_overrides(target, spec),
         "tags": run_tags(tenant, spec, artifact.version, attempt),
     }
+
+
+def erase_spec(target: DeployTarget, datasets: list[str], run_date: datetime.date, request: str) -> RunSpec:
+    """The one run of an erasure deploy: ``spark_jobs erase`` as the tenant's erasure role, its subjects
+    in ``checkpoints/_erasure/inbox/<request>.subjects`` (``upload.upload_subjects``)."""
+    if not target.erasure_role_arn:
+        raise DeployError(f"tenant '{target.tenant_id}': terraform output 'erasure_role_arn' (the role of erase "
+                          f"runs) is missing; re-apply the tenant (make apply TENANT={target.tenant_id})")
+    return RunSpec(ALL_DATASETS if not datasets else "+".join(datasets), ERASE, run_date, request=request,
+                   subject_uri=f"{target.lake_uri}/{subject_key(request)}", erase_datasets=tuple(datasets))
+
+
+def subject_key(request: str) -> str:
+    """Where an erasure run's subject file waits (``spark_jobs.erasure.job.INBOX_PREFIX``)."""
+    return f"{INBOX_PREFIX}{request}.subjects"
 
 
 def run_plan(datasets: list[str], layers: list[str], run_date: datetime.date,

@@ -30,7 +30,7 @@ from infra.deploy.target import DeployError, DeployTarget
 ACTIVE_STATES = frozenset({"PENDING", "SUBMITTED", "RUNNING", "CANCEL_PENDING"})
 FAILED_STATES = frozenset({"FAILED", "CANCELLED"})
 SUCCESS_STATE = "COMPLETED"
-IDENTITY_TAGS = ("tenant", "dataset", "layer", "run_date", "event_date", "code_version")
+IDENTITY_TAGS = ("tenant", "dataset", "layer", "run_date", "event_date", "code_version", "request")
 DEFAULT_POLL_SECONDS = 10.0
 DEFAULT_TIMEOUT_MINUTES = 120.0
 HEARTBEAT_SECONDS = 60.0
@@ -84,9 +84,26 @@ def previous_runs(emr, target: DeployTarget, request: dict[str, Any]) -> list[di
     for page in paginator.paginate(virtualClusterId=target.virtual_cluster_id, name=request["name"]):
         for run in page.get("jobRuns", []):
             tags = run.get("tags") or {}
-            if run.get("name") == request["name"] and all(tags.get(k) == request["tags"][k] for k in IDENTITY_TAGS):
+            if run.get("name") == request["name"] and all(tags.get(k) == request["tags"].get(k) for k in IDENTITY_TAGS):
                 runs.append(run)
     return sorted(runs, key=lambda r: str(r.get("createdAt", "")), reverse=True)
+
+
+def active_erase_runs(emr, target: DeployTarget) -> list[dict[str, Any]]:
+    """The tenant's erasure runs on the virtual cluster that are not yet terminal (tag ``layer=erase``)."""
+    from infra.deploy.request import ERASE
+
+    found: list[dict[str, Any]] = []
+    try:
+        for page in emr.get_paginator("list_job_runs").paginate(virtualClusterId=target.virtual_cluster_id,
+                                                                states=sorted(ACTIVE_STATES)):
+            found += [run for run in page.get("jobRuns", []) if run.get("state") in ACTIVE_STATES
+                      and (run.get("tags") or {}).get("layer") == ERASE
+                      and (run.get("tags") or {}).get("tenant") == target.tenant_id]
+    except (ClientError, BotoCoreError) as exc:
+        raise DeployError(f"tenant '{target.tenant_id}': cannot list job runs on virtual cluster "
+                          f"'{target.virtual_cluster_id}': {exc}") from exc
+    return found
 
 
 def plan_run(emr, target: DeployTarget, location: ArtifactLocation, spec: RunSpec, contract_sha256: str,
@@ -198,7 +215,7 @@ def run_in_order(emr, target: DeployTarget, location: ArtifactLocation, specs: l
                              str(run.get("failureReason") or ""), cloudwatch, s3_logs)
         outcomes.append(outcome)
         if not outcome.ok:
-            if s3 is not None and outcome.state in FAILED_STATES:
+            if s3 is not None and outcome.state in FAILED_STATES and not spec.is_erase:
                 result = read_run_result(s3, target, spec, run.get("createdAt"))
                 outcome.failed_layer, outcome.layer_report = result.failed_layer, result.explain()
                 if spec.is_pipeline:

@@ -50,6 +50,8 @@ class DeployTarget:
         glue_databases: (layer, Glue database) pairs of the tenant's table layers.
         data_classification: the tenant's classification (passed to the jobs, which then require
             ``subject_keys`` in every contract of a pii/gdpr tenant). @default - ()
+        erasure_role_arn: the role of erase runs, the only tenant role that may delete object versions
+            (output ``erasure_role_arn``; a tenant applied before it existed has none). @default - ""
         endpoint_url: AWS endpoint override (the emulator in the local environment). @default - ""
         ca_bundle: CA bundle for ``endpoint_url``. @default - ""
     """
@@ -63,6 +65,7 @@ class DeployTarget:
     log_group: str
     glue_databases: tuple[tuple[str, str], ...]
     data_classification: tuple[str, ...] = ()
+    erasure_role_arn: str = ""
     endpoint_url: str = ""
     ca_bundle: str = ""
 
@@ -115,6 +118,7 @@ def target_from_outputs(tenant: str, outputs: Mapping[str, Any], endpoint_url: s
         log_group=flat["log_group_name"],
         glue_databases=tuple(sorted((k, v) for k, v in flat["glue_database_names"].items())),
         data_classification=tuple(sorted(flat.get("data_classification") or ())),
+        erasure_role_arn=str(flat.get("erasure_role_arn") or ""),
         endpoint_url=endpoint_url,
         ca_bundle=ca_bundle,
     )

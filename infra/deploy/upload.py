@@ -100,3 +100,16 @@ def upload_artifact(s3, artifact: Artifact, target: DeployTarget) -> UploadResul
 def upload_job_deps(s3, deps: JobDeps, target: DeployTarget) -> bool:
     """Upload the dependency archive unless it is there already; True if it was uploaded."""
     return _put_unless_there(s3, target, deps.key, deps.path, deps.sha256, "application/gzip", deps.version)
+
+
+def upload_subjects(s3, target: DeployTarget, key: str, text: str) -> None:
+    """Put an erasure run's subject file (SSE-KMS, tenant key); the run deletes every version of it once
+    the subjects are erased. Raises ``DeployError`` (one line, without the file's content)."""
+    try:
+        s3.put_object(Bucket=target.bucket, Key=key, Body=text.encode("utf-8"), ContentType="text/plain",
+                      ServerSideEncryption="aws:kms", SSEKMSKeyId=target.kms_key_arn)
+    except (ClientError, BotoCoreError) as exc:
+        code = exc.response.get("Error", {}).get("Code", "?") if isinstance(exc, ClientError) else "error"
+        raise DeployError(f"tenant '{target.tenant_id}': subject file upload to s3://{target.bucket}/{key} failed "
+                          f"({code}); nothing was submitted") from exc
+

@@ -39,7 +39,7 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.contract import Contract, load_contract
-from spark_jobs.erasure import objects, partitions
+from spark_jobs.erasure import INBOX_PREFIX, objects, partitions
 from spark_jobs.erasure.subjects import Subject, SubjectError, load_key, normalised, pseudonym, request_id, subject_hash
 from spark_jobs.io import storage, tables, writers
 from spark_jobs.lake import LakeConfig, gold_table_name
@@ -49,6 +49,9 @@ SCRUBBED_PREFIXES = ("reports/", "athena/", "logs/")
 REPLACEMENT = "[erased]"
 LINEAGE = ("_source_file", "_record_index")
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+# A pipeline run's lease (``checkpoints/<ds>/runs/<token>.lease``) older than this is a killed run's and
+# no longer stops an erasure request.
+LEASE_STALE_HOURS = 24
 
 
 class ErasureError(RuntimeError):
@@ -57,6 +60,49 @@ class ErasureError(RuntimeError):
 
 def lock_uri(lake: LakeConfig, dataset: str) -> str:
     return lake.path("checkpoints", dataset, "erasure.lock")
+
+
+def lease_uri(lake: LakeConfig, dataset: str, token: str) -> str:
+    return lake.path("checkpoints", dataset, "runs", f"{token}.lease")
+
+
+def take_run_lease(spark: SparkSession, lake: LakeConfig, dataset: str, layer: str) -> str:
+    """A pipeline run's lease on its dataset, written before it looks for an erasure lock (the request
+    writes its lock before it looks for leases, so at least one of the two sees the other)."""
+    import os
+    import socket
+    import uuid
+
+    token = uuid.uuid4().hex[:16]
+    storage.write_text(spark, lease_uri(lake, dataset, token), json.dumps({
+        "layer": layer, "host": socket.gethostname(), "pid": os.getpid(),
+        "since": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}))
+    return token
+
+
+def release_run_lease(spark: SparkSession, lake: LakeConfig, dataset: str, token: str) -> None:
+    writers.delete_path(spark, lease_uri(lake, dataset, token))
+
+
+def live_leases(spark: SparkSession, lake: LakeConfig, dataset: str,
+                now: dt.datetime | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """Leases of pipeline runs on ``dataset`` younger than ``LEASE_STALE_HOURS``: (uri, lease)."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    folder, found = lake.path("checkpoints", dataset, "runs"), []
+    if not storage.exists(spark, folder):
+        return []
+    for name in storage.list_dir(spark, folder):
+        if not name.endswith(".lease"):
+            continue
+        uri = f"{folder}/{name}"
+        try:
+            lease = json.loads(storage.read_text(spark, uri))
+            since = dt.datetime.strptime(lease["since"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
+        except (ValueError, KeyError, OSError):
+            continue
+        if now - since < dt.timedelta(hours=LEASE_STALE_HOURS):
+            found.append((uri, lease))
+    return found
 
 
 def active_request(spark: SparkSession, lake: LakeConfig, dataset: str) -> str | None:
@@ -377,6 +423,15 @@ def _purge(run: EraseRun, s3, prefixes: list[str], forms: list[str]) -> int:
     return objects.delete_versions(s3, run.lake.bucket, [(v.key, v.version_id) for v in found.hits if not v.is_latest])
 
 
+def _purge_inbox(run: EraseRun, s3, forms: list[str]) -> int:
+    """Delete every version (current ones too) of the subject files in the inbox that name a subject,
+    and their delete markers: the request has been carried out, and they hold the ids."""
+    found = objects.scan(s3, run.lake.bucket, [INBOX_PREFIX], forms)
+    keys = {v.key for v in found.hits}
+    markers = [(k, v) for k, v in objects.delete_markers(s3, run.lake.bucket, INBOX_PREFIX) if k in keys]
+    return objects.delete_versions(s3, run.lake.bucket, [(v.key, v.version_id) for v in found.hits] + markers)
+
+
 def _dataset_prefixes(contract: Contract) -> list[str]:
     dataset = contract.dataset
     return [f"landing/{dataset}/", f"bronze/{dataset}/", f"quarantine/{dataset}/", f"silver/{dataset}/",
@@ -430,6 +485,17 @@ def erase(spark: SparkSession, lake: LakeConfig, subjects: list[Subject], *, ten
     for contract in affected:
         storage.write_text(spark, lock_uri(lake, contract.dataset),
                            json.dumps({"request_id": run.request, "since": receipt["requested_at"]}))
+    if not journal.state["done"]:  # a resumed request's locks kept every pipeline run out since it began
+        busy = [(contract.dataset, uri, lease) for contract in affected
+                for uri, lease in live_leases(spark, lake, contract.dataset)]
+        if busy:
+            for contract in affected:
+                writers.delete_path(spark, lock_uri(lake, contract.dataset))
+            dataset, uri, lease = busy[0]
+            raise ErasureError(f"dataset {dataset}: a {lease.get('layer')} run is in progress (since "
+                               f"{lease.get('since')}, host {lease.get('host')}, pid {lease.get('pid')}); nothing "
+                               f"was changed: run the erase command again when it has ended (a continuous ingest "
+                               f"must be stopped); if that run was killed, delete its lease {uri}")
     for contract in affected:
         receipt["datasets"][contract.dataset] = _erase_dataset(run, contract, journal)
 
@@ -446,6 +512,10 @@ def erase(spark: SparkSession, lake: LakeConfig, subjects: list[Subject], *, ten
     journal.save()
     receipt["object_versions_removed"] = removed
     run.say(f"purged {removed} noncurrent object versions that held a subject")
+    inbox = _purge_inbox(run, s3, forms)
+    if inbox:
+        receipt["subject_files_deleted"] = inbox
+        run.say(f"deleted {inbox} versions of subject files in {INBOX_PREFIX}")
 
     verification = objects.scan(s3, lake.bucket, [""], forms, progress=run.say)
     receipt["verification"] = {**verification.to_dict(), "scope": f"every version of every object in s3://{lake.bucket}",

@@ -74,6 +74,17 @@ def delete_versions(s3, bucket: str, pairs: Iterable[tuple[str, str]]) -> int:
     return len(pairs)
 
 
+def read_uri(s3, uri: str) -> str:
+    """The current version of ``s3://bucket/key`` (or ``s3a://``) as UTF-8 text."""
+    bucket, _, key = uri.split("://", 1)[1].partition("/")
+    if not bucket or not key:
+        raise OSError(f"{uri} is not s3://BUCKET/KEY")
+    try:
+        return s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode("utf-8")
+    except Exception as exc:  # noqa: BLE001 - botocore's errors: one line for the caller
+        raise OSError(str(exc).splitlines()[0]) from None
+
+
 def put_text(s3, lake: LakeConfig, key: str, text: str) -> None:
     """Overwrite one object with ``text``, SSE-KMS with the tenant key (what the bucket policy requires)."""
     extra: dict[str, Any] = {}

@@ -18,6 +18,7 @@ import hashlib
 import hmac
 import os
 from pathlib import Path
+from typing import Callable
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -53,14 +54,26 @@ def parse_subject(text: str) -> Subject:
     return Subject(column.strip(), value.strip())
 
 
-def read_subjects(arguments: list[str], files: list[str]) -> list[Subject]:
+def is_remote(name: str) -> bool:
+    """A subject file in the lake (``s3://`` or ``s3a://``), as an EMR erase run gets it (``infra.deploy``)."""
+    return name.startswith(("s3://", "s3a://"))
+
+
+def read_subjects(arguments: list[str], files: list[str],
+                  read_remote: Callable[[str], str] | None = None) -> list[Subject]:
     """Subjects from ``--subject`` arguments and ``--subject-file`` files (one COLUMN=VALUE per line;
-    blank lines and ``#`` comments skipped), without duplicates, in a stable order."""
+    blank lines and ``#`` comments skipped), without duplicates, in a stable order. A file named by an
+    ``s3://``/``s3a://`` URI is read with ``read_remote`` (URI -> text)."""
     found = [parse_subject(text) for text in arguments]
     for name in files:
         path = Path(name)
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            if is_remote(name):
+                if read_remote is None:
+                    raise SubjectError(f"subject file {name}: no reader for object URIs")
+                lines = read_remote(name).splitlines()
+            else:
+                lines = path.read_text(encoding="utf-8").splitlines()
         except OSError as exc:
             raise SubjectError(f"subject file {path}: {exc.strerror or exc}") from None
         for number, line in enumerate(lines, 1):

@@ -91,6 +91,8 @@ def create_tenant_resources(emu: DrivenEmulator, tenant: str = TENANT, role_tena
                                                      "Principal": {"Federated": f"arn:aws:iam::{ACCOUNT_ID}:oidc-provider/x"}}]}
     role_arn = iam.create_role(RoleName=f"{tenant}-emr-job-execution", AssumeRolePolicyDocument=json.dumps(trust),
                                Tags=[{"Key": "tenant", "Value": role_tenant_tag or tenant}])["Role"]["Arn"]
+    erasure_role_arn = iam.create_role(RoleName=f"{tenant}-emr-erasure", AssumeRolePolicyDocument=json.dumps(trust),
+                                       Tags=[{"Key": "tenant", "Value": role_tenant_tag or tenant}])["Role"]["Arn"]
     log_group = f"/tenantlake/{tenant}/emr-jobs"
     emu.client("logs").create_log_group(logGroupName=log_group)
     cluster_id = emu.client("emr-containers").create_virtual_cluster(
@@ -104,7 +106,7 @@ def create_tenant_resources(emu: DrivenEmulator, tenant: str = TENANT, role_tena
     return {
         "tenant_id": tenant, "region": REGION, "lake_bucket_name": bucket, "kms_key_arn": key_arn,
         "job_execution_role_arn": role_arn, "emr_virtual_cluster_id": cluster_id, "log_group_name": log_group,
-        "emr_namespace": f"emr-{tenant}", "glue_database_names": databases,
+        "emr_namespace": f"emr-{tenant}", "glue_database_names": databases, "erasure_role_arn": erasure_role_arn,
     }
 
 

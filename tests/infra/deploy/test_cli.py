@@ -221,3 +221,91 @@ def test_bad_sizing_is_refused_before_anything_is_uploaded(driven_emulator, tmp_
     assert "spark.executor.memory=4 g" in result.stderr and "Traceback" not in result.stderr
     assert _artifact_keys(driven_emulator, tenant_outputs["lake_bucket_name"]) == []
     assert not (tmp_path / "empty-cache").exists()
+
+
+# ---- erasure runs (--erase-subject-file) ----------------------------------------------------------
+SUBJECT_ID = "User-0042"
+
+
+def _inbox(emu, bucket: str) -> list[str]:
+    return [o["Key"] for o in emu.client("s3").list_objects_v2(
+        Bucket=bucket, Prefix="checkpoints/_erasure/inbox/").get("Contents", [])]
+
+
+def test_an_erasure_deploy_puts_the_subjects_in_the_lake_and_runs_erase_as_the_erasure_role(
+        driven_emulator, tmp_path, outputs_file, tenant_outputs, job_driver, job_deps_archive):
+    subjects = tmp_path / "subjects.txt"
+    subjects.write_text(f"# ticket 1234\nuser_id = {SUBJECT_ID}\n\nuser_id={SUBJECT_ID}\n")
+    bucket = tenant_outputs["lake_bucket_name"]
+    args = ("--outputs-file", str(outputs_file), "--erase-subject-file", str(subjects), "--datasets", "clickstream")
+
+    dry = make_deploy(driven_emulator, tmp_path, *args, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    (request,) = json.loads(dry.stdout)
+    _validate([request], tenant_outputs)
+    assert request["executionRoleArn"] == tenant_outputs["erasure_role_arn"]
+    assert "dry run: 1 erasure run for 1 subject(s) (clickstream); nothing uploaded, nothing submitted" in dry.stderr
+    assert SUBJECT_ID.lower() not in (dry.stdout + dry.stderr).lower()
+    assert _artifact_keys(driven_emulator, bucket) == [] and _inbox(driven_emulator, bucket) == []
+    assert driven_emulator.backend().job_runs == {}
+
+    with job_driver() as driver:
+        result = make_deploy(driven_emulator, tmp_path, *args, "--poll-seconds", "0.1")
+    assert result.returncode == 0, result.stderr
+    (created,) = driver.created
+    assert created["tags"]["layer"] == "erase" and created["tags"]["dataset"] == "clickstream"
+    run = driven_emulator.client("emr-containers").describe_job_run(
+        id=created["id"], virtualClusterId=tenant_outputs["emr_virtual_cluster_id"])["jobRun"]
+    assert run["executionRoleArn"] == tenant_outputs["erasure_role_arn"]
+    arguments = run["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
+    (key,) = _inbox(driven_emulator, bucket)
+    assert arguments[:5] == ["erase", "--subject-file", f"s3://{bucket}/{key}", "--dataset", "clickstream"]
+    assert SUBJECT_ID.lower() not in json.dumps(run, default=str).lower()  # EMR keeps no id
+    s3 = driven_emulator.client("s3")
+    head = s3.head_object(Bucket=bucket, Key=key)
+    assert (head["ServerSideEncryption"], head["SSEKMSKeyId"]) == ("aws:kms", tenant_outputs["kms_key_arn"])
+    assert s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode() == f"user_id={SUBJECT_ID}\n"
+    assert "COMPLETED" in result.stdout and SUBJECT_ID.lower() not in (result.stdout + result.stderr).lower()
+
+    # An erasure run still active: the next erasure deploy is refused, and uploads nothing.
+    emr = driven_emulator.client("emr-containers")
+    emr.start_job_run(**{**request, "clientToken": "active-erase", "name": "acme-erase-active"})
+    again = make_deploy(driven_emulator, tmp_path, *args)
+    assert again.returncode != 0 and "deploy-jobs] Error 2" in again.stderr
+    assert "erasure runs go one at a time" in again.stderr and _inbox(driven_emulator, bucket) == [key]
+
+
+@pytest.mark.parametrize("case", ["no erasure role output", "erasure role of another tenant", "bad subject line",
+                                  "per-layer"])
+def test_refused_erasure_deploys_upload_and_submit_nothing(driven_emulator, tmp_path, tenant_outputs, case):
+    outputs = dict(tenant_outputs)
+    subjects = tmp_path / "subjects.txt"
+    subjects.write_text(f"user_id={SUBJECT_ID}\n")
+    args = ["--erase-subject-file", str(subjects)]
+    expected = {
+        "no erasure role output": "terraform output 'erasure_role_arn' (the role of erase runs) is missing; re-apply",
+        "erasure role of another tenant": "erasure role arn:aws:iam::123456789012:role/acme-emr-job-execution is not "
+                                          "this tenant's role",
+        "bad subject line": "line 2: subject 'no-equals-sign' is not COLUMN=VALUE",
+        "per-layer": "--per-layer does not apply to an erasure run",
+    }[case]
+    if case == "no erasure role output":
+        outputs.pop("erasure_role_arn")
+    elif case == "erasure role of another tenant":
+        iam = driven_emulator.client("iam")
+        iam.tag_role(RoleName="acme-emr-job-execution", Tags=[{"Key": "tenant", "Value": "globex"}])
+        outputs["erasure_role_arn"] = outputs["job_execution_role_arn"]
+    elif case == "bad subject line":
+        subjects.write_text(f"user_id={SUBJECT_ID}\nno-equals-sign\n")
+    else:
+        args.append("--per-layer")
+    path = tmp_path / "outputs.json"
+    path.write_text(json.dumps(outputs))
+    result = make_deploy(driven_emulator, tmp_path, "--outputs-file", str(path), *args)
+    assert result.returncode != 0 and "deploy-jobs] Error 2" in result.stderr
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(error_lines) == 1 and expected in error_lines[0], result.stderr
+    assert "Traceback" not in result.stderr and SUBJECT_ID not in result.stderr
+    assert _artifact_keys(driven_emulator, tenant_outputs["lake_bucket_name"]) == []
+    assert _inbox(driven_emulator, tenant_outputs["lake_bucket_name"]) == []
+    assert driven_emulator.backend().job_runs == {}

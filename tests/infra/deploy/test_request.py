@@ -293,3 +293,40 @@ def test_a_personal_data_tenants_classification_reaches_the_job():
     assert _resolve(build_parser().parse_args(args)).data_classification == ("gdpr", "pii")
     without = build_request(dataclasses.replace(target, data_classification=()), LOCATION, SPEC, "x")
     assert "--data-classification" not in without["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
+
+
+def test_an_erasure_run_is_the_erase_job_as_the_erasure_role_with_its_subjects_in_the_lake():
+    """``--erase-subject-file``: one run of ``spark_jobs erase`` whose subjects are a file in the lake, so
+    no id reaches EMR's job-run description (arguments, name, tags); the run uses the erasure role, the
+    only tenant role that may delete object versions, and the job's CLI parses the arguments."""
+    import dataclasses
+
+    from infra.deploy.request import ERASE, erase_spec
+    from spark_jobs.cli import build_parser
+
+    erasure_role = "arn:aws:iam::123456789012:role/acme-emr-erasure"
+    with pytest.raises(DeployError, match="erasure_role_arn.*re-apply the tenant"):
+        erase_spec(TARGET, [], datetime.date(2024, 5, 1), "0123456789ab")
+    target = dataclasses.replace(TARGET, erasure_role_arn=erasure_role, data_classification=("gdpr",))
+    spec = erase_spec(target, ["clickstream"], datetime.date(2024, 5, 1), "0123456789ab")
+    request = build_request(target, LOCATION, spec, "")
+    model = botocore.session.get_session().get_service_model("emr-containers")
+    report = ParamValidator().validate(json.loads(json.dumps(request)), model.operation_model("StartJobRun").input_shape)
+    assert not report.has_errors(), report.generate_report()
+    assert request["executionRoleArn"] == erasure_role
+    args = request["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
+    subject_uri = "s3://acme-eu-west-1-lake/checkpoints/_erasure/inbox/0123456789ab.subjects"
+    assert args[:5] == ["erase", "--subject-file", subject_uri, "--dataset", "clickstream"]
+    parsed = build_parser().parse_args(args)
+    assert (parsed.command, parsed.subject_file, parsed.dataset) == ("erase", [subject_uri], ["clickstream"])
+    assert "user_id" not in json.dumps(request)
+    assert request["tags"]["layer"] == ERASE and request["tags"]["request"] == "0123456789ab"
+    assert request["name"] == "acme-erase-20240501-0123456789ab"
+    conf = _conf(request["jobDriver"]["sparkSubmitJobDriver"]["sparkSubmitParameters"])
+    assert "spark.tenantlake.contract" not in conf and conf["spark.tenantlake.code_version"] == LOCATION.version
+    # Another request token is another run identity (a new request is never taken for a finished one).
+    other = erase_spec(target, ["clickstream"], datetime.date(2024, 5, 1), "ba9876543210")
+    assert build_request(target, LOCATION, other, "")["clientToken"] != request["clientToken"]
+    # Pipeline runs keep the job role and their identity.
+    assert build_request(target, LOCATION, SPEC, "c0ffee")["executionRoleArn"] == TARGET.role_arn
+    assert "request" not in build_request(target, LOCATION, SPEC, "c0ffee")["tags"]
