@@ -18,7 +18,7 @@ from modules.athena_workgroup import AthenaWorkgroupConfig, TenantWorkgroup  # n
 from modules.bucket_policy import BucketPolicy, BucketPolicyConfig, DeployerIdentity  # noqa: E402
 from modules.emr_virtual_cluster import EmrVirtualCluster, EmrVirtualClusterConfig  # noqa: E402
 from modules.glue_databases import GlueDatabases, GlueDatabasesConfig  # noqa: E402
-from modules.job_roles import CatalogGrants, JobRoles, JobRolesConfig  # noqa: E402
+from modules.job_roles import ROLE_ACCESS, CatalogGrants, JobRoles, JobRolesConfig  # noqa: E402
 from modules.kms import TenantKey, TenantKeyConfig  # noqa: E402
 from modules.lake_bucket import LakeBucket, LakeBucketConfig  # noqa: E402
 from modules.lifecycle import LakeLifecycle, LifecycleConfig  # noqa: E402
@@ -53,7 +53,7 @@ class TenantLakeStack(TerraformStack):
         log_group_arn = f"arn:{partition}:logs:{inputs.region}:{inputs.account_id}:log-group:{names['log_group']}"
 
         roles = JobRoles(self, "roles", JobRolesConfig(
-            role_names={role: names[f"{role}_role"] for role in ("job_execution", "ingest_writer", "consumer")},
+            role_names={role: names[f"{role}_role"] for role in ROLE_ACCESS},
             partition=partition, account_id=inputs.account_id, oidc_provider_arn=inputs.oidc_provider_arn,
             oidc_issuer=inputs.oidc_issuer, emr_namespace=inputs.emr_namespace, tags=tags))
         # Allow-lists of principal ARNs (aws:PrincipalArn form: a session's role ARN), as Terraform lists.
@@ -65,7 +65,7 @@ class TenantLakeStack(TerraformStack):
         tenant_principals = ListExpr(f"${{concat({tenant_roles}, {firehose_roles}, {admins})}}")
         key = TenantKey(self, "kms", TenantKeyConfig(
             alias=names["kms_alias"], partition=partition, region=inputs.region, account_id=inputs.account_id,
-            writer_role_arns=[roles.arns["job_execution"], roles.arns["ingest_writer"]],
+            writer_role_arns=[roles.arns["job_execution"], roles.arns["ingest_writer"], roles.arns["erasure"]],
             reader_role_arns=[roles.arns["consumer"]], allowed_principal_arns=tenant_principals,
             log_group_name=names["log_group"], tags=tags))
 
@@ -145,6 +145,8 @@ class TenantLakeStack(TerraformStack):
             "job_execution_role_arn": (roles.arns["job_execution"], "ARN of the EMR on EKS job-execution role."),
             "ingest_writer_role_arn": (roles.arns["ingest_writer"], "ARN of the role that may only put objects under landing/."),
             "consumer_role_arn": (roles.arns["consumer"], "ARN of the read-only role for gold/ and reports/."),
+            "erasure_role_arn": (roles.arns["erasure"], "ARN of the EMR on EKS role of erase job runs (GDPR erasure): "
+                                 "the only tenant role that may delete object versions."),
             "emr_virtual_cluster_id": (emr.id, "Id of the tenant's EMR on EKS virtual cluster."),
             "emr_namespace": (inputs.emr_namespace, "Kubernetes namespace of the tenant's EMR jobs."),
             "log_group_name": (log_group.name, "CloudWatch log group of the tenant's EMR jobs."),

@@ -5,15 +5,24 @@
 | job execution (EMR on EKS) | the EKS OIDC provider, only for the tenant namespace's EMR service accounts (``system:serviceaccount:<ns>:emr-containers-sa-*-*-<account>-*``, ``aud = sts.amazonaws.com``) | landing/, bronze/, artifacts/ and everything it writes; the silver and gold Glue databases | bronze/ silver/ gold/ quarantine/ reports/ checkpoints/ logs/; tables in the silver and gold Glue databases |
 | ingest writer | principals of the tenant's account | - | landing/ (put only) |
 | consumer | principals of the tenant's account | gold/, reports/, athena/; the gold Glue database; its Athena workgroup | athena/ (put only: query results) |
+| erasure (EMR on EKS erase runs) | like the job execution role (the same statement) | every lake prefix, every object version, the whole bucket listed (``ListBucket``, ``ListBucketVersions``, no ``s3:prefix`` condition); the silver and gold Glue databases | every prefix but artifacts/, object versions included (``s3:DeleteObjectVersion``); tables in the silver and gold Glue databases |
 
-Every role may use only the tenant key (data-key actions), and the job role may write only the
-tenant's log group.  No statement grants S3 or KMS actions on ``*`` (a checkov custom check, too).
+Every role may use only the tenant key (data-key actions), and the job and erasure roles may write only
+the tenant's log group.  No statement grants S3 or KMS actions on ``*`` (a checkov custom check, too).
 Glue actions name the account's catalog, the tenant's databases and their tables (``table/<db>/*``);
 Athena actions name the tenant's workgroup. The consumer's query results are SSE-KMS objects under
 ``athena/``, so it gets data keys too (``KMS_WRITE_ACTIONS``); its S3 rights confine its puts there.
 Write prefixes are also readable by the job role: Spark's commit protocol lists and reads what it
 writes, and the gold job reads silver.  ``logs/`` is the ``logUri`` of every StartJobRun request
 (``infra/deploy/request.py``): EMR uploads the job's driver and executor logs there as the job role.
+
+The erasure role is the ``executionRoleArn`` of erase runs (``python -m spark_jobs erase``, see
+``spark_jobs/erasure/job.py``): it does what the bronze and gold jobs do, and deletes landing objects,
+rewrites reports/ and athena/ objects, deletes noncurrent object versions and reads every version of
+every object in the bucket (the verification lists the bucket with the prefix ``""``).  Versioning is
+the pipeline's recovery mechanism, so ``s3:DeleteObjectVersion`` and ``s3:ListBucketVersions`` are
+granted to this role only, never to the job role.  Its listing has no ``s3:prefix`` condition: it may
+read every prefix anyway, and a condition that admitted the empty prefix would admit every prefix.
 """
 from __future__ import annotations
 
@@ -47,7 +56,22 @@ ATHENA_QUERY_ACTIONS: tuple[str, ...] = (
 
 @dataclasses.dataclass(frozen=True)
 class RoleAccess:
-    """Which prefixes a role may read and write, and whether it writes the tenant's log group."""
+    """Which prefixes a role may read and write, and whether it writes the tenant's log group.
+
+    Attributes:
+        read: prefixes whose objects (and object versions) it may get. @default - ()
+        write: prefixes it may put and delete objects under (readable too). @default - ()
+        put_only: prefixes it may only put under (no delete). @default - ()
+        logs: whether it writes the tenant's log group. @default - False
+        glue_read: table layers whose Glue database and tables it may read. @default - ()
+        glue_write: table layers whose tables it may create, update and delete. @default - ()
+        athena: whether it queries in the tenant's Athena workgroup. @default - False
+        delete_versions: prefixes under which it may delete object versions (``s3:DeleteObjectVersion``,
+            statement ``DeleteObjectVersions``). @default - () (no version is ever deleted)
+        list_all: list the whole bucket, object versions included (``s3:ListBucket`` and
+            ``s3:ListBucketVersions`` without an ``s3:prefix`` condition, statement ``ListWholeLake``)
+            instead of its own prefixes only (``ListOwnPrefixes``). @default - False
+    """
 
     read: Sequence[str] = ()
     write: Sequence[str] = ()
@@ -56,6 +80,8 @@ class RoleAccess:
     glue_read: Sequence[str] = ()
     glue_write: Sequence[str] = ()
     athena: bool = False
+    delete_versions: Sequence[str] = ()
+    list_all: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +101,11 @@ class CatalogGrants:
     workgroup_arn: str
 
 
+# Where erase runs write and delete object versions: every lake prefix but the deployer's artifacts/.
+ERASURE_WRITE_PREFIXES: tuple[str, ...] = tuple(p for p in model.LAKE_PREFIXES if p != "artifacts")
+S3_VERSION_DELETE_ACTIONS: tuple[str, ...] = ("s3:DeleteObjectVersion",)
+S3_LIST_ALL_ACTIONS: tuple[str, ...] = ("s3:ListBucket", "s3:ListBucketVersions")
+
 # Prefixes per role (modules/README.md "IAM roles"; asserted in tests/modules/test_job_roles.py).
 ROLE_ACCESS: dict[str, RoleAccess] = {
     "job_execution": RoleAccess(read=("landing", "bronze", "artifacts"),
@@ -83,6 +114,10 @@ ROLE_ACCESS: dict[str, RoleAccess] = {
     "ingest_writer": RoleAccess(put_only=model.INGEST_WRITER_PUT_PREFIXES),
     "consumer": RoleAccess(read=("gold", "reports", model.ATHENA_RESULTS_PREFIX),
                            put_only=(model.ATHENA_RESULTS_PREFIX,), glue_read=("gold",), athena=True),
+    # GDPR erase runs: everything but the job code (artifacts/, the deployer's) is rewritten and purged.
+    "erasure": RoleAccess(read=model.LAKE_PREFIXES, write=ERASURE_WRITE_PREFIXES,
+                          delete_versions=ERASURE_WRITE_PREFIXES, list_all=True, logs=True,
+                          glue_write=model.CATALOG_LAYERS),
 }
 EMR_SERVICE_ACCOUNT_PATTERN = "system:serviceaccount:{namespace}:emr-containers-sa-*-*-{account_id}-*"
 
@@ -111,7 +146,8 @@ class JobRolesConfig:
 
 
 def trust_statements(cfg: JobRolesConfig, role: str) -> list[Statement]:
-    if role == "job_execution":
+    # Erase runs are EMR on EKS job runs in the same namespace: the same trust as the job role.
+    if role in ("job_execution", "erasure"):
         return [Statement(
             "EmrOnEksServiceAccountsOfTenantNamespace", ["sts:AssumeRoleWithWebIdentity"], [],
             principals=[Principal("Federated", [cfg.oidc_provider_arn])],
@@ -129,7 +165,11 @@ def permission_statements(access: RoleAccess, bucket_arn: str, key_arn: str, log
     readable = list(dict.fromkeys([*access.read, *access.write]))
     statements: list[Statement] = []
     listable = list(dict.fromkeys([*readable, *access.put_only]))
-    if listable and readable:
+    if access.list_all:
+        # The whole bucket (prefix "" included) and its object versions: no s3:prefix condition.
+        statements.append(Statement("ListWholeLake", list(S3_LIST_ALL_ACTIONS), [bucket_arn]))
+        statements.append(Statement("LocateBucket", ["s3:GetBucketLocation"], [bucket_arn]))
+    elif listable and readable:
         statements.append(Statement(
             "ListOwnPrefixes", ["s3:ListBucket"], [bucket_arn],
             conditions=[Condition("StringLike", "s3:prefix", [v for p in listable for v in (f"{p}/", f"{p}/*")])]))
@@ -138,6 +178,9 @@ def permission_statements(access: RoleAccess, bucket_arn: str, key_arn: str, log
         statements.append(Statement("ReadPrefixes", list(S3_READ_ACTIONS), [f"{bucket_arn}/{p}/*" for p in readable]))
     if access.write:
         statements.append(Statement("WritePrefixes", list(S3_WRITE_ACTIONS), [f"{bucket_arn}/{p}/*" for p in access.write]))
+    if access.delete_versions:
+        statements.append(Statement("DeleteObjectVersions", list(S3_VERSION_DELETE_ACTIONS),
+                                    [f"{bucket_arn}/{p}/*" for p in access.delete_versions]))
     if access.put_only:
         statements.append(Statement("PutOnlyPrefixes", list(S3_PUT_ONLY_ACTIONS),
                                     [f"{bucket_arn}/{p}/*" for p in access.put_only]))
@@ -158,7 +201,7 @@ def permission_statements(access: RoleAccess, bucket_arn: str, key_arn: str, log
 
 
 class JobRoles(Construct):
-    """The three tenant roles.  ``grant(...)`` attaches their permissions once the key exists."""
+    """The four tenant roles of ``ROLE_ACCESS``.  ``grant(...)`` attaches their permissions once the key exists."""
 
     def __init__(self, scope: Construct, id_: str, cfg: JobRolesConfig) -> None:
         super().__init__(scope, id_)

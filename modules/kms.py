@@ -4,7 +4,7 @@ Key policy statements (modules/README.md "Policies"):
 
 1. ``AccountRootAdministersKey``: the account root may do everything (without it nobody could manage
    the key, and IAM policies of the account could not grant its use).
-2. ``TenantWritersUseKey``: the job-execution and ingest-writer roles may use the key for data
+2. ``TenantWritersUseKey``: the job-execution, ingest-writer and erasure roles may use the key for data
    (``KEY_USE_ACTIONS``), never administer it.
 3. ``TenantReadersDecrypt``: the consumer role may only decrypt (``KEY_READ_ACTIONS``): readers get no
    data keys.
@@ -48,7 +48,7 @@ class TenantKeyConfig:
     Attributes:
         alias: the alias name, ``alias/<tenant>-lake``.
         partition, region, account_id: where the key lives; the account root administers it.
-        writer_role_arns: the tenant's roles that write (job execution, ingest writer): data-key use.
+        writer_role_arns: the tenant's roles that write (job execution, ingest writer, erasure): data-key use.
         reader_role_arns: the tenant's read-only roles (consumer): decrypt only.
         allowed_principal_arns: list expression of every principal that may use the key for data at
             all (``DenyKeyUseOutsideTenant``): the tenant's roles, its Firehose roles, the admins.

@@ -34,10 +34,13 @@ from constructs import Construct
 from modules.policy_document import ListExpr, Principal, Statement, Values, policy_document
 from modules.refs import address
 
-# What code inside the VPCs may do on the lake buckets through the gateway endpoint.
+# What code inside the VPCs may do on the lake buckets through the gateway endpoint.  The version actions
+# serve GDPR erase runs (reading every object version, deleting noncurrent ones); the identity policies
+# decide who may use them (only the tenant's erasure role may delete versions: modules/job_roles.py).
 S3_ENDPOINT_ACTIONS: tuple[str, ...] = (
     "s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload",
     "s3:ListMultipartUploadParts", "s3:ListBucket", "s3:ListBucketMultipartUploads", "s3:GetBucketLocation",
+    "s3:GetObjectVersion", "s3:ListBucketVersions", "s3:DeleteObjectVersion",
 )
 # What code inside the VPCs may do with the allowed KMS keys through the KMS interface endpoint.
 KMS_ENDPOINT_ACTIONS: tuple[str, ...] = (

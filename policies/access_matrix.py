@@ -33,25 +33,31 @@ PRINCIPAL_KINDS: dict[str, str] = {
     "job_role": "job role",
     "ingest_writer": "ingest writer",
     "consumer": "consumer",
+    "erasure_role": "erasure role",
     "firehose_role": "Firehose role",
     "admin": "deployer/admin",
     "other_tenant_job_role": "another tenant's job role",
     "other_tenant_consumer": "another tenant's consumer",
+    "other_tenant_erasure_role": "another tenant's erasure role",
     "other_account": "another account",
     "anonymous": "anonymous",
     "s3_log_delivery": "S3 log delivery (service)",
 }
 # Kinds that are a session of one of the tenants' own roles (identity policies read back from IAM).
-ROLE_KINDS: tuple[str, ...] = ("job_role", "ingest_writer", "consumer", "firehose_role", "other_tenant_job_role",
-                               "other_tenant_consumer")
+ROLE_KINDS: tuple[str, ...] = ("job_role", "ingest_writer", "consumer", "erasure_role", "firehose_role",
+                               "other_tenant_job_role", "other_tenant_consumer", "other_tenant_erasure_role")
 ACTIONS: dict[str, str] = {
     "s3:GetObject": "Get", "s3:PutObject": "Put", "s3:DeleteObject": "Delete", "s3:ListBucket": "List",
+    "s3:GetObjectVersion": "Get version", "s3:DeleteObjectVersion": "Delete version",
+    "s3:ListBucketVersions": "List versions",
     "kms:Decrypt": "KMS Decrypt", "kms:GenerateDataKey": "KMS GenerateDataKey",
     "glue:GetTable": "Glue GetTable", "glue:UpdateTable": "Glue UpdateTable",
     "athena:StartQueryExecution": "Athena StartQueryExecution",
 }
 TENANT_ROLES: tuple[str, ...] = ("owner", "other", "streaming")
 BUCKETS: tuple[str, ...] = ("lake", "logs")
+# Actions on the bucket (their key is the listed prefix, "" for the whole bucket), not on an object.
+LIST_ACTIONS: tuple[str, ...] = ("s3:ListBucket", "s3:ListBucketVersions")
 
 # Request-context fields, their allowed values and defaults (the file's ``defaults.context`` may
 # override the defaults).  What each means in AWS terms is in ``policies.matrix_requests``.
@@ -91,7 +97,7 @@ class Cell:
         tenant: whose lake and key the request targets: ``owner``, ``other`` or ``streaming``
             (the file's ``tenants`` map names them). @default - "owner"
         bucket: ``lake`` or ``logs`` (the tenant's access-log bucket). @default - "lake"
-        key: the object key, or for ``s3:ListBucket`` the listed prefix; for KMS actions the object
+        key: the object key, or for ``LIST_ACTIONS`` the listed prefix; for KMS actions the object
             whose ARN is the encryption context when ``context.kms_context`` is ``object``; for Glue
             actions ``<layer>/<table>`` (the table in the tenant's Glue database of that layer); unused
             for Athena actions (the tenant's workgroup).
@@ -198,7 +204,7 @@ def parse(raw: Any, source: str = "access_matrix.yaml") -> Matrix:
         key = item.get("key", "")
         if not isinstance(key, str):
             raise _err(where, "key must be a string")
-        if action.startswith("s3:") and action != "s3:ListBucket" and not key:
+        if action.startswith("s3:") and action not in LIST_ACTIONS and not key:
             raise _err(where, f"key is required for {action}")
         if action.startswith("kms:") and bucket != "lake":
             raise _err(where, "KMS cells name the tenant key; bucket does not apply")

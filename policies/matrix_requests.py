@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from policies.access_matrix import Cell, Matrix
+from policies.access_matrix import LIST_ACTIONS, Cell, Matrix
 from policies.tenant_policies import AppliedTenant, RoleIdentity
 
 SESSION_NAME = "tenantlake-matrix"
@@ -74,7 +74,7 @@ class RequestBuilder:
     # ---- who -----------------------------------------------------------------------------------
     def role(self, cell: Cell) -> RoleIdentity | None:
         tenant = self.tenants[self.matrix.tenant_id(cell.tenant)]
-        if cell.principal in ("job_role", "ingest_writer", "consumer"):
+        if cell.principal in ("job_role", "ingest_writer", "consumer", "erasure_role"):
             return tenant.roles[cell.principal]
         if cell.principal == "firehose_role":
             dataset = self.matrix.streaming_dataset
@@ -86,6 +86,8 @@ class RequestBuilder:
             return self.tenants[other_tenant(self.matrix, tenant.tenant_id)].roles["job_role"]
         if cell.principal == "other_tenant_consumer":
             return self.tenants[other_tenant(self.matrix, tenant.tenant_id)].roles["consumer"]
+        if cell.principal == "other_tenant_erasure_role":
+            return self.tenants[other_tenant(self.matrix, tenant.tenant_id)].roles["erasure_role"]
         return None
 
     def principal(self, cell: Cell) -> tuple[Any, dict[str, str]]:
@@ -155,7 +157,7 @@ class RequestBuilder:
         else:
             bucket = tenant.lake_bucket if cell.bucket == "lake" else tenant.log_bucket
             resource_policy = tenant.lake_policy if cell.bucket == "lake" else tenant.log_policy
-            if cell.action == "s3:ListBucket":
+            if cell.action in LIST_ACTIONS:
                 resource = f"arn:aws:s3:::{bucket}"
                 context["s3:prefix"] = cell.key
             else:

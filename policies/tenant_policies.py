@@ -20,6 +20,7 @@ ROLE_OUTPUTS: dict[str, str] = {
     "job_role": "job_execution_role_arn",
     "ingest_writer": "ingest_writer_role_arn",
     "consumer": "consumer_role_arn",
+    "erasure_role": "erasure_role_arn",
 }
 
 ClientFactory = Callable[..., Any]  # client(service, region) -> boto3 client

@@ -53,6 +53,8 @@ NAME_TEMPLATES: dict[str, str] = {
     "job_execution_role": "{tenant_id}-emr-job-execution",
     "ingest_writer_role": "{tenant_id}-lake-ingest-writer",
     "consumer_role": "{tenant_id}-lake-consumer",
+    # GDPR erase runs (python -m spark_jobs erase on EMR on EKS): the only role that may delete object versions.
+    "erasure_role": "{tenant_id}-emr-erasure",
     "log_group": "/tenantlake/{tenant_id}/emr",
     "virtual_cluster": "{tenant_id}-lake",
     "athena_workgroup": "{tenant_id}-lake",

@@ -13,6 +13,7 @@ INTERFACE_OUTPUTS = {
     "kinesis_stream_names", "firehose_delivery_stream_names",  # issue 10 (modules/stream_ingest.py)
     "glue_database_names", "athena_workgroup_name",  # the table catalog on AWS (modules/glue_databases.py, athena_workgroup.py)
     "data_classification",  # the jobs require subject_keys for pii/gdpr tenants (spark_jobs/README.md, "Erasure")
+    "erasure_role_arn",  # the executionRoleArn of erase runs (modules/job_roles.py ROLE_ACCESS["erasure"])
 }
 
 
@@ -26,6 +27,7 @@ def test_outputs_are_the_interface_and_described(tenant_module):
         layer: f"${{aws_glue_catalog_database.catalog_{layer}.name}}" for layer in model.CATALOG_LAYERS}
     assert outputs["lake_bucket_name"]["value"] == "${aws_s3_bucket.lake_bucket.bucket}"
     assert outputs["data_classification"]["value"] == "${var.data_classification}"
+    assert outputs["erasure_role_arn"]["value"] == "${aws_iam_role.roles_erasure.arn}"
     # The tenant's own endpoints and a shared network's (tests/modules/test_vpc_endpoints.py, test_synth.py)
     assert outputs["gateway_endpoint_ids"]["value"] == (
         "${merge(var.shared_gateway_endpoint_ids, tomap({ for k, e in aws_vpc_endpoint.endpoints_gateway : e.vpc_id => e.id }))}")
@@ -90,7 +92,7 @@ def test_resource_inventory(tenant_module):
     assert counts == {
         "aws_athena_workgroup": 1, "aws_glue_catalog_database": 2,  # one per table layer
         "aws_cloudwatch_log_group": 1, "aws_emrcontainers_virtual_cluster": 1,
-        "aws_iam_role": 3 + 1, "aws_iam_role_policy": 3 + 2,  # + per-stream (for_each) Firehose role, 2 policies
+        "aws_iam_role": 4 + 1, "aws_iam_role_policy": 4 + 2,  # + per-stream (for_each) Firehose role, 2 policies
         "aws_kinesis_stream": 1, "aws_kinesis_firehose_delivery_stream": 1, "aws_kms_alias": 1, "aws_kms_key": 1, "aws_s3_bucket": 2,
         "aws_s3_bucket_lifecycle_configuration": 2, "aws_s3_bucket_logging": 1,  # the lake only: the log bucket does not log itself
         "aws_s3_bucket_notification": 2,

@@ -156,7 +156,8 @@ def test_bucket_policy_denies_plain_http_other_keys_and_other_endpoints(lake, s3
     # The allow-list names the tenant's roles as applied (acme has no streams: no Firehose role), plus admins.
     principals = statements["DenyPrincipalsOutsideTenant"]
     allowed = set(_values(principals["Condition"]["ArnNotLike"]["aws:PrincipalArn"]))
-    roles = {lake["job_execution_role_arn"], lake["ingest_writer_role_arn"], lake["consumer_role_arn"]}
+    roles = {lake["job_execution_role_arn"], lake["ingest_writer_role_arn"], lake["consumer_role_arn"],
+             lake["erasure_role_arn"]}
     assert principals["Effect"] == "Deny" and roles <= allowed
     assert allowed - roles == set(_values(vpce["Condition"]["ArnNotLike"]["aws:PrincipalArn"]))  # the admins
 
@@ -269,7 +270,7 @@ def test_tags_on_each_resource(lake, boto_session, cfg):
     kms = boto_session("kms", REGION)
     assert _has_tags(_tag_dict(kms.list_resource_tags(KeyId=lake["kms_key_arn"])["Tags"], "TagKey", "TagValue"), expected)
     iam = boto_session("iam", REGION)
-    for output in ("job_execution_role_arn", "ingest_writer_role_arn", "consumer_role_arn"):
+    for output in ("job_execution_role_arn", "ingest_writer_role_arn", "consumer_role_arn", "erasure_role_arn"):
         role = iam.get_role(RoleName=lake[output].rsplit("/", 1)[1])["Role"]
         assert _has_tags(_tag_dict(role.get("Tags", [])), expected), output
     logs = boto_session("logs", REGION)

@@ -10,7 +10,7 @@ ENDPOINTS = ("list:concat([for e in aws_vpc_endpoint.endpoints_gateway : e.id], 
              "values(var.shared_gateway_endpoint_ids))")
 ADMINS = "concat([data.aws_iam_session_context.deployer_session.issuer_arn], var.admin_principal_arns)"
 TENANT_ROLES = ("[aws_iam_role.roles_job_execution.arn, aws_iam_role.roles_ingest_writer.arn, "
-                "aws_iam_role.roles_consumer.arn]")
+                "aws_iam_role.roles_consumer.arn, aws_iam_role.roles_erasure.arn]")
 # The Firehose roles, rendered from their name template for every entry of var.streams.
 FIREHOSE_ROLES = ('[for s in var.streams : "arn:${data.aws_partition.inputs_partition.partition}:iam::'
                   '${var.account_id}:role/${var.tenant_id}-lake-${s}-firehose"]')

@@ -3,13 +3,18 @@ from __future__ import annotations
 
 import pytest
 
+import tenant_model as model
 from modules.job_roles import (
     ATHENA_QUERY_ACTIONS,
     GLUE_READ_ACTIONS,
     GLUE_WRITE_ACTIONS,
     KMS_READ_ACTIONS,
     KMS_WRITE_ACTIONS,
+    LOG_WRITE_ACTIONS,
     ROLE_ACCESS,
+    S3_READ_ACTIONS,
+    S3_WRITE_ACTIONS,
+    RoleAccess,
 )
 from tests.modules.helpers import document_statements, resource
 
@@ -29,19 +34,40 @@ def test_access_matrix():
     assert ROLE_ACCESS["job_execution"].glue_write == ("silver", "gold") and not ROLE_ACCESS["job_execution"].athena
     assert ROLE_ACCESS["consumer"].glue_read == ("gold",) and ROLE_ACCESS["consumer"].athena
     assert not (ROLE_ACCESS["ingest_writer"].glue_read or ROLE_ACCESS["ingest_writer"].glue_write)
+    # The erasure role (erase runs): every prefix readable, every prefix but artifacts/ writable and purgeable.
+    erasure = ROLE_ACCESS["erasure"]
+    assert erasure.read == model.LAKE_PREFIXES
+    assert erasure.write == erasure.delete_versions == tuple(p for p in model.LAKE_PREFIXES if p != "artifacts")
+    assert erasure.list_all and erasure.logs and erasure.glue_write == ("silver", "gold") and not erasure.athena
+    # Only the erasure role deletes object versions or lists the whole bucket.
+    assert [r for r, a in ROLE_ACCESS.items() if a.delete_versions or a.list_all] == ["erasure"]
+
+
+def test_role_access_defaults():
+    access = RoleAccess()
+    assert access.delete_versions == () and access.list_all is False
+    assert (access.read, access.write, access.put_only, access.logs, access.athena) == ((), (), (), False, False)
+
+
+def test_every_role_of_role_access_has_a_name_template_and_a_role(tenant_module):
+    assert set(tenant_module["resource"]["aws_iam_role"]) - {"streams_firehose_role"} == {
+        f"roles_{role}" for role in ROLE_ACCESS}
+    assert {f"{role}_role" for role in ROLE_ACCESS} <= set(model.NAME_TEMPLATES)
 
 
 @pytest.mark.parametrize("role,name", [("job_execution", "${var.tenant_id}-emr-job-execution"),
                                        ("ingest_writer", "${var.tenant_id}-lake-ingest-writer"),
-                                       ("consumer", "${var.tenant_id}-lake-consumer")])
+                                       ("consumer", "${var.tenant_id}-lake-consumer"),
+                                       ("erasure", "${var.tenant_id}-emr-erasure")])
 def test_role_names_and_session_length(tenant_module, role, name):
     r = resource(tenant_module, "aws_iam_role", f"roles_{role}")
     assert r["name"] == name and r["max_session_duration"] == 3600
     assert r["assume_role_policy"] == f"${{data.aws_iam_policy_document.roles_{role}_trust.json}}"
 
 
-def test_job_role_trusts_only_the_tenant_namespace_emr_service_accounts(tenant_module):
-    [trust] = document_statements(tenant_module, "roles_job_execution_trust").values()
+@pytest.mark.parametrize("role", ["job_execution", "erasure"])
+def test_emr_roles_trust_only_the_tenant_namespace_emr_service_accounts(tenant_module, role):
+    [trust] = document_statements(tenant_module, f"roles_{role}_trust").values()
     assert trust["actions"] == ["sts:AssumeRoleWithWebIdentity"]
     assert trust["principals"] == [{"type": "Federated", "identifiers": ["${local.oidc_provider_arn}"]}]
     assert trust["condition"] == [
@@ -74,6 +100,48 @@ def test_job_role_permissions(tenant_module):
     log_group = ("arn:${data.aws_partition.inputs_partition.partition}:logs:${var.region}:${var.account_id}"
                  ":log-group:/tenantlake/${var.tenant_id}/emr")
     assert s["WriteTenantLogGroup"]["resources"] == [log_group, f"{log_group}:*"]
+    # Versioning is the pipeline's recovery mechanism: the job role never deletes or lists versions.
+    actions = {a for st in s.values() for a in st["actions"]}
+    assert not actions & {"s3:DeleteObjectVersion", "s3:ListBucketVersions"}
+    assert "DeleteObjectVersions" not in s and "ListWholeLake" not in s
+
+
+LOG_GROUP = ("arn:${data.aws_partition.inputs_partition.partition}:logs:${var.region}:${var.account_id}"
+             ":log-group:/tenantlake/${var.tenant_id}/emr")
+
+
+def test_erasure_role_permissions(tenant_module):
+    s = document_statements(tenant_module, "roles_erasure_permissions")
+    assert list(s) == ["ListWholeLake", "LocateBucket", "ReadPrefixes", "WritePrefixes", "DeleteObjectVersions",
+                       "UseTenantKey", "WriteTenantLogGroup", "WriteTenantTables"]
+    # The verification scan lists every version of the whole bucket (prefix ""): no s3:prefix condition.
+    assert s["ListWholeLake"] == {**s["ListWholeLake"], "actions": ["s3:ListBucket", "s3:ListBucketVersions"],
+                                  "resources": [LAKE]}
+    assert "condition" not in s["ListWholeLake"]
+    assert s["LocateBucket"]["actions"] == ["s3:GetBucketLocation"] and s["LocateBucket"]["resources"] == [LAKE]
+    writable = [p for p in model.LAKE_PREFIXES if p != "artifacts"]
+    assert s["ReadPrefixes"]["actions"] == list(S3_READ_ACTIONS) == ["s3:GetObject", "s3:GetObjectVersion"]
+    assert s["ReadPrefixes"]["resources"] == [f"{LAKE}/{p}/*" for p in model.LAKE_PREFIXES]
+    assert s["WritePrefixes"]["actions"] == list(S3_WRITE_ACTIONS)
+    assert s["WritePrefixes"]["resources"] == [f"{LAKE}/{p}/*" for p in writable]
+    assert s["DeleteObjectVersions"]["actions"] == ["s3:DeleteObjectVersion"]
+    assert s["DeleteObjectVersions"]["resources"] == [f"{LAKE}/{p}/*" for p in writable]
+    assert not any(r.startswith(f"{LAKE}/artifacts/") for sid in ("WritePrefixes", "DeleteObjectVersions")
+                   for r in s[sid]["resources"])
+    assert s["UseTenantKey"]["resources"] == [KEY] and s["UseTenantKey"]["actions"] == list(KMS_WRITE_ACTIONS)
+    assert s["WriteTenantLogGroup"]["actions"] == list(LOG_WRITE_ACTIONS)
+    assert s["WriteTenantLogGroup"]["resources"] == [LOG_GROUP, f"{LOG_GROUP}:*"]
+    # The same Glue grants as the job role (the silver DELETE, expire_snapshots, the gold recompute).
+    job = document_statements(tenant_module, "roles_job_execution_permissions")
+    assert s["WriteTenantTables"] == job["WriteTenantTables"]
+
+
+def test_only_the_erasure_role_may_delete_or_list_object_versions(tenant_module):
+    for name, doc in tenant_module["data"]["aws_iam_policy_document"].items():
+        actions = {a for st in doc["statement"] for a in st["actions"]}
+        if actions & {"s3:DeleteObjectVersion", "s3:ListBucketVersions"}:
+            # The gateway endpoint's policy passes them through; identity policies decide who may.
+            assert name in ("roles_erasure_permissions", "endpoints_gateway_policy"), name
 
 
 def test_ingest_writer_may_only_put_under_landing(tenant_module):

@@ -33,7 +33,8 @@ def test_key_policy_root_administers_writers_use_readers_decrypt_and_no_one_else
     assert root["Action"] == ["kms:*"]
     writers = statements["TenantWritersUseKey"]
     assert writers["Principal"] == {"AWS": ["${aws_iam_role.roles_job_execution.arn}",
-                                            "${aws_iam_role.roles_ingest_writer.arn}"]}
+                                            "${aws_iam_role.roles_ingest_writer.arn}",
+                                            "${aws_iam_role.roles_erasure.arn}"]}
     assert writers["Action"] == list(KEY_USE_ACTIONS)
     assert not any(a in writers["Action"] for a in ("kms:*", "kms:PutKeyPolicy", "kms:ScheduleKeyDeletion", "kms:CreateGrant"))
     readers = statements["TenantReadersDecrypt"]

@@ -40,6 +40,8 @@ def test_gateway_policy_allows_only_the_tenant_lake(tenant_module):
     [only] = document_statements(tenant_module, "endpoints_gateway_policy").values()
     assert only["sid"] == "TenantBucketsOnly" and only["effect"] == "Allow"
     assert only["actions"] == list(S3_ENDPOINT_ACTIONS)
+    # GDPR erase runs read every object version and delete noncurrent ones through the endpoint.
+    assert {"s3:GetObjectVersion", "s3:ListBucketVersions", "s3:DeleteObjectVersion"} <= set(only["actions"])
     lake = "arn:${data.aws_partition.inputs_partition.partition}:s3:::${var.tenant_id}-${var.region}-lake"
     assert only["resources"] == [lake, f"{lake}/*"]
 

@@ -21,7 +21,7 @@ def _tenant(tenant_id: str, region: str = "eu-west-1", streams=()) -> AppliedTen
         log_bucket=f"{tenant_id}-lake-logs", key_arn=f"arn:aws:kms:{region}:{ACCOUNT}:key/{tenant_id}-key",
         lake_policy={"Statement": ["lake"]}, log_policy={"Statement": ["logs"]}, key_policy={"Statement": ["key"]},
         roles={"job_role": role(f"{tenant_id}-emr-job-execution"), "ingest_writer": role(f"{tenant_id}-lake-ingest-writer"),
-               "consumer": role(f"{tenant_id}-lake-consumer")},
+               "consumer": role(f"{tenant_id}-lake-consumer"), "erasure_role": role(f"{tenant_id}-emr-erasure")},
         firehose_roles={d: role(f"{tenant_id}-lake-{d}-firehose") for d in streams},
         gateway_endpoint_id=f"vpce-{tenant_id}", gateway_endpoint_policy={"Statement": ["endpoint"]},
         stream_arns={d: f"arn:aws:kinesis:{region}:{ACCOUNT}:stream/{tenant_id}-lake-{d}" for d in streams})
@@ -84,10 +84,29 @@ def test_a_list_names_the_bucket_and_the_prefix():
     assert request["contextVariables"]["s3:prefix"] == "gold/"
 
 
+@pytest.mark.parametrize("key", ["", "bronze/"])
+def test_a_version_list_names_the_bucket_and_the_prefix_even_the_empty_one(key):
+    request = _simulation(principal="erasure_role", action="s3:ListBucketVersions", key=key)["request"]
+    assert request["principal"] == f"arn:aws:sts::{ACCOUNT}:assumed-role/acme-emr-erasure/tenantlake-matrix"
+    assert request["resource"]["resource"] == "arn:aws:s3:::acme-lake"
+    assert request["contextVariables"]["s3:prefix"] == key
+
+
+def test_a_version_delete_names_the_object():
+    s = _simulation(principal="erasure_role", action="s3:DeleteObjectVersion", key="bronze/x")
+    assert s["request"]["resource"]["resource"] == "arn:aws:s3:::acme-lake/bronze/x"
+    assert s["request"]["contextVariables"]["aws:PrincipalArn"] == f"arn:aws:iam::{ACCOUNT}:role/acme-emr-erasure"
+    assert s["vpcEndpointPolicies"] == [{"name": "vpce-acme", "policy": {"Statement": ["endpoint"]}}]
+    assert not any(k.startswith("s3:x-amz") for k in s["request"]["contextVariables"])
+
+
 def test_another_tenants_role_and_another_account():
     other = _simulation(principal="other_tenant_job_role", action="s3:GetObject", key="silver/x")
     assert other["request"]["contextVariables"]["aws:PrincipalArn"] == f"arn:aws:iam::{ACCOUNT}:role/globex-emr-job-execution"
     assert other["request"]["resource"]["resource"] == "arn:aws:s3:::acme-lake/silver/x"
+    erasure = _simulation(principal="other_tenant_erasure_role", action="s3:DeleteObjectVersion", key="bronze/x")
+    assert erasure["request"]["contextVariables"]["aws:PrincipalArn"] == f"arn:aws:iam::{ACCOUNT}:role/globex-emr-erasure"
+    assert erasure["identityPolicies"][0]["name"] == "globex-emr-erasure/lake-access"
     account = _simulation(principal="other_account", action="s3:GetObject", key="silver/x")
     assert account["request"]["principal"] == "arn:aws:sts::210987654321:assumed-role/partner-admin/tenantlake-matrix"
     assert account["request"]["contextVariables"]["aws:PrincipalAccount"] == "210987654321"

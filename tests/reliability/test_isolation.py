@@ -104,8 +104,8 @@ def _all_documents(policies: dict) -> dict[str, dict]:
 
 def test_every_policy_kind_was_read(tenants):
     for tenant, policies in tenants.items():
-        assert len(policies["roles"]) == (4 if tenant == OTHER_TENANT else 3)  # isob: + its Firehose role
-        assert len(policies["identity"]) == (5 if tenant == OTHER_TENANT else 3)  # + Firehose + stream-iot
+        assert len(policies["roles"]) == (5 if tenant == OTHER_TENANT else 4)  # isob: + its Firehose role
+        assert len(policies["identity"]) == (6 if tenant == OTHER_TENANT else 4)  # + Firehose + stream-iot
         assert len(policies["buckets"]) == 2 and len(policies["keys"]) == 1 and len(policies["endpoints"]) == 1
 
 
@@ -168,7 +168,7 @@ def test_every_trust_policy_is_scoped_to_its_tenant(tenants):
                     foreign = f"system:serviceaccount:emr-{other}:emr-containers-sa-spark-driver-{ACCOUNT}-x1"
                     assert fnmatch.fnmatchcase(own, patterns[0]) and not fnmatch.fnmatchcase(foreign, patterns[0])
                     assert _list(conditions["StringEquals"][sub_key.replace(":sub", ":aud")]) == ["sts.amazonaws.com"]
-                    assert role == f"{tenant}-emr-job-execution"
+                    assert role in (f"{tenant}-emr-job-execution", f"{tenant}-emr-erasure")  # EMR job runs
                 elif "Service" in principal:
                     assert _list(statement["Condition"]["StringEquals"]["aws:SourceAccount"]) == [ACCOUNT], role
                 else:

@@ -21,11 +21,24 @@ def test_valid_inputs_and_derived_names():
     assert cfg.log_bucket_name == "acme-eu-west-1-lake-logs"
     assert cfg.kms_alias == "alias/acme-lake" and cfg.namespace == "emr-acme"
     assert cfg.name("job_execution_role") == "acme-emr-job-execution"
+    assert cfg.name("erasure_role") == "acme-emr-erasure"
     assert cfg.name("log_group") == "/tenantlake/acme/emr"
     assert cfg.oidc_provider_arn == "arn:aws:iam::123456789012:oidc-provider/oidc.eks.eu-west-1.amazonaws.com/id/TENANTLAKE"
     assert cfg.effective_retention_days == {"landing": 30, "bronze": 365, "quarantine": 30, "logs": 90}
     assert cfg.standard_tags() == {"tenant": "acme", "data_classification": "gdpr-internal",
                                    "environment": "local", "cost_center": "data-platform"}
+
+
+MAX_IAM_ROLE_NAME = 64
+
+
+def test_role_names_of_the_longest_tenant_id_fit_iam():
+    longest = model.from_inputs({**GOOD, "tenant_id": "a" * 24, "region": "eu-central-1"})
+    roles = [kind for kind in model.NAME_TEMPLATES if kind.endswith("_role")]
+    assert {"job_execution_role", "ingest_writer_role", "consumer_role", "erasure_role"} <= set(roles)
+    names = [longest.name(kind) for kind in roles]
+    names += [longest.stream_name("firehose_role", dataset) for dataset in model.STREAM_DATASETS]
+    assert max(len(name) for name in names) <= MAX_IAM_ROLE_NAME, names
 
 
 def test_standard_tags_win_over_user_tags():
