@@ -108,8 +108,10 @@ def session_for(lake: LakeConfig, app_name: str, jars: list[str] | None = None) 
             apply_bucket_settings(active, lake.bucket, s3a_settings(lake))
         return active, False
     if lake.is_s3a:
+        from spark_jobs.session import launched_by_spark_submit
+
         found = find_jars(jars)
-        if not found:
+        if not found and not launched_by_spark_submit():  # under spark-submit the launcher's --jars decide
             raise JobFailed(
                 f"s3a needs the hadoop-aws jars: pass --jars, set {JARS_ENV}, or run `python -m infra.local.s3a_jars`", 2
             )

@@ -106,11 +106,19 @@ def tenant(emulator, aws_env):
     return {"lake": lake, "env": env, "s3": s3, "bucket": lake["lake_bucket_name"]}
 
 
-def test_erase_a_user_killed_midway_and_resumed(tenant, tmp_path):
+@pytest.fixture(scope="module")
+def loaded(tenant):
+    """The tenant's clickstream data through run-all, once for the module."""
+    lake = ["--tenant", TENANT]
+    _cli(tenant["env"], "datagen", *lake, "--dataset", DATASET, "--records", "400", "--bad-rate", "0.03")
+    _cli(tenant["env"], "run-all", *lake, "--dataset", DATASET, "--allow-warn", timeout=1200)
+    return tenant
+
+
+def test_erase_a_user_killed_midway_and_resumed(loaded, tmp_path):
+    tenant = loaded
     env, s3, bucket = tenant["env"], tenant["s3"], tenant["bucket"]
     lake = ["--tenant", TENANT]
-    _cli(env, "datagen", *lake, "--dataset", DATASET, "--records", "400", "--bad-rate", "0.03")
-    _cli(env, "run-all", *lake, "--dataset", DATASET, "--allow-warn", timeout=1200)
     users_before = _per_user(env, *lake)
     assert users_before[SUBJECT] > 0
     before = _holding(s3, bucket, SUBJECT, tmp_path)
@@ -126,6 +134,20 @@ def test_erase_a_user_killed_midway_and_resumed(tenant, tmp_path):
         target.write_text("".join(line for line in text.splitlines(True) if SUBJECT not in line))
     ref_env = {**env, "TENANTLAKE_TENANT": "eraseref"}
     _cli(ref_env, "run-all", "--lake-uri", str(reference), "--dataset", DATASET, "--allow-warn", timeout=1200)
+
+    # A pipeline run in progress (its lease; finished runs leave none) stops a new request, which changes nothing.
+    runs_prefix = f"checkpoints/{DATASET}/runs/"
+    leases = s3.list_objects_v2(Bucket=bucket, Prefix=runs_prefix).get("Contents", [])
+    assert [o["Key"] for o in leases if o["Key"].endswith(".lease")] == []  # (s3a leaves a folder marker)
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    s3.put_object(Bucket=bucket, Key=f"{runs_prefix}other.lease", ServerSideEncryption="aws:kms",
+                  SSEKMSKeyId=tenant["lake"]["kms_key_arn"],
+                  Body=json.dumps({"layer": "silver", "host": "elsewhere", "pid": 1, "since": since}).encode())
+    busy = _cli(env, "erase", *lake, "--subject", f"user_id={SUBJECT}", expect=2)
+    assert "a silver run is in progress" in busy.stderr and f"{runs_prefix}other.lease" in busy.stderr
+    assert s3.list_objects_v2(Bucket=bucket, Prefix=f"checkpoints/{DATASET}/erasure.lock").get("KeyCount", 0) == 0
+    assert _holding(s3, bucket, SUBJECT, tmp_path) == before
+    s3.delete_object(Bucket=bucket, Key=f"{runs_prefix}other.lease")
 
     dry = _cli(env, "erase", *lake, "--subject", f"user_id={SUBJECT}", "--dry-run")
     assert "dry run, nothing changed" in dry.stdout and "would remove" in dry.stderr
@@ -182,3 +204,92 @@ def test_erase_a_user_killed_midway_and_resumed(tenant, tmp_path):
     assert receipt["request_id"] in json.loads((index / "index.json").read_text())["erasure"]
     # The pipeline runs again once the request is done.
     _cli(env, "run", *lake, "--dataset", DATASET, "--layer", "silver", "--allow-warn")
+
+
+def test_the_erasure_run_make_deploy_jobs_submits_runs_with_a_bare_python_and_the_archive(loaded, tmp_path):
+    """`make deploy-jobs ARGS=--erase-subject-file F` submits an erasure run to the session emulator's
+    virtual cluster, which never runs it; the test then plays EMR on EKS with the request EMR received
+    (describe_job_run): spark-submit with its parameters, the archive unpacked as ./deps, and a Python
+    whose only packages are pyspark and py4j (tests/infra/deploy/test_entrypoint.py does the same for a
+    pipeline run). What a laptop changes: local paths for the s3:// artifact URIs, the local Iceberg and
+    s3a jars for EMR's own, s3a:// and the emulator's endpoint and CA for EMRFS and AWS's."""
+    from infra.deploy import job_deps
+    from infra.local.iceberg_jar import ensure_jar
+    from infra.local.s3a_jars import ensure_jars
+    from spark_jobs.catalog import EMR_ICEBERG_JAR
+    from tests.infra.deploy.test_entrypoint import PYTHONPATH_ENTRY, VENV_BIN, _spark_submit_command, bare_python
+
+    tenant = loaded
+    env, s3, bucket, outputs = tenant["env"], tenant["s3"], tenant["bucket"], tenant["lake"]
+    lake = ["--tenant", TENANT]
+    users_before = _per_user(env, *lake)
+    other = max((u for u in users_before if u != SUBJECT), key=lambda u: (users_before[u], u))
+    subjects = tmp_path / "subjects.txt"
+    subjects.write_text(f"user_id={other}\n")
+
+    # The deploy: code, archive and subject file uploaded, one run submitted; nothing runs it, so the
+    # deploy gives up waiting after a few seconds (exit 1) and the test cancels the run afterwards.
+    # The tenant lives in a scratch tenants dir: its outputs come from lake.json (what apply wrote from them).
+    outputs_file = TEST_STATE_DIR / "tenants" / TENANT / "lake.json"
+    deploy = shell.make("deploy-jobs", f"TENANT={TENANT}", f"ARGS=--erase-subject-file {subjects} --datasets "
+                        f"{DATASET} --outputs-file {outputs_file} --poll-seconds 0.5 --timeout-minutes 0.1",
+                        timeout=900, env=env)
+    assert deploy.returncode != 0 and "still" in deploy.stdout + deploy.stderr, deploy.tail(30)
+    emr = boto3_client(tenant, "emr-containers")
+    cluster = outputs["emr_virtual_cluster_id"]
+    (run,) = [r for page in emr.get_paginator("list_job_runs").paginate(virtualClusterId=cluster)
+              for r in page["jobRuns"] if (r.get("tags") or {}).get("layer") == "erase"]
+    request = emr.describe_job_run(id=run["id"], virtualClusterId=cluster)["jobRun"]
+    emr.cancel_job_run(id=run["id"], virtualClusterId=cluster)
+    assert request["executionRoleArn"] == outputs["erasure_role_arn"] != outputs["job_execution_role_arn"]
+    assert other not in json.dumps(request, default=str)
+    driver = request["jobDriver"]["sparkSubmitJobDriver"]
+    subject_uri = driver["entryPointArguments"][driver["entryPointArguments"].index("--subject-file") + 1]
+    inbox_key = subject_uri.split(f"s3://{bucket}/", 1)[1]
+    assert s3.get_object(Bucket=bucket, Key=inbox_key)["Body"].read().decode() == f"user_id={other}\n"
+
+    # Playing EMR: the driver pod's working dir, the archive as ./deps, a bare Python.
+    deps = job_deps.build_job_deps(job_deps.target_for_release(job_deps.DEFAULT_RELEASE_LABEL))
+    artifacts = {}
+    for key in ("spark_jobs.zip", "entrypoint.py"):
+        uri = driver["entryPoint"].rsplit("/", 1)[0] + f"/{key}"
+        path = tmp_path / key
+        path.write_bytes(s3.get_object(Bucket=bucket, Key=uri.split(f"s3://{bucket}/", 1)[1])["Body"].read())
+        artifacts[uri] = str(path)
+    python = bare_python(tmp_path / "bare")
+    workdir = tmp_path / "driver-pod"
+    (workdir / "deps").mkdir(parents=True)
+    subprocess.run(["tar", "-xzf", str(deps.path), "-C", str(workdir / "deps")], check=True, timeout=300)
+    local = {**artifacts, deps.uri(bucket): str(deps.path), "python": str(python),
+             f"local://{EMR_ICEBERG_JAR}": ",".join([str(ensure_jar(quiet=True)), *(str(j) for j in ensure_jars())])}
+    command = _spark_submit_command(request, local, f"s3a://{bucket}")
+    command[-len(driver["entryPointArguments"]):] = [
+        a.replace(f"s3://{bucket}", f"s3a://{bucket}") for a in command[-len(driver["entryPointArguments"]):]]
+    truststore = (f"-Djavax.net.ssl.trustStore={outputs['truststore']} -Djavax.net.ssl.trustStoreType=PKCS12 "
+                  "-Djavax.net.ssl.trustStorePassword=changeit")
+    command[1:1] = ["--conf", f"spark.driver.extraJavaOptions={truststore}"]
+    command += ["--s3-endpoint", outputs["s3_endpoint"], "--ca-bundle", outputs["ca_bundle"]]
+    run_env = {k: v for k, v in {**os.environ, **env}.items()
+               if k not in ("PYTHONPATH", "SPARK_HOME", "VIRTUAL_ENV", "PYSPARK_GATEWAY_PORT", "TENANTLAKE_STATE_DIR",
+                            "TENANTLAKE_SPARK_JARS")}
+    run_env.update(PATH=f"{VENV_BIN}:{os.environ.get('PATH', '')}", PYTHONPATH=PYTHONPATH_ENTRY,
+                   PYSPARK_PYTHON=str(python), PYSPARK_DRIVER_PYTHON=str(python))
+    result = subprocess.run(command, cwd=workdir, env=run_env, capture_output=True, text=True, timeout=1200)
+    output = "\n".join(line for line in (result.stdout + result.stderr).splitlines() if " INFO " not in line)
+    assert result.returncode == 0, output[-4000:]
+    assert ": completed; receipt" in output and other not in result.stdout
+
+    # The user is gone from every version of every object, the subject file included (all its versions).
+    assert _holding(s3, bucket, other, tmp_path) == []
+    assert s3.list_object_versions(Bucket=bucket, Prefix=inbox_key).get("Versions", []) == []
+    assert _per_user(env, *lake) == {u: n for u, n in users_before.items() if u != other}
+
+
+def boto3_client(tenant, service: str):
+    import boto3
+
+    aws = tenant["env"]
+    return boto3.client(service, region_name=tenant["lake"]["region"], endpoint_url=aws["AWS_ENDPOINT_URL"],
+                        verify=aws["AWS_CA_BUNDLE"], aws_access_key_id=aws["AWS_ACCESS_KEY_ID"],
+                        aws_secret_access_key=aws["AWS_SECRET_ACCESS_KEY"])
+
