@@ -42,7 +42,7 @@ STATE_BUCKET = "tenantlake-tfstate-123456789012-eu-west-1"
 # Inside the repo (get_repo_root needs the git work tree) and inside the session's state dir, so the
 # scratch tenants go away with the session emulator.
 SCRATCH_TENANTS = TEST_STATE_DIR / "reliability-tenants"
-KILL_AFTER_CREATED = 10  # faultco resources terraform reported created before the kill (of 34)
+KILL_AFTER_CREATED = 10  # faultco resources terraform reported created before the kill (of about three dozen)
 LOCKED_RE = re.compile(
     r"^error: tenant 'faultco': the state is locked by another run \(lock (?P<id>[0-9a-f-]{36}) on "
     rf"{STATE_BUCKET}/tenants/faultco/terraform\.tfstate, OperationTypeApply by \S+ since [^)]+\); wait for it to "
