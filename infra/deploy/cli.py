@@ -23,7 +23,8 @@ from typing import Callable, TextIO
 from infra.deploy import artifact as artifact_mod
 from infra.deploy import job_deps, preflight, runner
 from infra.deploy.request import (
-    DEFAULT_RELEASE_LABEL, JobSizing, RequestOptions, RunSpec, build_request, erase_spec, run_plan, subject_key,
+    DEFAULT_RELEASE_LABEL, ArtifactLocation, JobSizing, RequestOptions, RunSpec, build_request, erase_spec, run_plan,
+    subject_key,
 )
 from infra.deploy.target import DeployError, DeployTarget, resolve_target
 from infra.deploy.upload import location_of, upload_artifact, upload_job_deps, upload_subjects
@@ -110,6 +111,51 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _build_artifact(args: argparse.Namespace, err: TextIO) -> artifact_mod.Artifact:
+    built = artifact_mod.build_artifact(args.build_dir)
+    err.write(f"artifact: spark_jobs version {built.version} ({len(built.files)} files, sha256 {built.sha256[:16]}...)\n")
+    return built
+
+
+def _options(args: argparse.Namespace, deps_target: job_deps.DepsTarget, allow_warn: bool = False) -> RequestOptions:
+    return RequestOptions(
+        release_label=args.release_label,
+        sizing=JobSizing(args.driver_cores, args.driver_memory, args.executor_instances, args.executor_cores,
+                         args.executor_memory, args.shuffle_partitions),
+        python=deps_target.interpreter,
+        container_image=args.container_image,
+        allow_warn=allow_warn,
+    )
+
+
+def _with_job_deps(args: argparse.Namespace, options: RequestOptions, deps_target: job_deps.DepsTarget,
+                   target: DeployTarget, err: TextIO) -> tuple[RequestOptions, job_deps.JobDeps | None]:
+    """The dependency archive built (or taken from the cache) and wired into the options; none with
+    ``--container-image``."""
+    if args.container_image:
+        return options, None
+    deps = job_deps.build_job_deps(deps_target, cache_dir=args.job_deps_cache,
+                                   progress=lambda line: (err.write(line + "\n"), err.flush()))
+    err.write(f"{deps.summary()}: {deps.uri(target.bucket)}\n")
+    return dataclasses.replace(options, job_deps_uri=deps.uri(target.bucket)), deps
+
+
+def _upload_code(s3, built: artifact_mod.Artifact, deps: job_deps.JobDeps | None, target: DeployTarget,
+                 err: TextIO) -> ArtifactLocation:
+    """Upload the artifact and the archive (each only when changed) and say which were uploaded."""
+    uploaded = upload_artifact(s3, built, target)
+    if deps is not None:
+        if upload_job_deps(s3, deps, target):
+            uploaded = dataclasses.replace(uploaded, uploaded=uploaded.uploaded + (deps.key,))
+        else:
+            uploaded = dataclasses.replace(uploaded, skipped=uploaded.skipped + (deps.key,))
+    if uploaded.uploaded:
+        err.write(f"uploaded {', '.join(uploaded.uploaded)} to s3://{target.bucket}/ (SSE-KMS, tenant key)\n")
+    if uploaded.skipped:
+        err.write(f"unchanged, not uploaded again: {', '.join(uploaded.skipped)}\n")
+    return uploaded.location
+
+
 def _erase_plan(args: argparse.Namespace, target: DeployTarget, available: tuple[str, ...],
                 run_date: datetime.date) -> tuple[RunSpec, str]:
     """The erasure run and the subject file's text (normalised lines), or ``DeployError``."""
@@ -132,19 +178,14 @@ def _erase_plan(args: argparse.Namespace, target: DeployTarget, available: tuple
 
 def deploy_erase(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """One erasure run: check, upload the code, the archive and the subject file, submit, poll."""
-    built = artifact_mod.build_artifact(args.build_dir)
-    err.write(f"artifact: spark_jobs version {built.version} ({len(built.files)} files, sha256 {built.sha256[:16]}...)\n")
+    built = _build_artifact(args, err)
     run_date = datetime.datetime.now(datetime.timezone.utc).date()
     target = resolve_target(args.tenant, args.outputs_file, args.endpoint_url)
     spec, subjects_text = _erase_plan(args, target, artifact_mod.datasets_in(built), run_date)
     clients = aws_clients(target)
     preflight.run_all_checks(clients, target, erase=True)
     deps_target = job_deps.target_for_release(args.release_label, args.arch)
-    options = RequestOptions(
-        release_label=args.release_label,
-        sizing=JobSizing(args.driver_cores, args.driver_memory, args.executor_instances, args.executor_cores,
-                         args.executor_memory, args.shuffle_partitions),
-        python=deps_target.interpreter, container_image=args.container_image)
+    options = _options(args, deps_target)
     emr = clients("emr-containers")
     location = location_of(built, target.bucket)
     build_request(target, location, spec, "", options)  # refuses bad options before any upload
@@ -152,12 +193,7 @@ def deploy_erase(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if active:
         raise DeployError(f"tenant '{target.tenant_id}': erasure run {active[0]['id']} ({active[0].get('name')}) is "
                           f"still {active[0].get('state')}; erasure runs go one at a time: wait for it, then deploy again")
-    deps = None
-    if not args.container_image:
-        deps = job_deps.build_job_deps(deps_target, cache_dir=args.job_deps_cache,
-                                       progress=lambda line: (err.write(line + "\n"), err.flush()))
-        err.write(f"{deps.summary()}: {deps.uri(target.bucket)}\n")
-        options = dataclasses.replace(options, job_deps_uri=deps.uri(target.bucket))
+    options, deps = _with_job_deps(args, options, deps_target, target, err)
     lines = subjects_text.count("\n")
     if args.dry_run:
         json.dump([build_request(target, location, spec, "", options)], out, indent=2)
@@ -165,15 +201,13 @@ def deploy_erase(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"dry run: 1 erasure run for {lines} subject(s) ({spec.dataset}); nothing uploaded, nothing "
                   "submitted\n")
         return EXIT_OK
-    uploaded = upload_artifact(clients("s3"), built, target)
-    if deps is not None:
-        upload_job_deps(clients("s3"), deps, target)
+    code = _upload_code(clients("s3"), built, deps, target, err)
     started = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0) - datetime.timedelta(seconds=1)
     upload_subjects(clients("s3"), target, subject_key(spec.request), subjects_text)
     err.write(f"uploaded the subject file ({lines} subject(s)) to {spec.subject_uri} (SSE-KMS, tenant key); "
               "the run deletes it once they are erased\n")
     try:
-        outcomes = runner.run_in_order(emr, target, uploaded.location, [spec], {spec.dataset: ""}, options,
+        outcomes = runner.run_in_order(emr, target, code, [spec], {spec.dataset: ""}, options,
                                        poll_seconds=args.poll_seconds, timeout_seconds=args.timeout_minutes * 60,
                                        out=err)
     except DeployError as exc:
@@ -207,8 +241,7 @@ def deploy(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys
     if args.erase_subject_file:
         return deploy_erase(args, out, err)
     tenant = args.tenant
-    built = artifact_mod.build_artifact(args.build_dir)
-    err.write(f"artifact: spark_jobs version {built.version} ({len(built.files)} files, sha256 {built.sha256[:16]}...)\n")
+    built = _build_artifact(args, err)
     datasets, layers = preflight.check_selection(tenant, args.datasets, args.layers, artifact_mod.datasets_in(built))
     run_date = args.date or datetime.datetime.now(datetime.timezone.utc).date()
     specs = run_plan(datasets, layers, run_date, event_date=args.date, per_layer=args.per_layer)
@@ -216,25 +249,13 @@ def deploy(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys
     target = resolve_target(tenant, args.outputs_file, args.endpoint_url)
     clients = aws_clients(target)
     preflight.run_all_checks(clients, target)
-    options = RequestOptions(
-        release_label=args.release_label,
-        sizing=JobSizing(args.driver_cores, args.driver_memory, args.executor_instances, args.executor_cores,
-                         args.executor_memory, args.shuffle_partitions),
-        python=deps_target.interpreter,
-        container_image=args.container_image,
-        allow_warn=args.allow_warn,
-    )
+    options = _options(args, deps_target, allow_warn=args.allow_warn)
     hashes = {d: artifact_mod.contract_sha256(built, d) for d in datasets}
     emr = clients("emr-containers")
     location = location_of(built, target.bucket)
     for spec in specs:  # pure: refuses bad options (e.g. a space in --executor-memory) before any upload
         build_request(target, location, spec, hashes[spec.dataset], options)
-    deps = None
-    if not args.container_image:
-        deps = job_deps.build_job_deps(deps_target, cache_dir=args.job_deps_cache,
-                                       progress=lambda line: (err.write(line + "\n"), err.flush()))
-        err.write(f"{deps.summary()}: {deps.uri(target.bucket)}\n")
-        options = dataclasses.replace(options, job_deps_uri=deps.uri(target.bucket))
+    options, deps = _with_job_deps(args, options, deps_target, target, err)
     mode = "per layer" if args.per_layer else "pipeline (bronze -> silver -> gold per run)"
     if args.dry_run:
         plans = [runner.plan_run(emr, target, location, s, hashes[s.dataset], options, rerun=args.rerun) for s in specs]
@@ -246,19 +267,10 @@ def deploy(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys
         err.write(f"dry run: {len(plans)} request(s), {mode}: {', '.join(s.label for s in specs)}; "
                   "nothing uploaded, nothing submitted\n")
         return EXIT_OK
-    uploaded = upload_artifact(clients("s3"), built, target)
-    if deps is not None:
-        if upload_job_deps(clients("s3"), deps, target):
-            uploaded = dataclasses.replace(uploaded, uploaded=uploaded.uploaded + (deps.key,))
-        else:
-            uploaded = dataclasses.replace(uploaded, skipped=uploaded.skipped + (deps.key,))
-    if uploaded.uploaded:
-        err.write(f"uploaded {', '.join(uploaded.uploaded)} to s3://{target.bucket}/ (SSE-KMS, tenant key)\n")
-    if uploaded.skipped:
-        err.write(f"unchanged, not uploaded again: {', '.join(uploaded.skipped)}\n")
+    code = _upload_code(clients("s3"), built, deps, target, err)
     err.write(f"runs, {mode}: {', '.join(s.label for s in specs)}\n")
     try:
-        outcomes = runner.run_in_order(emr, target, uploaded.location, specs, hashes, options, rerun=args.rerun,
+        outcomes = runner.run_in_order(emr, target, code, specs, hashes, options, rerun=args.rerun,
                                        poll_seconds=args.poll_seconds, timeout_seconds=args.timeout_minutes * 60,
                                        out=err, s3=clients("s3"))
     except DeployError as exc:  # after submissions began: a run-time failure, not a refusal

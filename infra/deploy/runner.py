@@ -23,7 +23,7 @@ from typing import Any, Callable, TextIO
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from infra.deploy.request import ArtifactLocation, RequestOptions, RunSpec, build_request, log_stream_prefix
+from infra.deploy.request import ERASE, ArtifactLocation, RequestOptions, RunSpec, build_request, log_stream_prefix
 from infra.deploy.run_manifests import read_run_result
 from infra.deploy.target import DeployError, DeployTarget
 
@@ -91,8 +91,6 @@ def previous_runs(emr, target: DeployTarget, request: dict[str, Any]) -> list[di
 
 def active_erase_runs(emr, target: DeployTarget) -> list[dict[str, Any]]:
     """The tenant's erasure runs on the virtual cluster that are not yet terminal (tag ``layer=erase``)."""
-    from infra.deploy.request import ERASE
-
     found: list[dict[str, Any]] = []
     try:
         for page in emr.get_paginator("list_job_runs").paginate(virtualClusterId=target.virtual_cluster_id,

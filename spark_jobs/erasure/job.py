@@ -32,7 +32,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import os
+import socket
 import time
+import uuid
 from typing import Any, Callable
 
 from pyspark.sql import Column, SparkSession
@@ -69,10 +72,6 @@ def lease_uri(lake: LakeConfig, dataset: str, token: str) -> str:
 def take_run_lease(spark: SparkSession, lake: LakeConfig, dataset: str, layer: str) -> str:
     """A pipeline run's lease on its dataset, written before it looks for an erasure lock (the request
     writes its lock before it looks for leases, so at least one of the two sees the other)."""
-    import os
-    import socket
-    import uuid
-
     token = uuid.uuid4().hex[:16]
     storage.write_text(spark, lease_uri(lake, dataset, token), json.dumps({
         "layer": layer, "host": socket.gethostname(), "pid": os.getpid(),

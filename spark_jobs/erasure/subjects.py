@@ -65,23 +65,22 @@ def read_subjects(arguments: list[str], files: list[str],
     blank lines and ``#`` comments skipped), without duplicates, in a stable order. A file named by an
     ``s3://``/``s3a://`` URI is read with ``read_remote`` (URI -> text)."""
     found = [parse_subject(text) for text in arguments]
-    for name in files:
-        path = Path(name)
+    for name in files:  # messages name the file as given (a Path would turn s3:// into s3:/)
         try:
             if is_remote(name):
                 if read_remote is None:
                     raise SubjectError(f"subject file {name}: no reader for object URIs")
                 lines = read_remote(name).splitlines()
             else:
-                lines = path.read_text(encoding="utf-8").splitlines()
+                lines = Path(name).read_text(encoding="utf-8").splitlines()
         except OSError as exc:
-            raise SubjectError(f"subject file {path}: {exc.strerror or exc}") from None
+            raise SubjectError(f"subject file {name}: {exc.strerror or exc}") from None
         for number, line in enumerate(lines, 1):
             if line.strip() and not line.lstrip().startswith("#"):
                 try:
                     found.append(parse_subject(line))
                 except SubjectError as exc:
-                    raise SubjectError(f"subject file {path} line {number}: {exc}") from None
+                    raise SubjectError(f"subject file {name} line {number}: {exc}") from None
     if not found:
         raise SubjectError("no subject given: pass --subject COLUMN=VALUE or --subject-file FILE")
     return sorted(set(found), key=lambda s: (s.column, s.value))
