@@ -33,6 +33,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,7 +50,9 @@ SEED = 42
 BATCH_SIZE = 5000  # records per landing file: a producer rolling a file every 15 s of event time
 MAX_FILES_PER_TRIGGER = 1000  # bronze backfill micro-batches (the CLI's default, 200, suits steady arrival)
 NAIVE_SHUFFLE_PARTITIONS = 200  # Spark's default
-TARGETS = {"silver_over_duckdb": 0.25, "gold_over_duckdb": 0.35, "validation_overhead": 0.10, "peak_rss_mb_5m": 4096}
+TARGETS = {"silver_over_duckdb": 0.25, "gold_in_run_all_over_duckdb": 0.2, "pipeline_over_duckdb": 0.2,
+           "validation_overhead": 0.10, "peak_rss_mb_5m": 3072}
+REPEATS = 3  # runs per measured job: the table shows the median, the JSON also min, max and every run
 RESULT_PREFIX = "BENCH_RESULT "
 
 
@@ -87,8 +90,10 @@ def _spark_worker(spec: dict[str, Any]) -> dict[str, Any]:
         spark, _ = session_for(lake, f"bench-{spec['layer']}-{spec['variant']}")
     session_s = time.perf_counter() - started
     started = time.perf_counter()
-    manifest = run_layer(spark, lake, spec["dataset"], spec["layer"],
-                         max_files_per_trigger=int(spec.get("max_files_per_trigger", MAX_FILES_PER_TRIGGER)))
+    files = int(spec.get("max_files_per_trigger", MAX_FILES_PER_TRIGGER))
+    if spec["layer"] == "run-all":
+        return _run_all_worker(spark, lake, spec, files, session_s, started)
+    manifest = run_layer(spark, lake, spec["dataset"], spec["layer"], max_files_per_trigger=files)
     wall = time.perf_counter() - started
     spark.stop()
     statuses: dict[str, Any] = {name: v.get("status") for name, v in (manifest.get("validation") or {}).items()}
@@ -99,6 +104,31 @@ def _spark_worker(spec: dict[str, Any]) -> dict[str, Any]:
             "quarantined": manifest.get("quarantined", 0), "duplicates": manifest.get("duplicates", 0),
             "late": manifest.get("late", 0), "output_rows": manifest.get("output_rows", {}),
             "batches": len(manifest.get("batches") or []), "validation": statuses, "run_id": manifest["run_id"]}
+
+
+def _run_all_worker(spark, lake, spec: dict[str, Any], files: int, session_s: float, started: float) -> dict[str, Any]:
+    """bronze -> silver -> gold of one dataset in ONE session, as ``run-all`` runs them (gold told the dates
+    silver replaced when its tables exist); the fresh lake holds only the landing files."""
+    from spark_jobs.cli import _gold_tables_exist, run_layer
+
+    layers: dict[str, float] = {}
+    manifests: dict[str, dict[str, Any]] = {}
+    dates = None
+    for layer in ("bronze", "silver", "gold"):
+        if layer == "gold" and dates is not None and not _gold_tables_exist(spark, lake, spec["dataset"]):
+            dates = None
+        layer_started = time.perf_counter()
+        manifests[layer] = run_layer(spark, lake, spec["dataset"], layer, max_files_per_trigger=files,
+                                     dates=dates if layer == "gold" else None)
+        layers[layer] = round(time.perf_counter() - layer_started, 2)
+        if layer == "silver":
+            dates = list(manifests[layer].get("event_dates") or [])
+    wall = time.perf_counter() - started
+    spark.stop()
+    return {"wall_s": wall, "session_s": session_s, "rows_in": manifests["bronze"]["rows_in"],
+            "rows_out": manifests["gold"]["rows_out"], "layers_s": layers,
+            "output_rows": manifests["gold"].get("output_rows", {}),
+            "silver_rows": manifests["silver"]["rows_out"], "run_id": manifests["gold"]["run_id"]}
 
 
 def _duckdb_worker(spec: dict[str, Any]) -> dict[str, Any]:
@@ -164,11 +194,36 @@ def run_measured(ctx: Context, spec: dict[str, Any], env: dict[str, str] | None 
         **rss.as_dict(), "process_s": round(process_s, 1),
     })
     for key in ("session_s", "quarantined", "duplicates", "late", "output_rows", "batches", "validation",
-                "quarantine_by_rule"):
+                "quarantine_by_rule", "layers_s", "silver_rows"):
         if key in result:
             row[key] = round(result[key], 2) if isinstance(result[key], float) else result[key]
     print(f"[bench] {label}: {row['wall_s']}s, {row['rows_per_s']} rows/s, peak python {row['peak_python_mb']} MB, "
           f"jvm {row['peak_jvm_mb']} MB", file=sys.stderr, flush=True)
+    return row
+
+
+def run_repeated(ctx: Context, spec: dict[str, Any], repeats: int, env: dict[str, str] | None = None,
+                 before_each: Any = None) -> dict[str, Any]:
+    """``repeats`` runs of the same job: the row holds the median wall time (rows/s from it), the min, the
+    max and every run's time, and the highest peak RSS of any run; the other fields are the last run's
+    (its outputs are the ones compared). ``before_each()`` prepares the input of each run."""
+    runs = []
+    for _ in range(max(1, repeats)):
+        if before_each is not None:
+            before_each()
+        runs.append(run_measured(ctx, spec, env))
+    row = dict(runs[-1])
+    walls = sorted(r["wall_s"] for r in runs)
+    row["wall_s"] = round(statistics.median(walls), 2)
+    row.update({"wall_s_min": walls[0], "wall_s_max": walls[-1], "wall_s_runs": [r["wall_s"] for r in runs],
+                "runs": len(runs),
+                "rows_per_s": round(row["rows_in"] / row["wall_s"]) if row["wall_s"] > 0 else None})
+    for key in ("peak_python_mb", "peak_jvm_mb", "peak_total_mb"):
+        if key in row:
+            row[key] = max(r.get(key, 0) for r in runs)
+    if "layers_s" in row:
+        row["layers_s"] = {layer: round(statistics.median(r["layers_s"][layer] for r in runs), 2)
+                           for layer in row["layers_s"]}
     return row
 
 
@@ -222,10 +277,17 @@ def bench_local(ctx: Context, dataset: str, size: int, args: argparse.Namespace)
         variants.insert(0, "naive")
     rows: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
-    rows.append(run_measured(ctx, {**base, "layer": "bronze", "variant": "tuned"}))
+    repeats = args.repeats
+
+    def fresh_bronze() -> None:  # each bronze run starts from the landing files alone (no checkpoint, no bronze)
+        for name in ("bronze", "checkpoints"):
+            shutil.rmtree(lake / name, ignore_errors=True)
+
+    rows.append(run_repeated(ctx, {**base, "layer": "bronze", "variant": "tuned"}, repeats, before_each=fresh_bronze))
     tuned: dict[str, dict[str, Any]] = {"bronze": rows[-1]}
     for layer in ("silver", "gold"):
-        measured = {v: run_measured(ctx, {**base, "layer": layer, "variant": v}) for v in variants}
+        measured = {v: run_repeated(ctx, {**base, "layer": layer, "variant": v}, repeats if v != "naive" else 1)
+                    for v in variants}
         tuned[layer] = measured["tuned"]
         rows += [measured[v] for v in variants]
         for variant, row in measured.items():
@@ -234,8 +296,24 @@ def bench_local(ctx: Context, dataset: str, size: int, args: argparse.Namespace)
                                "ours": {k: row.get(k) for k in ("rows_out", "quarantined", "output_rows")},
                                "tuned": {k: tuned[layer].get(k) for k in ("rows_out", "quarantined", "output_rows")},
                                "equal": _same_counts(layer, tuned[layer], row)})
-    reference = {layer: run_measured(ctx, {**base, "layer": layer, "variant": "duckdb"}) for layer in ("silver", "gold")}
+    reference = {layer: run_repeated(ctx, {**base, "layer": layer, "variant": "duckdb"}, repeats)
+                 for layer in ("silver", "gold")}
     rows += list(reference.values())
+    run_all_lake = ctx.work / f"run-all-{dataset}-{size}"
+
+    def fresh_run_all() -> None:  # a new lake with the same landing files: what a first run-all sees
+        shutil.rmtree(run_all_lake, ignore_errors=True)
+        shutil.copytree(lake / "landing", run_all_lake / "landing")
+
+    run_all = run_repeated(ctx, {**base, "lake_uri": str(run_all_lake), "layer": "run-all", "variant": "tuned"},
+                           repeats, before_each=fresh_run_all)
+    rows.append(run_all)
+    checks.append({"dataset": dataset, "size": size, "storage": "local", "check": "run_all_counts_equal_layers",
+                   "ours": {"silver_rows": run_all.get("silver_rows"), "output_rows": run_all.get("output_rows")},
+                   "tuned": {"silver_rows": tuned["silver"]["rows_out"], "output_rows": tuned["gold"].get("output_rows")},
+                   "equal": run_all.get("silver_rows") == tuned["silver"]["rows_out"]
+                   and run_all.get("output_rows") == tuned["gold"].get("output_rows")})
+    shutil.rmtree(run_all_lake, ignore_errors=True)
     for check in ref.compare_all(dataset, lake, reference_dir, ours_manifest=tuned["silver"],
                                  reference_counts=reference["silver"]):
         checks.append({"dataset": dataset, "size": size, "storage": "local", **check})
@@ -318,13 +396,17 @@ def _find(rows: list[dict[str, Any]], **match: Any) -> dict[str, Any] | None:
 def compute_ratios(rows: list[dict[str, Any]], checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ratios = []
     for key in sorted({(r["dataset"], r["size"], r["storage"], r["layer"]) for r in rows},
-                      key=lambda k: (k[0], k[1], k[2] != "local", ["bronze", "silver", "gold"].index(k[3]))):
+                      key=lambda k: (k[0], k[1], k[2] != "local", LAYER_ORDER.index(k[3]))):
         dataset, size, storage, layer = key
         where = {"dataset": dataset, "size": size, "storage": storage, "layer": layer}
         tuned = _find(rows, **where, variant="tuned")
         if tuned is None:
             continue
         entry: dict[str, Any] = dict(where)
+        if layer == "run-all":
+            entry.update(_run_all_ratios(rows, tuned, dataset, size, storage))
+            ratios.append(entry)
+            continue
         duck = _find(rows, **where, variant="duckdb")
         if duck and duck.get("rows_per_s"):
             entry["ours_over_duckdb"] = round(tuned["rows_per_s"] / duck["rows_per_s"], 3)
@@ -351,13 +433,36 @@ def compute_ratios(rows: list[dict[str, Any]], checks: list[dict[str, Any]]) -> 
     return ratios
 
 
+LAYER_ORDER = ["bronze", "silver", "gold", "run-all"]
+
+
+def _run_all_ratios(rows: list[dict[str, Any]], run_all: dict[str, Any], dataset: str, size: int,
+                    storage: str) -> dict[str, Any]:
+    """Throughput ratios of ``run-all`` (same rows, so time ratios) against DuckDB's silver + gold."""
+    where = {"dataset": dataset, "size": size, "storage": storage, "variant": "duckdb"}
+    silver, gold = _find(rows, **where, layer="silver"), _find(rows, **where, layer="gold")
+    layers = run_all.get("layers_s") or {}
+    if not (silver and gold and layers.get("silver") and layers.get("gold")):
+        return {}
+    duck = silver["wall_s"] + gold["wall_s"]
+    return {"gold_in_run_all_over_duckdb": round(gold["wall_s"] / layers["gold"], 3),
+            "pipeline_over_duckdb": round(duck / (layers["silver"] + layers["gold"]), 3),
+            "run_all_over_duckdb": round(duck / run_all["wall_s"], 3)}
+
+
 def compute_targets(rows: list[dict[str, Any]], ratios: list[dict[str, Any]], largest: int) -> list[dict[str, Any]]:
     targets = []
     for ratio in ratios:
         if ratio["storage"] != "local":
             continue
         tag = f"{ratio['dataset']} {ratio['size']:,} {ratio['layer']}"
-        if ratio["layer"] in ("silver", "gold") and "ours_over_duckdb" in ratio:
+        if ratio["layer"] == "run-all":
+            for key, label in (("gold_in_run_all_over_duckdb", "gold inside run-all / DuckDB gold"),
+                               ("pipeline_over_duckdb", "silver + gold inside run-all / DuckDB silver + gold")):
+                if key in ratio:
+                    targets.append(target_line(f"{tag}: {label}", ratio[key], TARGETS[key], unit="x"))
+            continue
+        if ratio["layer"] == "silver" and "ours_over_duckdb" in ratio:
             targets.append(target_line(f"{tag}: ours / DuckDB throughput", ratio["ours_over_duckdb"],
                                        TARGETS[f"{ratio['layer']}_over_duckdb"], unit="x"))
         if "validation_overhead" in ratio:
@@ -398,6 +503,10 @@ def format_table(rows: list[dict[str, Any]], ratios: list[dict[str, Any]], targe
                      f"{fmt('tuned_over_naive'):>12} {fmt('validation_overhead', True):>16} "
                      f"{fmt('validation_share_of_job', True):>14} "
                      f"{str(q.get('equal', '-')):>6}")
+        if q["layer"] == "run-all":
+            lines.append(f"{'':<12} {'':>9} {'':<7} run-all: gold in run-all / DuckDB {fmt('gold_in_run_all_over_duckdb')}, "
+                         f"silver + gold in run-all / DuckDB {fmt('pipeline_over_duckdb')}, whole run-all (bronze "
+                         f"included) / DuckDB silver + gold {fmt('run_all_over_duckdb')}")
     lines += ["", "Targets (a report, not a test):"] + [f"  {t['text']}" for t in targets]
     failed = [c for c in checks if not c["equal"]]
     lines += ["", f"Equality checks: {len(checks) - len(failed)}/{len(checks)} equal"]
@@ -418,6 +527,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sizes", type=_sizes, default=[1_000_000, 5_000_000],
                         help="events per dataset (default: 1000000,5000000)")
     parser.add_argument("--datasets", default=",".join(DATASETS), help="default: iot,clickstream")
+    parser.add_argument("--repeats", type=int, default=REPEATS,
+                        help=f"runs per measured job; figures are the median (default: {REPEATS}; naive runs once)")
     parser.add_argument("--s3a-size", type=int, default=1_000_000,
                         help="events for the s3a row on the emulator; 0 skips it (default: 1000000)")
     parser.add_argument("--naive-sizes", type=_sizes, default=None,
@@ -491,7 +602,7 @@ def main(argv: list[str] | None = None) -> int:
             "config": {"sizes": args.sizes, "datasets": datasets, "s3a_size": args.s3a_size,
                        "naive_sizes": args.naive_sizes, "batch_size": args.batch_size,
                        "max_files_per_trigger": args.max_files_per_trigger, "bad_rate": args.bad_rate,
-                       "late_rate": args.late_rate, "seed": args.seed, "repeats": 1},
+                       "late_rate": args.late_rate, "seed": args.seed, "repeats": args.repeats},
             "duration_s": round(duration, 1),
             "load_average_start": load_start,
             "load_average_end": load_end,

@@ -66,17 +66,23 @@ def _targets(result: dict[str, Any]) -> list[str]:
 
 
 PIPELINE_COLUMNS = [("dataset", "dataset"), ("size", "events"), ("storage", "storage"), ("layer", "layer"),
-                    ("variant", "variant"), ("wall_s", "wall s"), ("rows_in", "rows in"), ("rows_out", "rows out"),
+                    ("variant", "variant"), ("wall_s", "wall s (median)"), ("wall_s_min", "min"), ("wall_s_max", "max"),
+                    ("runs", "runs"), ("rows_in", "rows in"), ("rows_out", "rows out"),
                     ("rows_per_s", "rows/s"), ("peak_python_mb", "peak Python MB"),
                     ("peak_jvm_mb", "peak JVM MB")]
 RATIO_COLUMNS = [("dataset", "dataset"), ("size", "events"), ("storage", "storage"), ("layer", "layer"),
                  ("ours_over_duckdb", "ours / DuckDB"), ("tuned_over_naive", "tuned / naive"),
-                 ("validation_overhead", "validation overhead"), ("equal", "output equal to DuckDB")]
+                 ("validation_overhead", "validation overhead"), ("validation_share_of_job", "validation in job"),
+                 ("gold_in_run_all_over_duckdb", "gold in run-all / DuckDB"),
+                 ("pipeline_over_duckdb", "silver + gold in run-all / DuckDB"),
+                 ("run_all_over_duckdb", "whole run-all / DuckDB silver + gold"), ("equal", "output equal to DuckDB")]
 INFRA_COLUMNS = [("measure", "measure"), ("n_tenants", "tenants"), ("parallelism", "parallelism"),
                  ("wall_s", "wall s"), ("per_tenant_s", "s per tenant"), ("note", "note")]
 BACKFILL_COLUMNS = [("round", "round"), ("variant", "code"), ("layer", "layer"), ("wall_s", "wall s"), ("publish_s", "publish s"),
                     ("table_commit_s", "table commit s"), ("after_commit_s", "after commit s"),
                     ("rows_in", "rows in"), ("rows_out", "rows out"), ("load", "load average before -> after")]
+BACKFILL_REQUEST_COLUMNS = [("round", "round"), ("variant", "code"), ("prefix", "prefix"), ("requests", "requests"),
+                            ("per_partition", "per partition")]
 BACKFILL_RATIO_COLUMNS = [("round", "round"), ("order", "order"), ("layer", "layer"), ("ours_over_baseline", "Iceberg / baseline (wall)"),
                           ("publish_ours_over_baseline", "Iceberg / baseline (publish)")]
 
@@ -90,6 +96,9 @@ def _section(title: str, result: dict[str, Any], path: Path, columns: list[tuple
                       "below 1 is faster):", "", *_table(ratios, BACKFILL_RATIO_COLUMNS, digits=3)]
         lines += ["", "Checks: " + ", ".join(f"{c['check']} {'yes' if c.get('equal') else 'NO'}"
                                                for c in result.get("checks") or [])]
+    if result.get("benchmark") == "backfill" and result.get("requests"):
+        lines += ["", "S3 requests per lake prefix (the emulator's log), in all and per daily partition:", "",
+                  *_table(result["requests"], BACKFILL_REQUEST_COLUMNS)]
     elif isinstance(ratios, list) and ratios:
         ratio_keys = ("ours_over_duckdb", "tuned_over_naive", "validation_overhead")
         with_ratios = [row for row in ratios if any(row.get(key) is not None for key in ratio_keys)]

@@ -329,9 +329,11 @@ def _open_session(args: argparse.Namespace, lake: LakeConfig, app: str):
 
 def run_layer(spark, lake: LakeConfig, dataset: str, layer: str, *, date: str | None = None,
               continuous: bool = False, trigger_seconds: int = 10, max_runtime: float | None = None,
-              max_files_per_trigger: int = 200, progress=None, erasure_request: str | None = None) -> dict:
+              max_files_per_trigger: int = 200, progress=None, erasure_request: str | None = None,
+              dates: list[str] | None = None) -> dict:
     """Run one layer of one dataset on ``spark``; returns the run manifest (a dict). A dataset locked by an
-    erasure request is refused, except for the runs that request makes itself (``erasure_request``)."""
+    erasure request is refused, except for the runs that request makes itself (``erasure_request``).
+    ``dates`` (gold only, from run-all): read and replace only these event dates and the null partition."""
     from spark_jobs.jobs.bronze import run_bronze
     from spark_jobs.jobs.gold import run_gold
     from spark_jobs.jobs.runtime import job_run, print_progress
@@ -351,7 +353,8 @@ def run_layer(spark, lake: LakeConfig, dataset: str, layer: str, *, date: str | 
             raise JobFailed(f"{layer} {dataset}: erasure request {holder} is in progress on this dataset "
                             f"({lake.path('checkpoints', dataset, 'erasure.lock')}); runs start again when it "
                             "completes (if it was killed, run its erase command again to finish it)", 1)
-        with job_run(spark, lake, contract, layer, date=date, progress=progress or print_progress) as run:
+        with job_run(spark, lake, contract, layer, date=date, progress=progress or print_progress,
+                     dates=dates if layer == "gold" else None) as run:
             if layer == "bronze":
                 run_bronze(run, continuous=continuous, trigger_seconds=trigger_seconds,
                            max_runtime_seconds=max_runtime, max_files_per_trigger=max_files_per_trigger)
@@ -368,6 +371,16 @@ def run_layer(spark, lake: LakeConfig, dataset: str, layer: str, *, date: str | 
                   f"it stops erasure requests on {dataset} until it is {LEASE_STALE_HOURS} h old",
                   file=sys.stderr, flush=True)
     return run.manifest.to_dict()
+
+
+def _gold_tables_exist(spark, lake: LakeConfig, dataset: str) -> bool:
+    """Every gold table of the dataset's contract has data committed (run-all's gold may then read only
+    the dates silver just replaced)."""
+    from spark_jobs.io import tables
+    from spark_jobs.lake import gold_table_name
+
+    return all(tables.current_snapshot(spark, tables.table(spark, lake, "gold", gold_table_name(dataset, name)))
+               is not None for name in load_contract(dataset).gold)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -395,10 +408,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
                       file=sys.stderr)
                 return EXIT_FAILED
         statuses = []
+        silver_dates: dict[str, list[str]] = {}
         for dataset, layer in plan:
+            dates = silver_dates.get(dataset) if layer == "gold" else None
+            if dates is not None and not _gold_tables_exist(spark, lake, dataset):
+                dates = None  # a gold table not built yet (new in the contract) needs every silver date
             manifest = run_layer(spark, lake, dataset, layer, date=args.date, continuous=args.continuous,
                                  trigger_seconds=args.trigger_seconds, max_runtime=args.max_runtime,
-                                 max_files_per_trigger=args.max_files_per_trigger)
+                                 max_files_per_trigger=args.max_files_per_trigger, dates=dates)
+            if args.command == "run-all" and layer == "silver" and not args.date:
+                silver_dates[dataset] = list(manifest.get("event_dates") or [])
             print(f"{layer} {dataset}: rows_in={manifest['rows_in']} rows_out={manifest['rows_out']} "
                   f"quarantined={manifest['quarantined']} duplicates={manifest['duplicates']} "
                   f"late={manifest['late']} ({manifest['duration_seconds']}s) manifest: "

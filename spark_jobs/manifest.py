@@ -83,6 +83,7 @@ class RunManifest:
     tables: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     input_snapshots: dict[str, int] = dataclasses.field(default_factory=dict)  # table read -> snapshot id
     output_rows: dict[str, int] = dataclasses.field(default_factory=dict)
+    event_dates: list[str] = dataclasses.field(default_factory=list)  # silver/gold: the dates the run replaced
     batches: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     stages: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     validation: dict[str, Any] = dataclasses.field(default_factory=dict)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import time
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F

@@ -64,9 +64,18 @@ def run_gold(run: JobRun) -> None:
         # The event-time range lets Iceberg prune to the one days() partition; event_date is the contract.
         day = silver_partitioning(contract).covering([manifest.date], include_null=False)
         silver = silver.where(F.expr(day)).where(F.col("event_date") == F.lit(manifest.date).cast("date"))
+    elif run.dates is not None:
+        # run-all: only the event dates the silver run before this one replaced (and the null partition
+        # when that run was a full one); the other dates' gold is already built from unchanged silver.
+        silver = silver.where(F.expr(silver_partitioning(contract).covering(run.dates, include_null=True)))
     silver = silver.persist()
-    manifest.rows_in = silver.count()
-    covered_dates = sorted(str(r[0]) for r in silver.select("event_date").distinct().collect() if r[0] is not None)
+    # Rows in and the dates covered in one aggregation (one Spark job; it also fills the cache).
+    read = silver.agg(F.count(F.lit(1)).alias("rows"), F.collect_set(F.col("event_date").cast("string")).alias("dates")).first()
+    manifest.rows_in = int(read["rows"])
+    covered_dates = sorted(read["dates"])
+    if run.dates is not None:
+        covered_dates = sorted(set(run.dates))
+    manifest.event_dates = covered_dates
     if manifest.date:  # the date is recomputed even when silver no longer has rows for it (after an erasure)
         covered_dates = [manifest.date]
     run.stage("silver read", rows_in=manifest.rows_in, event_dates=len(covered_dates),
@@ -79,11 +88,14 @@ def run_gold(run: JobRun) -> None:
         spec = load_gold(name)
         partitioning = gold_partitioning(spec)
         output = spec.build(gold_input, dict(contract.gold_options.get(name, {}))).persist()
-        rows = output.count()
+        # Rows and the reconciling sum in one aggregation (one Spark job, which also fills the cache).
+        totals = output.agg(F.count(F.lit(1)).alias("rows"),
+                            *([F.sum(spec.reconcile_column).alias("total")] if spec.reconcile_column else [])).first()
+        rows = int(totals["rows"])
         manifest.output_rows[name] = rows
         manifest.outputs[name] = lake.gold(dataset, name)
         if spec.reconcile_column:
-            total = int(output.agg(F.sum(spec.reconcile_column)).first()[0] or 0)
+            total = int(totals["total"] or 0)
             if total != manifest.rows_in:
                 raise InvariantViolation(f"gold {dataset}.{name}: sum({spec.reconcile_column}) = {total} but "
                                          f"{manifest.rows_in} silver rows were read")

@@ -133,6 +133,8 @@ class JobRun:
     manifest: RunManifest
     progress: Progress
     started: float = dataclasses.field(default_factory=time.monotonic)
+    # run-all's gold: the event dates the silver run just before it replaced (None: every date).
+    dates: list[str] | None = None
     validations: quality.RunValidations = dataclasses.field(default_factory=quality.RunValidations)
 
     @property
@@ -168,7 +170,8 @@ class JobRun:
 
 @contextlib.contextmanager
 def job_run(spark: SparkSession, lake: LakeConfig, contract: Contract, layer: str, *, date: str | None = None,
-            progress: Progress = print_progress, run_id: str | None = None) -> Iterator[JobRun]:
+            progress: Progress = print_progress, run_id: str | None = None,
+            dates: list[str] | None = None) -> Iterator[JobRun]:
     """Wrap a layer job: the manifest is written whatever happens, then the report hook runs."""
     manifest = RunManifest(
         run_id=run_id or new_run_id(), dataset=contract.dataset, layer=layer, lake_uri=lake.lake_uri,
@@ -178,7 +181,8 @@ def job_run(spark: SparkSession, lake: LakeConfig, contract: Contract, layer: st
     # Per layer, not only per session: in run-all the endpoint may go away between two layers, and s3a
     # would retry for minutes (the manifest write included) instead of failing.
     check_endpoint(lake)
-    run = JobRun(spark=spark, lake=lake, contract=contract, layer=layer, manifest=manifest, progress=progress)
+    run = JobRun(spark=spark, lake=lake, contract=contract, layer=layer, manifest=manifest, progress=progress,
+                 dates=dates)
     quality.prewarm()
     run.stage("start", run_id=manifest.run_id)
     try:

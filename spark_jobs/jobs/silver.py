@@ -30,7 +30,46 @@ def silver_partitioning(contract: Contract) -> tables.Partitioning:
     return tables.Partitioning(contract.event_time, "day" if kind == "timestamp" else "identity")
 
 
+def _narrow(flagged, contract: Contract):
+    """What the rest of the job reads from the parsed records, and nothing more: the typed columns and
+    lineage of every row, the failed rules, and the raw text of the invalid rows only (the quarantine
+    keeps it; a valid row's text is never read again). This is the frame the job persists."""
+    from spark_jobs.transforms.silver import LINEAGE_COLUMNS
+
+    is_invalid = F.size("_failed_rules") > 0
+    return flagged.select(F.when(is_invalid, F.col("_raw")).alias("_raw"), "_failed_rules", *LINEAGE_COLUMNS,
+                          *contract.column_names)
+
+
+def input_counts(narrow, contract: Contract) -> dict:
+    """Every count the manifest needs from the parsed records, in ONE aggregation (one Spark job): rows
+    in, valid, quarantined, malformed, the event dates covered and the event dates quarantined."""
+    from spark_jobs.contract import MALFORMED_RULE
+
+    is_invalid = F.size("_failed_rules") > 0
+    event_date = F.to_date(contract.event_time)
+    row = narrow.agg(
+        F.count(F.lit(1)).alias("rows_in"),
+        F.count(F.when(~is_invalid, 1)).alias("valid"),
+        F.count(F.when(is_invalid, 1)).alias("quarantined"),
+        F.count(F.when(F.array_contains("_failed_rules", MALFORMED_RULE), 1)).alias("malformed"),
+        F.collect_set(event_date.cast("string")).alias("dates"),
+        F.collect_set(F.when(is_invalid, event_date.cast("string"))).alias("quarantine_dates"),
+    ).first()
+    return {"rows_in": int(row["rows_in"]), "valid": int(row["valid"]), "quarantined": int(row["quarantined"]),
+            "malformed": int(row["malformed"]), "dates": sorted(row["dates"]),
+            "quarantine_dates": sorted(row["quarantine_dates"])}
+
+
+def output_counts(silver) -> tuple[int, int]:
+    """(silver rows, late rows) in one aggregation; it also fills the persisted silver frame."""
+    row = silver.agg(F.count(F.lit(1)).alias("rows"), F.count(F.when(F.col("_is_late"), 1)).alias("late")).first()
+    return int(row["rows"]), int(row["late"])
+
+
 def run_silver(run: JobRun) -> None:
+    """One pass over bronze: parse once, persist the narrow form, count in one aggregation, dedupe and
+    flag late rows over the valid rows (persisted for validation and the write), then commit."""
     spark, lake, contract, manifest = run.spark, run.lake, run.contract, run.manifest
     dataset = contract.dataset
     silver_table = tables.table(spark, lake, "silver", dataset)
@@ -43,34 +82,30 @@ def run_silver(run: JobRun) -> None:
     parsed = silver_tx.parse_records(bronze, contract)
     if manifest.date:
         parsed = parsed.where(F.to_date(contract.event_time) == F.lit(manifest.date).cast("date"))
-    flagged = silver_tx.flag_invalid_rows(parsed, contract).persist()
-    manifest.rows_in = flagged.count()
+    flagged = _narrow(silver_tx.flag_invalid_rows(parsed, contract), contract).persist()
+    counts = input_counts(flagged, contract)
+    manifest.rows_in, manifest.quarantined, manifest.malformed = counts["rows_in"], counts["quarantined"], counts["malformed"]
     run.stage("parsed + validated", rows_in=manifest.rows_in)
 
-    valid = silver_tx.valid_rows(flagged)
-    valid_count = valid.count()
-    silver = silver_tx.to_silver(silver_tx.flag_late_rows(silver_tx.dedupe_latest(valid, contract), contract),
-                                 contract).persist()
+    silver = silver_tx.to_silver(silver_tx.flag_late_rows(silver_tx.dedupe_latest(silver_tx.valid_rows(flagged), contract),
+                                                          contract), contract).persist()
     quarantine = silver_tx.to_quarantine(silver_tx.invalid_rows(flagged), contract, run.run_id).persist()
-    manifest.rows_out = silver.count()
-    manifest.quarantined = quarantine.count()
-    manifest.duplicates = valid_count - manifest.rows_out
-    manifest.late = silver.where(F.col("_is_late")).count()
-    manifest.malformed = quarantine.where(F.array_contains("_failed_rules", "malformed_record")).count()
+    manifest.rows_out, manifest.late = output_counts(silver)
+    manifest.duplicates = counts["valid"] - manifest.rows_out
     run.stage("deduped + split", rows_out=manifest.rows_out, quarantined=manifest.quarantined,
               duplicates=manifest.duplicates, late=manifest.late)
     manifest.check_invariant()
 
     run.validate(silver, quarantine_df=quarantine)
-    covered_dates = sorted(str(r[0]) for r in flagged.select(F.to_date(contract.event_time)).distinct().collect()
-                           if r[0] is not None)
+    covered_dates = manifest.event_dates = counts["dates"]
     partitioning = silver_partitioning(contract)
     # A full run covers the null partition too (rows without an event time, if a contract allows them).
     covered = partitioning.covering(covered_dates, include_null=not manifest.date)
     snapshot = tables.overwrite(silver, silver_table, partitioning, covered, run.run_id)
     manifest.tables["silver"] = tables.publish_record(spark, silver_table, snapshot)
     run.stage("committed silver", snapshot_id=snapshot["snapshot_id"], event_dates=len(covered_dates))
-    writers.replace_partitions(quarantine, quarantine_uri, ["event_date"], covered=covered_dates)
+    writers.replace_partitions(quarantine, quarantine_uri, ["event_date"], covered=covered_dates,
+                               present=counts["quarantine_dates"])
     manifest.published = True
     written_rows = tables.count_where(spark, silver_table, snapshot["snapshot_id"], covered)
     if written_rows != manifest.rows_out:

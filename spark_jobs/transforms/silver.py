@@ -70,9 +70,10 @@ def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructTy
     its landing field; a ``computed`` column's text is its Spark SQL expression over the other columns'
     texts. Malformed means: flagged in bronze, or not a JSON object / not a well-formed CSV record of
     the right field count (checked again: bronze may predate a fix).
-    ``read_schema`` (default: every landing field as text) is the JSON schema ``_raw`` is read with;
-    each landing field is taken from it as text (null when the schema lacks it). Only the naive
-    benchmark baseline passes one (an inferred schema).
+    JSON is parsed once per record, into a map of every top-level field's text (a nested value as its
+    JSON text): the contract's fields and the unknown field names both come from it. ``read_schema``
+    (only the naive benchmark baseline passes one: an inferred schema) reads the fields through that
+    struct instead, each as text (null when the schema lacks it), at the cost of a second parse.
     """
     landing = contract.landing
     plain = [col for col in contract.schema if col.landing_name is not None]
@@ -86,12 +87,18 @@ def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructTy
         texts = [F.when(~is_malformed, csv_records.field_of(values, names, col.landing_name)) for col in plain]
         all_fields = names if landing.header else F.array().cast("array<string>")
     else:
-        read_schema = read_schema or T.StructType([T.StructField(name, T.StringType()) for name in contract.landing_fields])
-        parsed = F.from_json(F.col("_raw"), read_schema)
-        present = set(read_schema.fieldNames())
-        texts = [parsed.getField(col.landing_name).cast("string") if col.landing_name in present
-                 else F.lit(None).cast("string") for col in plain]
-        all_fields = F.map_keys(F.from_json(F.col("_raw"), T.MapType(T.StringType(), T.StringType())))
+        if read_schema is None:
+            # One parse per record: every top-level field as text (a nested value as its JSON text), from
+            # which both the contract's fields and the unknown field names are taken.
+            fields = F.from_json(F.col("_raw"), T.MapType(T.StringType(), T.StringType()))
+            texts = [fields.getItem(col.landing_name) for col in plain]
+        else:
+            parsed = F.from_json(F.col("_raw"), read_schema)
+            present = set(read_schema.fieldNames())
+            texts = [parsed.getField(col.landing_name).cast("string") if col.landing_name in present
+                     else F.lit(None).cast("string") for col in plain]
+            fields = F.from_json(F.col("_raw"), T.MapType(T.StringType(), T.StringType()))
+        all_fields = F.map_keys(fields)
         is_malformed = F.col("_is_malformed") | ~is_json_object(F.col("_raw"))
     known_fields = F.array(*[F.lit(name) for name in contract.landing_fields])
     with_text = bronze.select(
@@ -194,11 +201,16 @@ def dedupe_latest(valid: DataFrame, contract: Contract) -> DataFrame:
 
 def flag_late_rows(records: DataFrame, contract: Contract) -> DataFrame:
     """``_is_late``: the event time trails the newest event time of the same landing file by more than
-    the contract's ``lateness_minutes`` (a late arrival rolled into a newer producer batch)."""
-    same_file = Window.partitionBy("_source_file")
-    newest_in_file = F.max(contract.event_time).over(same_file)
+    the contract's ``lateness_minutes`` (a late arrival rolled into a newer producer batch).
+
+    The newest event time per file is a small aggregate (one row per landing file) joined back by
+    broadcast: no second shuffle and sort of every record, as a window over the file would need."""
+    newest = records.groupBy("_source_file").agg(F.max(contract.event_time).alias("_newest_in_file"))
     allowed_lag = F.expr(f"INTERVAL {int(contract.lateness_minutes)} MINUTES")
-    return records.withColumn("_is_late", F.col(contract.event_time) < newest_in_file - allowed_lag)
+    joined = records.alias("r").join(F.broadcast(newest.alias("n")),
+                                     F.col("r._source_file").eqNullSafe(F.col("n._source_file")), "left")
+    return joined.select(*[F.col(f"r.`{name}`") for name in records.columns],
+                         (F.col(f"r.`{contract.event_time}`") < F.col("n._newest_in_file") - allowed_lag).alias("_is_late"))
 
 
 def silver_columns(contract: Contract) -> list[str]:
