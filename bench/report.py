@@ -66,7 +66,7 @@ def _targets(result: dict[str, Any]) -> list[str]:
 
 
 PIPELINE_COLUMNS = [("dataset", "dataset"), ("size", "events"), ("storage", "storage"), ("layer", "layer"),
-                    ("variant", "variant"), ("wall_s", "wall s (median)"), ("wall_s_min", "min"), ("wall_s_max", "max"),
+                    ("variant", "variant"), ("wall_s", "wall s"), ("wall_s_min", "min s"), ("wall_s_max", "max s"),
                     ("runs", "runs"), ("rows_in", "rows in"), ("rows_out", "rows out"),
                     ("rows_per_s", "rows/s"), ("peak_python_mb", "peak Python MB"),
                     ("peak_jvm_mb", "peak JVM MB")]
