@@ -666,7 +666,7 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if ctx.failures or not payload["all_equal"] else 0
 
 
-NOTES_PREFIXES = ("wall s =", "tuned =", "DuckDB does", "bronze runs")
+NOTES_PREFIXES = ("wall s =", "tuned =", "DuckDB does", "bronze runs", "run-all =")
 NOTES = [
     "wall s = the layer job alone (spark_jobs.cli.run_layer, or the DuckDB SQL), in its own process; the Spark "
     "session start is recorded per row as session_s. rows/s = rows in / wall s. Peak RSS: the worker's Python "
@@ -674,13 +674,15 @@ NOTES = [
     "tuned = the project's session (local[2], 8 shuffle partitions, v2 committer); naive = Spark defaults "
     "(200 shuffle partitions, v1 committer) and the JSON schema inferred from the records; no_validation = "
     "tuned with TENANTLAKE_VALIDATION=off (no expectations, no report). Validation overhead = tuned wall / "
-    "no_validation wall - 1, one run each, in the same benchmark run (single runs: the machine's run-to-run "
-    "noise is larger than the target); validation_share_of_job = the validation's own seconds inside the tuned "
+    "no_validation wall - 1, from the medians of --repeats runs each, in the same benchmark run (the "
+    "machine's run-to-run noise can still be larger than the target); validation_share_of_job = the validation's own seconds inside the tuned "
     "job (its summary.json) / the job's wall time, a figure without that noise.",
     "DuckDB does the same silver (parse, contract rules, quarantine, dedupe latest _ingested_at, late flag) and gold "
     "work on the same bronze files (bench/duckdb_reference.py, silver SQL generated from the contract); the run "
     "checks silver/quarantine rows, quarantine per rule, a silver content checksum, duplicates, late rows and "
     "every gold value (floats within 1e-9 relative).",
+    "run-all = bronze, silver and gold in one process and session on a fresh lake holding only the landing "
+    "files; its ratios compare the layers' times inside it with DuckDB's silver and gold (DuckDB has no bronze).",
     "bronze runs with --max-files-per-trigger 1000 (backfill); the iot generator writes each malformed record "
     "as its own truncated file (about 0.33% of the records), so iot has many more landing files than clickstream.",
 ]

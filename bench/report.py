@@ -100,7 +100,8 @@ def _section(title: str, result: dict[str, Any], path: Path, columns: list[tuple
         lines += ["", "S3 requests per lake prefix (the emulator's log), in all and per daily partition:", "",
                   *_table(result["requests"], BACKFILL_REQUEST_COLUMNS)]
     elif isinstance(ratios, list) and ratios:
-        ratio_keys = ("ours_over_duckdb", "tuned_over_naive", "validation_overhead")
+        ratio_keys = ("ours_over_duckdb", "tuned_over_naive", "validation_overhead", "gold_in_run_all_over_duckdb",
+                      "pipeline_over_duckdb")
         with_ratios = [row for row in ratios if any(row.get(key) is not None for key in ratio_keys)]
         lines += ["", "Ratios (throughput ratios; validation overhead = time with / without expectations − 1):", "",
                   *_table(with_ratios, RATIO_COLUMNS, digits=3)]
