@@ -405,6 +405,10 @@ def compute_ratios(rows: list[dict[str, Any]], checks: list[dict[str, Any]]) -> 
         entry: dict[str, Any] = dict(where)
         if layer == "run-all":
             entry.update(_run_all_ratios(rows, tuned, dataset, size, storage))
+            own = [c for c in checks if c.get("dataset") == dataset and c.get("size") == size
+                   and c.get("storage") == storage and str(c.get("check", "")).startswith("run_all_")]
+            if own:
+                entry["equal"] = all(c["equal"] for c in own)
             ratios.append(entry)
             continue
         duck = _find(rows, **where, variant="duckdb")

@@ -75,7 +75,7 @@ RATIO_COLUMNS = [("dataset", "dataset"), ("size", "events"), ("storage", "storag
                  ("validation_overhead", "validation overhead"), ("validation_share_of_job", "validation in job"),
                  ("gold_in_run_all_over_duckdb", "gold in run-all / DuckDB"),
                  ("pipeline_over_duckdb", "silver + gold in run-all / DuckDB"),
-                 ("run_all_over_duckdb", "whole run-all / DuckDB silver + gold"), ("equal", "output equal to DuckDB")]
+                 ("run_all_over_duckdb", "whole run-all / DuckDB silver + gold"), ("equal", "output equal (DuckDB; run-all: the layer jobs)")]
 INFRA_COLUMNS = [("measure", "measure"), ("n_tenants", "tenants"), ("parallelism", "parallelism"),
                  ("wall_s", "wall s"), ("per_tenant_s", "s per tenant"), ("note", "note")]
 BACKFILL_COLUMNS = [("round", "round"), ("variant", "code"), ("layer", "layer"), ("wall_s", "wall s"), ("publish_s", "publish s"),
