@@ -144,8 +144,9 @@ def count_requests(emulator_log: Path, bucket: str) -> dict[str, int]:
         top = (listed.group(1) if listed else key.split("/", 1)[0]) if (listed or key) else ""
         if "delete" in query and not key:
             top = "delete (batch)"
-        counts[top if top in LAKE_PREFIXES or top == "delete (batch)" else "other"] = \
-            counts.get(top if top in LAKE_PREFIXES or top == "delete (batch)" else "other", 0) + 1
+        elif top not in LAKE_PREFIXES:
+            top = "other"
+        counts[top] = counts.get(top, 0) + 1
     return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
 

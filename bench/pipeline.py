@@ -108,15 +108,13 @@ def _spark_worker(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _run_all_worker(spark, lake, spec: dict[str, Any], files: int, session_s: float, started: float) -> dict[str, Any]:
     """bronze -> silver -> gold of one dataset in ONE session, as ``run-all`` runs them (gold told the dates
-    silver replaced when its tables exist); the fresh lake holds only the landing files."""
-    from spark_jobs.cli import _gold_tables_exist, run_layer
+    silver replaced); the fresh lake holds only the landing files."""
+    from spark_jobs.cli import run_layer
 
     layers: dict[str, float] = {}
     manifests: dict[str, dict[str, Any]] = {}
     dates = None
     for layer in ("bronze", "silver", "gold"):
-        if layer == "gold" and dates is not None and not _gold_tables_exist(spark, lake, spec["dataset"]):
-            dates = None
         layer_started = time.perf_counter()
         manifests[layer] = run_layer(spark, lake, spec["dataset"], layer, max_files_per_trigger=files,
                                      dates=dates if layer == "gold" else None)

@@ -333,7 +333,8 @@ def run_layer(spark, lake: LakeConfig, dataset: str, layer: str, *, date: str | 
               dates: list[str] | None = None) -> dict:
     """Run one layer of one dataset on ``spark``; returns the run manifest (a dict). A dataset locked by an
     erasure request is refused, except for the runs that request makes itself (``erasure_request``).
-    ``dates`` (gold only, from run-all): read and replace only these event dates and the null partition."""
+    ``dates`` (gold only, from run-all): the event dates silver just replaced; gold reads and replaces only
+    those and the null partition, when every gold table of the contract has data."""
     from spark_jobs.jobs.bronze import run_bronze
     from spark_jobs.jobs.gold import run_gold
     from spark_jobs.jobs.runtime import job_run, print_progress
@@ -373,16 +374,6 @@ def run_layer(spark, lake: LakeConfig, dataset: str, layer: str, *, date: str | 
     return run.manifest.to_dict()
 
 
-def _gold_tables_exist(spark, lake: LakeConfig, dataset: str) -> bool:
-    """Every gold table of the dataset's contract has data committed (run-all's gold may then read only
-    the dates silver just replaced)."""
-    from spark_jobs.io import tables
-    from spark_jobs.lake import gold_table_name
-
-    return all(tables.current_snapshot(spark, tables.table(spark, lake, "gold", gold_table_name(dataset, name)))
-               is not None for name in load_contract(dataset).gold)
-
-
 def _cmd_run(args: argparse.Namespace) -> int:
     from spark_jobs.quality import exit_code, run_status
     from spark_jobs.report import format_counts_table, layer_counts
@@ -410,12 +401,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         statuses = []
         silver_dates: dict[str, list[str]] = {}
         for dataset, layer in plan:
-            dates = silver_dates.get(dataset) if layer == "gold" else None
-            if dates is not None and not _gold_tables_exist(spark, lake, dataset):
-                dates = None  # a gold table not built yet (new in the contract) needs every silver date
             manifest = run_layer(spark, lake, dataset, layer, date=args.date, continuous=args.continuous,
                                  trigger_seconds=args.trigger_seconds, max_runtime=args.max_runtime,
-                                 max_files_per_trigger=args.max_files_per_trigger, dates=dates)
+                                 max_files_per_trigger=args.max_files_per_trigger, dates=silver_dates.get(dataset))
             if args.command == "run-all" and layer == "silver" and not args.date:
                 silver_dates[dataset] = list(manifest.get("event_dates") or [])
             print(f"{layer} {dataset}: rows_in={manifest['rows_in']} rows_out={manifest['rows_out']} "

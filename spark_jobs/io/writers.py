@@ -16,7 +16,6 @@ from pyspark.sql import DataFrame, SparkSession
 from spark_jobs.io import storage
 
 
-
 def replace_partitions(
     df: DataFrame, uri: str, partition_by: list[str] | tuple[str, ...], covered: list[str] | None = None,
     present: list[str] | None = None,

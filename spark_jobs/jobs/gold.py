@@ -48,6 +48,14 @@ def pseudonymised(silver, run: JobRun):
     return output.select(*[pseudonym_column(key, F.col(c)).alias(c) if c in keys else F.col(c) for c in output.columns])
 
 
+def _every_gold_table_has_data(run: JobRun) -> bool:
+    """Every gold table of the contract has a snapshot: only then may gold read just the dates silver
+    replaced (a gold table new in the contract needs every silver date)."""
+    return all(tables.current_snapshot(run.spark, tables.table(run.spark, run.lake, "gold",
+                                                               gold_table_name(run.contract.dataset, name))) is not None
+               for name in run.contract.gold)
+
+
 def run_gold(run: JobRun) -> None:
     spark, lake, contract, manifest = run.spark, run.lake, run.contract, run.manifest
     dataset = contract.dataset
@@ -64,20 +72,20 @@ def run_gold(run: JobRun) -> None:
         # The event-time range lets Iceberg prune to the one days() partition; event_date is the contract.
         day = silver_partitioning(contract).covering([manifest.date], include_null=False)
         silver = silver.where(F.expr(day)).where(F.col("event_date") == F.lit(manifest.date).cast("date"))
-    elif run.dates is not None:
-        # run-all: only the event dates the silver run before this one replaced (and the null partition
-        # when that run was a full one); the other dates' gold is already built from unchanged silver.
-        silver = silver.where(F.expr(silver_partitioning(contract).covering(run.dates, include_null=True)))
+    dates = run.dates if run.dates is not None and _every_gold_table_has_data(run) else None
+    if dates is not None and not manifest.date:
+        # run-all: only the event dates the silver run before this one replaced, and the null partition
+        # (that run was a full one); the other dates' gold is already built from unchanged silver.
+        silver = silver.where(F.expr(silver_partitioning(contract).covering(dates, include_null=True)))
     silver = silver.persist()
     # Rows in and the dates covered in one aggregation (one Spark job; it also fills the cache).
     read = silver.agg(F.count(F.lit(1)).alias("rows"), F.collect_set(F.col("event_date").cast("string")).alias("dates")).first()
     manifest.rows_in = int(read["rows"])
-    covered_dates = sorted(read["dates"])
-    if run.dates is not None:
-        covered_dates = sorted(set(run.dates))
-    manifest.event_dates = covered_dates
     if manifest.date:  # the date is recomputed even when silver no longer has rows for it (after an erasure)
         covered_dates = [manifest.date]
+    else:
+        covered_dates = sorted(set(dates)) if dates is not None else sorted(read["dates"])
+    manifest.event_dates = covered_dates
     run.stage("silver read", rows_in=manifest.rows_in, event_dates=len(covered_dates),
               snapshot_id=snapshot["snapshot_id"])
 

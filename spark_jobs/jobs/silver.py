@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from spark_jobs.contract import Contract
+from spark_jobs.contract import MALFORMED_RULE, Contract
 from spark_jobs.io import readers, tables, writers
 from spark_jobs.jobs.runtime import JobRun
 from spark_jobs.manifest import InvariantViolation
@@ -30,31 +30,18 @@ def silver_partitioning(contract: Contract) -> tables.Partitioning:
     return tables.Partitioning(contract.event_time, "day" if kind == "timestamp" else "identity")
 
 
-def _narrow(flagged, contract: Contract):
-    """What the rest of the job reads from the parsed records, and nothing more: the typed columns and
-    lineage of every row, the failed rules, and the raw text of the invalid rows only (the quarantine
-    keeps it; a valid row's text is never read again). This is the frame the job persists."""
-    from spark_jobs.transforms.silver import LINEAGE_COLUMNS
-
-    is_invalid = F.size("_failed_rules") > 0
-    return flagged.select(F.when(is_invalid, F.col("_raw")).alias("_raw"), "_failed_rules", *LINEAGE_COLUMNS,
-                          *contract.column_names)
-
-
-def input_counts(narrow, contract: Contract) -> dict:
-    """Every count the manifest needs from the parsed records, in ONE aggregation (one Spark job): rows
+def input_counts(flagged, contract: Contract) -> dict:
+    """Every count the manifest needs from the flagged records, in ONE aggregation (one Spark job): rows
     in, valid, quarantined, malformed, the event dates covered and the event dates quarantined."""
-    from spark_jobs.contract import MALFORMED_RULE
-
-    is_invalid = F.size("_failed_rules") > 0
-    event_date = F.to_date(contract.event_time)
-    row = narrow.agg(
+    invalid = silver_tx.is_invalid()
+    event_date = F.to_date(contract.event_time).cast("string")
+    row = flagged.agg(
         F.count(F.lit(1)).alias("rows_in"),
-        F.count(F.when(~is_invalid, 1)).alias("valid"),
-        F.count(F.when(is_invalid, 1)).alias("quarantined"),
+        F.count(F.when(~invalid, 1)).alias("valid"),
+        F.count(F.when(invalid, 1)).alias("quarantined"),
         F.count(F.when(F.array_contains("_failed_rules", MALFORMED_RULE), 1)).alias("malformed"),
-        F.collect_set(event_date.cast("string")).alias("dates"),
-        F.collect_set(F.when(is_invalid, event_date.cast("string"))).alias("quarantine_dates"),
+        F.collect_set(event_date).alias("dates"),
+        F.collect_set(F.when(invalid, event_date)).alias("quarantine_dates"),
     ).first()
     return {"rows_in": int(row["rows_in"]), "valid": int(row["valid"]), "quarantined": int(row["quarantined"]),
             "malformed": int(row["malformed"]), "dates": sorted(row["dates"]),
@@ -82,7 +69,7 @@ def run_silver(run: JobRun) -> None:
     parsed = silver_tx.parse_records(bronze, contract)
     if manifest.date:
         parsed = parsed.where(F.to_date(contract.event_time) == F.lit(manifest.date).cast("date"))
-    flagged = _narrow(silver_tx.flag_invalid_rows(parsed, contract), contract).persist()
+    flagged = silver_tx.narrow(silver_tx.flag_invalid_rows(parsed, contract), contract).persist()
     counts = input_counts(flagged, contract)
     manifest.rows_in, manifest.quarantined, manifest.malformed = counts["rows_in"], counts["quarantined"], counts["malformed"]
     run.stage("parsed + validated", rows_in=manifest.rows_in)

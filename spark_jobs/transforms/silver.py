@@ -87,17 +87,16 @@ def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructTy
         texts = [F.when(~is_malformed, csv_records.field_of(values, names, col.landing_name)) for col in plain]
         all_fields = names if landing.header else F.array().cast("array<string>")
     else:
+        # One parse per record: every top-level field as text (a nested value as its JSON text), from
+        # which both the contract's fields and the unknown field names are taken.
+        fields = F.from_json(F.col("_raw"), T.MapType(T.StringType(), T.StringType()))
         if read_schema is None:
-            # One parse per record: every top-level field as text (a nested value as its JSON text), from
-            # which both the contract's fields and the unknown field names are taken.
-            fields = F.from_json(F.col("_raw"), T.MapType(T.StringType(), T.StringType()))
             texts = [fields.getItem(col.landing_name) for col in plain]
         else:
             parsed = F.from_json(F.col("_raw"), read_schema)
             present = set(read_schema.fieldNames())
             texts = [parsed.getField(col.landing_name).cast("string") if col.landing_name in present
                      else F.lit(None).cast("string") for col in plain]
-            fields = F.from_json(F.col("_raw"), T.MapType(T.StringType(), T.StringType()))
         all_fields = F.map_keys(fields)
         is_malformed = F.col("_is_malformed") | ~is_json_object(F.col("_raw"))
     known_fields = F.array(*[F.lit(name) for name in contract.landing_fields])
@@ -177,12 +176,25 @@ def flag_invalid_rows(parsed: DataFrame, contract: Contract) -> DataFrame:
     )
 
 
+def is_invalid() -> Column:
+    """True for a flagged row that broke at least one rule (it goes to quarantine)."""
+    return F.size("_failed_rules") > 0
+
+
 def valid_rows(flagged: DataFrame) -> DataFrame:
-    return flagged.where(F.size("_failed_rules") == 0)
+    return flagged.where(~is_invalid())
 
 
 def invalid_rows(flagged: DataFrame) -> DataFrame:
-    return flagged.where(F.size("_failed_rules") > 0)
+    return flagged.where(is_invalid())
+
+
+def narrow(flagged: DataFrame, contract: Contract) -> DataFrame:
+    """Only what the rest of silver reads from the flagged records: the typed columns and lineage of
+    every row, the failed rules, and the raw text of the invalid rows alone (the quarantine keeps it; a
+    valid row's text is never read again). The silver job persists this frame."""
+    return flagged.select(F.when(is_invalid(), F.col("_raw")).alias("_raw"), "_failed_rules", *LINEAGE_COLUMNS,
+                          *contract.column_names)
 
 
 def dedupe_latest(valid: DataFrame, contract: Contract) -> DataFrame:
