@@ -38,6 +38,9 @@ UNKNOWN_FIELDS_RULE = "unknown_fields"
 DATASET_NAME_RE = r"^[a-z][a-z0-9_]{1,39}$"
 DEFAULT_TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss'Z'"
 DEFAULT_LATENESS_MINUTES = 30
+# Partition granularity of silver, gold and the quarantine (spark_jobs/README.md, "Partition granularity").
+PARTITION_GRANULARITIES = ("day", "month")
+DEFAULT_PARTITION_GRANULARITY = "day"
 
 
 class ContractError(ValueError):
@@ -149,6 +152,9 @@ class Contract:
             columns the erasure receipt lists). @default - ()
         pseudonymise_gold: gold tables carry a keyed hash (HMAC-SHA256 with the tenant's erasure key)
             instead of each subject key's value, so a consumer never sees raw identifiers. @default - False
+        partition_granularity: ``day`` (one partition per event date) or ``month`` (one per event month,
+            for a low-volume dataset that would otherwise become hundreds of tiny files a year) for the
+            silver table, the gold tables and the quarantine. @default - "day"
     """
 
     dataset: str
@@ -168,6 +174,7 @@ class Contract:
     subject_keys: tuple[str, ...] | None = None
     personal_data: tuple[str, ...] = ()
     pseudonymise_gold: bool = False
+    partition_granularity: str = DEFAULT_PARTITION_GRANULARITY
 
     def check_personal_data(self, data_classification: tuple[str, ...] | list[str]) -> None:
         """Refuse (one line) a contract that does not declare its subject keys on a tenant that holds
@@ -265,6 +272,10 @@ def parse_contract(raw: Any, source: str = "<memory>") -> Contract:
         raise ContractError(dataset, "pseudonymise_gold", f"must be true or false, got {pseudonymise_gold!r}")
     if pseudonymise_gold and not subject_keys:
         raise ContractError(dataset, "pseudonymise_gold", "needs subject_keys (the columns to replace by a keyed hash)")
+    granularity = raw.get("partition_granularity", DEFAULT_PARTITION_GRANULARITY)
+    if granularity not in PARTITION_GRANULARITIES:
+        raise ContractError(dataset, "partition_granularity",
+                            f"must be one of {', '.join(PARTITION_GRANULARITIES)}, got {granularity!r}")
     return Contract(
         dataset=dataset,
         description=str(raw.get("description", "")).strip(),
@@ -283,6 +294,7 @@ def parse_contract(raw: Any, source: str = "<memory>") -> Contract:
         subject_keys=subject_keys,
         personal_data=personal_data,
         pseudonymise_gold=pseudonymise_gold,
+        partition_granularity=granularity,
     )
 
 

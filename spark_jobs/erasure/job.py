@@ -46,6 +46,7 @@ from spark_jobs.erasure import INBOX_PREFIX, objects, partitions
 from spark_jobs.erasure.subjects import Subject, SubjectError, load_key, normalised, pseudonym, request_id, subject_hash
 from spark_jobs.io import storage, tables, writers
 from spark_jobs.lake import LakeConfig, gold_table_name
+from spark_jobs.transforms import silver as silver_tx
 
 RECEIPTS_PREFIX = "reports/erasure/"
 SCRUBBED_PREFIXES = ("reports/", "athena/", "logs/")
@@ -201,8 +202,6 @@ class EraseRun:
 
 def _match_dataset(run: EraseRun, contract: Contract, journal: Journal) -> dict[str, Any]:
     """Step 3 (and the dry run's whole work): what the subjects touch in this dataset."""
-    from spark_jobs.transforms import silver as silver_tx
-
     spark, lake, dataset = run.spark, run.lake, contract.dataset
     subjects = _subjects_of(contract, run.subjects)
     matches_uri = f"{run.work_uri}/matches/{dataset}"
@@ -225,13 +224,20 @@ def _match_dataset(run: EraseRun, contract: Contract, journal: Journal) -> dict[
         found["landing_files"] = sorted({r["_source_file"] for r in rows})
         found["event_dates"] = sorted({r["event_date"] for r in rows if r["event_date"]})
     quarantine_uri = lake.quarantine(dataset)
+    column = silver_tx.quarantine_partition(contract)
     if storage.has_data_files(spark, quarantine_uri):
+        from spark_jobs.jobs.silver import other_quarantine_layout
+
+        if other_quarantine_layout(spark, quarantine_uri, contract):
+            raise ErasureError(f"{quarantine_uri} holds partitions of both granularities (the contract's "
+                               f"partition_granularity changed to {contract.partition_granularity}); run "
+                               f"`python -m spark_jobs run --dataset {dataset} --layer silver` once, then the erase command again")
         quarantine = spark.read.parquet(quarantine_uri)
         lineage = {(r["_source_file"], int(r["_record_index"])) for r in rows} if found["bronze_rows"] else set()
         keyed = spark.createDataFrame(sorted(lineage) or [("", -1)], "_source_file string, _record_index long")
         q_hits = (quarantine.join(F.broadcast(keyed.withColumn("_hit", F.lit(True))), list(LINEAGE), "left")
                   .where(F.coalesce(F.col("_hit"), F.lit(False)) | raw_mention(subjects)))
-        q_rows = q_hits.select(F.coalesce(F.col("event_date").cast("string"), F.lit(HIVE_NULL)).alias("p")).collect()
+        q_rows = q_hits.select(F.coalesce(F.col(column).cast("string"), F.lit(HIVE_NULL)).alias("p")).collect()
         found["quarantine_rows"] = len(q_rows)
         found["quarantine_partitions"] = _counts(r["p"] for r in q_rows)
     silver_table = tables.table(spark, lake, "silver", dataset)
@@ -321,7 +327,8 @@ def _erase_dataset(run: EraseRun, contract: Contract, journal: Journal) -> dict[
             f"{len(found['event_dates'])} event dates, {len(found['landing_files'])} landing files")
     touched: dict[str, Any] = {"matched": found}
     touched["quarantine"] = _rewrite_partitions(run, journal, "quarantine", dataset, lake.quarantine(dataset),
-                                                "event_date", found["quarantine_partitions"], subjects, False)
+                                                silver_tx.quarantine_partition(contract), found["quarantine_partitions"],
+                                                subjects, False)
     touched["bronze"] = _rewrite_partitions(run, journal, "bronze", dataset, lake.bronze(dataset), "_batch_id",
                                             found["bronze_batches"], subjects, True)
     run.say(f"{dataset}: quarantine {touched['quarantine']['rows_removed']} rows, "

@@ -73,39 +73,110 @@ def exists(spark: SparkSession, tbl: Table) -> bool:
 # ---------------------------------------------------------------------------- partitioning and filters
 @dataclasses.dataclass(frozen=True)
 class Partitioning:
-    """How a table is partitioned, and the row filter that selects whole partitions of it.
+    """How a table is partitioned, and the row filters that select whole partitions of it.
 
     Attributes:
         column: the source column (the contract's event time, or a gold table's ``event_date``).
-        transform: ``day`` (hidden ``days(column)`` on a timestamp) or ``identity`` (a date column).
+        transform: ``day`` (hidden ``days(column)`` on a timestamp), ``identity`` (a date column) or
+            ``month`` (hidden ``months(column)``, on a timestamp or a date column).
+        column_type: ``timestamp`` or ``date``: how a filter writes its literals (``month`` needs it;
+            ``day`` implies a timestamp and ``identity`` a date). @default - "timestamp"
     """
 
     column: str
     transform: str
+    column_type: str = "timestamp"
+
+    @classmethod
+    def of(cls, column: str, column_type: str, granularity: str) -> "Partitioning":
+        """The partitioning of a ``timestamp`` or ``date`` column at a contract's ``partition_granularity``:
+        ``day`` gives ``days(ts)`` or the date column itself (the same partitions), ``month`` gives ``months()``."""
+        if granularity == "month":
+            return cls(column, "month", column_type)
+        return cls(column, "day", "timestamp") if column_type == "timestamp" else cls(column, "identity", "date")
 
     @property
     def sql(self) -> str:
         """The ``PARTITIONED BY`` term, e.g. ``days(`event_ts`)``."""
-        return f"days(`{self.column}`)" if self.transform == "day" else f"`{self.column}`"
+        if self.transform in ("day", "month"):
+            return f"{self.transform}s(`{self.column}`)"
+        return f"`{self.column}`"
 
     @property
     def spec(self) -> str:
         """How Spark's DESCRIBE TABLE names it, e.g. ``days(event_ts)``."""
-        return f"days({self.column})" if self.transform == "day" else self.column
+        return f"{self.transform}s({self.column})" if self.transform in ("day", "month") else self.column
 
-    def covering(self, dates: Iterable[str], include_null: bool) -> str:
-        """A SQL filter selecting exactly the partitions of ``dates`` (``YYYY-MM-DD``), plus the null
-        partition when ``include_null``: aligned with the partitioning, so Iceberg replaces whole files."""
+    @property
+    def _is_date(self) -> bool:
+        return self.transform == "identity" or self.column_type == "date"
+
+    def _literal(self, day: str) -> str:
+        return f"DATE '{day}'" if self._is_date else f"TIMESTAMP '{day} 00:00:00'"
+
+    def _ranges_filter(self, ranges: list[tuple[str, str]]) -> list[str]:
         column = f"`{self.column}`"
-        terms = []
-        if self.transform == "day":
-            for start, end in _date_ranges(sorted(set(dates))):
-                terms.append(f"({column} >= TIMESTAMP '{start} 00:00:00' AND {column} < TIMESTAMP '{end} 00:00:00')")
-        elif dates:
-            terms.append(f"{column} IN ({', '.join(f'DATE {chr(39)}{d}{chr(39)}' for d in sorted(set(dates)))})")
+        return [f"({column} >= {self._literal(start)} AND {column} < {self._literal(end)})" for start, end in ranges]
+
+    def rows(self, dates: Iterable[str], include_null: bool) -> str:
+        """A SQL filter selecting exactly the rows of ``dates`` (``YYYY-MM-DD``), plus the rows without a
+        value when ``include_null``. At ``day`` granularity these are whole partitions (``covering``)."""
+        column = f"`{self.column}`"
+        dates = sorted(set(dates))
+        if self.transform == "identity":
+            terms = [f"{column} IN ({', '.join(self._literal(d) for d in dates)})"] if dates else []
+        else:
+            terms = self._ranges_filter(_date_ranges(dates))
         if include_null:
             terms.append(f"{column} IS NULL")
         return " OR ".join(terms) or "false"
+
+    def covering(self, dates: Iterable[str], include_null: bool) -> str:
+        """A SQL filter selecting exactly the partitions that hold ``dates`` (``YYYY-MM-DD``), plus the null
+        partition when ``include_null``: aligned with the partitioning, so Iceberg replaces whole files.
+        At ``month`` granularity: the whole months of the dates."""
+        if self.transform != "month":
+            return self.rows(dates, include_null)
+        terms = self._ranges_filter(_month_ranges(sorted({d[:7] for d in dates})))
+        if include_null:
+            terms.append(f"`{self.column}` IS NULL")
+        return " OR ".join(terms) or "false"
+
+    def partial(self, dates: Iterable[str]) -> list[str]:
+        """The partitions (``YYYY-MM``) that ``dates`` cover only in part: a replacement of those
+        partitions must carry their other dates' rows over. Always ``[]`` at ``day`` granularity."""
+        if self.transform != "month":
+            return []
+        by_month: dict[str, int] = {}
+        for day in set(dates):
+            by_month[day[:7]] = by_month.get(day[:7], 0) + 1
+        return sorted(month for month, days in by_month.items() if days < _days_in_month(month))
+
+
+def granule(day: str, granularity: str) -> str:
+    """The partition value of an event date ``YYYY-MM-DD``: the date itself, or its month ``YYYY-MM``."""
+    return day[:7] if granularity == "month" else day
+
+
+def _days_in_month(month: str) -> int:
+    first = dt.date.fromisoformat(f"{month}-01")
+    return ((first.replace(day=28) + dt.timedelta(days=4)).replace(day=1) - first).days
+
+
+def _next_month(month: str) -> str:
+    first = dt.date.fromisoformat(f"{month}-01")
+    return (first.replace(day=28) + dt.timedelta(days=4)).replace(day=1).isoformat()[:7]
+
+
+def _month_ranges(months: list[str]) -> list[tuple[str, str]]:
+    """Consecutive months (``YYYY-MM``) merged into half-open date ranges [first day, first day after)."""
+    ranges: list[list[str]] = []
+    for month in months:
+        if ranges and ranges[-1][1] == month:
+            ranges[-1][1] = _next_month(month)
+        else:
+            ranges.append([month, _next_month(month)])
+    return [(f"{start}-01", f"{end}-01") for start, end in ranges]
 
 
 def _date_ranges(dates: list[str]) -> list[tuple[str, str]]:
@@ -138,8 +209,24 @@ def check_no_legacy_files(spark: SparkSession, tbl: Table) -> None:
 
 def ensure_table(spark: SparkSession, tbl: Table, schema: T.StructType, partitioning: Partitioning) -> bool:
     """Create the table (format v2, partitioned) unless it exists; True when it was created now.
-    Creating commits no snapshot: a table exists without data until the first publish commits one."""
+    Creating commits no snapshot: a table exists without data until the first publish commits one.
+    An existing table partitioned otherwise (the contract's ``partition_granularity`` changed) has its
+    partition field replaced first (Iceberg partition evolution), then every data file rewritten into
+    the new partitions (``rewrite_data_files`` with ``rewrite-all``: the same rows, one more snapshot),
+    so that later overwrites of single dates always replace whole files. Both happen before the
+    caller's data commit; a reader sees the same rows throughout."""
     if exists(spark, tbl):
+        current = spec_terms(spark, tbl)
+        if current != [partitioning.spec]:
+            if len(current) != 1:
+                raise TableError(f"{tbl.display} is partitioned by {current or 'nothing'}, not {partitioning.spec}; "
+                                 "the jobs evolve one partition field only")
+            spark.sql(f"ALTER TABLE {tbl.qualified} REPLACE PARTITION FIELD {current[0]} WITH {partitioning.sql}")
+            if current_snapshot(spark, tbl) is not None:
+                # Every file is rewritten into the new partitions once (same rows, a `replace` snapshot):
+                # an overwrite commits whole files, and a month file is not whole in a day's filter.
+                system, name = f"{tbl.catalog.name}.system", f"'{tbl.catalog.namespace(tbl.layer)}.{tbl.name}'"
+                spark.sql(f"CALL {system}.rewrite_data_files(table => {name}, options => map('rewrite-all', 'true'))")
         return False
     check_no_legacy_files(spark, tbl)
     properties = ", ".join(f"'{k}' = '{v}'" for k, v in TABLE_PROPERTIES.items())
@@ -149,20 +236,51 @@ def ensure_table(spark: SparkSession, tbl: Table, schema: T.StructType, partitio
     return True
 
 
-def overwrite(df: DataFrame, tbl: Table, partitioning: Partitioning, condition: str, run_id: str) -> dict[str, Any]:
+def overwrite(df: DataFrame, tbl: Table, partitioning: Partitioning, condition: str, run_id: str,
+              options: dict[str, str] | None = None) -> dict[str, Any]:
     """Replace the rows matching ``condition`` (whole partitions) by ``df`` in one commit; returns the
-    snapshot it created (``snapshot``)."""
+    snapshot it created (``snapshot``). ``options``: more Iceberg write options."""
     ensure_table(df.sparkSession, tbl, df.schema, partitioning)
-    (
-        df.writeTo(tbl.qualified)
-        .option("merge-schema", "true")
-        .option(f"snapshot-property.{RUN_ID_PROPERTY}", run_id)
-        .overwrite(F.expr(condition))
-    )
+    writer = (df.writeTo(tbl.qualified).option("merge-schema", "true")
+              .option(f"snapshot-property.{RUN_ID_PROPERTY}", run_id))
+    for key, value in (options or {}).items():
+        writer = writer.option(key, value)
+    writer.overwrite(F.expr(condition))
     created = snapshot_of_run(df.sparkSession, tbl, run_id)
     if created is None:
         raise TableError(f"{tbl.display}: the write returned but no snapshot carries run id {run_id}")
     return created
+
+
+def replace_dates(df: DataFrame, tbl: Table, partitioning: Partitioning, dates: list[str], include_null: bool,
+                  run_id: str) -> dict[str, Any]:
+    """Replace the rows of the event ``dates`` (plus the null partition when ``include_null``) by ``df``
+    in ONE commit; returns the snapshot it created, with ``kept_records``.
+
+    At ``day`` granularity the dates are whole partitions: a plain ``overwrite``. At ``month``, a
+    month the dates cover only in part (``Partitioning.partial``) is still replaced whole, because an
+    overwrite commits whole files: the rows of its other dates are read from the current snapshot and
+    written again in the same commit (``kept_records`` of them), and the commit is validated against
+    that snapshot (``isolation-level=serializable``), so a commit made in between fails this one
+    instead of being overwritten."""
+    spark = df.sparkSession
+    ensure_table(spark, tbl, df.schema, partitioning)
+    partial = partitioning.partial(dates)
+    current = current_snapshot(spark, tbl) if partial else None
+    options: dict[str, str] = {}
+    kept_df, kept = None, 0
+    if current is not None:
+        others = (f"({partitioning.covering([f'{month}-01' for month in partial], False)}) "
+                  f"AND NOT coalesce({partitioning.rows(dates, include_null)}, false)")
+        kept_df = read(spark, tbl, current["snapshot_id"]).where(F.expr(others)).persist()
+        kept = kept_df.count()
+        if kept:
+            df = df.unionByName(kept_df, allowMissingColumns=True)
+        options = {"validate-from-snapshot-id": str(current["snapshot_id"]), "isolation-level": "serializable"}
+    created = overwrite(df, tbl, partitioning, partitioning.covering(dates, include_null), run_id, options)
+    if kept_df is not None:
+        kept_df.unpersist()
+    return {**created, "kept_records": kept}
 
 
 def _iceberg_table(spark: SparkSession, tbl: Table):
@@ -203,20 +321,26 @@ def current_snapshot(spark: SparkSession, tbl: Table) -> dict[str, Any] | None:
 _TRANSFORM_TERMS = {"day": "days", "month": "months", "year": "years", "hour": "hours"}
 
 
+def spec_terms(spark: SparkSession, tbl: Table) -> list[str]:
+    """The table's current partition spec as Spark's DDL writes it (``days(event_ts)``, ``event_date``),
+    from Iceberg's own spec (no Spark job)."""
+    iceberg = _iceberg_table(spark, tbl)
+    terms = []
+    for field in iceberg.spec().fields():
+        source, transform = str(iceberg.schema().findColumnName(field.sourceId())), str(field.transform())
+        terms.append(source if transform == "identity" else f"{_TRANSFORM_TERMS.get(transform, transform)}({source})")
+    return terms
+
+
 def describe(spark: SparkSession, tbl: Table) -> dict[str, Any]:
-    """Columns (name, Spark type) as Spark's DESCRIBE TABLE reports them, and the partition spec as
-    Spark's DDL writes it (``days(event_ts)``, ``event_date``), from Iceberg's own spec."""
+    """Columns (name, Spark type) as Spark's DESCRIBE TABLE reports them, and the partition spec
+    (``spec_terms``)."""
     columns = []
     for row in spark.sql(f"DESCRIBE TABLE {tbl.qualified}").collect():
         if not row["col_name"].strip() or row["col_name"].startswith("#"):
             break  # the partition sections follow the columns
         columns.append([row["col_name"], row["data_type"]])
-    iceberg = _iceberg_table(spark, tbl)
-    partitioning = []
-    for field in iceberg.spec().fields():
-        source, transform = str(iceberg.schema().findColumnName(field.sourceId())), str(field.transform())
-        partitioning.append(source if transform == "identity" else f"{_TRANSFORM_TERMS.get(transform, transform)}({source})")
-    return {"columns": columns, "partitioning": partitioning}
+    return {"columns": columns, "partitioning": spec_terms(spark, tbl)}
 
 
 def read(spark: SparkSession, tbl: Table, snapshot_id: int | None = None) -> DataFrame:

@@ -25,12 +25,13 @@ class GoldPartitioningError(ValueError):
     """A gold module declares a partitioning the tables do not support."""
 
 
-def gold_partitioning(spec: GoldSpec) -> tables.Partitioning:
+def gold_partitioning(spec: GoldSpec, granularity: str = "day") -> tables.Partitioning:
     """Identity on the gold's ``event_date`` column (``PARTITION_BY``): the column is the event date
-    itself, so a ``days()`` transform would give the same partitions."""
+    itself, so a ``days()`` transform would give the same partitions; ``months(event_date)`` at the
+    contract's ``partition_granularity: month``."""
     if len(spec.partition_by) != 1:
         raise GoldPartitioningError(f"gold {spec.name}: PARTITION_BY must name one date column, got {spec.partition_by}")
-    return tables.Partitioning(spec.partition_by[0], "identity")
+    return tables.Partitioning.of(spec.partition_by[0], "date", granularity)
 
 
 def pseudonymised(silver, run: JobRun):
@@ -69,14 +70,14 @@ def run_gold(run: JobRun) -> None:
     manifest.input_snapshots = {silver_table.display: snapshot["snapshot_id"]}
     silver = tables.read(spark, silver_table, snapshot["snapshot_id"])
     if manifest.date:
-        # The event-time range lets Iceberg prune to the one days() partition; event_date is the contract.
-        day = silver_partitioning(contract).covering([manifest.date], include_null=False)
+        # The event-time range lets Iceberg prune to the one partition; event_date is the contract.
+        day = silver_partitioning(contract).rows([manifest.date], include_null=False)
         silver = silver.where(F.expr(day)).where(F.col("event_date") == F.lit(manifest.date).cast("date"))
     dates = run.dates if run.dates is not None and _every_gold_table_has_data(run) else None
     if dates is not None and not manifest.date:
         # run-all: only the event dates the silver run before this one replaced, and the null partition
         # (that run was a full one); the other dates' gold is already built from unchanged silver.
-        silver = silver.where(F.expr(silver_partitioning(contract).covering(dates, include_null=True)))
+        silver = silver.where(F.expr(silver_partitioning(contract).rows(dates, include_null=True)))
     silver = silver.persist()
     # Rows in and the dates covered in one aggregation (one Spark job; it also fills the cache).
     read = silver.agg(F.count(F.lit(1)).alias("rows"), F.collect_set(F.col("event_date").cast("string")).alias("dates")).first()
@@ -94,7 +95,7 @@ def run_gold(run: JobRun) -> None:
     accounted: int | None = None
     for name in contract.gold:
         spec = load_gold(name)
-        partitioning = gold_partitioning(spec)
+        partitioning = gold_partitioning(spec, contract.partition_granularity)
         output = spec.build(gold_input, dict(contract.gold_options.get(name, {}))).persist()
         # Rows and the reconciling sum in one aggregation (one Spark job, which also fills the cache).
         totals = output.agg(F.count(F.lit(1)).alias("rows"),
@@ -117,15 +118,16 @@ def run_gold(run: JobRun) -> None:
         run.validate(output, gold_name=spec.name, silver_count=manifest.rows_in)
     for spec, partitioning, output in built:
         gold_table = tables.table(spark, lake, "gold", gold_table_name(dataset, spec.name))
-        covered = partitioning.covering(covered_dates, include_null=not manifest.date)
-        created = tables.overwrite(output, gold_table, partitioning, covered, run.run_id)
+        created = tables.replace_dates(output, gold_table, partitioning, covered_dates, not manifest.date, run.run_id)
         manifest.tables[spec.name] = tables.publish_record(spark, gold_table, created)
         manifest.published = True
-        # The commit's own record count (from its manifests) must be the rows computed; a scan per gold table
-        # would add a Spark job each (silver, the input, is read back with a scan).
-        if created["added_records"] != manifest.output_rows[spec.name]:
-            raise InvariantViolation(f"gold {dataset}.{spec.name}: {manifest.output_rows[spec.name]} rows computed but "
-                                     f"snapshot {created['snapshot_id']} added {created['added_records']}")
+        # The commit's own record count (from its manifests) must be the rows computed (plus, at month
+        # granularity, the rows of a month's other dates written again); a scan per gold table would add
+        # a Spark job each (silver, the input, is read back with a scan).
+        if created["added_records"] != manifest.output_rows[spec.name] + created["kept_records"]:
+            raise InvariantViolation(f"gold {dataset}.{spec.name}: {manifest.output_rows[spec.name]} rows computed "
+                                     f"(+{created['kept_records']} kept) but snapshot {created['snapshot_id']} "
+                                     f"added {created['added_records']}")
         run.stage(f"published {spec.name}", rows=created["added_records"], snapshot_id=created["snapshot_id"])
         output.unpersist()
     # Every table of the contract is committed; a contract without gold tables has nothing to publish.

@@ -1,9 +1,11 @@
-"""Silver job: bronze/<dataset>/ -> the Iceberg table silver.<dataset>, and quarantine/<dataset>/event_date=.../.
+"""Silver job: bronze/<dataset>/ -> the Iceberg table silver.<dataset>, and quarantine/<dataset>/event_date=.../
+(``event_month=YYYY-MM/`` at ``month`` granularity).
 
 Silver is recomputed from bronze (all of it, or the rows of one ``--date``): the output is a function
-of the input. The table is partitioned by ``days(<event time>)`` and each publish replaces exactly the
-event dates the run covers (plus the null partition on a full run) in one Iceberg commit, so a re-run
-on the same bronze commits the same rows. Counts are checked BEFORE anything is written:
+of the input. The table is partitioned by ``days(<event time>)`` (``months()`` with the contract's
+``partition_granularity: month``) and each publish replaces exactly the event dates the run covers
+(plus the null partition on a full run) in one Iceberg commit, so a re-run on the same bronze commits
+the same rows; a month covered in part keeps its other dates' rows (``tables.replace_dates``). Counts are checked BEFORE anything is written:
 ``rows_in (bronze rows) = rows_out (silver) + quarantined + duplicates``; validation runs before the
 commit too, and a blocked publish commits nothing. After the commit the rows of the covered
 partitions are read back from the new snapshot and must equal ``rows_out``.
@@ -17,17 +19,47 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 from spark_jobs.contract import MALFORMED_RULE, Contract
-from spark_jobs.io import readers, tables, writers
-from spark_jobs.jobs.runtime import JobRun
+from spark_jobs.io import readers, storage, tables, writers
+from spark_jobs.jobs.runtime import JobFailed, JobRun
 from spark_jobs.manifest import InvariantViolation
 from spark_jobs.transforms import silver as silver_tx
 
 
+QUARANTINE_PARTITION_COLUMNS = ("event_date", "event_month")
+
+
 def silver_partitioning(contract: Contract) -> tables.Partitioning:
-    """``days(<event time>)`` for a timestamp event time (hidden: readers filter on the column itself);
-    identity on a date event time."""
+    """``days(<event time>)`` (hidden: readers filter on the column itself), or ``months(<event time>)``
+    at the contract's ``partition_granularity: month``."""
     kind = contract.column(contract.event_time).type
-    return tables.Partitioning(contract.event_time, "day" if kind == "timestamp" else "identity")
+    return tables.Partitioning.of(contract.event_time, "timestamp" if kind == "timestamp" else "date",
+                                  contract.partition_granularity)
+
+
+def other_quarantine_layout(spark, uri: str, contract: Contract) -> list[str]:
+    """Partition folders of the quarantine in the OTHER granularity's layout (``event_date=`` when the
+    contract says month, ``event_month=`` when it says day): left by a run before the contract's
+    ``partition_granularity`` changed. Spark cannot read a folder that mixes both."""
+    column = silver_tx.quarantine_partition(contract)
+    return [name for name in storage.list_dir(spark, uri)
+            if name.split("=", 1)[0] in QUARANTINE_PARTITION_COLUMNS and not name.startswith(f"{column}=")]
+
+
+def quarantine_kept(spark, uri: str, months: list[str], dates: list[str], columns: list[str]):
+    """At ``month`` granularity: the quarantined rows of ``months`` (covered in part by this run) whose
+    event date is not one of ``dates``; they are written again with the run's rows, because a
+    partition is replaced whole. None when there are none (persisted otherwise: the write replaces
+    the files they are read from)."""
+    folders = [f"{uri}/event_month={month}" for month in months if storage.has_data_files(spark, f"{uri}/event_month={month}")]
+    if not folders:
+        return None
+    existing = spark.read.option("basePath", uri).parquet(*folders)
+    kept = (existing.where(~F.coalesce(F.col("event_date").cast("string").isin(list(dates)), F.lit(False)))
+            .select(*columns).persist())
+    if kept.count() == 0:
+        kept.unpersist()
+        return None
+    return kept
 
 
 def input_counts(flagged, contract: Contract) -> dict:
@@ -64,6 +96,12 @@ def run_silver(run: JobRun) -> None:
     manifest.inputs = [bronze_uri]
     manifest.outputs = {"silver": lake.silver(dataset), "quarantine": quarantine_uri}
 
+    other_layout = other_quarantine_layout(spark, quarantine_uri, contract)
+    if other_layout and manifest.date:  # checked before anything is read or written
+        raise JobFailed(f"silver {dataset}: {quarantine_uri} holds partitions of the other granularity "
+                        f"({', '.join(other_layout[:2])}{', ...' if len(other_layout) > 2 else ''}): the contract's "
+                        f"partition_granularity is now {contract.partition_granularity}; run silver without --date "
+                        "once, which rewrites the quarantine in the new layout", 2)
     bronze = readers.read_layer(spark, bronze_uri, f"bronze {dataset}",
                                 f"run `python -m spark_jobs run --dataset {dataset} --layer bronze` first")
     parsed = silver_tx.parse_records(bronze, contract)
@@ -87,14 +125,14 @@ def run_silver(run: JobRun) -> None:
     covered_dates = manifest.event_dates = counts["dates"]
     partitioning = silver_partitioning(contract)
     # A full run covers the null partition too (rows without an event time, if a contract allows them).
-    covered = partitioning.covering(covered_dates, include_null=not manifest.date)
-    snapshot = tables.overwrite(silver, silver_table, partitioning, covered, run.run_id)
+    snapshot = tables.replace_dates(silver, silver_table, partitioning, covered_dates, not manifest.date, run.run_id)
     manifest.tables["silver"] = tables.publish_record(spark, silver_table, snapshot)
-    run.stage("committed silver", snapshot_id=snapshot["snapshot_id"], event_dates=len(covered_dates))
-    writers.replace_partitions(quarantine, quarantine_uri, ["event_date"], covered=covered_dates,
-                               present=counts["quarantine_dates"])
+    run.stage("committed silver", snapshot_id=snapshot["snapshot_id"], event_dates=len(covered_dates),
+              kept_rows=snapshot["kept_records"])
+    write_quarantine(run, quarantine, partitioning, covered_dates, counts["quarantine_dates"])
     manifest.published = True
-    written_rows = tables.count_where(spark, silver_table, snapshot["snapshot_id"], covered)
+    written_rows = tables.count_where(spark, silver_table, snapshot["snapshot_id"],
+                                      partitioning.rows(covered_dates, not manifest.date))
     if written_rows != manifest.rows_out:
         raise InvariantViolation(f"silver {dataset}: {manifest.rows_out} rows computed but {written_rows} read back "
                                  f"from {silver_table.display} snapshot {snapshot['snapshot_id']} for event dates "
@@ -103,3 +141,29 @@ def run_silver(run: JobRun) -> None:
     run.stage("published", silver_rows=written_rows, event_dates=len(covered_dates))
     for df in (flagged, silver, quarantine):
         df.unpersist()
+
+
+def write_quarantine(run: JobRun, quarantine, partitioning: tables.Partitioning, covered_dates: list[str],
+                     quarantine_dates: list[str]) -> None:
+    """Replace the quarantine partitions of the covered dates (``writers.replace_partitions``). At
+    ``month`` granularity a month covered in part keeps its other dates' rows (``quarantine_kept``).
+    A full run then removes the partitions of the other granularity's layout (``other_quarantine_layout``):
+    it has just rewritten every date bronze holds, and the quarantine's retention (30 days by default)
+    is shorter than bronze's (365), so those folders hold nothing bronze cannot recompute."""
+    spark, contract, uri = run.spark, run.contract, run.lake.quarantine(run.contract.dataset)
+    granularity, column = contract.partition_granularity, silver_tx.quarantine_partition(contract)
+    present = {tables.granule(day, granularity) for day in quarantine_dates}
+    kept = quarantine_kept(spark, uri, partitioning.partial(covered_dates), covered_dates, quarantine.columns)
+    if kept is not None:
+        present |= {str(row[0]) for row in kept.select(column).distinct().collect()}
+        quarantine = quarantine.unionByName(kept)
+    writers.replace_partitions(quarantine, uri, [column], covered=sorted({tables.granule(d, granularity) for d in covered_dates}),
+                               present=sorted(present))
+    if kept is not None:
+        kept.unpersist()
+    if not run.manifest.date:
+        stale = other_quarantine_layout(spark, uri, contract)
+        for name in stale:
+            writers.delete_path(spark, f"{uri}/{name}")
+        if stale:
+            run.stage("quarantine moved to the new layout", removed_partitions=len(stale))

@@ -239,9 +239,17 @@ def to_silver(records: DataFrame, contract: Contract) -> DataFrame:
     return enriched.select(*silver_columns(contract))
 
 
+def quarantine_partition(contract: Contract) -> str:
+    """The quarantine's partition column: ``event_date`` at ``day`` granularity, ``event_month``
+    (``YYYY-MM``, text) at ``month``."""
+    return "event_month" if contract.partition_granularity == "month" else "event_date"
+
+
 def to_quarantine(invalid: DataFrame, contract: Contract, run_id: str) -> DataFrame:
-    """The quarantine schema: raw record, failed rule names and lineage, partitioned by event date
-    (null when the event time itself is unreadable)."""
+    """The quarantine schema: raw record, failed rule names and lineage, and the event date (null when
+    the event time itself is unreadable); at ``month`` granularity also ``event_month``, its partition."""
+    event_date = F.to_date(contract.event_time)
+    month = [F.date_format(event_date, "yyyy-MM").alias("event_month")] if contract.partition_granularity == "month" else []
     return invalid.select(
         "_raw",
         "_failed_rules",
@@ -250,5 +258,6 @@ def to_quarantine(invalid: DataFrame, contract: Contract, run_id: str) -> DataFr
         "_record_index",
         "_ingested_at",
         F.lit(run_id).alias("_run_id"),
-        F.to_date(contract.event_time).alias("event_date"),
+        event_date.alias("event_date"),
+        *month,
     )

@@ -25,6 +25,8 @@ def test_the_three_seed_contracts_load():
 def test_defaults():
     contract = parse_contract(MINIMAL)
     assert (contract.lateness_minutes, contract.allow_extra_fields, contract.gold) == (30, False, ())
+    assert contract.partition_granularity == "day"
+    assert parse_contract({**MINIMAL, "partition_granularity": "month"}).partition_granularity == "month"
     assert contract.column("ts").format == "yyyy-MM-dd'T'HH:mm:ss'Z'"
 
 
@@ -34,6 +36,7 @@ def test_defaults():
     ({"event_time": "id"}, "contract 'mini': event_time: 'id' must be a timestamp column of the schema"),
     ({"schema": [{"name": "id", "type": "dbl"}]}, "contract 'mini': schema[0] (id).type: 'dbl' is not one of"),
     ({"gold_options": {"x": {}}}, "contract 'mini': gold_options.x: names no gold transformation listed in `gold`"),
+    ({"partition_granularity": "week"}, "contract 'mini': partition_granularity: must be one of day, month, got 'week'"),
 ])
 def test_errors_name_the_dataset_field_and_rule(change, message):
     raw = {**copy.deepcopy(MINIMAL), **change}

@@ -110,3 +110,74 @@ def test_parquet_folders_from_before_the_tables_are_refused_in_one_line(spark, s
 def test_date_ranges_merge_across_month_and_year_ends():
     days = [(dt.date(2023, 12, 30) + dt.timedelta(days=i)).isoformat() for i in range(5)]
     assert tables._date_ranges(days) == [("2023-12-30", "2024-01-04")]
+
+
+MONTHS = tables.Partitioning.of("event_ts", "timestamp", "month")
+
+
+def test_month_filters_cover_whole_months_and_select_rows_by_day():
+    dates = ["2024-01-31", "2024-02-01", "2024-12-05"]
+    assert MONTHS.covering(dates, include_null=True) == (
+        "(`event_ts` >= TIMESTAMP '2024-01-01 00:00:00' AND `event_ts` < TIMESTAMP '2024-03-01 00:00:00') OR "
+        "(`event_ts` >= TIMESTAMP '2024-12-01 00:00:00' AND `event_ts` < TIMESTAMP '2025-01-01 00:00:00') OR "
+        "`event_ts` IS NULL")
+    assert MONTHS.rows(dates, include_null=False) == (
+        "(`event_ts` >= TIMESTAMP '2024-01-31 00:00:00' AND `event_ts` < TIMESTAMP '2024-02-02 00:00:00') OR "
+        "(`event_ts` >= TIMESTAMP '2024-12-05 00:00:00' AND `event_ts` < TIMESTAMP '2024-12-06 00:00:00')")
+    february = [f"2024-02-{d:02d}" for d in range(1, 30)]  # a leap year: 29 days cover February
+    assert MONTHS.partial(["2024-01-31", *february]) == ["2024-01"]
+    assert DAYS.partial(["2024-01-31"]) == []
+    gold = tables.Partitioning.of("event_date", "date", "month")
+    assert gold.covering(["2024-12-05"], False) == "(`event_date` >= DATE '2024-12-01' AND `event_date` < DATE '2025-01-01')"
+    assert (MONTHS.sql, MONTHS.spec, gold.spec) == ("months(`event_ts`)", "months(event_ts)", "months(event_date)")
+    assert tables.Partitioning.of("event_date", "date", "day") == tables.Partitioning("event_date", "identity", "date")
+    assert (tables.granule("2024-02-29", "month"), tables.granule("2024-02-29", "day")) == ("2024-02", "2024-02-29")
+
+
+def test_month_partitions_replace_one_day_and_keep_the_months_other_days_in_one_commit(spark, silver):
+    first = _rows(spark, [("a", ts("2024-01-30 10:00:00"), 1.0), ("b", ts("2024-01-31 10:00:00"), 1.0),
+                          ("c", ts("2024-02-01 10:00:00"), 1.0)])
+    one = tables.replace_dates(first, silver, MONTHS, ["2024-01-30", "2024-01-31", "2024-02-01"], True, "run-1")
+    assert (one["added_records"], one["kept_records"]) == (3, 0)  # an empty table has nothing to keep
+    assert tables.describe(spark, silver)["partitioning"] == ["months(event_ts)"]
+    # One day of January again: January is one partition, so its other day is written again with it.
+    two = tables.replace_dates(_rows(spark, [("b2", ts("2024-01-31 11:00:00"), 2.0)]), silver, MONTHS,
+                               ["2024-01-31"], False, "run-2")
+    assert (two["added_records"], two["deleted_records"], two["kept_records"], two["total_records"]) == (2, 2, 1, 3)
+    assert _content(spark, silver) == [("a", ts("2024-01-30 10:00:00"), 1.0), ("b2", ts("2024-01-31 11:00:00"), 2.0),
+                                       ("c", ts("2024-02-01 10:00:00"), 1.0)]
+    assert tables.count_where(spark, silver, two["snapshot_id"], MONTHS.rows(["2024-01-31"], False)) == 1
+    assert {f.path.parent.name for f in iceberg_files.data_files(silver.location, two["snapshot_id"])} == {
+        "event_ts_month=2024-01", "event_ts_month=2024-02"}
+
+
+def test_a_changed_granularity_evolves_the_partition_spec_and_keeps_every_row(spark, silver):
+    rows = _rows(spark, [("a", ts("2024-01-30 10:00:00"), 1.0), ("b", ts("2024-01-31 10:00:00"), 1.0)])
+    tables.replace_dates(rows, silver, DAYS, ["2024-01-30", "2024-01-31"], False, "run-1")
+    # Month granularity now, one day re-run: the day-partitioned file of the other day is carried over.
+    moved = tables.replace_dates(rows.where("id = 'b'"), silver, MONTHS, ["2024-01-31"], False, "run-2")
+    assert tables.describe(spark, silver)["partitioning"] == ["months(event_ts)"]
+    assert (moved["kept_records"], moved["total_records"]) == (1, 2)
+    assert _content(spark, silver) == [("a", ts("2024-01-30 10:00:00"), 1.0), ("b", ts("2024-01-31 10:00:00"), 1.0)]
+    back = tables.replace_dates(rows, silver, DAYS, ["2024-01-30", "2024-01-31"], False, "run-3")
+    assert tables.describe(spark, silver)["partitioning"] == ["days(event_ts)"]
+    assert (back["kept_records"], back["total_records"]) == (0, 2)
+
+
+def test_a_month_rewrite_fails_when_the_month_changed_after_its_rows_were_read(spark, silver):
+    """The options replace_dates passes: a commit between the read of a month's other dates and the
+    overwrite fails the overwrite instead of being silently replaced."""
+    tables.replace_dates(_rows(spark, [("a", ts("2024-01-30 10:00:00"), 1.0)]), silver, MONTHS, ["2024-01-30"], False, "run-1")
+    read_at = tables.current_snapshot(spark, silver)["snapshot_id"]
+    tables.overwrite(_rows(spark, [("a", ts("2024-01-30 10:00:00"), 1.0), ("late", ts("2024-01-29 10:00:00"), 1.0)]),
+                     silver, MONTHS, MONTHS.covering(["2024-01-30"], False), "run-2")  # another writer, meanwhile
+    with pytest.raises(Exception, match="ValidationException|[Ff]ound conflicting files"):
+        tables.overwrite(_rows(spark, [("b", ts("2024-01-31 10:00:00"), 1.0)]), silver, MONTHS,
+                         MONTHS.covering(["2024-01-31"], False), "run-3",
+                         {"validate-from-snapshot-id": str(read_at), "isolation-level": "serializable"})
+    assert tables.snapshot_of_run(spark, silver, "run-3") is None
+    assert [r[0] for r in tables.read(spark, silver).select("id").orderBy("id").collect()] == ["a", "late"]
+    # Without the options the same overwrite goes through and the other writer's rows are gone.
+    tables.overwrite(_rows(spark, [("b", ts("2024-01-31 10:00:00"), 1.0)]), silver, MONTHS,
+                     MONTHS.covering(["2024-01-31"], False), "run-4")
+    assert [r[0] for r in tables.read(spark, silver).select("id").collect()] == ["b"]
