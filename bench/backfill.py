@@ -3,6 +3,7 @@ checkout's code against a baseline git ref (default ``main``), in ONE run on the
 
     .venv/bin/python -m bench.backfill                                  # 365 days x 70 rows, baseline main
     .venv/bin/python -m bench.backfill --days 30 --baseline-ref ""      # a quick run, this checkout only
+    .venv/bin/python -m bench.backfill --baseline-ref "" --month        # this checkout, by day and by month
 
 What one run does:
 
@@ -16,7 +17,10 @@ What one run does:
 4. per variant: the wall time of the whole command, each layer's own time (its manifest's
    ``duration_seconds``) and the publish part of silver and gold (from the layer's progress lines:
    from "deduped + split" / "built ..." to "published"; validation runs in that span for both);
-5. checks: both variants count the same rows per layer, and silver and gold hold the same content
+   With ``--month`` a variant ``month`` runs this checkout's code again with the iot contract's
+   ``partition_granularity: month`` (a contract copy in ``$TENANTLAKE_CONTRACTS_DIR``): 12 partitions
+   instead of 365 for silver, gold and the quarantine;
+5. checks: every variant counts the same rows per layer as the first, and silver and gold hold the same content
    (DuckDB over the baseline's Parquet folders and over the tables' current snapshots).
 
 Writes ``bench/results/backfill.json`` (machine, commits, load average before and after each variant,
@@ -105,11 +109,29 @@ def provision(work: Path, variants: list[str], landing: Path):
     return state_dir, state, {**aws, "AWS_DEFAULT_REGION": REGION}, configs
 
 
-def run_variant(variant: str, source: Path, lake_json: Path, env: dict[str, str], log: Path) -> dict[str, Any]:
-    """``run-all`` from ``source`` against the variant's bucket; wall time, layer times, publish spans."""
+def month_contracts(work: Path) -> Path:
+    """A contracts folder holding the iot contract with ``partition_granularity: month``."""
+    import yaml
+
+    from spark_jobs.contract import CONTRACTS_DIR
+
+    folder = work / "contracts-month"
+    folder.mkdir(parents=True, exist_ok=True)
+    raw = yaml.safe_load((CONTRACTS_DIR / f"{DATASET}.yaml").read_text())
+    raw["partition_granularity"] = "month"
+    (folder / f"{DATASET}.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    return folder
+
+
+def run_variant(variant: str, source: Path, lake_json: Path, env: dict[str, str], log: Path,
+                contracts: Path | None = None) -> dict[str, Any]:
+    """``run-all`` from ``source`` against the variant's bucket (with ``contracts`` as
+    ``$TENANTLAKE_CONTRACTS_DIR`` when given); wall time, layer times, publish spans."""
     cmd = [sys.executable, "-m", "spark_jobs", "run-all", "--lake-config", str(lake_json), "--dataset", DATASET,
            "--allow-warn"]
     run_env = {**env, "PYTHONPATH": str(source), "TENANTLAKE_STATE_DIR": str(lake_json.parent / f"state-{variant}")}
+    if contracts is not None:
+        run_env["TENANTLAKE_CONTRACTS_DIR"] = str(contracts)
     load_before = _load()
     print(f"[backfill] {variant}: run-all from {source} (load {load_before}) ...", file=sys.stderr, flush=True)
     started = time.perf_counter()
@@ -239,7 +261,8 @@ def count_checks(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _label(variant: str, commits: dict[str, dict[str, str]]) -> str:
     code = commits.get(variant, {}).get("commit", "")[:12] or "this working tree"
-    return f"{variant} ({code}: {'Parquet folders' if variant == 'baseline' else 'Iceberg tables'})"
+    layout = {"baseline": "Parquet folders", "month": "Iceberg tables, month partitions"}.get(variant, "Iceberg tables")
+    return f"{variant} ({code}: {layout})"
 
 
 def summarize(rounds: list[dict[str, Any]], days: int, rows_per_day: int) -> dict[str, Any]:
@@ -260,18 +283,28 @@ def summarize(rounds: list[dict[str, Any]], days: int, rows_per_day: int) -> dic
         by_variant = {run["variant"]: run for run in round_["runs"]}
         if {"baseline", "iceberg"} <= set(by_variant):
             base, ours = by_variant["baseline"], by_variant["iceberg"]
-            ratios.append({"round": number, "order": round_["order"], "layer": "run-all",
+            ratios.append({"round": number, "order": round_["order"], "layer": "run-all: Iceberg / baseline",
                            "ours_over_baseline": round(ours["wall_s"] / base["wall_s"], 3)})
             for layer in ("bronze", "silver", "gold"):
                 if layer in base["layers"] and layer in ours["layers"]:
                     ratio = {"round": number, "order": round_["order"],
-                             "layer": layer + (" (same code in both: the load control)" if layer == "bronze" else ""),
+                             "layer": f"{layer}: Iceberg / baseline" + (" (same code in both: the load control)"
+                                                                        if layer == "bronze" else ""),
                              "ours_over_baseline": round(ours["layers"][layer]["layer_s"]
                                                          / base["layers"][layer]["layer_s"], 3)}
                     if base["layers"][layer].get("publish_s") and ours["layers"][layer].get("publish_s") is not None:
                         ratio["publish_ours_over_baseline"] = round(
                             ours["layers"][layer]["publish_s"] / base["layers"][layer]["publish_s"], 3)
                     ratios.append(ratio)
+        if {"iceberg", "month"} <= set(by_variant):
+            day, month = by_variant["iceberg"], by_variant["month"]
+            ratios.append({"round": number, "order": round_["order"], "layer": "run-all: month / day partitions",
+                           "ours_over_baseline": round(month["wall_s"] / day["wall_s"], 3)})
+            for layer in ("silver", "gold"):
+                if layer in day["layers"] and layer in month["layers"]:
+                    ratios.append({"round": number, "order": round_["order"], "layer": f"{layer}: month / day partitions",
+                                   "ours_over_baseline": round(month["layers"][layer]["layer_s"]
+                                                               / day["layers"][layer]["layer_s"], 3)})
     requests, targets = [], []
     for number, round_ in enumerate(rounds, start=1):
         for run in round_["runs"]:
@@ -279,8 +312,8 @@ def summarize(rounds: list[dict[str, Any]], days: int, rows_per_day: int) -> dic
             for prefix, count in (run.get("s3_requests") or {}).items():
                 requests.append({"round": number, "variant": label, "prefix": prefix, "requests": count,
                                  "per_partition": round(count / days, 1)})
-            if run["variant"] == "iceberg":
-                targets.append(target_line(f"round {number}: run-all over {days} daily partitions ({label})",
+            if run["variant"] in ("iceberg", "month"):
+                targets.append(target_line(f"round {number}: run-all over {days} days of data ({label})",
                                            run["wall_s"], TARGET_WALL_S, higher_is_better=False, unit=" s"))
     notes = [f"{days} daily partitions x {rows_per_day} iot records (one landing file per day from "
              f"{START[:10]}, 2 % bad, 2 % late, seed 42), run-all --allow-warn with validation on, s3a against a "
@@ -295,6 +328,9 @@ def summarize(rounds: list[dict[str, Any]], days: int, rows_per_day: int) -> dic
              "bronze runs the same code in both variants, so its ratio shows how much the machine's load "
              "differed between the two runs of a round (1.0 = same conditions)",
              "the machine is shared (2 cores): the load average before -> after each variant is in the table",
+             "month (where a round has it): this checkout's code again, with the iot contract's "
+             "partition_granularity: month (spark_jobs/README.md, Partition granularity): silver, gold and the "
+             "quarantine in 12 month partitions instead of 365 daily ones; the same landing files, the same rows",
              *[f"round {n} ({r.get('started_at')} - {r.get('finished_at')}): {r['recorded']}"
                for n, r in enumerate(rounds, start=1) if r.get("recorded")]]
     if requests:
@@ -351,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results-dir", default=str(RESULTS_DIR), help="where backfill.json goes (default: bench/results)")
     parser.add_argument("--order", choices=["baseline-first", "ours-first"], default="baseline-first",
                         help="which variant runs first (default: baseline-first)")
+    parser.add_argument("--month", action="store_true",
+                        help="also run this checkout with the contract's partition_granularity: month")
     parser.add_argument("--append-to", default="", help="add this run as another round to an existing result file")
     parser.add_argument("--rescore", default="", help="recompute a result file's table from its recorded runs, no run")
     args = parser.parse_args(argv)
@@ -375,6 +413,12 @@ def main(argv: list[str] | None = None) -> int:
         sources = {"baseline": work / "baseline-src", **sources}
         if args.order == "ours-first":
             sources = dict(reversed(list(sources.items())))
+    contracts: dict[str, Path] = {}
+    if args.month:
+        sources["month"] = sources["iceberg"]
+        if "iceberg" in commits:
+            commits["month"] = commits["iceberg"]
+        contracts["month"] = month_contracts(work)
     landing = generate(work, args.days, args.rows_per_day)
     state_dir, _, aws, configs = provision(work, list(sources), landing)
     env = {**os.environ, **aws, "SPARK_LOCAL_IP": "127.0.0.1",
@@ -385,7 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for variant, source in sources.items():
             try:
-                runs.append(run_variant(variant, source, configs[variant], env, work / f"{variant}.log"))
+                runs.append(run_variant(variant, source, configs[variant], env, work / f"{variant}.log",
+                                        contracts.get(variant)))
             except (RuntimeError, subprocess.TimeoutExpired) as exc:
                 failures.append(str(exc))
         if not failures and len(runs) > 1:

@@ -83,8 +83,8 @@ BACKFILL_COLUMNS = [("round", "round"), ("variant", "code"), ("layer", "layer"),
                     ("rows_in", "rows in"), ("rows_out", "rows out"), ("load", "load average before -> after")]
 BACKFILL_REQUEST_COLUMNS = [("round", "round"), ("variant", "code"), ("prefix", "prefix"), ("requests", "requests"),
                             ("per_partition", "per partition")]
-BACKFILL_RATIO_COLUMNS = [("round", "round"), ("order", "order"), ("layer", "layer"), ("ours_over_baseline", "Iceberg / baseline (wall)"),
-                          ("publish_ours_over_baseline", "Iceberg / baseline (publish)")]
+BACKFILL_RATIO_COLUMNS = [("round", "round"), ("order", "order"), ("layer", "layer"), ("ours_over_baseline", "ratio (wall)"),
+                          ("publish_ours_over_baseline", "ratio (publish)")]
 
 
 def _section(title: str, result: dict[str, Any], path: Path, columns: list[tuple[str, str]]) -> list[str]:
