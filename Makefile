@@ -155,8 +155,8 @@ bench-pipeline: setup ## Pipeline benchmark vs DuckDB (BENCH_SIZES=1000000,50000
 	@$(PY) -m bench.pipeline --sizes "$(BENCH_SIZES)"
 bench-infra: setup ## Synth, checkov and plan-all timings (BENCH_TENANTS=1,5,20) -> bench/results/infra.json
 	@$(PY) -m bench.infra --tenants "$(BENCH_TENANTS)"
-bench-backfill: setup ## 365 daily partitions through run-all on s3a, this code vs BASELINE_REF=main -> bench/results/backfill.json
-	@$(PY) -m bench.backfill --baseline-ref "$(or $(BASELINE_REF),main)"
+bench-backfill: setup ## 365 days through run-all on s3a, this code (by day and by month) vs BASELINE_REF=main -> bench/results/backfill.json
+	@$(PY) -m bench.backfill --baseline-ref "$(or $(BASELINE_REF),main)" --month
 
 ##@ Housekeeping
 .PHONY: clean

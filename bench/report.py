@@ -49,6 +49,11 @@ def _provenance(result: dict[str, Any], path: Path) -> str:
     machine, git = result.get("machine", {}), result.get("git", {})
     commit = str(git.get("commit", "unknown"))[:12] + (" (uncommitted changes)" if git.get("dirty") else "")
     load = machine.get("load_average")
+    rounds = result.get("rounds") or []
+    if len(rounds) > 1:  # appended rounds: each names its own code; the load is in the table
+        return (f"_From `bench/results/{path.name}`, {len(rounds)} rounds run {result.get('started_at') or '?'} – "
+                f"{result.get('finished_at') or '?'}, each on the commits its rows name, "
+                f"{machine.get('cores', '?')} cores, {machine.get('memory_gb', '?')} GB._")
     return (f"_From `bench/results/{path.name}`, run {result.get('started_at') or '?'} – "
             f"{result.get('finished_at') or '?'}, commit `{commit}`, {machine.get('cores', '?')} cores, "
             f"{machine.get('memory_gb', '?')} GB, load average at the end {load}._")
@@ -92,8 +97,9 @@ def _section(title: str, result: dict[str, Any], path: Path, columns: list[tuple
     lines += _table(result.get("rows") or [], columns)
     ratios = result.get("ratios")
     if result.get("benchmark") == "backfill" and ratios:
-        lines += ["", "Ratios (time with the Iceberg tables / time with the baseline's Parquet folders; "
-                      "below 1 is faster):", "", *_table(ratios, BACKFILL_RATIO_COLUMNS, digits=3)]
+        lines += ["", "Ratios (each row says which two runs of its round it divides: Iceberg / baseline = the "
+                      "Iceberg tables over the baseline's Parquet folders, month / day = month over day "
+                      "partitions; below 1 is faster):", "", *_table(ratios, BACKFILL_RATIO_COLUMNS, digits=3)]
         lines += ["", "Checks: " + ", ".join(f"{c['check']} {'yes' if c.get('equal') else 'NO'}"
                                                for c in result.get("checks") or [])]
     if result.get("benchmark") == "backfill" and result.get("requests"):
