@@ -115,7 +115,7 @@ def run_gold(run: JobRun) -> None:
     manifest.check_invariant()
 
     for spec, _, output in built:
-        run.validate(output, gold_name=spec.name, silver_count=manifest.rows_in)
+        run.validate(output, gold_name=spec.name, silver_count=manifest.rows_in, rows=manifest.output_rows[spec.name])
     for spec, partitioning, output in built:
         gold_table = tables.table(spark, lake, "gold", gold_table_name(dataset, spec.name))
         created = tables.replace_dates(output, gold_table, partitioning, covered_dates, not manifest.date, run.run_id)

@@ -121,7 +121,7 @@ def run_silver(run: JobRun) -> None:
               duplicates=manifest.duplicates, late=manifest.late)
     manifest.check_invariant()
 
-    run.validate(silver, quarantine_df=quarantine)
+    run.validate(silver, quarantine_df=quarantine, rows=manifest.rows_out)
     covered_dates = manifest.event_dates = counts["dates"]
     partitioning = silver_partitioning(contract)
     # A full run covers the null partition too (rows without an event time, if a contract allows them).

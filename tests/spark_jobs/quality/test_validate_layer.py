@@ -5,6 +5,7 @@ import json
 import os
 
 import pytest
+from pyspark.sql import functions as F
 
 from spark_jobs import quality
 from spark_jobs.quality import report
@@ -182,3 +183,77 @@ def test_importing_the_quality_package_starts_no_thread_and_keeps_no_run_state()
                             env={**os.environ, "TENANTLAKE_VALIDATION": "on"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().split() == ["1", "[]"]
+
+
+def test_a_row_rule_counts_its_breaking_rows_without_fetching_them(spark, contract, monkeypatch):
+    # GX's UnexpectedRowsExpectation also fetches up to 200 of the rows (more Spark jobs) and then drops
+    # them at our BASIC result format; ours asks for the count alone and reports what GX reports.
+    import great_expectations.expectations as gxe
+
+    from spark_jobs.quality import runner
+    from spark_jobs.quality.suites import build_specs
+
+    rows = silver_rows(10)
+    rows[:2] = [(e, s, t, 82.0, "fault") for e, s, t, _, _ in rows[:2]]  # two rows break the rule
+    df = spark.createDataFrame(rows, SILVER_DDL).cache()
+    df.count()
+    specs = [s for s in build_specs(contract, "silver", columns=df.columns, context={})
+             if s.expectation == "unexpected_rows_expectation"]
+    assert [s.name for s in specs] == ["fault_has_no_full_battery"]
+
+    def validate(group: str):
+        spark.sparkContext.setJobGroup(group, group)
+        try:
+            run = runner.run_suite(df, specs, suite_name=f"iot.silver.{group}")
+        finally:
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+        (result,) = run.results
+        return result, len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+    ours, our_jobs = validate("ours")
+    monkeypatch.setattr(runner, "row_rule_expectation_class", lambda: gxe.UnexpectedRowsExpectation)
+    stock, stock_jobs = validate("stock")
+    assert (ours["success"], ours["observed_value"]) == (stock["success"], stock["observed_value"]) == (False, 2)
+    assert our_jobs < stock_jobs, (our_jobs, stock_jobs)
+    df.unpersist()
+
+
+def test_a_small_frame_is_validated_through_one_partition_with_the_same_results(spark, contract, tmp_path):
+    from spark_jobs.quality import SMALL_FRAME_ROWS, _validation_frame
+
+    df = spark.createDataFrame(silver_rows(20, bad_regex=2, hot=1), SILVER_DDL).repartition(4)
+    assert _validation_frame(df, 20).rdd.getNumPartitions() == 1
+    assert _validation_frame(df, None) is df and _validation_frame(df, SMALL_FRAME_ROWS + 1) is df
+    contract["expectations"]["silver"] = [{"name": "temperature_range", "severity": "warn", "mostly": 0.99}]
+
+    def outcome(**rows):
+        validation = quality.validate_layer(spark, layer="silver", contract=contract, df=df,
+                                            context=_context(tmp_path, **rows))
+        return validation.status, [(r["name"], r["success"], r["unexpected_count"], r["observed_value"])
+                                   for r in validation.results]
+
+    small, whole = outcome(rows=20), outcome()
+    assert small == whole and small[0] == "fail"  # the regex is an error-severity rule
+    failed = {name: unexpected for name, success, unexpected, _ in small[1] if not success}
+    assert {k: v for k, v in failed.items() if k != "event_ts_freshness"} == {  # fixed event times: stale
+        "sensor_id_regex": 2, "temperature_range": 1}, small
+
+
+def test_validation_caches_a_frame_once_and_never_copies_one_that_reads_a_cache(spark, contract, tmp_path):
+    # Bronze validates cached.drop("_file_problem"): persisting that projection again kept a second copy
+    # of the batch after the layer ended (run-all's silver at 5M events then ran out of heap).
+    from spark_jobs.quality import reads_a_cache
+
+    cached = spark.createDataFrame(silver_rows(20), SILVER_DDL).withColumn("_file_problem", F.lit(None).cast("string"))
+    cached = cached.persist()
+    cached.count()
+    projection = cached.drop("_file_problem")
+    assert reads_a_cache(projection) and not projection.is_cached
+    quality.validate_layer(spark, layer="silver", contract=contract, df=projection, context=_context(tmp_path))
+    assert not projection.is_cached and projection.storageLevel.useMemory is False
+    cached.unpersist(blocking=True)
+    plain = spark.createDataFrame(silver_rows(20), SILVER_DDL)
+    assert not reads_a_cache(plain)
+    quality.validate_layer(spark, layer="silver", contract=contract, df=plain, context=_context(tmp_path))
+    assert plain.is_cached  # GX's passes and the job's write share one cache
+    plain.unpersist()
