@@ -18,12 +18,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import sys
 
 from spark_jobs.catalog import session_conf as iceberg_session_conf
 
 LOCAL_SHUFFLE_PARTITIONS = 8  # 2 cores: 200 (Spark's default) made silver 2x larger and gold 3x slower
 LOCAL_DRIVER_HOST = "127.0.0.1"
+DRIVER_MEMORY_ENV = "TENANTLAKE_DRIVER_MEMORY"  # a local session's driver heap, e.g. 3g (default: DEFAULT_DRIVER_MEMORY)
+# 2g, as the EMR request's driver (infra/deploy/request.py): at 5M iot events every layer runs in it, and
+# a 4g heap only let the JVM grow (bronze peaked at 5 GB RSS) without making a job faster (bench/README.md).
+DEFAULT_DRIVER_MEMORY = "2g"
+_MEMORY = re.compile(r"^[1-9][0-9]*[kmgt]?$", re.IGNORECASE)
 # What the spark-submit line reports: where the driver is and how the job is sized.
 REPORTED_CONF = ("spark.master", "spark.submit.deployMode", "spark.driver.host", "spark.driver.bindAddress",
                  "spark.sql.shuffle.partitions", "spark.executor.instances", "spark.executor.memory")
@@ -124,12 +130,24 @@ def local_conf(driver_memory: str, shuffle_partitions: int, jars: list[str] | No
     return conf
 
 
+def driver_heap(driver_memory: str | None = None) -> str:
+    """A local session's driver heap: ``driver_memory``, else ``$TENANTLAKE_DRIVER_MEMORY``, else
+    ``DEFAULT_DRIVER_MEMORY``. A value the JVM would refuse (``-Xmx``: a number with k, m, g or t) raises
+    ``ValueError`` here, before any JVM starts."""
+    source, value = ("driver_memory", driver_memory) if driver_memory else (DRIVER_MEMORY_ENV, os.environ.get(DRIVER_MEMORY_ENV))
+    if not value:
+        return DEFAULT_DRIVER_MEMORY
+    if not _MEMORY.match(value.strip()):
+        raise ValueError(f"{source}={value!r}: give the driver heap as a number with k, m, g or t, e.g. 2g or 3072m")
+    return value.strip()
+
+
 def build_session(
     app_name: str,
     s3a: S3aSettings | None = None,
     jars: list[str] | None = None,
     master: str | None = None,
-    driver_memory: str = "4g",
+    driver_memory: str | None = None,
     shuffle_partitions: int = LOCAL_SHUFFLE_PARTITIONS,
     extra_conf: dict[str, str] | None = None,
 ):
@@ -140,7 +158,8 @@ def build_session(
         s3a: the lake's s3a settings. @default - None (no s3a)
         jars: extra jars (the s3a jars). Local sessions only. @default - None
         master: Spark master of a local session. @default - ``$TENANTLAKE_SPARK_MASTER`` or ``local[2]``
-        driver_memory: driver heap of a local session, set before the JVM starts. @default - "4g"
+        driver_memory: driver heap of a local session, set before the JVM starts. @default -
+            ``$TENANTLAKE_DRIVER_MEMORY`` or ``DEFAULT_DRIVER_MEMORY``
         shuffle_partitions: ``spark.sql.shuffle.partitions`` of a local session. @default - 8
         extra_conf: settings the caller needs wherever the job runs; applied last, in both cases.
             @default - None
@@ -157,7 +176,7 @@ def build_session(
     else:
         os.environ.setdefault("SPARK_LOCAL_IP", LOCAL_DRIVER_HOST)
         builder = builder.master(master or os.environ.get("TENANTLAKE_SPARK_MASTER", "local[2]"))
-        conf.update(local_conf(driver_memory, shuffle_partitions, jars, s3a))
+        conf.update(local_conf(driver_heap(driver_memory), shuffle_partitions, jars, s3a))
     # Iceberg (spark_jobs/catalog.py): its SQL extensions, and locally its runtime jar (static settings).
     conf.update(iceberg_session_conf(conf.get("spark.jars", "")))
     conf.update(extra_conf or {})

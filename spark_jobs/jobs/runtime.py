@@ -21,7 +21,7 @@ from spark_jobs.contract import Contract
 from spark_jobs.io import storage
 from spark_jobs.lake import LakeConfig
 from spark_jobs.manifest import RunManifest, code_version, new_run_id
-from spark_jobs.session import S3aSettings, apply_bucket_settings, build_session
+from spark_jobs.session import S3aSettings, apply_bucket_settings, build_session, driver_heap, launched_by_spark_submit
 
 JARS_ENV = "TENANTLAKE_SPARK_JARS"
 ENDPOINT_CONNECT_TIMEOUT_S = 5.0  # a TCP connect to the S3 endpoint before the JVM starts
@@ -107,8 +107,11 @@ def session_for(lake: LakeConfig, app_name: str, jars: list[str] | None = None) 
         if lake.is_s3a:
             apply_bucket_settings(active, lake.bucket, s3a_settings(lake))
         return active, False
+    try:
+        driver_heap()  # a bad $TENANTLAKE_DRIVER_MEMORY: one line and exit 2, not a JVM that fails to start
+    except ValueError as exc:
+        raise JobFailed(str(exc), 2) from None
     if lake.is_s3a:
-        from spark_jobs.session import launched_by_spark_submit
 
         found = find_jars(jars)
         if not found and not launched_by_spark_submit():  # under spark-submit the launcher's --jars decide

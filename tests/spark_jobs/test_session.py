@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.session import LOCAL_DRIVER_HOST, LOCAL_SHUFFLE_PARTITIONS, S3aSettings, local_conf
+from spark_jobs.session import (DEFAULT_DRIVER_MEMORY, DRIVER_MEMORY_ENV, LOCAL_DRIVER_HOST, LOCAL_SHUFFLE_PARTITIONS,
+                                S3aSettings, driver_heap, local_conf)
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -54,6 +55,24 @@ def test_local_conf_carries_the_trust_store_and_jars_only_when_given():
     assert "-Djavax.net.ssl.trustStore=/t.p12" in conf["spark.driver.extraJavaOptions"]
     bare = local_conf("1g", 8)
     assert "spark.jars" not in bare and "spark.driver.extraJavaOptions" not in bare
+
+
+def test_the_driver_heap_comes_from_the_caller_then_the_environment_then_the_default(monkeypatch):
+    monkeypatch.delenv(DRIVER_MEMORY_ENV, raising=False)
+    assert driver_heap() == DEFAULT_DRIVER_MEMORY == "2g"
+    monkeypatch.setenv(DRIVER_MEMORY_ENV, "3072m")
+    assert driver_heap() == "3072m"
+    assert driver_heap("1g") == "1g"
+    assert local_conf(driver_heap(), 8)["spark.driver.memory"] == "3072m"
+
+
+@pytest.mark.parametrize("value", ["lots", "2 gb", "0g", "-1g", "2.5g"])
+def test_a_driver_heap_the_jvm_would_refuse_is_refused_before_it_starts(monkeypatch, value):
+    monkeypatch.setenv(DRIVER_MEMORY_ENV, value)
+    with pytest.raises(ValueError, match=DRIVER_MEMORY_ENV):
+        driver_heap()
+    with pytest.raises(ValueError, match="driver_memory"):
+        driver_heap(value)
 
 
 def _environment_properties(event_dir: Path) -> dict[str, str]:
