@@ -517,6 +517,22 @@ def _connection_refused(exc: BaseException) -> bool:
     return "Connection refused" in text or "ConnectException" in text
 
 
+def _driver_gone(exc: BaseException) -> bool:
+    """The driver JVM itself went away (py4j cannot reach it), not a service the job talks to: most often
+    an OutOfMemoryError, whose handler stops the JVM (the error above this line says so)."""
+    from py4j.protocol import Py4JNetworkError
+
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            return False
+        if isinstance(seen, Py4JNetworkError) or (isinstance(seen, ConnectionRefusedError)
+                                                   and getattr(seen, "java_exception", None) is None):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _producer_error() -> type:
     from spark_jobs.producers.kinesis import ProducerError
 
@@ -575,6 +591,13 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_FAILED
         if isinstance(exc, MissingInputError):
             print(f"error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        if _driver_gone(exc):
+            from spark_jobs.session import DRIVER_MEMORY_ENV, driver_heap
+
+            print(f"error: the Spark driver stopped during the run ({type(exc).__name__}); if the log above shows "
+                  f"java.lang.OutOfMemoryError, give it more heap: {DRIVER_MEMORY_ENV}=<size> (this run: "
+                  f"{driver_heap()}), then run it again (a table commit is all or nothing)", file=sys.stderr)
             return EXIT_FAILED
         if _connection_refused(exc) and getattr(args, "lake_uri", None) is not None:
             try:

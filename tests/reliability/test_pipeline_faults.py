@@ -493,3 +493,27 @@ def test_every_layer_checks_the_endpoint_first_so_run_all_stops_at_the_layer_aft
         with pytest.raises(EndpointUnreachable, match=f"^cannot reach S3 endpoint {endpoint}: connection refused"):
             run_layer(in_process.spark, lake, DATASET, layer, progress=lambda _: None)
     assert time.monotonic() - started < 5
+
+
+# ---------------------------------------------------------------- 5. the driver JVM dies mid-run
+@pytest.mark.timeout(600)
+def test_a_driver_jvm_that_dies_mid_run_is_named_and_not_blamed_on_the_endpoint(tmp_path):
+    # An OutOfMemoryError in a task can stop the driver JVM; py4j then reports connection refused, which
+    # the CLI used to print as "cannot reach S3 endpoint (AWS default)" even for a local lake.
+    env, lake = _env(tmp_path), tmp_path / "lake"
+    _ok(_cli(env, "datagen", "--dataset", DATASET, "--records", "5000", "--lake-uri", str(lake)))
+    _ok(_cli(env, "run", "--layer", "bronze", "--dataset", DATASET, "--lake-uri", str(lake)))
+    log = tmp_path / "silver.log"
+    proc = _start(env, log, "run", "--layer", "silver", "--dataset", DATASET, "--lake-uri", str(lake))
+    try:
+        _wait_for(lambda: f"[silver {DATASET}] start" in log.read_text(), proc, 180, "silver to start", log)
+        (jvm,) = [c for c in psutil.Process(proc.pid).children(recursive=True) if "java" in c.name()]
+        jvm.kill()
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            _kill_group(proc)
+    text = log.read_text()
+    assert proc.returncode == 1, text[-3000:]
+    assert "error: the Spark driver stopped during the run" in text and "TENANTLAKE_DRIVER_MEMORY=<size>" in text
+    assert "cannot reach S3 endpoint" not in text
