@@ -190,7 +190,7 @@ def render(creds: VendedCredentials, fmt: str) -> str:
     if fmt in ("s3a", "all"):
         if lines:
             lines.append("")
-        lines.append(f"# Hadoop s3a keys (Spark: prefix each with spark.hadoop.; Flink: flink-conf.yaml)")
+        lines.append("# Hadoop s3a keys (Spark: prefix each with spark.hadoop.; Flink: flink-conf.yaml)")
         lines += [f"{k}={v}" for k, v in creds.s3a().items()]
     return "\n".join(lines)
 

@@ -13,7 +13,6 @@ import hashlib
 import importlib.resources
 import json
 import secrets
-from pathlib import Path
 from typing import Any
 
 # A resource traversal, not Path(__file__): on EMR the package is a zip on --py-files.
