@@ -26,8 +26,8 @@ from spark_jobs.catalog import session_conf as iceberg_session_conf
 LOCAL_SHUFFLE_PARTITIONS = 8  # 2 cores: 200 (Spark's default) made silver 2x larger and gold 3x slower
 LOCAL_DRIVER_HOST = "127.0.0.1"
 DRIVER_MEMORY_ENV = "TENANTLAKE_DRIVER_MEMORY"  # a local session's driver heap, e.g. 3g (default: DEFAULT_DRIVER_MEMORY)
-# 2g, as the EMR request's driver (infra/deploy/request.py): at 5M iot events every layer runs in it, and
-# a 4g heap only let the JVM grow (bronze peaked at 5 GB RSS) without making a job faster (bench/README.md).
+# 2g, as the EMR request's driver (infra/deploy/request.py): run-all over 5M iot events fits in it (peak RSS
+# 2.85 GB, Python + JVM), and at 1M a 4g heap made no layer faster, only larger (bench/README.md, Memory).
 DEFAULT_DRIVER_MEMORY = "2g"
 _MEMORY = re.compile(r"^[1-9][0-9]*[kmgt]?$", re.IGNORECASE)
 # What the spark-submit line reports: where the driver is and how the job is sized.

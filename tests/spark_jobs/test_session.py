@@ -123,3 +123,14 @@ def test_under_spark_submit_the_launchers_conf_wins(tmp_path):
     assert properties["spark.sql.session.timeZone"] == "UTC"  # the jobs' own settings still apply
     manifests = list((lake / "reports" / "bronze" / "iot").glob("*/manifest.json"))
     assert len(manifests) == 1 and json.loads(manifests[0].read_text())["rows_out"] == RECORDS
+
+
+def test_the_cli_refuses_a_bad_driver_heap_in_one_line_before_spark_starts(tmp_path):
+    env = {**os.environ, DRIVER_MEMORY_ENV: "lots", "TENANTLAKE_STATE_DIR": str(tmp_path / "state"),
+           "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "spark_jobs", "run", "--layer", "gold", "--dataset", "iot",
+                           "--lake-uri", str(tmp_path / "lake")], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"error: {DRIVER_MEMORY_ENV}='lots': give the driver heap as a number with k, m, g or t, e.g. 2g or 3072m"]
