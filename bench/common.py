@@ -98,12 +98,21 @@ def write_result(name: str, payload: dict[str, Any], *, started_at: str | None =
     return path
 
 
+def _name(process: psutil.Process) -> str:
+    try:
+        return process.name()
+    except psutil.Error:
+        return ""
+
+
 class PeakRss:
     """Peak resident memory of a process (default: this one) and of its descendants, sampled.
 
     ``peak_python_mb``: the root process. ``peak_jvm_mb``: the largest sum over descendant processes
     whose name or command line says java (PySpark's JVM is a child of the Python driver).
-    ``peak_total_mb``: the largest sum over the whole tree at one sample. Sampling every
+    ``peak_total_mb``: the largest sum over the whole tree at one sample. A process with the same name as
+    its parent is a fork that has not exec'd yet (the JVM runs Hadoop's shell commands through fork and
+    exec): its RSS is the parent's pages, shared, and is not added again (it once doubled a JVM's peak). Sampling every
     ``interval`` seconds can miss a spike shorter than that; the JVM's RSS rarely shrinks, so its
     peak is reliable.
 
@@ -129,10 +138,15 @@ class PeakRss:
         except psutil.Error:
             return
         jvm = other = 0
+        names = {root.pid: _name(root)}
+        for child in children:
+            names[child.pid] = _name(child)
         for child in children:
             try:
+                if names[child.pid] and names[child.pid] == names.get(child.ppid()):
+                    continue  # a fork that has not exec'd yet shares its parent's pages: not counted twice
                 rss = child.memory_info().rss
-                is_java = "java" in child.name().lower() or any("java" in part for part in child.cmdline()[:1])
+                is_java = "java" in names[child.pid].lower() or any("java" in part for part in child.cmdline()[:1])
             except psutil.Error:
                 continue
             if is_java:

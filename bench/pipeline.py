@@ -203,7 +203,7 @@ def run_measured(ctx: Context, spec: dict[str, Any], env: dict[str, str] | None 
 def run_repeated(ctx: Context, spec: dict[str, Any], repeats: int, env: dict[str, str] | None = None,
                  before_each: Any = None) -> dict[str, Any]:
     """``repeats`` runs of the same job: the row holds the median wall time (rows/s from it), the min, the
-    max and every run's time, and the highest peak RSS of any run; the other fields are the last run's
+    max and every run's time, and the highest peak RSS of any run (each run's in ``peak_total_mb_runs``); the other fields are the last run's
     (its outputs are the ones compared). ``before_each()`` prepares the input of each run."""
     runs = []
     for _ in range(max(1, repeats)):
@@ -219,6 +219,8 @@ def run_repeated(ctx: Context, spec: dict[str, Any], repeats: int, env: dict[str
     for key in ("peak_python_mb", "peak_jvm_mb", "peak_total_mb"):
         if key in row:
             row[key] = max(r.get(key, 0) for r in runs)
+    if "peak_total_mb" in row:
+        row["peak_total_mb_runs"] = [r.get("peak_total_mb", 0) for r in runs]
     if "layers_s" in row:
         row["layers_s"] = {layer: round(statistics.median(r["layers_s"][layer] for r in runs), 2)
                            for layer in row["layers_s"]}
