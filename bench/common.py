@@ -98,11 +98,11 @@ def write_result(name: str, payload: dict[str, Any], *, started_at: str | None =
     return path
 
 
-def _name(process: psutil.Process) -> str:
+def _command(process: psutil.Process) -> tuple[str, ...]:
     try:
-        return process.name()
+        return tuple(process.cmdline())
     except psutil.Error:
-        return ""
+        return ()
 
 
 class PeakRss:
@@ -110,9 +110,10 @@ class PeakRss:
 
     ``peak_python_mb``: the root process. ``peak_jvm_mb``: the largest sum over descendant processes
     whose name or command line says java (PySpark's JVM is a child of the Python driver).
-    ``peak_total_mb``: the largest sum over the whole tree at one sample. A process with the same name as
-    its parent is a fork that has not exec'd yet (the JVM runs Hadoop's shell commands through fork and
-    exec): its RSS is the parent's pages, shared, and is not added again (it once doubled a JVM's peak). Sampling every
+    ``peak_total_mb``: the largest sum over the whole tree at one sample. A process with its parent's
+    command line is a fork that has not exec'd yet (the JVM starts Hadoop's shell commands by fork and
+    exec; the child carries the forking thread's name, e.g. "Executor task l"): its RSS is the parent's
+    pages, shared, and is not added again (it doubled single runs' JVM peaks). Sampling every
     ``interval`` seconds can miss a spike shorter than that; the JVM's RSS rarely shrinks, so its
     peak is reliable.
 
@@ -138,15 +139,15 @@ class PeakRss:
         except psutil.Error:
             return
         jvm = other = 0
-        names = {root.pid: _name(root)}
+        commands = {root.pid: _command(root)}
         for child in children:
-            names[child.pid] = _name(child)
+            commands[child.pid] = _command(child)
         for child in children:
             try:
-                if names[child.pid] and names[child.pid] == names.get(child.ppid()):
+                if commands[child.pid] and commands[child.pid] == commands.get(child.ppid()):
                     continue  # a fork that has not exec'd yet shares its parent's pages: not counted twice
                 rss = child.memory_info().rss
-                is_java = "java" in names[child.pid].lower() or any("java" in part for part in child.cmdline()[:1])
+                is_java = "java" in child.name().lower() or any("java" in part for part in commands[child.pid][:1])
             except psutil.Error:
                 continue
             if is_java:

@@ -8,7 +8,8 @@ import time
 from bench.common import PeakRss
 
 # A stand-in JVM: an interpreter started under the name "java" that holds 300 MB, then forks (no exec)
-# a child that lives for a while, as the JVM does for an instant each time Hadoop runs a shell command.
+# a child that lives for a while, as the JVM does for an instant each time Hadoop runs a shell command
+# (the JVM's fork is named after the forking thread; its command line is the JVM's).
 FAKE_JVM = """
 import os, sys, time
 block = bytearray(300 * 2**20)
@@ -16,6 +17,7 @@ for i in range(0, len(block), 4096):
     block[i] = 1
 pid = os.fork()
 if pid == 0:
+    open("/proc/self/comm", "w").write("Executor task l")  # as a JVM thread's fork is named
     open(sys.argv[1], "w").write("forked")
     time.sleep(3)
     os._exit(0)
