@@ -519,15 +519,15 @@ def _connection_refused(exc: BaseException) -> bool:
 
 def _driver_gone(exc: BaseException) -> bool:
     """The driver JVM itself went away (py4j cannot reach it), not a service the job talks to: most often
-    an OutOfMemoryError, whose handler stops the JVM (the error above this line says so)."""
+    an OutOfMemoryError, whose handler stops the JVM (the error above this line says so). Only py4j's own
+    network error counts: a refused connection from boto3 (an emulator gone) must not read as this."""
     from py4j.protocol import Py4JNetworkError
 
     seen: BaseException | None = exc
     for _ in range(5):
         if seen is None:
             return False
-        if isinstance(seen, Py4JNetworkError) or (isinstance(seen, ConnectionRefusedError)
-                                                   and getattr(seen, "java_exception", None) is None):
+        if isinstance(seen, Py4JNetworkError):
             return True
         seen = seen.__cause__ or seen.__context__
     return False

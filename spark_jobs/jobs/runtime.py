@@ -112,7 +112,6 @@ def session_for(lake: LakeConfig, app_name: str, jars: list[str] | None = None) 
     except ValueError as exc:
         raise JobFailed(str(exc), 2) from None
     if lake.is_s3a:
-
         found = find_jars(jars)
         if not found and not launched_by_spark_submit():  # under spark-submit the launcher's --jars decide
             raise JobFailed(

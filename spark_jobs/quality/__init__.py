@@ -146,7 +146,7 @@ SMALL_FRAME_ROWS = 100_000
 def _validation_frame(df: Any, rows: int | None) -> Any:
     """``df`` as GX reads it: one partition when the job knows it holds at most ``SMALL_FRAME_ROWS`` rows
     (a narrow coalesce of the cached frame: nothing is recomputed or cached again)."""
-    if rows is not None and rows <= SMALL_FRAME_ROWS and df.rdd.getNumPartitions() > 1:
+    if rows is not None and rows <= SMALL_FRAME_ROWS:
         return df.coalesce(1)
     return df
 
