@@ -518,19 +518,32 @@ def _connection_refused(exc: BaseException) -> bool:
 
 
 def _driver_gone(exc: BaseException) -> bool:
-    """The driver JVM itself went away (py4j cannot reach it), not a service the job talks to: most often
-    an OutOfMemoryError, whose handler stops the JVM (the error above this line says so). Only py4j's own
-    network error counts: a refused connection from boto3 (an emulator gone) must not read as this."""
+    """The driver JVM itself went away, not a service the job talks to: most often an OutOfMemoryError, whose
+    handler stops the JVM (the error above this line says so). Judged by the JVM's process, which this Python
+    started (pyspark keeps it as the gateway's ``proc``), because the error Python sees depends on what it was
+    doing when the JVM died: py4j's network error, or a Py4JError whose cause is a plain ConnectionRefusedError
+    (a call in flight, or a JVM class looked up afterwards). A refused connection from boto3 (an emulator gone)
+    leaves the JVM running, so it does not read as this."""
     from py4j.protocol import Py4JNetworkError
 
     seen: BaseException | None = exc
-    for _ in range(5):
+    for _ in range(10):
         if seen is None:
-            return False
+            break
         if isinstance(seen, Py4JNetworkError):
             return True
         seen = seen.__cause__ or seen.__context__
-    return False
+    return _driver_process_exited()
+
+
+def _driver_process_exited() -> bool:
+    """The JVM pyspark launched for this process has exited (False when no JVM was started)."""
+    if "pyspark" not in sys.modules:
+        return False
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    return proc is not None and proc.poll() is not None
 
 
 def _producer_error() -> type:
