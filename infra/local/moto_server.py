@@ -33,6 +33,14 @@ with the same token; AWS then returns the endpoint it already created, moto 5.2.
 (same tags, untracked by Terraform, left behind by ``destroy``).  A token reused for another VPC or service
 fails with ``IdempotentParameterMismatch``, as on AWS.
 
+A sixth: ``UpdateWorkGroup`` (Athena) is implemented; moto 5.2.5 answered it HTTP 500 ("has not been
+implemented"), and the AWS provider retried that for 15 minutes, holding the state lock. Terraform sends it
+for any change of a workgroup, including ``force_destroy`` alone, which is what a workgroup adopted by
+import (``infra.terragrunt.adoption``, after an interrupted apply) always differs in. It applies the
+description, the state and the ``ConfigurationUpdates`` as AWS documents them (``Remove*`` flags drop a
+setting; ``ResultConfigurationUpdates`` change the result configuration); an unknown workgroup is an
+``InvalidRequestException``, as on AWS.
+
 And one addition for the local fixture network: ``CreateVpc`` with the tag ``tenantlake:fixture-vpc-id``
 creates the VPC with exactly that id (moto cannot be told a VPC id otherwise), so a tenant file can name
 its local VPC by id.  Nothing else in moto is changed.
@@ -160,6 +168,49 @@ def _free_namespaces_of_terminated_virtual_clusters() -> None:
     EMRContainersBackend.create_virtual_cluster = create_virtual_cluster
 
 
+def _merge_updates(target: dict, updates: dict, nested: dict[str, str]) -> None:
+    """Apply an Athena ``...Updates`` structure: ``RemoveX: true`` drops ``X``, a key in ``nested`` updates
+    the named sub-structure the same way, and any other key sets its value."""
+    for key, value in updates.items():
+        if key in nested:
+            sub = target.setdefault(nested[key], {})
+            _merge_updates(sub, value, {})
+            if not sub:
+                del target[nested[key]]
+        elif key.startswith("Remove") and isinstance(value, bool):
+            if value:
+                target.pop(key[len("Remove"):], None)
+        else:
+            target[key] = value
+
+
+def _implement_athena_update_work_group() -> None:
+    import json
+
+    from moto.athena.responses import AthenaResponse
+
+    def update_work_group(self):
+        name = self._get_param("WorkGroup")
+        group = self.athena_backend.work_groups.get(name)
+        if group is None:
+            return self.error(f"WorkGroup {name} is not found.", 400)
+        if self._get_param("Description") is not None:
+            group.description = self._get_param("Description")
+        if self._get_param("State") is not None:
+            group.state = self._get_param("State")
+        updates = dict(self._get_param("ConfigurationUpdates") or {})
+        engine = updates.pop("EngineVersion", None)
+        _merge_updates(group.configuration, updates, {"ResultConfigurationUpdates": "ResultConfiguration"})
+        if engine and engine.get("SelectedEngineVersion"):
+            selected = engine["SelectedEngineVersion"]
+            group.configuration["EngineVersion"] = {
+                "SelectedEngineVersion": selected,
+                "EffectiveEngineVersion": "Athena engine version 3" if selected == "AUTO" else selected}
+        return json.dumps({})
+
+    AthenaResponse.update_work_group = update_work_group
+
+
 def main(argv: list[str] | None = None) -> None:
     _disable_context_free_bucket_policy_evaluation()
     _give_delete_markers_a_dispose()
@@ -167,6 +218,7 @@ def main(argv: list[str] | None = None) -> None:
     _let_create_vpc_take_a_fixture_id()
     _report_eventbridge_notifications()
     _free_namespaces_of_terminated_virtual_clusters()
+    _implement_athena_update_work_group()
     from moto.server import main as moto_main
 
     moto_main(argv if argv is not None else sys.argv[1:])
