@@ -23,7 +23,8 @@ Then, for the whole lake: **reports** (``reports/`` but the receipts, ``athena/`
 a text object that mentions a subject is rewritten with ``[erased]`` in its place, any other object that
 does is deleted; the local report mirror is scrubbed the same way. **Purge**: every noncurrent object
 version that holds a subject is deleted. **Verify**: every version of every object in the bucket is read
-(``spark_jobs.erasure.objects``) and must hold no subject. The **receipt**
+(``spark_jobs.erasure.objects``) and must hold no subject; for a request limited to some datasets, a
+version in a left-out dataset's own objects is listed apart (``outside_request``), not held against it. The **receipt**
 (``reports/erasure/<request>/receipt.json``) records keyed hashes of the subjects (never the ids), what
 was touched per dataset and layer, the versions removed and the verification scan.
 """
@@ -524,9 +525,16 @@ def erase(spark: SparkSession, lake: LakeConfig, subjects: list[Subject], *, ten
         run.say(f"deleted {inbox} versions of subject files in {INBOX_PREFIX}")
 
     verification = objects.scan(s3, lake.bucket, [""], forms, progress=run.say)
+    outside = _outside_request(verification.hits, _left_out(datasets))
+    left_out_hits = {id(v) for hits in outside.values() for v in hits}
+    remaining = [v for v in verification.hits if id(v) not in left_out_hits]
     receipt["verification"] = {**verification.to_dict(), "scope": f"every version of every object in s3://{lake.bucket}",
-                               "status": "verified" if not verification.hits else "subject data remains"}
-    receipt["status"] = "completed" if not verification.hits else "incomplete"
+                               "status": ("subject data remains" if remaining else "verified" if not outside else
+                                          "verified; subject data remains in datasets outside this request")}
+    if outside:
+        receipt["verification"]["outside_request"] = {
+            name: {"versions": len(hits), "keys": sorted({v.key for v in hits})[:20]} for name, hits in outside.items()}
+    receipt["status"] = "completed" if not remaining else "incomplete"
     receipt["completed_at"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     receipt["personal_data_columns"] = {c.dataset: list(c.personal_data) for c in affected}
     text = json.dumps(receipt, indent=1, sort_keys=True)
@@ -545,8 +553,33 @@ def erase(spark: SparkSession, lake: LakeConfig, subjects: list[Subject], *, ten
     for contract in affected:
         writers.delete_path(spark, lock_uri(lake, contract.dataset))
     run.say(f"{receipt['status']}: {verification.versions} object versions scanned, "
-            f"{len(verification.hits)} hold a subject; receipt {RECEIPTS_PREFIX}{run.request}/receipt.json")
+            f"{len(remaining)} hold a subject; receipt {RECEIPTS_PREFIX}{run.request}/receipt.json")
+    if outside:
+        names = sorted(outside)
+        run.say(f"note: {sum(len(h) for h in outside.values())} object versions of datasets this request left out "
+                f"hold a subject ({', '.join(names)}); to erase it there: the same command with "
+                + " ".join(f"--dataset {n}" for n in names))
     return receipt
+
+
+def _left_out(datasets: list[str] | None) -> list[Contract]:
+    """The datasets a request limited by ``--dataset`` did not cover (none when it covered all)."""
+    from spark_jobs.contract import available_datasets
+
+    return [load_contract(name) for name in available_datasets() if datasets and name not in datasets]
+
+
+def _outside_request(hits: list[objects.Version], left_out: list[Contract]) -> dict[str, list[objects.Version]]:
+    """The verification's hits that lie in a left-out dataset's own objects (its landing, bronze,
+    quarantine, silver, gold and checkpoint prefixes), by dataset. Any other hit (a covered dataset, a
+    report, anything outside a dataset) is the request's own."""
+    found: dict[str, list[objects.Version]] = {}
+    for version in hits:
+        for contract in left_out:
+            if any(version.key.startswith(p) for p in [*_dataset_prefixes(contract), f"checkpoints/{contract.dataset}/"]):
+                found.setdefault(contract.dataset, []).append(version)
+                break
+    return found
 
 
 def receipt_path(request: str) -> str:

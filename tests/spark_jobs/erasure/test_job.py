@@ -115,6 +115,21 @@ def loaded(tenant):
     return tenant
 
 
+def test_only_hits_in_a_dataset_the_request_left_out_are_set_apart():
+    """``erase --dataset D`` scans the whole bucket; a hit in another dataset's own objects is named in the
+    receipt, not counted against the request. Anything else (a similar name, a report) still is."""
+    from spark_jobs.contract import load_contract
+    from spark_jobs.erasure.job import _outside_request
+    from spark_jobs.erasure.objects import Version
+
+    keys = ["silver/clickstream/data/a.parquet", "gold/clickstream_user_sessions/data/b.parquet",
+            "checkpoints/clickstream/bronze/sources/0/0", "landing/clickstream/f.json",
+            "silver/clickmonth/data/c.parquet", "reports/dq/clickstream/x.json", "landing/clickstreamx/d.json"]
+    found = _outside_request([Version(k, "v1", True, 1) for k in keys], [load_contract(DATASET)])
+    assert {name: [v.key for v in hits] for name, hits in found.items()} == {DATASET: keys[:4]}
+    assert _outside_request([Version(k, "v1", True, 1) for k in keys], []) == {}
+
+
 def test_erase_a_user_killed_midway_and_resumed(loaded, tmp_path):
     tenant = loaded
     env, s3, bucket = tenant["env"], tenant["s3"], tenant["bucket"]
@@ -295,17 +310,19 @@ def boto3_client(tenant, service: str):
 
 
 
-def test_erasure_of_a_dataset_stored_by_month(tenant, tmp_path):
+def test_erasure_of_a_dataset_stored_by_month(loaded, tmp_path):
     """A copy of clickstream with ``partition_granularity: month``: the quarantine's month folders are
     rewritten without the subject, gold months are recomputed with their other days kept, and gold then
-    equals the pipeline's gold from the same landing files without the subject (a folder lake)."""
+    equals the pipeline's gold from the same landing files without the subject (a folder lake). The
+    subject is also in the tenant's clickstream, which ``--dataset clickmonth`` leaves out: the request
+    completes, and its receipt names the versions of clickstream that still hold the subject."""
     import re
 
     import yaml
 
     from spark_jobs.contract import CONTRACTS_DIR
 
-    dataset = "clickmonth"
+    tenant, dataset = loaded, "clickmonth"
     contracts = tmp_path / "contracts"
     contracts.mkdir()
     raw = yaml.safe_load((CONTRACTS_DIR / "clickstream.yaml").read_text())
@@ -327,8 +344,8 @@ def test_erasure_of_a_dataset_stored_by_month(tenant, tmp_path):
     in_quarantine = {u for k in quarantine_keys
                      for text in _texts(s3.get_object(Bucket=bucket, Key=k)["Body"].read(), tmp_path)
                      for u in re.findall(r"user-\d{4}", text)}
-    users = _per_user_of(env, dataset, *lake)
-    subject = max(in_quarantine & set(users), key=lambda u: (users[u], u))
+    users, in_clickstream = _per_user_of(env, dataset, *lake), _per_user(env, *lake)
+    subject = max(in_quarantine & set(users) & set(in_clickstream), key=lambda u: (users[u], u))
 
     reference = tmp_path / "reference"
     (reference / "landing" / dataset).mkdir(parents=True)
@@ -337,8 +354,17 @@ def test_erasure_of_a_dataset_stored_by_month(tenant, tmp_path):
             "".join(line for line in path.read_text().splitlines(True) if f'"{subject}"' not in line))
     _cli(env, "run-all", "--lake-uri", str(reference), "--dataset", dataset, "--allow-warn", timeout=1200)
 
-    receipt = json.loads(_cli(env, "erase", *lake, "--dataset", dataset, "--subject", f"user_id={subject}",
-                              "--json", timeout=1200).stdout)
+    erased_run = _cli(env, "erase", *lake, "--dataset", dataset, "--subject", f"user_id={subject}", "--json",
+                      timeout=1200)
+    receipt = json.loads(erased_run.stdout)
+    assert receipt["status"] == "completed" and list(receipt["datasets"]) == [dataset]
+    assert f"to erase it there: the same command with --dataset {DATASET}" in erased_run.stderr
+    left_out = receipt["verification"]["outside_request"]
+    assert list(left_out) == [DATASET] and left_out[DATASET]["versions"] >= 1
+    assert all(k.startswith((f"landing/{DATASET}/", f"bronze/{DATASET}/", f"quarantine/{DATASET}/",
+                             f"silver/{DATASET}/", f"gold/{DATASET}_", f"checkpoints/{DATASET}/"))
+               for k in receipt["verification"]["keys_with_subject"])
+    assert receipt["verification"]["status"] == "verified; subject data remains in datasets outside this request"
     touched = receipt["datasets"][dataset]
     assert touched["quarantine"]["rows_removed"] >= 1
     assert set(touched["matched"]["quarantine_partitions"]) <= {"2024-01", "2024-02", "__HIVE_DEFAULT_PARTITION__"}
