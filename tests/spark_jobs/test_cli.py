@@ -54,3 +54,22 @@ def test_a_run_whose_report_cannot_be_written_exits_1_in_one_line(tmp_path, monk
     # The data and the manifest are there: only the report is missing, and the exit code says so.
     assert list((lake / "bronze" / "iot").rglob("*.parquet"))
     assert list((lake / "reports" / "bronze" / "iot").glob("*/manifest.json"))
+
+
+def test_a_refused_connection_with_the_driver_alive_is_not_a_dead_driver():
+    """boto3's ConnectionRefusedError (an emulator gone) while this process's JVM, if any, still runs: not
+    the driver. py4j's own network error is (the JVM-kill test in tests/reliability covers the rest)."""
+    from py4j.protocol import Py4JNetworkError
+
+    from spark_jobs.cli import _driver_gone
+
+    try:
+        try:
+            raise ConnectionRefusedError(111, "Connection refused")
+        except ConnectionRefusedError as refused:
+            raise RuntimeError("Could not connect to the endpoint URL") from refused
+    except RuntimeError as exc:
+        assert not _driver_gone(exc)
+    wrapped = RuntimeError("call failed")
+    wrapped.__cause__ = Py4JNetworkError("Answer from Java side is empty")
+    assert _driver_gone(wrapped)
