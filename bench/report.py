@@ -128,6 +128,10 @@ def render(results_dir: Path = RESULTS_DIR) -> str:
             sections += _section(title, json.loads(path.read_text()), path, columns)
         else:
             sections += [f"### {title}", "", f"_No result yet: run `make bench` (writes bench/results/{name}.json)._", ""]
+        # A run with --result <name>-<part> (e.g. one dataset measured in a run of its own) follows its kind.
+        for extra in sorted(results_dir.glob(f"{name}-*.json")):
+            part = extra.stem[len(name) + 1:]
+            sections += _section(f"{title} ({part})", json.loads(extra.read_text()), extra, columns)
     return "\n".join(sections).rstrip() + "\n"
 
 

@@ -35,6 +35,17 @@ def test_render_marks_targets_and_names_its_source(results_dir):
     assert "No result yet" in text  # infra.json absent: said so, not an empty table
 
 
+def test_a_result_of_its_own_run_follows_its_kind(results_dir):
+    rows = [{"dataset": "clickstream", "size": 1000, "storage": "s3a", "layer": "gold", "variant": "tuned",
+             "wall_s": 1.5, "rows_in": 900, "rows_out": 900, "rows_per_s": 600.0}]
+    write_result("pipeline-clickstream", {"rows": rows}, started_at="2026-01-02T00:00:00+00:00",
+                 results_dir=results_dir)
+    text = report.render(results_dir)
+    assert text.index("### Pipeline\n") < text.index("### Pipeline (clickstream)") < text.index("### Infrastructure")
+    assert "bench/results/pipeline-clickstream.json" in text
+    assert "| clickstream | 1,000 | s3a | gold | tuned | 1.5 | 900 | 900 | 600.0 |" in text
+
+
 def test_update_replaces_only_the_generated_block(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{report.BEGIN}\nold table\n{report.END}\nmethod\n")
