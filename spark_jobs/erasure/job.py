@@ -573,12 +573,12 @@ def _outside_request(hits: list[objects.Version], left_out: list[Contract]) -> d
     """The verification's hits that lie in a left-out dataset's own objects (its landing, bronze,
     quarantine, silver, gold and checkpoint prefixes), by dataset. Any other hit (a covered dataset, a
     report, anything outside a dataset) is the request's own."""
+    owners = [(c.dataset, (*_dataset_prefixes(c), f"checkpoints/{c.dataset}/")) for c in left_out]
     found: dict[str, list[objects.Version]] = {}
     for version in hits:
-        for contract in left_out:
-            if any(version.key.startswith(p) for p in [*_dataset_prefixes(contract), f"checkpoints/{contract.dataset}/"]):
-                found.setdefault(contract.dataset, []).append(version)
-                break
+        owner = next((name for name, prefixes in owners if version.key.startswith(prefixes)), None)
+        if owner is not None:
+            found.setdefault(owner, []).append(version)
     return found
 
 
