@@ -9,7 +9,7 @@ For each dataset (``--datasets``, default iot and clickstream) and size, in ONE 
    fresh local lake under ``--work-dir``;
 2. each layer job (landing -> bronze, bronze -> silver with quarantine, silver -> gold) in its own
    subprocess with a fresh Spark session, the process tree sampled for peak Python and JVM RSS;
-   ``wall_s`` is the job alone (``spark_jobs.cli.run_layer``), the session start is ``session_s``;
+   ``wall_s`` is the job alone (``spark_jobs.jobs.layer.run_layer``), the session start is ``session_s``;
 3. variants of the same job: ``no_validation`` (``TENANTLAKE_VALIDATION=off``: no expectations),
    ``naive`` (Spark defaults: 200 shuffle partitions, the v1 file committer, and the JSON schema
    inferred from the records instead of the contract's), ``tuned`` last, so the outputs compared
@@ -72,7 +72,7 @@ def parse_records_inferring_schema(bronze, contract, _parse):
 
 
 def _spark_worker(spec: dict[str, Any]) -> dict[str, Any]:
-    from spark_jobs.cli import run_layer
+    from spark_jobs.jobs.layer import run_layer
     from spark_jobs.jobs.runtime import session_for
     from spark_jobs.lake import resolve_lake
     from spark_jobs.session import build_session
@@ -109,7 +109,7 @@ def _spark_worker(spec: dict[str, Any]) -> dict[str, Any]:
 def _run_all_worker(spark, lake, spec: dict[str, Any], files: int, session_s: float, started: float) -> dict[str, Any]:
     """bronze -> silver -> gold of one dataset in ONE session, as ``run-all`` runs them (gold told the dates
     silver replaced); the fresh lake holds only the landing files."""
-    from spark_jobs.cli import run_layer
+    from spark_jobs.jobs.layer import run_layer
 
     layers: dict[str, float] = {}
     manifests: dict[str, dict[str, Any]] = {}
@@ -672,7 +672,7 @@ def main(argv: list[str] | None = None) -> int:
 
 NOTES_PREFIXES = ("wall s =", "tuned =", "DuckDB does", "bronze runs", "run-all =")
 NOTES = [
-    "wall s = the layer job alone (spark_jobs.cli.run_layer, or the DuckDB SQL), in its own process; the Spark "
+    "wall s = the layer job alone (spark_jobs.jobs.layer.run_layer, or the DuckDB SQL), in its own process; the Spark "
     "session start is recorded per row as session_s. rows/s = rows in / wall s. Peak RSS: the worker's Python "
     "process (DuckDB runs inside it) and its JVM child, sampled every 0.2 s.",
     "tuned = the project's session (local[2], 8 shuffle partitions, v2 committer); naive = Spark defaults "

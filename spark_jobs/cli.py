@@ -327,54 +327,8 @@ def _open_session(args: argparse.Namespace, lake: LakeConfig, app: str):
     return session_for(lake, app, jars)
 
 
-def run_layer(spark, lake: LakeConfig, dataset: str, layer: str, *, date: str | None = None,
-              continuous: bool = False, trigger_seconds: int = 10, max_runtime: float | None = None,
-              max_files_per_trigger: int = 200, progress=None, erasure_request: str | None = None,
-              dates: list[str] | None = None) -> dict:
-    """Run one layer of one dataset on ``spark``; returns the run manifest (a dict). A dataset locked by an
-    erasure request is refused, except for the runs that request makes itself (``erasure_request``).
-    ``dates`` (gold only, from run-all): the event dates silver just replaced; gold reads and replaces only
-    those and the null partition, when every gold table of the contract has data."""
-    from spark_jobs.jobs.bronze import run_bronze
-    from spark_jobs.jobs.gold import run_gold
-    from spark_jobs.jobs.runtime import job_run, print_progress
-    from spark_jobs.jobs.silver import run_silver
-
-    contract = load_contract(dataset)
-    contract.check_personal_data(lake.data_classification)
-    from spark_jobs.erasure.job import LEASE_STALE_HOURS, active_request, release_run_lease, take_run_lease
-    from spark_jobs.jobs.runtime import JobFailed, check_endpoint
-
-    check_endpoint(lake)  # before the lock lookup: s3a would retry a dead endpoint for minutes
-    # The lease first, then the lock: an erase request writes its lock first, then looks for leases.
-    lease = take_run_lease(spark, lake, dataset, layer)
-    try:
-        holder = active_request(spark, lake, dataset)
-        if holder is not None and holder != erasure_request:
-            raise JobFailed(f"{layer} {dataset}: erasure request {holder} is in progress on this dataset "
-                            f"({lake.path('checkpoints', dataset, 'erasure.lock')}); runs start again when it "
-                            "completes (if it was killed, run its erase command again to finish it)", 1)
-        with job_run(spark, lake, contract, layer, date=date, progress=progress or print_progress,
-                     dates=dates if layer == "gold" else None) as run:
-            if layer == "bronze":
-                run_bronze(run, continuous=continuous, trigger_seconds=trigger_seconds,
-                           max_runtime_seconds=max_runtime, max_files_per_trigger=max_files_per_trigger)
-            elif layer == "silver":
-                run_silver(run)
-            else:
-                run_gold(run)
-    finally:
-        try:
-            check_endpoint(lake)  # fast: after an outage, s3a would retry the delete for minutes
-            release_run_lease(spark, lake, dataset, lease)
-        except Exception as exc:  # noqa: BLE001 - never hide the run's own outcome; the lease goes stale
-            print(f"warning: {layer} {dataset}: could not remove the run's lease ({str(exc).splitlines()[0]}); "
-                  f"it stops erasure requests on {dataset} until it is {LEASE_STALE_HOURS} h old",
-                  file=sys.stderr, flush=True)
-    return run.manifest.to_dict()
-
-
 def _cmd_run(args: argparse.Namespace) -> int:
+    from spark_jobs.jobs.layer import run_layer
     from spark_jobs.quality import exit_code, run_status
     from spark_jobs.report import format_counts_table, layer_counts
 

@@ -17,6 +17,9 @@ Snapshot retention: ``--snapshot-retention-days``, else the lake config's ``rete
 (not among the tenant module's outputs today: a tenant setting reaches the jobs only through
 ``lake.json`` / Terraform outputs), else ``DEFAULT_SNAPSHOT_RETENTION_DAYS`` (7).
 
+Each dataset's tables are maintained under a lease (``spark_jobs.leases``), the one pipeline runs take:
+an erase request refuses to start while it is held, and maintenance refuses to start while an erase
+request holds the dataset (a compaction racing an erasure's rewrite would lose its files).
 Run it while no pipeline job writes the tenant's tables (the Hadoop catalog takes one writer).
 """
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any, Callable
 from spark_jobs.contract import load_contract
 from spark_jobs.io import tables
 from spark_jobs.lake import LakeConfig, gold_table_name
+from spark_jobs.leases import held_lease
 
 DEFAULT_SNAPSHOT_RETENTION_DAYS = 7
 DEFAULT_RETAIN_LAST = 1
@@ -71,15 +75,12 @@ def retention_from_outputs(outputs: dict[str, Any]) -> int | None:
     return int(value) if value is not None else None
 
 
-def tables_of(spark, lake: LakeConfig, datasets: list[str]) -> list[tables.Table]:
-    """The existing silver and gold tables of ``datasets``, in dataset order."""
-    found = []
-    for dataset in datasets:
-        candidates = [tables.table(spark, lake, "silver", dataset)]
-        candidates += [tables.table(spark, lake, "gold", gold_table_name(dataset, name))
-                       for name in load_contract(dataset).gold]
-        found += [tbl for tbl in candidates if tables.exists(spark, tbl)]
-    return found
+def dataset_tables(spark, lake: LakeConfig, dataset: str) -> list[tables.Table]:
+    """The existing silver and gold tables of one dataset."""
+    candidates = [tables.table(spark, lake, "silver", dataset)]
+    candidates += [tables.table(spark, lake, "gold", gold_table_name(dataset, name))
+                   for name in load_contract(dataset).gold]
+    return [tbl for tbl in candidates if tables.exists(spark, tbl)]
 
 
 def _timestamp(moment: dt.datetime) -> str:
@@ -111,14 +112,22 @@ def maintain_table(spark, tbl: tables.Table, options: MaintainOptions, now: dt.d
 
 def maintain(spark, lake: LakeConfig, datasets: list[str], options: MaintainOptions,
              progress: Callable[[str], None] = print, now: dt.datetime | None = None) -> list[dict[str, Any]]:
-    """Maintain every existing table of ``datasets``; one progress line per table."""
+    """Maintain every existing table of ``datasets``, each dataset under a lease; one progress line per
+    table. A dataset an erase request holds stops the run (``leases.LeaseRefused``) before its tables
+    are touched; the datasets before it stay maintained."""
     options.validate()
     now = now or dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     results = []
-    for tbl in tables_of(spark, lake, datasets):
-        result = maintain_table(spark, tbl, options, now)
-        progress(f"[maintain] {tbl.display}: snapshots {result['snapshots_before']} -> {result['snapshots_after']}, "
-                 f"rewrote {result['rewritten_data_files']} data files into {result['added_data_files']}, "
-                 f"expired files {result['expired_data_files']}, orphan files removed {result['orphan_files_removed']}")
-        results.append(result)
+    for dataset in datasets:
+        found = dataset_tables(spark, lake, dataset)
+        if not found:
+            continue
+        with held_lease(spark, lake, dataset, "maintain"):
+            for tbl in found:
+                result = maintain_table(spark, tbl, options, now)
+                progress(f"[maintain] {tbl.display}: snapshots {result['snapshots_before']} -> "
+                         f"{result['snapshots_after']}, rewrote {result['rewritten_data_files']} data files into "
+                         f"{result['added_data_files']}, expired files {result['expired_data_files']}, orphan files "
+                         f"removed {result['orphan_files_removed']}")
+                results.append(result)
     return results

@@ -33,10 +33,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-import os
-import socket
 import time
-import uuid
 from typing import Any, Callable
 
 from pyspark.sql import Column, SparkSession
@@ -47,6 +44,7 @@ from spark_jobs.erasure import INBOX_PREFIX, objects, partitions
 from spark_jobs.erasure.subjects import Subject, SubjectError, load_key, normalised, pseudonym, request_id, subject_hash
 from spark_jobs.io import storage, tables, writers
 from spark_jobs.lake import LakeConfig, gold_table_name
+from spark_jobs.leases import active_request, live_leases, lock_uri
 from spark_jobs.transforms import silver as silver_tx
 
 RECEIPTS_PREFIX = "reports/erasure/"
@@ -54,67 +52,8 @@ SCRUBBED_PREFIXES = ("reports/", "athena/", "logs/")
 REPLACEMENT = "[erased]"
 LINEAGE = ("_source_file", "_record_index")
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
-# A pipeline run's lease (``checkpoints/<ds>/runs/<token>.lease``) older than this is a killed run's and
-# no longer stops an erasure request.
-LEASE_STALE_HOURS = 24
-
-
 class ErasureError(RuntimeError):
     """The request cannot run as asked; one line saying what to do."""
-
-
-def lock_uri(lake: LakeConfig, dataset: str) -> str:
-    return lake.path("checkpoints", dataset, "erasure.lock")
-
-
-def lease_uri(lake: LakeConfig, dataset: str, token: str) -> str:
-    return lake.path("checkpoints", dataset, "runs", f"{token}.lease")
-
-
-def take_run_lease(spark: SparkSession, lake: LakeConfig, dataset: str, layer: str) -> str:
-    """A pipeline run's lease on its dataset, written before it looks for an erasure lock (the request
-    writes its lock before it looks for leases, so at least one of the two sees the other)."""
-    token = uuid.uuid4().hex[:16]
-    storage.write_text(spark, lease_uri(lake, dataset, token), json.dumps({
-        "layer": layer, "host": socket.gethostname(), "pid": os.getpid(),
-        "since": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}))
-    return token
-
-
-def release_run_lease(spark: SparkSession, lake: LakeConfig, dataset: str, token: str) -> None:
-    writers.delete_path(spark, lease_uri(lake, dataset, token))
-
-
-def live_leases(spark: SparkSession, lake: LakeConfig, dataset: str,
-                now: dt.datetime | None = None) -> list[tuple[str, dict[str, Any]]]:
-    """Leases of pipeline runs on ``dataset`` younger than ``LEASE_STALE_HOURS``: (uri, lease)."""
-    now = now or dt.datetime.now(dt.timezone.utc)
-    folder, found = lake.path("checkpoints", dataset, "runs"), []
-    if not storage.exists(spark, folder):
-        return []
-    for name in storage.list_dir(spark, folder):
-        if not name.endswith(".lease"):
-            continue
-        uri = f"{folder}/{name}"
-        try:
-            lease = json.loads(storage.read_text(spark, uri))
-            since = dt.datetime.strptime(lease["since"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
-        except (ValueError, KeyError, OSError):
-            continue
-        if now - since < dt.timedelta(hours=LEASE_STALE_HOURS):
-            found.append((uri, lease))
-    return found
-
-
-def active_request(spark: SparkSession, lake: LakeConfig, dataset: str) -> str | None:
-    """The request id holding the dataset's erasure lock, or None."""
-    uri = lock_uri(lake, dataset)
-    if not storage.exists(spark, uri):
-        return None
-    try:
-        return json.loads(storage.read_text(spark, uri)).get("request_id") or "unknown"
-    except ValueError:
-        return "unknown"
 
 
 # ------------------------------------------------------------------------------------------- journal
@@ -310,7 +249,7 @@ def _maintain_tables(run: EraseRun, contract: Contract) -> list[dict[str, Any]]:
 
 
 def _erase_dataset(run: EraseRun, contract: Contract, journal: Journal) -> dict[str, Any]:
-    from spark_jobs.cli import run_layer
+    from spark_jobs.jobs.layer import run_layer
 
     spark, lake, dataset = run.spark, run.lake, contract.dataset
     subjects = _subjects_of(contract, run.subjects)

@@ -10,6 +10,7 @@ import pytest
 from bench import duckdb_reference as ref
 from spark_jobs import cli
 from spark_jobs.contract import load_contract
+from spark_jobs.jobs.layer import run_layer
 
 RECORDS = {"iot": 3000, "clickstream": 3000}
 
@@ -36,7 +37,7 @@ def pipeline(spark, tmp_path_factory):
                              "--bad-rate", "0.02", "--late-rate", "0.02", "--seed", "7", "--lake-uri", str(lake)]) == 0
             manifests = {}
             for layer in ("bronze", "silver", "gold"):
-                manifests[layer] = cli.run_layer(spark, cli.resolve_lake(lake_uri=str(lake)), dataset, layer,
+                manifests[layer] = run_layer(spark, cli.resolve_lake(lake_uri=str(lake)), dataset, layer,
                                                  progress=lambda line: None)
             contract = load_contract(dataset)
             con = ref.connect()

@@ -482,7 +482,7 @@ def test_every_layer_checks_the_endpoint_first_so_run_all_stops_at_the_layer_aft
     """run-all runs each layer on one session: the check is per layer, before anything touches the lake
     (a manifest write included, which s3a would retry for minutes)."""
     from infra.local.emulator import free_port
-    from spark_jobs.cli import run_layer
+    from spark_jobs.jobs.layer import run_layer
     from spark_jobs.jobs.runtime import EndpointUnreachable
 
     endpoint = f"https://127.0.0.1:{free_port()}"  # nothing listens there

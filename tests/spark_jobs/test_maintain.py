@@ -82,3 +82,39 @@ def test_make_maintain_needs_a_tenant():
     result = run_make("maintain")
     assert result.returncode == 2
     assert "make maintain: TENANT is required, e.g. make maintain TENANT=acme" in result.stderr
+
+
+def test_maintain_holds_a_lease_and_refuses_a_dataset_an_erasure_request_holds(spark, tmp_path):
+    """maintain takes the lease pipeline runs take: while it runs, an erase request sees a live ``maintain``
+    lease; a dataset locked by an erase request is refused before its tables are touched."""
+    import json
+
+    from spark_jobs import leases
+    from spark_jobs.io import storage
+
+    lake = LakeConfig(lake_uri=str(tmp_path / "lake"))
+    silver = tables.table(spark, lake, "silver", "iot")
+    rows = spark.createDataFrame([("e1", ts("2020-11-16 10:00:00"))], "event_id string, event_ts timestamp")
+    tables.overwrite(rows, silver, DAYS, DAYS.covering(["2020-11-16"], False), "r1")
+
+    seen_during: list = []
+    original = maintain.maintain_table
+
+    def observing(spark_, tbl, options, now):
+        seen_during.extend(lease["layer"] for _, lease in leases.live_leases(spark_, lake, "iot"))
+        return original(spark_, tbl, options, now)
+
+    maintain.maintain_table = observing
+    try:
+        maintain.maintain(spark, lake, ["iot"], maintain.MaintainOptions(), progress=lambda _: None)
+    finally:
+        maintain.maintain_table = original
+    assert seen_during == ["maintain"]
+    assert leases.live_leases(spark, lake, "iot") == []  # released when done
+
+    storage.write_text(spark, leases.lock_uri(lake, "iot"), json.dumps({"request_id": "er-1234"}))
+    snapshots = spark.sql(f"SELECT count(*) FROM {silver.qualified}.snapshots").first()[0]
+    with pytest.raises(leases.LeaseRefused, match="maintain iot: erasure request er-1234 is in progress"):
+        maintain.maintain(spark, lake, ["iot"], maintain.MaintainOptions(rewrite_all=True), progress=lambda _: None)
+    assert spark.sql(f"SELECT count(*) FROM {silver.qualified}.snapshots").first()[0] == snapshots
+    assert leases.live_leases(spark, lake, "iot") == []

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from spark_jobs.cli import run_layer
+from spark_jobs.jobs.layer import run_layer
 from spark_jobs.datagen import DatagenConfig, generate
 from spark_jobs.datagen.sink import write_landing
 from spark_jobs.io import storage

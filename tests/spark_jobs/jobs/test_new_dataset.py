@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from spark_jobs.cli import run_layer
+from spark_jobs.jobs.layer import run_layer
 from spark_jobs.datagen.sink import write_landing
 from spark_jobs.io import tables
 from spark_jobs.lake import LakeConfig

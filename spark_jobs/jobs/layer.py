@@ -1,0 +1,37 @@
+"""One layer of one dataset, run as every caller runs it (the CLI's ``run``/``run-all``, the erase job's
+catch-up bronze and per-date gold, the benchmarks): under a lease (``spark_jobs.leases``), inside the run
+envelope (``spark_jobs.jobs.runtime.job_run``)."""
+from __future__ import annotations
+
+from spark_jobs.contract import load_contract
+from spark_jobs.lake import LakeConfig
+from spark_jobs.leases import held_lease
+
+
+def run_layer(spark, lake: LakeConfig, dataset: str, layer: str, *, date: str | None = None,
+              continuous: bool = False, trigger_seconds: int = 10, max_runtime: float | None = None,
+              max_files_per_trigger: int = 200, progress=None, erasure_request: str | None = None,
+              dates: list[str] | None = None) -> dict:
+    """Run one layer of one dataset on ``spark``; returns the run manifest (a dict). A dataset locked by an
+    erasure request is refused (``leases.LeaseRefused``, exit 1), except for the runs that request makes
+    itself (``erasure_request``). ``dates`` (gold only, from run-all): the event dates silver just
+    replaced; gold reads and replaces only those and the null partition, when every gold table of the
+    contract has data."""
+    from spark_jobs.jobs.bronze import run_bronze
+    from spark_jobs.jobs.gold import run_gold
+    from spark_jobs.jobs.runtime import job_run, print_progress
+    from spark_jobs.jobs.silver import run_silver
+
+    contract = load_contract(dataset)
+    contract.check_personal_data(lake.data_classification)
+    with held_lease(spark, lake, dataset, layer, erasure_request=erasure_request):
+        with job_run(spark, lake, contract, layer, date=date, progress=progress or print_progress,
+                     dates=dates if layer == "gold" else None) as run:
+            if layer == "bronze":
+                run_bronze(run, continuous=continuous, trigger_seconds=trigger_seconds,
+                           max_runtime_seconds=max_runtime, max_files_per_trigger=max_files_per_trigger)
+            elif layer == "silver":
+                run_silver(run)
+            else:
+                run_gold(run)
+    return run.manifest.to_dict()
