@@ -9,7 +9,7 @@ import os
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-from cdktf import App, TerraformOutput, TerraformStack  # noqa: E402
+from cdktf import App, TerraformLocal, TerraformOutput, TerraformStack  # noqa: E402
 from cdktf_cdktf_provider_aws.provider import AwsProvider  # noqa: E402
 from constructs import Construct  # noqa: E402
 
@@ -23,6 +23,7 @@ from modules.kms import TenantKey, TenantKeyConfig  # noqa: E402
 from modules.lake_bucket import LakeBucket, LakeBucketConfig  # noqa: E402
 from modules.lifecycle import LakeLifecycle, LifecycleConfig  # noqa: E402
 from modules.log_group import LogGroupConfig, TenantLogGroup  # noqa: E402
+from modules.maintenance_schedule import MaintenanceSchedule, MaintenanceScheduleConfig  # noqa: E402
 from modules.policy_document import ListExpr  # noqa: E402
 from modules.refs import address, logical_id  # noqa: E402
 from modules.skips import skip_check  # noqa: E402
@@ -63,10 +64,16 @@ class TenantLakeStack(TerraformStack):
         firehose_roles = firehose_role_arns("var.streams", "var.tenant_id", inputs.partition_ref, "var.account_id")
         tenant_roles = "[" + ", ".join(f"{address(r)}.arn" for r in roles.roles.values()) + "]"
         tenant_principals = ListExpr(f"${{concat({tenant_roles}, {firehose_roles}, {admins})}}")
+        # The maintenance scheduler decrypts its schedule's input with the key (and reaches no bucket): on
+        # the key's allow-list only, by the ARN its name template gives (the role's policy names the key).
+        scheduler_role = model.render_name("maintenance_scheduler_role", tenant_id="${var.tenant_id}")
+        scheduler_arns = (f'var.maintenance_schedule.enabled ? ["arn:${{{inputs.partition_ref}}}:iam::'
+                          f'${{var.account_id}}:role/{scheduler_role}"] : []')
         key = TenantKey(self, "kms", TenantKeyConfig(
             alias=names["kms_alias"], partition=partition, region=inputs.region, account_id=inputs.account_id,
             writer_role_arns=[roles.arns["job_execution"], roles.arns["ingest_writer"], roles.arns["erasure"]],
-            reader_role_arns=[roles.arns["consumer"]], allowed_principal_arns=tenant_principals,
+            reader_role_arns=[roles.arns["consumer"]],
+            allowed_principal_arns=ListExpr(f"${{concat({tenant_roles}, {firehose_roles}, {admins}, {scheduler_arns})}}"),
             log_group_name=names["log_group"], tags=tags))
 
         # The log bucket logs nowhere (into itself it would log every delivery); the lake logs into it.
@@ -127,6 +134,9 @@ class TenantLakeStack(TerraformStack):
         emr = EmrVirtualCluster(self, "emr", EmrVirtualClusterConfig(
             name=names["virtual_cluster"], eks_cluster_name=inputs.eks_cluster_name,
             namespace=inputs.emr_namespace, tags=tags))
+        schedule = MaintenanceSchedule(self, "maintenance", maintenance_schedule_config(
+            inputs, key_arn=key.arn, job_role_arn=roles.arns["job_execution"], virtual_cluster=emr,
+            database_names=databases.names, log_group_name=log_group.name))
         streams = StreamIngest(self, "streams", StreamIngestConfig(
             streams=inputs.streams, tenant_id=inputs.tenant_id, partition=partition, region=inputs.region,
             account_id=inputs.account_id, bucket_arn=lake.arn, key_arn=key.arn,
@@ -148,6 +158,13 @@ class TenantLakeStack(TerraformStack):
             "erasure_role_arn": (roles.arns["erasure"], "ARN of the EMR on EKS role of erase job runs (GDPR erasure): "
                                  "the only tenant role that may delete object versions."),
             "emr_virtual_cluster_id": (emr.id, "Id of the tenant's EMR on EKS virtual cluster."),
+            "emr_virtual_cluster_arn": (emr.arn, "ARN of the tenant's EMR on EKS virtual cluster."),
+            "retention_days": ("${local.retention}", "Retention in days per key of retention_days, defaults "
+                               "filled in (snapshots: the Iceberg snapshot retention of table maintenance)."),
+            "maintenance_scheduler_role_arn": (schedule.role_arn, "ARN of the role the maintenance schedule "
+                                               "starts job runs with (\"\" without a schedule)."),
+            "maintenance_schedule_name": (schedule.schedule_name, "The EventBridge Scheduler schedule of table "
+                                          "maintenance, group default (\"\" without a schedule)."),
             "emr_namespace": (inputs.emr_namespace, "Kubernetes namespace of the tenant's EMR jobs."),
             "log_group_name": (log_group.name, "CloudWatch log group of the tenant's EMR jobs."),
             "gateway_endpoint_ids": (f"${{merge(var.shared_gateway_endpoint_ids, {endpoints.gateway_ids[2:-1]})}}",
@@ -164,6 +181,44 @@ class TenantLakeStack(TerraformStack):
         }
         for name, (value, description) in outputs.items():
             TerraformOutput(self, name, value=value, description=description)
+
+
+def maintenance_schedule_config(inputs: TenantInputs, key_arn: str, job_role_arn: str, virtual_cluster: EmrVirtualCluster,
+                                database_names: dict[str, str], log_group_name: str) -> MaintenanceScheduleConfig:
+    """The schedule of ``var.maintenance_schedule``, whose input is the request ``deploy-jobs --maintain`` sends
+    (``infra.deploy.request.scheduled_maintenance_request``), rendered with the module's references."""
+    import json
+
+    from infra.deploy import job_deps
+    from infra.deploy.request import (
+        SCHEDULER_TARGET, RequestOptions, scheduled_maintenance_request, universal_target_input,
+    )
+    from infra.deploy.target import DeployTarget
+
+    bucket = inputs.names["lake_bucket"]
+    # The catalog's Spark name, as spark_jobs.catalog.catalog_name derives it from the lake URI at run time.
+    TerraformLocal(inputs, "maintenance_catalog_name", f'lake_${{substr(sha256("s3://{bucket}"), 0, 10)}}')
+    TerraformLocal(inputs, "maintenance_classification", '${join(",", sort(var.data_classification))}')
+    target = DeployTarget(
+        tenant_id=inputs.tenant_id, region=inputs.region, bucket=bucket, kms_key_arn=key_arn, role_arn=job_role_arn,
+        virtual_cluster_id=virtual_cluster.id, log_group=log_group_name,
+        glue_databases=tuple(sorted(database_names.items())),
+        data_classification=("${local.maintenance_classification}",),
+        snapshot_retention_days="${local.retention.snapshots}",  # type: ignore[arg-type] - a reference
+        catalog_name="${local.maintenance_catalog_name}")
+    deps = job_deps.target_for_release(job_deps.DEFAULT_RELEASE_LABEL, job_deps.DEFAULT_ARCH)
+    request = universal_target_input(scheduled_maintenance_request(target, RequestOptions(python=deps.interpreter)))
+    text = json.dumps(request)
+    if '\\"' in text:  # a reference with quotes would not survive as a template inside the JSON
+        raise ValueError("the maintenance schedule's input holds an expression with quotes; use a local")
+    schedule = inputs.maintenance_schedule
+    return MaintenanceScheduleConfig(
+        schedule_name=inputs.names["maintenance_schedule"], role_name=inputs.names["maintenance_scheduler_role"],
+        partition=inputs.partition, region=inputs.region, account_id=inputs.account_id,
+        virtual_cluster_arn=virtual_cluster.arn, job_role_arn=job_role_arn, kms_key_arn=key_arn,
+        target_arn=SCHEDULER_TARGET.format(partition=inputs.partition), request_input=text, tags=inputs.tags,
+        enabled="var.maintenance_schedule.enabled", schedule_expression=schedule["schedule_expression"],
+        timezone=schedule["timezone"], flexible_window_minutes="var.maintenance_schedule.flexible_window_minutes")
 
 
 def build(outdir: str) -> App:

@@ -40,3 +40,4 @@ class EmrVirtualCluster(Construct):
                 info=EmrcontainersVirtualClusterContainerProviderInfo(
                     eks_info=EmrcontainersVirtualClusterContainerProviderInfoEksInfo(namespace=cfg.namespace))))
         self.id = self.cluster.id
+        self.arn = self.cluster.arn

@@ -23,6 +23,11 @@ from modules.refs import address
 V = {name: "${var.%s}" % name for name in sorted(model.FIELDS)}
 
 
+# Terraform types of the maintenance_schedule attributes (tenant_model.MAINTENANCE_SCHEDULE_DEFAULTS).
+_SCHEDULE_TYPES = {"enabled": "bool", "schedule_expression": "string", "timezone": "string",
+                   "flexible_window_minutes": "number"}
+
+
 def _hcl_list(values) -> str:
     return json.dumps(list(values))
 
@@ -49,6 +54,7 @@ class TenantInputs(Construct):
         emr_namespace, oidc_provider_arn, oidc_issuer: derived EMR-on-EKS identity values.
         vpc_ids, admin_principal_arns, environment, eks_cluster_name: list/scalar inputs.
         streams: the list of streamed datasets (``var.streams``).
+        maintenance_schedule: the attributes of ``var.maintenance_schedule`` (defaults filled in by its type).
     """
 
     def __init__(self, scope: Construct, id_: str) -> None:
@@ -128,7 +134,8 @@ class TenantInputs(Construct):
                    rules["emr_namespace"].format(emr_namespace=V["emr_namespace"])),
         ])
         var("retention_days", "map(number)",
-            "Expiry in days per prefix, overriding the defaults " + json.dumps(model.DEFAULT_RETENTION_DAYS, sort_keys=True) + ".",
+            "Expiry in days per prefix (snapshots: how long table maintenance keeps Iceberg snapshots), overriding "
+            "the defaults " + json.dumps(model.DEFAULT_RETENTION_DAYS, sort_keys=True) + ".",
             default={}, checks=[
                 _check(f"alltrue([for k, v in var.retention_days : contains({retention_keys}, k) && v >= 1 && v <= 3650 && floor(v) == v])",
                        "retention_days", rules["retention_days"].format(retention_keys=", ".join(model.DEFAULT_RETENTION_DAYS))),
@@ -153,6 +160,24 @@ class TenantInputs(Construct):
                                  "streams", rules["streams"].format(stream_datasets=", ".join(model.STREAM_DATASETS))),
                       ])
 
+        schedule = model.MAINTENANCE_SCHEDULE_DEFAULTS
+        schedule_type = ("object({" + ", ".join(
+            f"{key} = optional({_SCHEDULE_TYPES[key]}, {json.dumps(value)})" for key, value in schedule.items()) + "})")
+        var("maintenance_schedule", schedule_type,
+            "Table maintenance as a scheduled EMR on EKS run (EventBridge Scheduler): enabled (default false), "
+            f"schedule_expression (default {schedule['schedule_expression']}), timezone (default "
+            f"{schedule['timezone']}), flexible_window_minutes (default {schedule['flexible_window_minutes']}; 0 = "
+            "exactly on time). The run uses the code `make deploy-jobs ARGS=--maintain` published.",
+            default={}, checks=[
+                _check(f"{_regex(model.SCHEDULE_EXPRESSION_RE, 'var.maintenance_schedule.schedule_expression')} && "
+                       f"{_regex(model.TIMEZONE_RE, 'var.maintenance_schedule.timezone')} && "
+                       "var.maintenance_schedule.flexible_window_minutes >= 0 && "
+                       f"var.maintenance_schedule.flexible_window_minutes <= {model.MAX_FLEXIBLE_WINDOW_MINUTES} && "
+                       "floor(var.maintenance_schedule.flexible_window_minutes) == var.maintenance_schedule.flexible_window_minutes",
+                       "maintenance_schedule", rules["maintenance_schedule"].format(
+                           schedule_keys=", ".join(schedule))),
+            ])
+
         partition = DataAwsPartition(self, "partition")
         self.partition = partition.partition
         # The same, as a bare reference for use inside other expressions (for-expressions, concat()).
@@ -162,6 +187,7 @@ class TenantInputs(Construct):
         self.vpc_ids = vpc_ids.list_value
         self.admin_principal_arns_expr = V["admin_principal_arns"]
         self.streams = streams.list_value
+        self.maintenance_schedule = {key: "${var.maintenance_schedule.%s}" % key for key in schedule}
 
         name_values = {**V, "cluster_upper": "${upper(var.eks_cluster_name)}"}
         self.names = {kind: model.render_name(kind, **name_values) for kind in model.NAME_TEMPLATES}

@@ -58,6 +58,10 @@ NAME_TEMPLATES: dict[str, str] = {
     "log_group": "/tenantlake/{tenant_id}/emr",
     "virtual_cluster": "{tenant_id}-lake",
     "athena_workgroup": "{tenant_id}-lake",
+    # Table maintenance on a schedule (modules/maintenance_schedule.py): the EventBridge Scheduler schedule
+    # and the role it starts EMR job runs with.
+    "maintenance_schedule": "{tenant_id}-lake-maintenance",
+    "maintenance_scheduler_role": "{tenant_id}-maintenance-scheduler",
     "oidc_provider_placeholder": "arn:aws:iam::{account_id}:oidc-provider/oidc.eks.{region}.amazonaws.com/id/{cluster_upper}",
 }
 
@@ -137,6 +141,9 @@ RULE_TEXTS: dict[str, str] = {
     "retention_bronze": "bronze must be more than 90 days (it transitions to GLACIER_IR at 90)",
     "retention_logs": "logs must be a CloudWatch Logs retention period ({log_retention_values})",
     "streams": "every entry must be one of {stream_datasets}, each once",
+    "maintenance_schedule": "keys must be among {schedule_keys}; enabled a bool, schedule_expression cron(...) or "
+                            "rate(...), timezone an IANA name like UTC or Europe/Dublin, flexible_window_minutes "
+                            "0 (off) to 1440",
 }
 # The retention periods CloudWatch Logs accepts (the log group's retention is retention_days["logs"]).
 LOG_RETENTION_VALUES: tuple[int, ...] = (
@@ -149,7 +156,25 @@ DEFAULT_RETENTION_DAYS: dict[str, int] = {
     "bronze": 365,     # raw history, for replays
     "quarantine": 30,  # bad rows, long enough to investigate
     "logs": 90,        # job logs under logs/ in S3 and in the CloudWatch log group
+    "snapshots": 7,    # not a prefix: table maintenance expires Iceberg snapshots older than this
 }
+# The keys of retention_days that are lake prefixes with a lifecycle rule (the others are not prefixes).
+RETENTION_PREFIXES: tuple[str, ...] = ("landing", "bronze", "quarantine", "logs")
+
+# Table maintenance as a scheduled EMR on EKS run (modules/maintenance_schedule.py; infra/deploy/README.md,
+# "Maintenance runs"). Off by default: the schedule starts job runs (cost) from the code a
+# `make deploy-jobs ARGS=--maintain` published, which does not exist before the first such deploy.
+MAINTENANCE_SCHEDULE_DEFAULTS: dict[str, Any] = {
+    "enabled": False,
+    # Weekly, Sunday 03:00 in ``timezone``: daily runs add one snapshot (and a few files) per table a day.
+    "schedule_expression": "cron(0 3 ? * SUN *)",
+    "timezone": "UTC",
+    # Start within an hour of the time, so tenants on one cluster do not all start at once.
+    "flexible_window_minutes": 60,
+}
+SCHEDULE_EXPRESSION_RE = r"^(cron|rate)[(][^()]+[)]$"
+TIMEZONE_RE = r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$"
+MAX_FLEXIBLE_WINDOW_MINUTES = 1440
 MAX_BUCKET_NAME = 63
 
 
@@ -189,6 +214,9 @@ class TenantConfig:
             network unit's ``gateway_endpoint_ids``); the lake is reachable through these too. @default - {}
         shared_interface_endpoint_ids: ``"<VPC id>.<service>"`` -> interface endpoint id of that network
             (its ``interface_endpoint_ids``; reported in the outputs). @default - {}
+        maintenance_schedule: the scheduled table maintenance, over ``MAINTENANCE_SCHEDULE_DEFAULTS``:
+            ``enabled``, ``schedule_expression``, ``timezone``, ``flexible_window_minutes``. @default - {}
+            (off)
     """
 
     tenant_id: str
@@ -207,6 +235,7 @@ class TenantConfig:
     streams: tuple[str, ...] = ()
     shared_gateway_endpoint_ids: Mapping[str, str] = dataclasses.field(default_factory=dict)
     shared_interface_endpoint_ids: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    maintenance_schedule: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     # ---- derived names (the only place resource names are built) -------------------------
     @property
@@ -233,6 +262,10 @@ class TenantConfig:
     @property
     def effective_retention_days(self) -> dict[str, int]:
         return {**DEFAULT_RETENTION_DAYS, **dict(self.retention_days)}
+
+    @property
+    def effective_maintenance_schedule(self) -> dict[str, Any]:
+        return {**MAINTENANCE_SCHEDULE_DEFAULTS, **dict(self.maintenance_schedule)}
 
     @property
     def oidc_provider_arn(self) -> str:
@@ -351,7 +384,24 @@ def validate(cfg: TenantConfig) -> TenantConfig:
     for key, value in dict(cfg.tags).items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise TenantConfigError(t, "tags", "must map strings to strings")
+    _validate_maintenance_schedule(t, cfg)
     return cfg
+
+
+def _validate_maintenance_schedule(t: str, cfg: TenantConfig) -> None:
+    rule = RULE_TEXTS["maintenance_schedule"].format(schedule_keys=", ".join(MAINTENANCE_SCHEDULE_DEFAULTS))
+    unknown = sorted(set(dict(cfg.maintenance_schedule)) - set(MAINTENANCE_SCHEDULE_DEFAULTS))
+    if unknown:
+        raise TenantConfigError(t, "maintenance_schedule", f"'{unknown[0]}': " + rule)
+    schedule = cfg.effective_maintenance_schedule
+    window = schedule["flexible_window_minutes"]
+    if not (isinstance(schedule["enabled"], bool)
+            and isinstance(schedule["schedule_expression"], str)
+            and re.match(SCHEDULE_EXPRESSION_RE, schedule["schedule_expression"])
+            and isinstance(schedule["timezone"], str) and re.match(TIMEZONE_RE, schedule["timezone"])
+            and isinstance(window, int) and not isinstance(window, bool)
+            and 0 <= window <= MAX_FLEXIBLE_WINDOW_MINUTES):
+        raise TenantConfigError(t, "maintenance_schedule", rule)
 
 
 FIELDS = {f.name for f in dataclasses.fields(TenantConfig)}
@@ -371,7 +421,8 @@ def from_inputs(inputs: Mapping[str, Any], source: str = "") -> TenantConfig:
     for field in ("data_classification", "vpc_ids", "admin_principal_arns", "streams"):
         if field in values:
             values[field] = _as_tuple(values[field], tenant, field)
-    for field in ("tags", "retention_days", "shared_gateway_endpoint_ids", "shared_interface_endpoint_ids"):
+    for field in ("tags", "retention_days", "shared_gateway_endpoint_ids", "shared_interface_endpoint_ids",
+                  "maintenance_schedule"):
         if field in values and not isinstance(values[field], Mapping):
             raise TenantConfigError(tenant, field, "must be a map")
     for field in ("tenant_id", "region", "account_id", "environment", "cost_center", "eks_cluster_name",

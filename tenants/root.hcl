@@ -61,6 +61,7 @@ locals {
         kinesis       = "${local.endpoint}"
         glue          = "${local.endpoint}"
         athena        = "${local.endpoint}"
+        scheduler     = "${local.endpoint}"
         lakeformation = "${local.endpoint}"
         ssm           = "${local.endpoint}"
         secretsmanager = "${local.endpoint}"

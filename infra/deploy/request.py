@@ -1,7 +1,9 @@
 """The StartJobRun request for one run: a pure function of target, artifact and selection.
 
 A run is a dataset's whole pipeline (``run-all --dataset D``: bronze -> silver -> gold in one Spark
-application, the default) or one layer of it (``run --dataset D --layer L``, ``--per-layer``).
+application, the default), one layer of it (``run --dataset D --layer L``, ``--per-layer``), an erasure
+run (``erase``) or a table maintenance run (``maintain``, from the stable artifact under
+``MAINTENANCE_PREFIX`` that the tenant module's schedule also runs: ``scheduled_maintenance_request``).
 The dict it returns is exactly what ``boto3.client("emr-containers").start_job_run(**request)`` sends
 and what ``aws emr-containers start-job-run --cli-input-json`` accepts (``--dry-run`` prints it).
 """
@@ -22,9 +24,18 @@ from spark_jobs.lake import LakeConfig
 LAYERS: tuple[str, ...] = ("bronze", "silver", "gold")  # dependency order
 PIPELINE = "pipeline"  # the "layer" of a run that runs every layer (tags, names, log streams)
 ERASE = "erase"  # the "layer" of an erasure run (``spark_jobs erase``, GDPR Art. 17)
-ALL_DATASETS = "all"  # the "dataset" of an erasure run over every dataset that declares the subject's column
+MAINTAIN = "maintain"  # the "layer" of a table maintenance run (``spark_jobs maintain``)
+ALL_DATASETS = "all"  # the "dataset" of an erasure or maintenance run over every dataset
 DATE_FILTERED_LAYERS = ("silver", "gold")  # bronze ingests whatever landed; --date means an event date
 MAX_NAME_LENGTH = 64  # StartJobRun name: 1-64 characters
+# The stable artifact of maintenance runs: `deploy-jobs --maintain` publishes the code, the entrypoint and
+# the dependency archive here, and both its own run and the tenant module's schedule run what is here.
+MAINTENANCE_PREFIX = "artifacts/maintenance/current"
+MAINTENANCE_FILES = {"zip": "spark_jobs.zip", "entrypoint": "entrypoint.py", "job_deps": "job_deps.tar.gz",
+                     "manifest": "manifest.json"}
+SCHEDULED_VERSION = "current"  # the code version a scheduled run names (whatever was published last)
+# EventBridge Scheduler's universal target for StartJobRun (the service's SDK name and the action, camelCase).
+SCHEDULER_TARGET = "arn:{partition}:scheduler:::aws-sdk:emrcontainers:startJobRun"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +100,7 @@ class RunSpec:
     request: str = ""  # an erasure run: the deploy's request token (names the run and its subject file)
     subject_uri: str = ""  # an erasure run: s3://<lake>/checkpoints/_erasure/inbox/<request>.subjects
     erase_datasets: tuple[str, ...] = ()  # an erasure run: only these datasets (default: every one)
+    maintain_datasets: tuple[str, ...] = ()  # a maintenance run: only these datasets (default: every one)
 
     @property
     def is_pipeline(self) -> bool:
@@ -97,6 +109,10 @@ class RunSpec:
     @property
     def is_erase(self) -> bool:
         return self.layer == ERASE
+
+    @property
+    def is_maintain(self) -> bool:
+        return self.layer == MAINTAIN
 
     @property
     def layers(self) -> tuple[str, ...]:
@@ -124,6 +140,8 @@ class ArtifactLocation:
 def job_name(tenant: str, spec: RunSpec, version: str) -> str:
     if spec.is_erase:
         return f"{tenant}-erase-{spec.run_date:%Y%m%d}-{spec.request}"[:MAX_NAME_LENGTH]
+    if spec.is_maintain:
+        return f"{tenant}-maintain-{spec.run_date:%Y%m%d}-{version[:8]}"[:MAX_NAME_LENGTH]
     name = f"{tenant}-{spec.dataset}-{spec.layer}-{spec.run_date:%Y%m%d}-{version[:8]}"
     return name[:MAX_NAME_LENGTH]
 
@@ -160,6 +178,13 @@ def entrypoint_arguments(target: DeployTarget, spec: RunSpec, lake_uri: str | No
         args = ["erase", "--subject-file", spec.subject_uri]
         for dataset in spec.erase_datasets:
             args += ["--dataset", dataset]
+    elif spec.is_maintain:
+        # Snapshot retention: the tenant's retention_days["snapshots"]; orphan files: maintain's own margin
+        # (3 days, Iceberg's default), so a running write's files are never taken for orphans.
+        args = ["maintain"]
+        for dataset in spec.maintain_datasets:
+            args += ["--dataset", dataset]
+        args += ["--snapshot-retention-days", str(snapshot_retention_days(target))]
     elif spec.is_pipeline:
         args = ["run-all", "--dataset", spec.dataset]
     else:
@@ -176,15 +201,26 @@ def entrypoint_arguments(target: DeployTarget, spec: RunSpec, lake_uri: str | No
     return args
 
 
+def snapshot_retention_days(target: DeployTarget) -> int:
+    """The snapshot retention of a maintenance run: the tenant's ``retention_days["snapshots"]``, else the
+    module's default (a tenant applied before the output existed has that default)."""
+    if target.snapshot_retention_days is not None:
+        return target.snapshot_retention_days
+    from tenant_model import DEFAULT_RETENTION_DAYS
+
+    return DEFAULT_RETENTION_DAYS["snapshots"]
+
+
 def catalog_settings(target: DeployTarget) -> catalog.CatalogSettings:
     """The tenant's Iceberg catalog on EMR: Glue, with the tenant's databases, S3FileIO writing SSE-KMS
     with the tenant key (``spark_jobs.catalog``, the same function the job calls at run time)."""
     lake = LakeConfig(lake_uri=target.lake_uri, kms_key_arn=target.kms_key_arn, region=target.region,
                       glue_databases=target.glue_databases)
     try:
-        return catalog.catalog_settings(lake, kind="glue")
+        settings = catalog.catalog_settings(lake, kind="glue")
     except catalog.CatalogError as exc:
         raise DeployError(f"tenant '{target.tenant_id}': {exc}") from exc
+    return dataclasses.replace(settings, name=target.catalog_name) if target.catalog_name else settings
 
 
 def spark_submit_parameters(artifact: ArtifactLocation, spec: RunSpec, contract_sha256: str,
@@ -199,7 +235,7 @@ def spark_submit_parameters(artifact: ArtifactLocation, spec: RunSpec, contract_
         "spark.sql.shuffle.partitions": str(sizing.shuffle_partitions),
         "spark.tenantlake.code_version": artifact.version,
     }
-    if not spec.is_erase:
+    if not (spec.is_erase or spec.is_maintain):
         # The contract travels inside the zip; these record which one (and which bytes) the run used.
         conf.update({"spark.tenantlake.dataset": spec.dataset,
                      "spark.tenantlake.contract": f"spark_jobs/contracts/{spec.dataset}.yaml",
@@ -306,6 +342,82 @@ def erase_spec(target: DeployTarget, datasets: list[str], run_date: datetime.dat
                           f"runs) is missing; re-apply the tenant (make apply TENANT={target.tenant_id})")
     return RunSpec(ALL_DATASETS if not datasets else "+".join(datasets), ERASE, run_date, request=request,
                    subject_uri=f"{target.lake_uri}/{subject_key(request)}", erase_datasets=tuple(datasets))
+
+
+def maintenance_spec(datasets: list[str], run_date: datetime.date) -> RunSpec:
+    """The one run of a maintenance deploy: ``spark_jobs maintain`` over ``datasets`` (default: every one)."""
+    return RunSpec(ALL_DATASETS if not datasets else "+".join(datasets), MAINTAIN, run_date,
+                   maintain_datasets=tuple(datasets))
+
+
+def maintenance_key(part: str) -> str:
+    """The key of one file of the stable maintenance artifact (``MAINTENANCE_FILES``)."""
+    return f"{MAINTENANCE_PREFIX}/{MAINTENANCE_FILES[part]}"
+
+
+def maintenance_location(bucket: str, version: str) -> ArtifactLocation:
+    """Where maintenance runs take their code: the stable artifact, named after the code ``version`` it holds."""
+    return ArtifactLocation(version=version, zip_uri=f"s3://{bucket}/{maintenance_key('zip')}",
+                            entrypoint_uri=f"s3://{bucket}/{maintenance_key('entrypoint')}")
+
+
+def maintenance_options(options: RequestOptions, bucket: str) -> RequestOptions:
+    """``options`` with the dependency archive taken from the stable artifact."""
+    return dataclasses.replace(options, job_deps_uri=f"s3://{bucket}/{maintenance_key('job_deps')}")
+
+
+def scheduled_maintenance_request(target: DeployTarget, options: RequestOptions = RequestOptions()) -> dict[str, Any]:
+    """The StartJobRun request of the tenant module's maintenance schedule: the request of
+    ``deploy-jobs --maintain`` over every dataset, with the stable artifact's code version (``current``),
+    a fixed name, the tags ``trigger=schedule`` and no ``clientToken`` (the caller's SDK fills one in per
+    call, as for any idempotency token). ``target`` may hold Terraform references (the module renders it)."""
+    spec = maintenance_spec([], datetime.date(2000, 1, 1))
+    request = build_request(target, maintenance_location(target.bucket, SCHEDULED_VERSION), spec, "",
+                            maintenance_options(options, target.bucket))
+    del request["clientToken"]
+    request["name"] = f"{target.tenant_id}-maintain-scheduled"
+    request["tags"] = {"tenant": target.tenant_id, "dataset": ALL_DATASETS, "layer": MAINTAIN,
+                       "code_version": SCHEDULED_VERSION, "trigger": "schedule"}
+    return request
+
+
+def universal_target_input(request: dict[str, Any]) -> dict[str, Any]:
+    """A StartJobRun request as EventBridge Scheduler's universal target takes it: the API's parameters with
+    the service model's member names capitalised (``VirtualClusterId``, ``JobDriver.SparkSubmitJobDriver``),
+    as for AWS SDK integrations; map keys (Spark settings, tags) stay as they are."""
+    return _recase(request, _start_job_run_shape(), True)
+
+
+def request_from_universal_input(data: dict[str, Any]) -> dict[str, Any]:
+    """The inverse of ``universal_target_input``: the request in boto3's (the model's) member names."""
+    return _recase(data, _start_job_run_shape(), False)
+
+
+def _start_job_run_shape():
+    import botocore.session
+
+    return botocore.session.get_session().get_service_model("emr-containers").operation_model("StartJobRun").input_shape
+
+
+def _recase(value: Any, shape, to_universal: bool) -> Any:
+    if shape.type_name == "structure":
+        members = {}
+        for name, member in shape.members.items():
+            universal = name[0].upper() + name[1:]
+            source, target = (name, universal) if to_universal else (universal, name)
+            members[source] = (target, member)
+        out = {}
+        for key, item in value.items():
+            if key not in members:
+                raise DeployError(f"StartJobRun ({shape.name}) has no parameter '{key}'")
+            target, member = members[key]
+            out[target] = _recase(item, member, to_universal)
+        return out
+    if shape.type_name == "map":
+        return {key: _recase(item, shape.value, to_universal) for key, item in value.items()}
+    if shape.type_name == "list":
+        return [_recase(item, shape.member, to_universal) for item in value]
+    return value
 
 
 def subject_key(request: str) -> str:

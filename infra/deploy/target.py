@@ -52,6 +52,11 @@ class DeployTarget:
             ``subject_keys`` in every contract of a pii/gdpr tenant). @default - ()
         erasure_role_arn: the role of erase runs, the only tenant role that may delete object versions
             (output ``erasure_role_arn``; a tenant applied before it existed has none). @default - ""
+        snapshot_retention_days: how long table maintenance keeps Iceberg snapshots, the tenant's
+            ``retention_days["snapshots"]`` (output ``retention_days``; a tenant applied before it existed has
+            none). @default - None (the maintain job's default, ``tenant_model.DEFAULT_RETENTION_DAYS``)
+        catalog_name: the Spark name of the tenant's Iceberg catalog in the request's spark-defaults.
+            @default - "" (``spark_jobs.catalog.catalog_name`` of the lake URI, what the job derives)
         endpoint_url: AWS endpoint override (the emulator in the local environment). @default - ""
         ca_bundle: CA bundle for ``endpoint_url``. @default - ""
     """
@@ -66,6 +71,8 @@ class DeployTarget:
     glue_databases: tuple[tuple[str, str], ...]
     data_classification: tuple[str, ...] = ()
     erasure_role_arn: str = ""
+    snapshot_retention_days: int | None = None
+    catalog_name: str = ""
     endpoint_url: str = ""
     ca_bundle: str = ""
 
@@ -119,9 +126,23 @@ def target_from_outputs(tenant: str, outputs: Mapping[str, Any], endpoint_url: s
         glue_databases=tuple(sorted((k, v) for k, v in flat["glue_database_names"].items())),
         data_classification=tuple(sorted(flat.get("data_classification") or ())),
         erasure_role_arn=str(flat.get("erasure_role_arn") or ""),
+        snapshot_retention_days=_snapshot_retention(tenant, flat.get("retention_days")),
         endpoint_url=endpoint_url,
         ca_bundle=ca_bundle,
     )
+
+
+def _snapshot_retention(tenant: str, retention: Any) -> int | None:
+    """``retention_days["snapshots"]`` of the outputs, when the tenant's module has it."""
+    if retention is None:
+        return None
+    value = retention.get("snapshots") if isinstance(retention, Mapping) else None
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or int(value) != value:
+        raise DeployError(f"tenant '{tenant}': terraform output 'retention_days' has snapshots={value!r}, "
+                          "not a whole number of days")
+    return int(value)
 
 
 def state_dir() -> Path:

@@ -26,6 +26,9 @@ inputs = {
   # No VPC of its own: the shared network's endpoints (the module creates none).
   shared_gateway_endpoint_ids   = dependency.network.outputs.gateway_endpoint_ids
   shared_interface_endpoint_ids = dependency.network.outputs.interface_endpoint_ids
+  # Iceberg table maintenance every Sunday as an EMR on EKS run (the schedule's defaults), from the code
+  # `make deploy-jobs TENANT=acme ARGS=--maintain` published.
+  maintenance_schedule = { enabled = true }
   tags = {
     owner    = "acme-data-team"
     workload = "datalake"

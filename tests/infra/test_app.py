@@ -14,6 +14,8 @@ INTERFACE_OUTPUTS = {
     "glue_database_names", "athena_workgroup_name",  # the table catalog on AWS (modules/glue_databases.py, athena_workgroup.py)
     "data_classification",  # the jobs require subject_keys for pii/gdpr tenants (spark_jobs/README.md, "Erasure")
     "erasure_role_arn",  # the executionRoleArn of erase runs (modules/job_roles.py ROLE_ACCESS["erasure"])
+    # issue 29: table maintenance (modules/maintenance_schedule.py; the deploy's snapshot retention)
+    "emr_virtual_cluster_arn", "retention_days", "maintenance_scheduler_role_arn", "maintenance_schedule_name",
 }
 
 
@@ -92,7 +94,8 @@ def test_resource_inventory(tenant_module):
     assert counts == {
         "aws_athena_workgroup": 1, "aws_glue_catalog_database": 2,  # one per table layer
         "aws_cloudwatch_log_group": 1, "aws_emrcontainers_virtual_cluster": 1,
-        "aws_iam_role": 4 + 1, "aws_iam_role_policy": 4 + 2,  # + per-stream (for_each) Firehose role, 2 policies
+        # + per-stream (for_each) Firehose role, 2 policies; + the maintenance scheduler's role and policy (count)
+        "aws_iam_role": 4 + 1 + 1, "aws_iam_role_policy": 4 + 2 + 1, "aws_scheduler_schedule": 1,
         "aws_kinesis_stream": 1, "aws_kinesis_firehose_delivery_stream": 1, "aws_kms_alias": 1, "aws_kms_key": 1, "aws_s3_bucket": 2,
         "aws_s3_bucket_lifecycle_configuration": 2, "aws_s3_bucket_logging": 1,  # the lake only: the log bucket does not log itself
         "aws_s3_bucket_notification": 2,

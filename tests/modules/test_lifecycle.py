@@ -19,7 +19,7 @@ def test_documented_defaults():
     assert (cfg.abort_multipart_days, cfg.noncurrent_days, cfg.checkpoint_noncurrent_days) == (7, 30, 7)
     assert cfg.transitions == {"bronze": ((30, "STANDARD_IA"), (90, "GLACIER_IR")),
                                "silver": ((90, "STANDARD_IA"),), "gold": ((0, "INTELLIGENT_TIERING"),)}
-    assert DEFAULT_RETENTION_DAYS == {"landing": 30, "bronze": 365, "quarantine": 30, "logs": 90}
+    assert DEFAULT_RETENTION_DAYS == {"landing": 30, "bronze": 365, "quarantine": 30, "logs": 90, "snapshots": 7}
 
 
 def test_lake_rules(tenant_module):

@@ -13,6 +13,10 @@ INTERFACE_TYPES = {
     "retention_days": "map(number)", "admin_principal_arns": "list(string)",
     "streams": "list(string)",  # issue 10: streaming ingestion (modules/stream_ingest.py)
     "shared_gateway_endpoint_ids": "map(string)", "shared_interface_endpoint_ids": "map(string)",  # shared network
+    # issue 29: table maintenance on a schedule (modules/maintenance_schedule.py)
+    "maintenance_schedule": 'object({enabled = optional(bool, false), schedule_expression = optional(string, '
+                            '"cron(0 3 ? * SUN *)"), timezone = optional(string, "UTC"), '
+                            'flexible_window_minutes = optional(number, 60)})',
 }
 
 
@@ -36,6 +40,7 @@ def test_defaults_match_the_python_model(tenant_module):
     assert variables["streams"]["default"] == [] and defaults["streams"] == ()
     assert variables["vpc_ids"]["default"] == [] and defaults["vpc_ids"] == ()
     assert variables["shared_gateway_endpoint_ids"]["default"] == {} == variables["shared_interface_endpoint_ids"]["default"]
+    assert variables["maintenance_schedule"]["default"] == {} == model.TenantConfig("t", "r", "a", ()).maintenance_schedule
     for required in model.REQUIRED:
         assert "default" not in variables[required], required
 

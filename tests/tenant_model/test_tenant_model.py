@@ -24,7 +24,11 @@ def test_valid_inputs_and_derived_names():
     assert cfg.name("erasure_role") == "acme-emr-erasure"
     assert cfg.name("log_group") == "/tenantlake/acme/emr"
     assert cfg.oidc_provider_arn == "arn:aws:iam::123456789012:oidc-provider/oidc.eks.eu-west-1.amazonaws.com/id/TENANTLAKE"
-    assert cfg.effective_retention_days == {"landing": 30, "bronze": 365, "quarantine": 30, "logs": 90}
+    assert cfg.effective_retention_days == {"landing": 30, "bronze": 365, "quarantine": 30, "logs": 90, "snapshots": 7}
+    assert cfg.effective_maintenance_schedule == {"enabled": False, "schedule_expression": "cron(0 3 ? * SUN *)",
+                                                  "timezone": "UTC", "flexible_window_minutes": 60}
+    assert cfg.name("maintenance_schedule") == "acme-lake-maintenance"
+    assert cfg.name("maintenance_scheduler_role") == "acme-maintenance-scheduler"
     assert cfg.standard_tags() == {"tenant": "acme", "data_classification": "gdpr-internal",
                                    "environment": "local", "cost_center": "data-platform"}
 
@@ -81,6 +85,12 @@ def test_comma_separated_strings_are_accepted_for_lists():
     ({"retention_days": {"bronze": 90}}, "retention_days", "bronze must be more than 90 days"),
     ({"retention_days": {"logs": 100}}, "retention_days", "CloudWatch Logs retention period"),
     ({"admin_principal_arns": ["deployer"]}, "admin_principal_arns", "IAM or STS principal ARN"),
+    ({"maintenance_schedule": {"enable": True}}, "maintenance_schedule", "'enable': keys must be among enabled, "),
+    ({"maintenance_schedule": {"enabled": "yes"}}, "maintenance_schedule", "enabled a bool"),
+    ({"maintenance_schedule": {"schedule_expression": "weekly"}}, "maintenance_schedule", "cron(...) or rate(...)"),
+    ({"maintenance_schedule": {"timezone": "Europe Dublin"}}, "maintenance_schedule", "an IANA name"),
+    ({"maintenance_schedule": {"flexible_window_minutes": 2000}}, "maintenance_schedule", "0 (off) to 1440"),
+    ({"maintenance_schedule": ["enabled"]}, "maintenance_schedule", "must be a map"),
     ({"tags": {"a": 1}}, "tags", "must map strings to strings"),
     ({"colour": "red"}, "colour", "unknown input"),
     ({"tenant_id": 7}, "tenant_id", "must be a string"),
