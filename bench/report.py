@@ -90,6 +90,10 @@ BACKFILL_REQUEST_COLUMNS = [("round", "round"), ("variant", "code"), ("prefix", 
                             ("per_partition", "per partition")]
 BACKFILL_RATIO_COLUMNS = [("round", "round"), ("order", "order"), ("layer", "layer"), ("ours_over_baseline", "ratio (wall)"),
                           ("publish_ours_over_baseline", "ratio (publish)")]
+MAINTENANCE_COLUMNS = [("stage", "table"), ("runs", "daily runs"), ("rows", "rows"), ("snapshots", "snapshots"),
+                       ("data_files", "data files"), ("data_mb", "data MB"), ("retained_data_files", "files kept"),
+                       ("retained_mb", "MB kept"), ("manifests", "manifests"), ("scan_s", "full scan s (median)"),
+                       ("maintain_s", "maintain s"), ("rows_unchanged", "rows unchanged")]
 
 
 def _section(title: str, result: dict[str, Any], path: Path, columns: list[tuple[str, str]]) -> list[str]:
@@ -121,7 +125,7 @@ def _section(title: str, result: dict[str, Any], path: Path, columns: list[tuple
 def render(results_dir: Path = RESULTS_DIR) -> str:
     sections: list[str] = []
     known = {"pipeline": ("Pipeline", PIPELINE_COLUMNS), "infra": ("Infrastructure", INFRA_COLUMNS),
-             "backfill": ("Backfill", BACKFILL_COLUMNS)}
+             "backfill": ("Backfill", BACKFILL_COLUMNS), "maintenance": ("Maintenance", MAINTENANCE_COLUMNS)}
     for name, (title, columns) in known.items():
         path = results_dir / f"{name}.json"
         if path.exists():

@@ -42,10 +42,14 @@ PRINCIPAL_KINDS: dict[str, str] = {
     "other_account": "another account",
     "anonymous": "anonymous",
     "s3_log_delivery": "S3 log delivery (service)",
+    # Table maintenance on a schedule (modules/maintenance_schedule.py): the role EventBridge Scheduler uses.
+    "scheduler_role": "maintenance scheduler role",
+    "other_tenant_scheduler_role": "another tenant's maintenance scheduler role",
 }
 # Kinds that are a session of one of the tenants' own roles (identity policies read back from IAM).
 ROLE_KINDS: tuple[str, ...] = ("job_role", "ingest_writer", "consumer", "erasure_role", "firehose_role",
-                               "other_tenant_job_role", "other_tenant_consumer", "other_tenant_erasure_role")
+                               "other_tenant_job_role", "other_tenant_consumer", "other_tenant_erasure_role",
+                               "scheduler_role", "other_tenant_scheduler_role")
 ACTIONS: dict[str, str] = {
     "s3:GetObject": "Get", "s3:PutObject": "Put", "s3:DeleteObject": "Delete", "s3:ListBucket": "List",
     "s3:GetObjectVersion": "Get version", "s3:DeleteObjectVersion": "Delete version",
@@ -53,7 +57,10 @@ ACTIONS: dict[str, str] = {
     "kms:Decrypt": "KMS Decrypt", "kms:GenerateDataKey": "KMS GenerateDataKey",
     "glue:GetTable": "Glue GetTable", "glue:UpdateTable": "Glue UpdateTable",
     "athena:StartQueryExecution": "Athena StartQueryExecution",
+    "emr-containers:StartJobRun": "EMR StartJobRun", "iam:PassRole": "IAM PassRole",
 }
+# iam:PassRole cells name the passed role by its kind (a role of the cell's tenant) in ``key``.
+PASSABLE_ROLES: tuple[str, ...] = ("job_role", "ingest_writer", "consumer", "erasure_role")
 TENANT_ROLES: tuple[str, ...] = ("owner", "other", "streaming")
 BUCKETS: tuple[str, ...] = ("lake", "logs")
 # Actions on the bucket (their key is the listed prefix, "" for the whole bucket), not on an object.
@@ -73,10 +80,12 @@ CONTEXT_FIELDS: dict[str, tuple[Any, ...]] = {
     "source": ("lake", "logs", "other_lake"),      # aws:SourceArn of a service principal's request
     "source_account": ("own", "other"),            # aws:SourceAccount of a service principal's request
     "called_via": ("none", "athena"),              # aws:CalledVia*: a request Athena makes for its caller
+    "execution_role": ("job_role", "erasure_role"),  # emr-containers:ExecutionRoleArn: the run's role (StartJobRun)
 }
 CONTEXT_DEFAULTS: dict[str, Any] = {
     "tls": True, "endpoint": "own", "sse": "aws:kms", "sse_key": "own", "via_aws_service": False,
     "kms_via": "s3", "kms_context": "bucket", "source": "lake", "source_account": "own", "called_via": "none",
+    "execution_role": "job_role",
 }
 CELL_FIELDS = {"id", "principal", "action", "tenant", "bucket", "key", "context", "identity", "expect",
                "because", "note"}
@@ -100,7 +109,8 @@ class Cell:
         key: the object key, or for ``LIST_ACTIONS`` the listed prefix; for KMS actions the object
             whose ARN is the encryption context when ``context.kms_context`` is ``object``; for Glue
             actions ``<layer>/<table>`` (the table in the tenant's Glue database of that layer); unused
-            for Athena actions (the tenant's workgroup).
+            for Athena actions (the tenant's workgroup) and ``emr-containers:StartJobRun`` (the tenant's
+            virtual cluster); for ``iam:PassRole`` the kind of the tenant's role passed (``PASSABLE_ROLES``).
         context: the request context, every field of ``CONTEXT_FIELDS`` (defaults filled in).
         identity: the principal's identity policy: ``applied`` (read back from IAM), a name of the
             file's ``identity_policies``, or ``none`` (anonymous, AWS services). @default - the kind's
@@ -210,6 +220,11 @@ def parse(raw: Any, source: str = "access_matrix.yaml") -> Matrix:
             raise _err(where, "KMS cells name the tenant key; bucket does not apply")
         if action.startswith("glue:") and (key.count("/") != 1 or not all(key.split("/"))):
             raise _err(where, f"{action} names a table as <layer>/<table>, got {key!r}")
+        if action == "iam:PassRole":
+            _one_of(where, "key (the passed role)", key, PASSABLE_ROLES)
+        if action.startswith(("emr-containers:", "athena:")) and key:
+            raise _err(where, f"{action} names the tenant's {'virtual cluster' if 'emr' in action else 'workgroup'}; "
+                              "key does not apply")
         context = dict(context_defaults)
         for field, value in (item.get("context") or {}).items():
             _one_of(where, "context field", field, CONTEXT_FIELDS)
@@ -258,6 +273,7 @@ _CONTEXT_TEXT: dict[tuple[str, Any], str] = {
     ("source", "other_lake"): "source: the other tenant's lake",
     ("source_account", "other"): "source account: another",
     ("called_via", "athena"): "made by Athena for the caller (aws:CalledVia)",
+    ("execution_role", "erasure_role"): "the erasure role as the run's execution role",
 }
 # Which context fields matter for which actions (the others are not shown).
 _RELEVANT: dict[str, tuple[str, ...]] = {
@@ -266,14 +282,17 @@ _RELEVANT: dict[str, tuple[str, ...]] = {
     "kms": ("kms_via", "kms_context"),
     "s3": ("tls", "endpoint", "via_aws_service", "source", "source_account", "called_via"),
     "catalog": (),
+    "emr": ("execution_role",),
 }
 
 
 def _relevant_fields(cell: Cell) -> tuple[str, ...]:
     if cell.action.startswith("kms:"):
         return _RELEVANT["kms"]
-    if cell.action.startswith(("glue:", "athena:")):
+    if cell.action.startswith(("glue:", "athena:", "iam:")):
         return _RELEVANT["catalog"]
+    if cell.action.startswith("emr-containers:"):
+        return _RELEVANT["emr"]
     fields = _RELEVANT["s3:PutObject"] if cell.action == "s3:PutObject" else _RELEVANT["s3"]
     if cell.principal != "s3_log_delivery":
         fields = tuple(f for f in fields if f not in ("source", "source_account"))
@@ -322,6 +341,10 @@ def render_table(matrix: Matrix) -> str:
             target = f"{tenant} Glue table `{layer}.{table}`"
         elif cell.action.startswith("athena:"):
             target = f"{tenant} Athena workgroup"
+        elif cell.action.startswith("emr-containers:"):
+            target = f"{tenant} EMR virtual cluster"
+        elif cell.action == "iam:PassRole":
+            target = f"{tenant} {PRINCIPAL_KINDS[cell.key]}"
         else:
             bucket = "lake" if cell.bucket == "lake" else "log bucket"
             target = f"{tenant} {bucket} `{cell.key or '(root)'}`"

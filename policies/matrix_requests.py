@@ -23,7 +23,10 @@ tenants' policies (``policies.tenant_policies.AppliedTenant``):
   ``aws:CalledVia = [athena.amazonaws.com]`` (and ``aws:CalledViaFirst``/``Last``),
   ``aws:ViaAWSService = true`` and no ``aws:SourceVpce``: it comes from AWS's network;
 * Glue and Athena requests name the table (``table/<database>/<table>``) or the workgroup; no resource
-  policy applies (the module sets none), so the identity policies decide.
+  policy applies (the module sets none), so the identity policies decide;
+* ``emr-containers:StartJobRun`` names the tenant's virtual cluster and carries
+  ``emr-containers:ExecutionRoleArn`` (the run's role); ``iam:PassRole`` names the passed role and carries
+  ``iam:PassedToService = emr-containers.amazonaws.com``: identity policies alone decide both.
 
 The simulator does not fill any of these keys in by itself: what is not set here is absent.
 """
@@ -39,6 +42,7 @@ LOG_DELIVERY_SERVICE = "logging.s3.amazonaws.com"
 FOREIGN_ENDPOINT = "vpce-0f0f0f0f0f0f0f0f0"  # an S3 endpoint of some VPC that is not the tenant's
 OTHER_ACCOUNT_ROLE = "partner-admin"
 ATHENA_SERVICE = "athena.amazonaws.com"
+EMR_CONTAINERS_SERVICE = "emr-containers.amazonaws.com"
 
 
 def other_tenant(matrix: Matrix, tenant_id: str) -> str:
@@ -88,6 +92,13 @@ class RequestBuilder:
             return self.tenants[other_tenant(self.matrix, tenant.tenant_id)].roles["consumer"]
         if cell.principal == "other_tenant_erasure_role":
             return self.tenants[other_tenant(self.matrix, tenant.tenant_id)].roles["erasure_role"]
+        if cell.principal in ("scheduler_role", "other_tenant_scheduler_role"):
+            owner = tenant if cell.principal == "scheduler_role" else \
+                self.tenants[other_tenant(self.matrix, tenant.tenant_id)]
+            if owner.scheduler_role is None:
+                raise ValueError(f"cell {cell.id}: tenant {owner.tenant_id} has no maintenance schedule "
+                                 "(maintenance_schedule.enabled)")
+            return owner.scheduler_role
         return None
 
     def principal(self, cell: Cell) -> tuple[Any, dict[str, str]]:
@@ -138,6 +149,14 @@ class RequestBuilder:
             resource, resource_policy = tenant.glue_table_arn(*cell.key.split("/")), None
         elif cell.action.startswith("athena:"):
             resource, resource_policy = tenant.athena_workgroup_arn, None
+        elif cell.action.startswith("emr-containers:"):
+            if not tenant.virtual_cluster_arn:
+                raise ValueError(f"cell {cell.id}: tenant {tenant.tenant_id}'s outputs name no emr_virtual_cluster_arn")
+            resource, resource_policy = tenant.virtual_cluster_arn, None
+            context["emr-containers:ExecutionRoleArn"] = tenant.roles[ctx["execution_role"]].arn
+        elif cell.action == "iam:PassRole":
+            resource, resource_policy = tenant.roles[cell.key].arn, None
+            context["iam:PassedToService"] = EMR_CONTAINERS_SERVICE
         elif cell.action.startswith("kms:"):
             resource, resource_policy = tenant.key_arn, tenant.key_policy
             if ctx["kms_via"] != "none":

@@ -7,7 +7,9 @@ delivery streams (``DescribeDeliveryStream``) and the policy of its S3 gateway e
 (``DescribeVpcEndpoints``).  The access matrix evaluates exactly these documents. It also checks that
 the tenant's Glue databases and Athena workgroup exist (``GetDatabase``, ``GetWorkGroup``): their ARNs
 are the resources of the Glue and Athena cells, decided by the identity policies alone (neither has a
-resource policy in this module).
+resource policy in this module). A tenant with a maintenance schedule: the scheduler role's policies, and
+the schedule (``GetSchedule``) must start its runs as that role; the virtual cluster's ARN is the resource
+of the StartJobRun cells.
 """
 from __future__ import annotations
 
@@ -62,6 +64,8 @@ class AppliedTenant:
     stream_arns: Mapping[str, str] = dataclasses.field(default_factory=dict)
     glue_databases: Mapping[str, str] = dataclasses.field(default_factory=dict)
     athena_workgroup: str = ""
+    virtual_cluster_arn: str = ""
+    scheduler_role: RoleIdentity | None = None  # the maintenance schedule's role, when the tenant has one
 
     def glue_table_arn(self, layer: str, table: str) -> str:
         if layer not in self.glue_databases:
@@ -131,6 +135,13 @@ def read_applied_tenant(lake: Mapping[str, Any], client: ClientFactory) -> Appli
     workgroup = str(lake.get("athena_workgroup_name") or "")
     if workgroup:
         athena.get_work_group(WorkGroup=workgroup)
+    scheduler_role = None
+    if lake.get("maintenance_scheduler_role_arn"):
+        scheduler_role = role_identity(iam, lake["maintenance_scheduler_role_arn"])
+        schedule = client("scheduler", region).get_schedule(Name=lake["maintenance_schedule_name"], GroupName="default")
+        if schedule["Target"]["RoleArn"] != scheduler_role.arn:
+            raise ValueError(f"tenant {lake['tenant_id']!r}: its maintenance schedule starts runs as "
+                             f"{schedule['Target']['RoleArn']}, not {scheduler_role.arn}")
     endpoint_id = gateway_endpoint_id(lake)
     (endpoint,) = ec2.describe_vpc_endpoints(VpcEndpointIds=[endpoint_id])["VpcEndpoints"]
     return AppliedTenant(
@@ -144,4 +155,5 @@ def read_applied_tenant(lake: Mapping[str, Any], client: ClientFactory) -> Appli
         stream_arns={dataset: f"arn:aws:kinesis:{region}:{roles['job_role'].account_id}:stream/{name}"
                      for dataset, name in (lake.get("kinesis_stream_names") or {}).items()},
         glue_databases=databases, athena_workgroup=workgroup,
+        virtual_cluster_arn=str(lake.get("emr_virtual_cluster_arn") or ""), scheduler_role=scheduler_role,
     )

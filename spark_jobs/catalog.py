@@ -18,6 +18,13 @@ Silver and gold are Apache Iceberg tables (spark_jobs/README.md, "Tables and cat
   from the tenant's outputs (``glue_database_names``). The jar is EMR's own (``EMR_ICEBERG_JAR``). This branch cannot run
   against the emulator; it is tested as generated configuration only.
 
+Consumers name a table ``<tenant>_<layer>.<table>`` (``acme_gold.iot_hourly``): the Glue database and the
+table, as Athena and any Glue-catalog engine see them on AWS. ``consumer_conf`` makes the same names
+resolve locally: each of the lake's Glue databases becomes a Spark catalog of its own, a Hadoop catalog
+whose warehouse is that layer's folder, so ``acme_gold.iot_hourly`` is the table at ``<lake>/gold/iot_hourly``
+(the metadata the job committed, read through Iceberg's catalog, not a copy). On AWS nothing is mapped:
+the Glue catalog's namespaces are those databases.
+
 Spark resolves a table by ``<catalog>.<namespace>.<table>``. The catalog name is derived from the lake
 URI (``catalog_name``), so one Spark session can serve several lakes without mixing them up; the
 ``query`` command makes the lake's catalog the session default, so users write ``gold.iot_hourly``.
@@ -162,6 +169,32 @@ def session_conf(jars: str = "") -> dict[str, str]:
     if str(jar) not in listed:
         listed.append(str(jar))
     return {"spark.sql.extensions": ICEBERG_EXTENSIONS, "spark.jars": ",".join(listed)}
+
+
+def consumer_conf(lake: LakeConfig) -> dict[str, str]:
+    """Spark settings that make the consumers' names (``<glue database>.<table>``, the lake's
+    ``glue_databases``) resolve on a local lake: per table layer a Hadoop catalog named after its Glue
+    database, its warehouse the layer's folder. Empty for a lake without Glue databases, and for an
+    ``s3://`` lake, whose Glue catalog has those databases as its namespaces."""
+    if lake.scheme == "s3" or not lake.glue_databases:
+        return {}
+    settings = catalog_settings(lake, kind="hadoop")
+    conf: dict[str, str] = {}
+    for layer, database in lake.glue_databases:
+        if layer in LAYERS_WITH_TABLES:
+            prefix = f"spark.sql.catalog.{database}"
+            conf.update({prefix: SPARK_CATALOG_CLASS, f"{prefix}.type": "hadoop",
+                         f"{prefix}.warehouse": f"{settings.warehouse}/{layer}", f"{prefix}.cache-enabled": "false"})
+    return conf
+
+
+def register_consumer_names(spark, lake: LakeConfig) -> dict[str, str]:
+    """Make ``consumer_conf``'s catalogs known to a running session (idempotent); returns layer -> the Glue
+    database consumers name it by ({} when the lake has none)."""
+    for key, value in consumer_conf(lake).items():
+        if spark.conf.get(key, None) != value:
+            spark.conf.set(key, value)
+    return {layer: database for layer, database in lake.glue_databases if layer in LAYERS_WITH_TABLES}
 
 
 def iceberg_available(spark) -> bool:

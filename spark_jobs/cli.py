@@ -408,7 +408,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
     as_of = query.parse_as_of(args.as_of) if args.as_of else None
     spark, created = _open_session(args, lake, "tenantlake-query")
     try:
-        result = query.run_query(spark, catalog.register(spark, lake), args.sql, as_of=as_of, max_rows=args.max_rows)
+        result = query.run_query(spark, catalog.register(spark, lake), args.sql, as_of=as_of, max_rows=args.max_rows,
+                                 consumer=catalog.register_consumer_names(spark, lake))
     finally:
         if created:
             spark.stop()
@@ -430,16 +431,21 @@ def _cmd_maintain(args: argparse.Namespace) -> int:
     options.validate()
     spark, created = _open_session(args, lake, "tenantlake-maintain")
     try:
-        results = maintain.maintain(spark, lake, args.dataset or available_datasets(), options,
-                                    progress=lambda line: print(line, file=sys.stderr, flush=True))
+        report = maintain.run_maintenance(spark, lake, args.dataset or available_datasets(), options,
+                                          tenant=args.tenant,
+                                          progress=lambda line: print(line, file=sys.stderr, flush=True))
     finally:
         if created:
             spark.stop()
+    results, total = report["tables"], report["totals"]
     if args.json:
         print(json.dumps(results, indent=2))
     else:
         print(f"maintain: {len(results)} tables (snapshot retention {options.snapshot_retention_days} d, "
-              f"retain last {options.retain_last}, orphans older than {options.orphan_age_days} d)")
+              f"retain last {options.retain_last}, orphans older than {options.orphan_age_days} d): data files "
+              f"{total['before']['data_files']} -> {total['after']['data_files']}, kept in storage "
+              f"{total['before']['retained_data_bytes'] / 1e6:.1f} -> {total['after']['retained_data_bytes'] / 1e6:.1f} "
+              f"MB; report {report['report']}")
     return EXIT_OK
 
 

@@ -6,16 +6,22 @@ tables not created yet are skipped), in this order:
 1. ``rewrite_data_files``: compacts small files with Iceberg's defaults (a file group is rewritten
    when it holds at least 5 files or enough small ones; target size: the table's
    ``write.target-file-size-bytes``, 512 MB), or every file with ``--rewrite-all``;
-2. ``expire_snapshots``: removes snapshots older than the retention (and the files only they
+2. ``rewrite_manifests``: rewrites the current snapshot's manifests into as few as their target size
+   (8 MB) allows, so planning a scan reads a few manifests, not one per commit (skipped when there is
+   only one: rewriting it would only commit a snapshot);
+3. ``expire_snapshots``: removes snapshots older than the retention (and the files only they
    reference), always keeping the latest ``--retain-last`` (default 1). Time travel (``query --as-of``)
    reaches back as far as the retention;
-3. ``remove_orphan_files``: deletes files under the table's location that no snapshot references and
+4. ``remove_orphan_files``: deletes files under the table's location that no snapshot references and
    that are older than ``--orphan-age-days`` (default 3, Iceberg's default; Iceberg refuses less than
    1 day, because a running write's files are orphans until its commit). A killed write leaves such files.
 
 Snapshot retention: ``--snapshot-retention-days``, else the lake config's ``retention_days.snapshots``
-(not among the tenant module's outputs today: a tenant setting reaches the jobs only through
-``lake.json`` / Terraform outputs), else ``DEFAULT_SNAPSHOT_RETENTION_DAYS`` (7).
+(the tenant module's output ``retention_days``), else ``DEFAULT_SNAPSHOT_RETENTION_DAYS`` (7).
+
+Each run writes a report, ``reports/maintenance/<run_id>/report.json`` in the lake (and the local
+mirror, whose data-quality index lists it): per table the data files, bytes and snapshots before and
+after, what each procedure did, and the totals.
 
 Each dataset's tables are maintained under a lease (``spark_jobs.leases``), the one pipeline runs take:
 an erase request refuses to start while it is held, and maintenance refuses to start while an erase
@@ -32,6 +38,12 @@ from spark_jobs.contract import load_contract
 from spark_jobs.io import tables
 from spark_jobs.lake import LakeConfig, gold_table_name
 from spark_jobs.leases import held_lease
+
+REPORT_VERSION = 1
+REPORTS_PREFIX = "reports/maintenance"  # reports/maintenance/<run_id>/report.json
+# Facts of a table measured before and after maintenance (``table_stats``).
+STAT_KEYS = ("snapshots", "data_files", "data_bytes", "records", "manifests", "retained_data_files",
+             "retained_data_bytes")
 
 DEFAULT_SNAPSHOT_RETENTION_DAYS = 7
 DEFAULT_RETAIN_LAST = 1
@@ -87,22 +99,57 @@ def _timestamp(moment: dt.datetime) -> str:
     return f"TIMESTAMP '{moment.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
 
 
-def maintain_table(spark, tbl: tables.Table, options: MaintainOptions, now: dt.datetime) -> dict[str, Any]:
-    """Run the three procedures on one table; returns their result rows and the snapshot counts."""
+def table_stats(spark, tbl: tables.Table) -> dict[str, int]:
+    """What a table holds: its snapshots; the current snapshot's data files, bytes, records and manifests
+    (Iceberg's own metadata, no Spark job); and the distinct data files and bytes any snapshot still
+    references (``all_data_files``: what the table keeps in storage, a Spark job over every manifest)."""
+    iceberg = tables._iceberg_table(spark, tbl)
+    current = iceberg.currentSnapshot()
+    summary = {str(k): str(v) for k, v in dict(current.summary()).items()} if current is not None else {}
+    retained = spark.sql(f"SELECT count(*) AS files, coalesce(sum(file_size_in_bytes), 0) AS bytes FROM "
+                         f"(SELECT DISTINCT file_path, file_size_in_bytes FROM {tbl.qualified}.all_data_files)").first()
+    return {"snapshots": len(list(iceberg.snapshots())),
+            "data_files": int(summary.get("total-data-files", 0)),
+            "data_bytes": int(summary.get("total-files-size", 0)),
+            "records": int(summary.get("total-records", 0)),
+            "manifests": _current_manifests(spark, tbl),
+            "retained_data_files": int(retained["files"]), "retained_data_bytes": int(retained["bytes"])}
+
+
+def _current_manifests(spark, tbl: tables.Table) -> int:
+    iceberg = tables._iceberg_table(spark, tbl)
+    current = iceberg.currentSnapshot()
+    return len(list(current.allManifests(iceberg.io()))) if current is not None else 0
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+def maintain_table(spark, tbl: tables.Table, options: MaintainOptions, now: dt.datetime | None = None) -> dict[str, Any]:
+    """Run the four procedures on one table; returns what each did and the table's stats before and after.
+    The retention and the orphans' age count back from ``now``, by default the moment each procedure starts
+    (so the snapshots compaction just made are older than a retention of 0 days)."""
     system, name = f"{tbl.catalog.name}.system", f"'{tbl.catalog.namespace(tbl.layer)}.{tbl.name}'"
-    snapshots_before = spark.sql(f"SELECT count(*) FROM {tbl.qualified}.snapshots").first()[0]
+    before = table_stats(spark, tbl)
     rewrite_options = ", options => map('rewrite-all', 'true')" if options.rewrite_all else ""
     rewrite = spark.sql(f"CALL {system}.rewrite_data_files(table => {name}{rewrite_options})").first().asDict()
-    expire_before = now - dt.timedelta(days=options.snapshot_retention_days)
+    # One manifest is as few as it gets: rewriting it would only commit a snapshot.
+    manifests = (spark.sql(f"CALL {system}.rewrite_manifests(table => {name})").first().asDict()
+                 if _current_manifests(spark, tbl) > 1 else {})
+    expire_before = (now or _utcnow()) - dt.timedelta(days=options.snapshot_retention_days)
     expire = spark.sql(f"CALL {system}.expire_snapshots(table => {name}, older_than => {_timestamp(expire_before)}, "
                        f"retain_last => {options.retain_last})").first().asDict()
-    orphans_before = now - dt.timedelta(days=options.orphan_age_days)
+    orphans_before = (now or _utcnow()) - dt.timedelta(days=options.orphan_age_days)
     orphans = [row[0] for row in spark.sql(f"CALL {system}.remove_orphan_files(table => {name}, "
                                            f"older_than => {_timestamp(orphans_before)})").collect()]
-    snapshots_after = spark.sql(f"SELECT count(*) FROM {tbl.qualified}.snapshots").first()[0]
-    return {"table": tbl.display, "snapshots_before": int(snapshots_before), "snapshots_after": int(snapshots_after),
+    after = table_stats(spark, tbl)
+    return {"table": tbl.display, "snapshots_before": before["snapshots"], "snapshots_after": after["snapshots"],
+            "before": before, "after": after,
             "rewritten_data_files": int(rewrite.get("rewritten_data_files_count") or 0),
             "added_data_files": int(rewrite.get("added_data_files_count") or 0),
+            "rewritten_manifests": int(manifests.get("rewritten_manifests_count") or 0),
+            "added_manifests": int(manifests.get("added_manifests_count") or 0),
             "expired_data_files": int(expire.get("deleted_data_files_count") or 0),
             "expired_manifest_lists": int(expire.get("deleted_manifest_lists_count") or 0),
             "orphan_files_removed": len(orphans), "orphan_files": orphans,
@@ -111,12 +158,13 @@ def maintain_table(spark, tbl: tables.Table, options: MaintainOptions, now: dt.d
 
 
 def maintain(spark, lake: LakeConfig, datasets: list[str], options: MaintainOptions,
-             progress: Callable[[str], None] = print, now: dt.datetime | None = None) -> list[dict[str, Any]]:
+             progress: Callable[[str], None] = print, now: dt.datetime | None = None,
+             on_table: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Maintain every existing table of ``datasets``, each dataset under a lease; one progress line per
     table. A dataset an erase request holds stops the run (``leases.LeaseRefused``) before its tables
-    are touched; the datasets before it stay maintained."""
+    are touched; the datasets before it stay maintained. ``on_table`` gets each table's result as it is
+    done (``run_maintenance`` keeps them when a later table fails)."""
     options.validate()
-    now = now or dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     results = []
     for dataset in datasets:
         found = dataset_tables(spark, lake, dataset)
@@ -125,9 +173,79 @@ def maintain(spark, lake: LakeConfig, datasets: list[str], options: MaintainOpti
         with held_lease(spark, lake, dataset, "maintain"):
             for tbl in found:
                 result = maintain_table(spark, tbl, options, now)
-                progress(f"[maintain] {tbl.display}: snapshots {result['snapshots_before']} -> "
-                         f"{result['snapshots_after']}, rewrote {result['rewritten_data_files']} data files into "
-                         f"{result['added_data_files']}, expired files {result['expired_data_files']}, orphan files "
-                         f"removed {result['orphan_files_removed']}")
+                before, after = result["before"], result["after"]
+                progress(f"[maintain] {tbl.display}: snapshots {before['snapshots']} -> {after['snapshots']}, "
+                         f"data files {before['data_files']} -> {after['data_files']} "
+                         f"({_mb(before['data_bytes'])} -> {_mb(after['data_bytes'])}), kept in storage "
+                         f"{before['retained_data_files']} -> {after['retained_data_files']} files "
+                         f"({_mb(before['retained_data_bytes'])} -> {_mb(after['retained_data_bytes'])}), "
+                         f"manifests {before['manifests']} -> {after['manifests']}, orphan files removed "
+                         f"{result['orphan_files_removed']}")
                 results.append(result)
+                if on_table is not None:
+                    on_table(result)
     return results
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:.1f} MB"
+
+
+def totals(results: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """The stats of every table maintained, summed: ``{"before": {...}, "after": {...}}``."""
+    return {when: {key: sum(r[when][key] for r in results) for key in STAT_KEYS} for when in ("before", "after")}
+
+
+def run_maintenance(spark, lake: LakeConfig, datasets: list[str], options: MaintainOptions, tenant: str = "",
+                    progress: Callable[[str], None] = print, now: dt.datetime | None = None) -> dict[str, Any]:
+    """``maintain`` plus its report: ``reports/maintenance/<run_id>/report.json`` in the lake and the local
+    mirror (whose data-quality index is rebuilt). The report is written when a dataset is refused or a
+    procedure fails too (``status`` "failed", ``error``, the tables done before), and the error re-raised."""
+    from spark_jobs.manifest import new_run_id
+
+    started = dt.datetime.now(dt.timezone.utc)
+    report: dict[str, Any] = {
+        "version": REPORT_VERSION, "kind": "maintenance", "run_id": new_run_id(started), "lake_uri": lake.lake_uri,
+        "started_at": started.strftime("%Y-%m-%dT%H:%M:%SZ"), "datasets": list(datasets),
+        "options": dataclasses.asdict(options), "status": "completed"}
+    results: list[dict[str, Any]] = []
+
+    def finish() -> None:
+        finished = dt.datetime.now(dt.timezone.utc)
+        report.update(finished_at=finished.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                      duration_seconds=round((finished - started).total_seconds(), 1), tables=results,
+                      totals=totals(results))
+        report["report"] = write_report(spark, lake, report, tenant)
+        progress(f"[maintain] report {report['report']}")
+
+    try:
+        maintain(spark, lake, datasets, options, on_table=results.append, progress=progress, now=now)
+    except Exception as exc:
+        report.update(status="failed", error=(str(exc).strip().splitlines() or [type(exc).__name__])[0][:500])
+        try:
+            finish()
+        except Exception as write_error:  # noqa: BLE001 - the run's own error is the one to report
+            progress(f"[maintain] warning: the report of the failed run was not written "
+                     f"({(str(write_error).splitlines() or [''])[0][:200]})")
+        raise
+    finish()
+    return report
+
+
+def write_report(spark, lake: LakeConfig, report: dict[str, Any], tenant: str = "") -> str:
+    """Write ``report.json`` to the lake and the local mirror, refresh the mirror's index; returns the lake
+    URI of the report (the mirror path when the lake is not reachable as a path or object store)."""
+    import json
+
+    from spark_jobs.quality import index, storage, tenant_of
+    from spark_jobs.quality.report import mirror_root
+
+    text = json.dumps(report, indent=1, sort_keys=True, default=str)
+    uri = lake.path(REPORTS_PREFIX, report["run_id"], "report.json")
+    storage.write_text(spark, uri, text)
+    mirror = mirror_root(tenant_of({"tenant": tenant, "lake_uri": lake.lake_uri}))
+    local = mirror / "maintenance" / report["run_id"] / "report.json"
+    local.parent.mkdir(parents=True, exist_ok=True)
+    local.write_text(text + "\n", encoding="utf-8")
+    index.build_index(mirror.parent.name, mirror)
+    return uri

@@ -5,7 +5,9 @@
     python -m spark_jobs query --tenant acme --as-of 2026-11-23T10:00:00Z "SELECT count(*) FROM silver.iot"
 
 The lake's catalog is the session's default, so tables are ``silver.<dataset>`` and ``gold.<gold_name>``
-(metadata tables too: ``silver.iot.snapshots``, ``gold.iot_hourly.files``). ``--as-of`` reads every
+(metadata tables too: ``silver.iot.snapshots``, ``gold.iot_hourly.files``). When the lake config names the
+tenant's Glue databases (``glue_database_names``), the names consumers use in Athena work too:
+``acme_gold.iot_hourly`` is ``gold.iot_hourly`` (``spark_jobs.catalog.consumer_conf``). ``--as-of`` reads every
 silver/gold table the query names as of a snapshot id (one table only: ids are per table) or a UTC
 timestamp (the snapshot current at that time), by adding ``VERSION AS OF`` / ``TIMESTAMP AS OF`` after
 each table name. Names written with backticks are left alone. At most ``--max-rows`` rows are
@@ -109,8 +111,9 @@ class QueryResult:
         return [dict(zip(self.columns, row)) for row in self.rows]
 
 
-def known_tables(spark, settings: CatalogSettings) -> set[str]:
-    """``namespace.table`` of every table in the lake's silver and gold namespaces."""
+def known_tables(spark, settings: CatalogSettings, consumer: dict[str, str] | None = None) -> set[str]:
+    """``namespace.table`` of every table in the lake's silver and gold namespaces, and with ``consumer``
+    (layer -> Glue database) the same tables under the consumers' names."""
     names = set()
     for layer in LAYERS_WITH_TABLES:
         namespace = settings.namespace(layer)
@@ -119,6 +122,8 @@ def known_tables(spark, settings: CatalogSettings) -> set[str]:
         except Exception:  # noqa: BLE001 - a namespace with no table yet does not exist in a Hadoop catalog
             continue
         names |= {f"{namespace}.{row['tableName']}".lower() for row in rows}
+        if consumer and layer in consumer:
+            names |= {f"{consumer[layer]}.{row['tableName']}".lower() for row in rows}
     return names
 
 
@@ -128,12 +133,13 @@ def _first_line(exc: BaseException) -> str:
 
 
 def run_query(spark, settings: CatalogSettings, sql: str, as_of: AsOf | None = None,
-              max_rows: int = DEFAULT_MAX_ROWS) -> QueryResult:
+              max_rows: int = DEFAULT_MAX_ROWS, consumer: dict[str, str] | None = None) -> QueryResult:
     """Run ``sql`` with the lake's catalog as the session default; raises ``QueryError`` (one line) for
-    bad SQL, unknown tables and times before a table's first snapshot."""
+    bad SQL, unknown tables and times before a table's first snapshot. ``consumer`` (layer -> Glue
+    database, ``catalog.register_consumer_names``) lists the consumers' names among the known tables."""
     from pyspark.errors import AnalysisException, IllegalArgumentException, ParseException
 
-    known = known_tables(spark, settings)
+    known = known_tables(spark, settings, consumer)
     if as_of is not None:
         sql = with_as_of(sql, as_of, known)
     previous = spark.conf.get("spark.sql.defaultCatalog")

@@ -1,6 +1,9 @@
 """``python -m infra.deploy --tenant acme [--dry-run] [--datasets ...] [--per-layer [--layers ...]] [--date ...]``;
 ``python -m infra.deploy --tenant acme --erase-subject-file FILE [--datasets ...] [--dry-run]`` submits one
-erasure run (``spark_jobs erase``) as the tenant's erasure role.
+erasure run (``spark_jobs erase``) as the tenant's erasure role;
+``python -m infra.deploy --tenant acme --maintain [--datasets ...] [--dry-run]`` publishes the stable
+maintenance artifact (what the tenant's maintenance schedule runs) and submits one maintenance run
+(``spark_jobs maintain``) as the job role.
 
 Order of work, so that a bad deploy submits nothing: build the artifact -> check the selection, the
 release label and the architecture -> read the tenant's Terraform outputs -> check bucket, virtual
@@ -23,11 +26,13 @@ from typing import Callable, TextIO
 from infra.deploy import artifact as artifact_mod
 from infra.deploy import job_deps, preflight, runner
 from infra.deploy.request import (
-    DEFAULT_RELEASE_LABEL, ArtifactLocation, JobSizing, RequestOptions, RunSpec, build_request, erase_spec, run_plan,
-    subject_key,
+    DEFAULT_RELEASE_LABEL, MAINTENANCE_PREFIX, ArtifactLocation, JobSizing, RequestOptions, RunSpec, build_request,
+    erase_spec, maintenance_location, maintenance_options, maintenance_spec, run_plan, subject_key,
 )
 from infra.deploy.target import DeployError, DeployTarget, resolve_target
-from infra.deploy.upload import location_of, upload_artifact, upload_job_deps, upload_subjects
+from infra.deploy.upload import (
+    location_of, publish_maintenance, upload_artifact, upload_job_deps, upload_subjects,
+)
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_REFUSED = 0, 1, 2
 
@@ -84,6 +89,11 @@ def parser() -> argparse.ArgumentParser:
                    help="submit one erasure run (spark_jobs erase, GDPR Art. 17) for the COLUMN=VALUE lines of FILE "
                         "instead of pipeline runs: the file goes to the lake (SSE-KMS) and the run, as the "
                         "tenant's erasure role, reads it there and deletes it; --datasets limits the datasets")
+    p.add_argument("--maintain", action="store_true",
+                   help="submit one table maintenance run (spark_jobs maintain: compaction, manifest rewrite, snapshot "
+                        "expiry per the tenant's retention_days, orphan removal) instead of pipeline runs, after "
+                        f"publishing its code and dependency archive under {MAINTENANCE_PREFIX}/ (what the tenant's "
+                        "maintenance schedule runs); --datasets limits the datasets")
     p.add_argument("--release-label", default=DEFAULT_RELEASE_LABEL,
                    help=f"EMR release (default: {DEFAULT_RELEASE_LABEL}); decides the Python the job deps are built for")
     p.add_argument("--arch", default=job_deps.DEFAULT_ARCH, choices=sorted(job_deps.ARCHITECTURES),
@@ -237,7 +247,85 @@ def _receipts_since(s3, target: DeployTarget, since: datetime.datetime) -> list[
         return []
 
 
+def deploy_maintain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """One maintenance run: check, upload the code and the archive, publish them as the stable maintenance
+    artifact, submit, poll, and name the report the run wrote."""
+    built = _build_artifact(args, err)
+    for flag, given in (("--per-layer", args.per_layer), ("--layers", args.layers), ("--date", args.date),
+                        ("--allow-warn", args.allow_warn), ("--erase-subject-file", args.erase_subject_file),
+                        ("--container-image", args.container_image)):
+        if given:
+            extra = (": the schedule runs the published dependency archive, so maintenance ships one"
+                     if flag == "--container-image" else "")
+            raise DeployError(f"tenant '{args.tenant}': {flag} does not apply to a maintenance run{extra}")
+    run_date = datetime.datetime.now(datetime.timezone.utc).date()
+    target = resolve_target(args.tenant, args.outputs_file, args.endpoint_url)
+    datasets = (preflight.check_selection(target.tenant_id, args.datasets, None, artifact_mod.datasets_in(built))[0]
+                if args.datasets else [])
+    spec = maintenance_spec(datasets, run_date)
+    clients = aws_clients(target)
+    preflight.run_all_checks(clients, target)
+    deps_target = job_deps.target_for_release(args.release_label, args.arch)
+    options = _options(args, deps_target)
+    location = maintenance_location(target.bucket, built.version)
+    run_options = maintenance_options(options, target.bucket)
+    build_request(target, location, spec, "", run_options)  # refuses bad options before any upload
+    emr = clients("emr-containers")
+    if args.release_label != DEFAULT_RELEASE_LABEL:
+        err.write(f"note: the tenant's maintenance schedule starts its runs with {DEFAULT_RELEASE_LABEL}; this run "
+                  f"uses {args.release_label} (both run Python {deps_target.python_version})\n")
+    options, deps = _with_job_deps(args, options, deps_target, target, err)
+    if args.dry_run:
+        plan = runner.plan_run(emr, target, location, spec, "", run_options, rerun=args.rerun)
+        if plan.action != "submit":
+            err.write(f"dry run: {spec.label} would {plan.action} job run {plan.existing_id}, not submit\n")
+        json.dump([plan.request], out, indent=2)
+        out.write("\n")
+        err.write(f"dry run: 1 maintenance run ({spec.dataset}), from s3://{target.bucket}/{MAINTENANCE_PREFIX}/; "
+                  "nothing uploaded or published, nothing submitted\n")
+        return EXIT_OK
+    s3 = clients("s3")
+    _upload_code(s3, built, deps, target, err)
+    published = publish_maintenance(s3, built, deps, target, deps_target.interpreter)
+    if published.uploaded:
+        err.write(f"published code version {built.version} as the maintenance artifact: "
+                  f"{', '.join(published.uploaded)} (SSE-KMS, tenant key)\n")
+    else:
+        err.write(f"maintenance artifact unchanged (code version {built.version}): nothing published\n")
+    started = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0) - datetime.timedelta(seconds=1)
+    try:
+        outcomes = runner.run_in_order(emr, target, location, [spec], {spec.dataset: ""}, run_options,
+                                       rerun=args.rerun, poll_seconds=args.poll_seconds,
+                                       timeout_seconds=args.timeout_minutes * 60, out=err)
+    except DeployError as exc:
+        err.write(f"error: {exc}\n")
+        return EXIT_RUN_FAILED
+    outcome = outcomes[0]
+    out.write(f"deploy-jobs tenant '{target.tenant_id}', code version {built.version}, maintenance run:\n"
+              f"  {runner.describe_outcome(outcome)}\n")
+    if not outcome.ok:
+        err.write(f"error: maintenance run {outcome.job_run_id} ended {outcome.state}: {runner.failure_reason(outcome)}\n")
+        return EXIT_RUN_FAILED
+    for key in _reports_since(s3, target, started, "reports/maintenance/", "/report.json"):
+        out.write(f"  report: s3://{target.bucket}/{key}\n")
+    return EXIT_OK
+
+
+def _reports_since(s3, target: DeployTarget, since: datetime.datetime, prefix: str, suffix: str) -> list[str]:
+    """Keys under ``prefix`` ending in ``suffix`` written since ``since``; [] if the deployer may not list them."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        pages = s3.get_paginator("list_objects_v2").paginate(Bucket=target.bucket, Prefix=prefix)
+        return sorted(o["Key"] for page in pages for o in page.get("Contents", [])
+                      if o["Key"].endswith(suffix) and o["LastModified"] >= since)
+    except (ClientError, BotoCoreError):
+        return []
+
+
 def deploy(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    if args.maintain:
+        return deploy_maintain(args, out, err)
     if args.erase_subject_file:
         return deploy_erase(args, out, err)
     tenant = args.tenant

@@ -213,7 +213,7 @@ def run_in_order(emr, target: DeployTarget, location: ArtifactLocation, specs: l
                              str(run.get("failureReason") or ""), cloudwatch, s3_logs)
         outcomes.append(outcome)
         if not outcome.ok:
-            if s3 is not None and outcome.state in FAILED_STATES and not spec.is_erase:
+            if s3 is not None and outcome.state in FAILED_STATES and not (spec.is_erase or spec.is_maintain):
                 result = read_run_result(s3, target, spec, run.get("createdAt"))
                 outcome.failed_layer, outcome.layer_report = result.failed_layer, result.explain()
                 if spec.is_pipeline:

@@ -113,3 +113,35 @@ def upload_subjects(s3, target: DeployTarget, key: str, text: str) -> None:
         raise DeployError(f"tenant '{target.tenant_id}': subject file upload to s3://{target.bucket}/{key} failed "
                           f"({code}); nothing was submitted") from exc
 
+
+
+def publish_maintenance(s3, artifact: Artifact, deps: JobDeps, target: DeployTarget, python: str) -> UploadResult:
+    """Publish the code, the entrypoint and the dependency archive as the stable maintenance artifact
+    (``request.MAINTENANCE_PREFIX``: what maintenance runs and the tenant's schedule run), plus its
+    ``manifest.json`` (which code and archive it holds). Each object is skipped when the same bytes are
+    there with the tenant key, so publishing unchanged code uploads nothing."""
+    import hashlib
+    import json
+
+    from infra.deploy.request import maintenance_key
+
+    manifest = json.dumps({"code_version": artifact.version, "zip_sha256": artifact.sha256,
+                           "entrypoint_sha256": artifact.entrypoint_sha256, "job_deps_version": deps.version,
+                           "job_deps_sha256": deps.sha256, "python": python}, indent=1, sort_keys=True) + "\n"
+    manifest_path = Path(artifact.zip_path).parent / "maintenance-manifest.json"
+    manifest_path.write_text(manifest)
+    manifest_sha = hashlib.sha256(manifest.encode()).hexdigest()
+    objects = [("zip", artifact.zip_path, artifact.sha256, "application/zip"),
+               ("entrypoint", artifact.entrypoint_path, artifact.entrypoint_sha256, "text/x-python"),
+               ("job_deps", deps.path, deps.sha256, "application/gzip"),
+               ("manifest", manifest_path, manifest_sha, "application/json")]
+    uploaded: list[str] = []
+    skipped: list[str] = []
+    for part, path, sha256, content_type in objects:
+        key = maintenance_key(part)
+        (uploaded if _put_unless_there(s3, target, key, Path(path), sha256, content_type, artifact.version)
+         else skipped).append(key)
+    from infra.deploy.request import maintenance_location
+
+    return UploadResult(location=maintenance_location(target.bucket, artifact.version), uploaded=tuple(uploaded),
+                        skipped=tuple(skipped))

@@ -65,6 +65,49 @@ def render_receipts(receipts: list[dict[str, Any]]) -> str:
             + "".join(rows) + "</table></section>")
 
 
+def load_maintenance(reports_root: Path) -> list[dict[str, Any]]:
+    """The table maintenance reports (``maintenance/<run_id>/report.json``), newest first."""
+    reports = []
+    for path in sorted(reports_root.glob("maintenance/*/report.json")):
+        try:
+            reports.append(json.loads(path.read_text()))
+        except (OSError, json.JSONDecodeError):
+            continue
+    return sorted(reports, key=lambda r: r.get("run_id") or "", reverse=True)
+
+
+def _change(totals: dict[str, Any], key: str, unit: float = 1.0, digits: int = 0) -> str:
+    before, after = (float((totals.get(when) or {}).get(key) or 0) / unit for when in ("before", "after"))
+    return f"{before:,.{digits}f} &rarr; {after:,.{digits}f}"
+
+
+def render_maintenance(reports: list[dict[str, Any]]) -> str:
+    """The index's table maintenance section: one row per run, its totals before and after."""
+    if not reports:
+        return ""
+    rows = []
+    for report in reports[:LISTED_RUNS]:
+        run = html.escape(str(report.get("run_id", "")))
+        totals = report.get("totals") or {}
+        status = str(report.get("status", ""))
+        detail = html.escape(str(report.get("error", ""))) if status != "completed" else ""
+        rows.append(f'<tr data-maintenance="{run}"><td><a href="maintenance/{run}/report.json">{run}</a></td>'
+                    f'<td>{status_badge("pass" if status == "completed" else "fail")} {html.escape(status)} {detail}</td>'
+                    f'<td>{len(report.get("tables") or [])}</td>'
+                    f'<td>{_change(totals, "data_files")}</td>'
+                    f'<td>{_change(totals, "data_bytes", 1e6, 1)}</td>'
+                    f'<td>{_change(totals, "retained_data_files")}</td>'
+                    f'<td>{_change(totals, "retained_data_bytes", 1e6, 1)}</td>'
+                    f'<td>{_change(totals, "snapshots")}</td>'
+                    f'<td>{sum(int(t.get("orphan_files_removed") or 0) for t in report.get("tables") or [])}</td>'
+                    f'<td>{html.escape(str(report.get("duration_seconds", "")))}</td></tr>')
+    return ('<section id="maintenance"><h2>Table maintenance</h2><p class="meta">per run, over every table it '
+            'maintained: the current snapshots\' data files and MB, the data files and MB any snapshot keeps in '
+            'storage, and the snapshots, before &rarr; after</p><table><tr><th>run</th><th>status</th>'
+            '<th>tables</th><th>data files</th><th>data MB</th><th>files kept</th><th>MB kept</th><th>snapshots</th>'
+            '<th>orphans removed</th><th>seconds</th></tr>' + "".join(rows) + "</table></section>")
+
+
 def _rows(summary: dict[str, Any]) -> int:
     value = summary.get("rows_validated")
     return int(value) if isinstance(value, (int, float)) else 0
@@ -97,7 +140,7 @@ def trend_svg(runs: list[dict[str, Any]], *, width: int = 360, height: int = 90)
 
 
 def render_index(tenant: str, grouped: dict[tuple[str, str], list[dict[str, Any]]],
-                 receipts: list[dict[str, Any]] | None = None) -> str:
+                 receipts: list[dict[str, Any]] | None = None, maintenance: list[dict[str, Any]] | None = None) -> str:
     order = sorted(grouped, key=lambda k: (LAYER_ORDER.index(k[0]) if k[0] in LAYER_ORDER else 9, k[1]))
     sections = []
     for layer, dataset in order:
@@ -121,7 +164,8 @@ def render_index(tenant: str, grouped: dict[tuple[str, str], list[dict[str, Any]
             '<table><tr><th>run</th><th>status</th><th>rows</th><th>failed expectations</th><th>failure rate</th>'
             '<th>quarantined</th><th>published</th><th>failing</th></tr>' + "".join(lines) + "</table></section>")
     generated = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    body = ("".join(sections) or "<p>No runs yet.</p>") + render_receipts(receipts or [])
+    body = ("".join(sections) or "<p>No runs yet.</p>") + render_receipts(receipts or []) + \
+        render_maintenance(maintenance or [])
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Data quality: {html.escape(tenant)}</title>'
             f'<style>{_CSS}</style></head><body><h1>Data quality: tenant {html.escape(tenant)}</h1>'
             f'<p class="meta">{sum(len(v) for v in grouped.values())} runs; generated {generated}</p>{body}</body></html>\n')
@@ -133,11 +177,14 @@ def build_index(tenant: str, reports_root: Path) -> Path:
     reports_root.mkdir(parents=True, exist_ok=True)
     target = reports_root / "index.html"
     receipts = load_receipts(reports_root)
-    target.write_text(render_index(tenant, grouped, receipts))
+    maintenance = load_maintenance(reports_root)
+    target.write_text(render_index(tenant, grouped, receipts, maintenance))
     latest = {f"{layer}/{dataset}": {"run_id": runs[-1]["run_id"], "status": runs[-1]["status"]}
               for (layer, dataset), runs in grouped.items()}
     erasure = {r["request_id"]: {"status": r.get("status"), "completed_at": r.get("completed_at")}
                for r in receipts if r.get("request_id")}
-    (reports_root / "index.json").write_text(json.dumps({"tenant": tenant, "latest": latest, "erasure": erasure},
-                                                        indent=1))
+    latest_maintenance = ({"run_id": maintenance[0].get("run_id"), "status": maintenance[0].get("status"),
+                           "totals": maintenance[0].get("totals")} if maintenance else None)
+    (reports_root / "index.json").write_text(json.dumps({"tenant": tenant, "latest": latest, "erasure": erasure,
+                                                         "maintenance": latest_maintenance}, indent=1))
     return target

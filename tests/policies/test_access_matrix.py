@@ -25,7 +25,9 @@ MIN_CELLS = 60
 RELIED_ON_KEYS = {"aws:SecureTransport", "aws:SourceVpce", "aws:PrincipalArn", "aws:PrincipalIsAWSService",
                   "aws:SourceArn", "aws:SourceAccount", "s3:prefix", "s3:x-amz-server-side-encryption",
                   "s3:x-amz-server-side-encryption-aws-kms-key-id", "kms:ViaService",
-                  "kms:EncryptionContext:aws:s3:arn", "kms:EncryptionContext:aws:kinesis:arn", "aws:ViaAWSService"}
+                  "kms:EncryptionContext:aws:s3:arn", "kms:EncryptionContext:aws:kinesis:arn", "aws:ViaAWSService",
+                  # the maintenance scheduler's cells (a run's execution role, the service a role is passed to)
+                  "emr-containers:ExecutionRoleArn", "iam:PassedToService"}
 
 
 @pytest.fixture(scope="module")

@@ -309,3 +309,76 @@ def test_refused_erasure_deploys_upload_and_submit_nothing(driven_emulator, tmp_
     assert _artifact_keys(driven_emulator, tenant_outputs["lake_bucket_name"]) == []
     assert _inbox(driven_emulator, tenant_outputs["lake_bucket_name"]) == []
     assert driven_emulator.backend().job_runs == {}
+
+
+def _maintenance_keys(emu, bucket: str) -> list[str]:
+    return sorted(o["Key"] for o in emu.client("s3").list_objects_v2(
+        Bucket=bucket, Prefix="artifacts/maintenance/").get("Contents", []))
+
+
+def test_a_maintenance_deploy_publishes_the_stable_artifact_and_runs_maintain(
+        driven_emulator, tmp_path, tenant_outputs, job_driver, job_deps_archive):
+    """``--maintain``: a dry run prints one valid request and changes nothing; the deploy uploads the code,
+    publishes it with the archive as the stable maintenance artifact (what the schedule runs), runs
+    ``maintain`` as the job role with the tenant's snapshot retention, and names the report the run wrote;
+    a second deploy publishes nothing and skips the completed run."""
+    bucket = tenant_outputs["lake_bucket_name"]
+    outputs = tmp_path / "outputs.json"
+    outputs.write_text(json.dumps({**tenant_outputs, "retention_days": {"snapshots": 30, "logs": 90}}))
+    args = ("--outputs-file", str(outputs), "--maintain", "--datasets", "iot")
+
+    dry = make_deploy(driven_emulator, tmp_path, *args, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    (request,) = json.loads(dry.stdout)
+    _validate([request], tenant_outputs)
+    assert request["executionRoleArn"] == tenant_outputs["job_execution_role_arn"]
+    assert request["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"][:5] == [
+        "maintain", "--dataset", "iot", "--snapshot-retention-days", "30"]
+    assert request["jobDriver"]["sparkSubmitJobDriver"]["entryPoint"] == \
+        f"s3://{bucket}/artifacts/maintenance/current/entrypoint.py"
+    assert "dry run: 1 maintenance run (iot), from s3://acme-eu-west-1-lake/artifacts/maintenance/current/; " \
+           "nothing uploaded or published, nothing submitted" in dry.stderr
+    assert _artifact_keys(driven_emulator, bucket) == [] and driven_emulator.backend().job_runs == {}
+
+    s3 = driven_emulator.client("s3")
+
+    def complete_with_a_report(run):
+        # What the job writes when it ends (spark_jobs.maintain.run_maintenance), so the deploy can name it.
+        s3.put_object(Bucket=bucket, Key="reports/maintenance/20240501T000000Z-0000aaaa/report.json", Body=b"{}",
+                      ServerSideEncryption="aws:kms", SSEKMSKeyId=tenant_outputs["kms_key_arn"])
+        return "COMPLETED", "", ""
+
+    with job_driver(complete_with_a_report) as driver:
+        result = make_deploy(driven_emulator, tmp_path, *args, "--poll-seconds", "0.1")
+    assert result.returncode == 0, result.stderr
+    published = _maintenance_keys(driven_emulator, bucket)
+    assert published == [f"artifacts/maintenance/current/{name}" for name in
+                         ("entrypoint.py", "job_deps.tar.gz", "manifest.json", "spark_jobs.zip")]
+    built = build_artifact(tmp_path / "build")
+    zip_head = s3.head_object(Bucket=bucket, Key="artifacts/maintenance/current/spark_jobs.zip")
+    assert (zip_head["ServerSideEncryption"], zip_head["SSEKMSKeyId"]) == ("aws:kms", tenant_outputs["kms_key_arn"])
+    assert zip_head["Metadata"]["sha256"] == built.sha256
+    manifest = json.loads(s3.get_object(Bucket=bucket, Key="artifacts/maintenance/current/manifest.json")["Body"].read())
+    assert manifest["code_version"] == built.version and manifest["job_deps_version"] == job_deps_archive.version
+    (created,) = driver.created
+    assert created["tags"]["layer"] == "maintain" and created["tags"]["dataset"] == "iot"
+    assert "published code version" in result.stderr and "COMPLETED" in result.stdout
+    assert f"report: s3://{bucket}/reports/maintenance/20240501T000000Z-0000aaaa/report.json" in result.stdout
+
+    again = make_deploy(driven_emulator, tmp_path, *args, "--poll-seconds", "0.1")
+    assert again.returncode == 0, again.stderr
+    assert "maintenance artifact unchanged" in again.stderr and "already COMPLETED" in again.stderr
+    assert len(driven_emulator.backend().job_runs) == 1
+
+
+@pytest.mark.parametrize("flag", ["--per-layer", "--container-image", "--date"])
+def test_refused_maintenance_deploys_upload_and_submit_nothing(driven_emulator, tmp_path, outputs_file,
+                                                               tenant_outputs, flag):
+    extra = {"--per-layer": [], "--container-image": ["1.dkr.ecr.eu-west-1.amazonaws.com/emr:1"],
+             "--date": [DATE]}[flag]
+    result = make_deploy(driven_emulator, tmp_path, "--outputs-file", str(outputs_file), "--maintain", flag, *extra)
+    assert result.returncode != 0 and "deploy-jobs] Error 2" in result.stderr
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(error_lines) == 1 and f"{flag} does not apply to a maintenance run" in error_lines[0], result.stderr
+    assert _artifact_keys(driven_emulator, tenant_outputs["lake_bucket_name"]) == []
+    assert driven_emulator.backend().job_runs == {}

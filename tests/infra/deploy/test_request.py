@@ -330,3 +330,71 @@ def test_an_erasure_run_is_the_erase_job_as_the_erasure_role_with_its_subjects_i
     # Pipeline runs keep the job role and their identity.
     assert build_request(target, LOCATION, SPEC, "c0ffee")["executionRoleArn"] == TARGET.role_arn
     assert "request" not in build_request(target, LOCATION, SPEC, "c0ffee")["tags"]
+
+
+def test_a_maintenance_run_maintains_from_the_stable_artifact_with_the_tenants_retention():
+    """``--maintain``: ``spark_jobs maintain`` as the job role, its code, entrypoint and archive from the stable
+    maintenance artifact, the snapshot retention from the tenant's retention_days; valid for the model, and
+    the job's CLI parses its arguments."""
+    import dataclasses
+
+    from infra.deploy.request import (
+        MAINTAIN, MAINTENANCE_PREFIX, maintenance_location, maintenance_options, maintenance_spec,
+    )
+    from spark_jobs.cli import build_parser
+
+    target = dataclasses.replace(TARGET, snapshot_retention_days=30)
+    spec = maintenance_spec(["iot", "clickstream"], datetime.date(2024, 5, 1))
+    location = maintenance_location(target.bucket, "0123456789ab")
+    options = maintenance_options(RequestOptions(python="/usr/bin/python3.11"), target.bucket)
+    request = build_request(target, location, spec, "", options)
+    model = botocore.session.get_session().get_service_model("emr-containers")
+    report = ParamValidator().validate(json.loads(json.dumps(request)), model.operation_model("StartJobRun").input_shape)
+    assert not report.has_errors(), report.generate_report()
+    assert request["executionRoleArn"] == TARGET.role_arn and request["name"] == "acme-maintain-20240501-01234567"
+    assert request["tags"]["layer"] == MAINTAIN and request["tags"]["dataset"] == "iot+clickstream"
+    driver = request["jobDriver"]["sparkSubmitJobDriver"]
+    stable = f"s3://acme-eu-west-1-lake/{MAINTENANCE_PREFIX}"
+    assert driver["entryPoint"] == f"{stable}/entrypoint.py"
+    params = shlex.split(driver["sparkSubmitParameters"])
+    assert params[params.index("--py-files") + 1] == f"{stable}/spark_jobs.zip"
+    assert params[params.index("--archives") + 1] == f"{stable}/job_deps.tar.gz#deps"
+    assert "spark.tenantlake.contract" not in _conf(driver["sparkSubmitParameters"])
+    args = driver["entryPointArguments"]
+    assert args[:6] == ["maintain", "--dataset", "iot", "--dataset", "clickstream", "--snapshot-retention-days"]
+    parsed = build_parser().parse_args(args)
+    assert (parsed.command, parsed.dataset, parsed.snapshot_retention_days) == ("maintain", ["iot", "clickstream"], 30)
+    assert parsed.orphan_age_days == 3  # Iceberg's own margin: a running write's files are not orphans yet
+    # A tenant applied before retention_days was an output: the module's default (7).
+    old = build_request(TARGET, location, maintenance_spec([], datetime.date(2024, 5, 1)), "", options)
+    old_args = old["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
+    assert old_args[:3] == ["maintain", "--snapshot-retention-days", "7"]
+
+
+def test_the_scheduled_request_is_the_deploys_but_for_name_token_and_tags():
+    """The schedule starts what ``deploy-jobs --maintain`` over every dataset starts: only the name, the tags,
+    the code version it names and the token (the SDK fills one in per call) differ. As the universal target
+    takes it, member names are capitalised and it converts back to the same request."""
+    from infra.deploy.request import (
+        maintenance_location, maintenance_options, maintenance_spec, request_from_universal_input,
+        scheduled_maintenance_request, universal_target_input,
+    )
+
+    options = RequestOptions(python="/usr/bin/python3.11")
+    scheduled = scheduled_maintenance_request(TARGET, options)
+    deployed = build_request(TARGET, maintenance_location(TARGET.bucket, "0123456789ab"),
+                             maintenance_spec([], datetime.date(2024, 5, 1)), "",
+                             maintenance_options(options, TARGET.bucket))
+    different = {k for k in deployed if deployed[k] != scheduled.get(k)}
+    assert different == {"name", "clientToken", "tags", "jobDriver"}
+    assert "clientToken" not in scheduled and scheduled["tags"]["trigger"] == "schedule"
+    assert scheduled["jobDriver"]["sparkSubmitJobDriver"]["sparkSubmitParameters"].replace(
+        "code_version=current", "code_version=0123456789ab") == \
+        deployed["jobDriver"]["sparkSubmitJobDriver"]["sparkSubmitParameters"]
+    universal = universal_target_input(scheduled)
+    assert set(universal) == {"Name", "VirtualClusterId", "ExecutionRoleArn", "ReleaseLabel", "JobDriver",
+                              "ConfigurationOverrides", "Tags"}
+    assert "SparkSubmitJobDriver" in universal["JobDriver"] and "tenant" in universal["Tags"]
+    assert request_from_universal_input(universal) == scheduled
+    with pytest.raises(DeployError, match="has no parameter 'Bogus'"):
+        request_from_universal_input({**universal, "Bogus": 1})

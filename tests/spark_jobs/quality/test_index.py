@@ -38,3 +38,34 @@ def test_index_lists_runs_by_layer_with_status_and_trend(tmp_path):
     assert "<script" not in page and "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
     latest = json.loads((tmp_path / "index.json").read_text())["latest"]
     assert latest["silver/iot"] == {"run_id": "20261121T030000Z-00000003", "status": "fail"}
+
+
+def _maintenance(root, run_id: str, status: str, before: dict, after: dict, error: str = "") -> None:
+    folder = root / "maintenance" / run_id
+    folder.mkdir(parents=True)
+    report = {"run_id": run_id, "status": status, "tables": [{"table": "silver.iot", "orphan_files_removed": 2}],
+              "totals": {"before": before, "after": after}, "duration_seconds": 12.5,
+              **({"error": error} if error else {})}
+    (folder / "report.json").write_text(json.dumps(report))
+
+
+def test_index_lists_maintenance_runs_with_files_and_bytes_before_and_after(tmp_path):
+    stats = {"snapshots": 200, "data_files": 200, "data_bytes": 4_000_000, "retained_data_files": 250,
+             "retained_data_bytes": 5_000_000}
+    _maintenance(tmp_path, "20261122T030000Z-0000aaaa", "completed", stats,
+                 {"snapshots": 1, "data_files": 7, "data_bytes": 1_500_000, "retained_data_files": 7,
+                  "retained_data_bytes": 1_500_000})
+    _maintenance(tmp_path, "20261123T030000Z-0000bbbb", "failed", stats, stats,
+                 error="maintain iot: erasure request er-1 is in progress on this dataset")
+    page = index.build_index("acme", tmp_path).read_text()
+    section = page[page.index('<section id="maintenance">'):]
+    rows = section.split("<tr data-maintenance=")[1:]
+    assert [r.split('"')[1] for r in rows] == ["20261123T030000Z-0000bbbb", "20261122T030000Z-0000aaaa"]  # newest first
+    done = rows[1]
+    assert 'href="maintenance/20261122T030000Z-0000aaaa/report.json"' in done
+    assert "<td>200 &rarr; 7</td>" in done and "<td>4.0 &rarr; 1.5</td>" in done  # data files, data MB
+    assert "<td>250 &rarr; 7</td>" in done and "<td>5.0 &rarr; 1.5</td>" in done  # kept in storage
+    assert "<td>200 &rarr; 1</td>" in done and "<td>2</td>" in done  # snapshots, orphans removed
+    assert 'data-status="fail"' in rows[0] and "erasure request er-1 is in progress" in rows[0]
+    latest = json.loads((tmp_path / "index.json").read_text())["maintenance"]
+    assert latest["run_id"] == "20261123T030000Z-0000bbbb" and latest["status"] == "failed"
