@@ -71,8 +71,12 @@ run "valid_tenant_plans" {
     error_message = "namespace and OIDC issuer defaults"
   }
   assert {
-    condition     = local.retention == { landing = 30, bronze = 365, quarantine = 30, logs = 90 }
+    condition     = local.retention == { landing = 30, bronze = 365, quarantine = 30, logs = 90, snapshots = 7 }
     error_message = "retention defaults"
+  }
+  assert {
+    condition     = length(aws_scheduler_schedule.maintenance_schedule) == 0 && length(aws_iam_role.maintenance_role) == 0 && output.maintenance_scheduler_role_arn == ""
+    error_message = "no maintenance schedule by default"
   }
   assert {
     condition     = length(aws_vpc_endpoint.endpoints_gateway) == 2 && length(aws_vpc_endpoint.endpoints_interface) == 6
@@ -117,6 +121,26 @@ run "prod_keeps_data_on_destroy" {
     error_message = "overrides"
   }
 }
+
+run "maintenance_schedule_on" {
+  command = plan
+  variables {
+    maintenance_schedule = { enabled = true, flexible_window_minutes = 0 }
+    retention_days       = { snapshots = 30 }
+  }
+  assert {
+    condition     = aws_scheduler_schedule.maintenance_schedule[0].schedule_expression == "cron(0 3 ? * SUN *)" && aws_scheduler_schedule.maintenance_schedule[0].schedule_expression_timezone == "UTC"
+    error_message = "the documented schedule defaults"
+  }
+  assert {
+    condition     = aws_scheduler_schedule.maintenance_schedule[0].flexible_time_window[0].mode == "OFF" && aws_iam_role.maintenance_role[0].name == "acme-maintenance-scheduler"
+    error_message = "0 minutes: on time; the role"
+  }
+  assert {
+    condition     = local.retention.snapshots == 30 && output.retention_days.snapshots == 30
+    error_message = "the tenant's snapshot retention (the input reaches the run: tests/integration/test_maintenance_schedule.py)"
+  }
+}
 '''
 
 BAD_INPUTS = {
@@ -144,6 +168,8 @@ BAD_INPUTS = {
     "bad_admin": ("admin_principal_arns", {"admin_principal_arns": ["root"]}),
     "unknown_stream": ("streams", {"streams": ["weather"]}),
     "duplicate_stream": ("streams", {"streams": ["iot", "iot"]}),
+    "bad_schedule_expression": ("maintenance_schedule", {"maintenance_schedule": {"schedule_expression": "weekly"}}),
+    "bad_schedule_window": ("maintenance_schedule", {"maintenance_schedule": {"flexible_window_minutes": 1441}}),
 }
 
 
@@ -228,7 +254,7 @@ def test_plan_time_validation_and_defaults(module_workdir):
     (tests / "inputs.tftest.hcl").write_text(TFTEST + "\n" + _failing_runs())
     out = _terraform(["test", "-no-color"], module_workdir)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
-    expected = 3 + len(BAD_INPUTS)  # the valid runs, then one per bad input
+    expected = 4 + len(BAD_INPUTS)  # the valid runs, then one per bad input
     assert f"Success! {expected} passed, 0 failed." in out.stdout
 
 

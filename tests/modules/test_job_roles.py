@@ -50,7 +50,8 @@ def test_role_access_defaults():
 
 
 def test_every_role_of_role_access_has_a_name_template_and_a_role(tenant_module):
-    assert set(tenant_module["resource"]["aws_iam_role"]) - {"streams_firehose_role"} == {
+    # The Firehose roles (modules/stream_ingest.py) and the maintenance scheduler's (maintenance_schedule.py) aside.
+    assert set(tenant_module["resource"]["aws_iam_role"]) - {"streams_firehose_role", "maintenance_role"} == {
         f"roles_{role}" for role in ROLE_ACCESS}
     assert {f"{role}_role" for role in ROLE_ACCESS} <= set(model.NAME_TEMPLATES)
 

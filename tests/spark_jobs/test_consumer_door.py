@@ -30,19 +30,24 @@ def _manifest(lake_dir, layer: str, dataset: str) -> dict:
 
 
 def _described(spark, name: str) -> tuple[list[list[str]], list[str]]:
-    """Columns and partition terms as ``DESCRIBE TABLE <name>`` reports them through the catalog."""
+    """Columns and partition terms as ``DESCRIBE TABLE <name>`` reports them through the catalog: Spark lists
+    identity partitions under "# Partition Information" (by column) and transforms under "# Partitioning"
+    ("Part 0: days(event_ts)")."""
     rows = spark.sql(f"DESCRIBE TABLE {name}").collect()
     columns, partitions, section = [], [], "columns"
     for row in rows:
-        if not row["col_name"].strip():
+        label = row["col_name"].strip()
+        if not label or label == "# col_name":
             continue
-        if row["col_name"].startswith("#"):
-            section = "partitioning" if row["col_name"].strip() == "# Partitioning" else "other"
+        if label.startswith("#"):
+            section = {"# Partitioning": "transforms", "# Partition Information": "identity"}.get(label, "other")
             continue
         if section == "columns":
             columns.append([row["col_name"], row["data_type"]])
-        elif section == "partitioning" and row["col_name"].startswith("Part "):
+        elif section == "transforms" and label.startswith("Part "):
             partitions.append(row["data_type"])
+        elif section == "identity":
+            partitions.append(label)
     return columns, partitions
 
 
