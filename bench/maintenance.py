@@ -136,7 +136,7 @@ def measure(lake, runs: int, rows_per_run: int, scan_repeats: int, progress=prin
              "data_files": stats["data_files"], "data_mb": round(stats["data_bytes"] / 1e6, 2),
              "retained_data_files": stats["retained_data_files"],
              "retained_mb": round(stats["retained_data_bytes"] / 1e6, 2), "manifests": stats["manifests"],
-             "scan_s": statistics.median(stats["scan_seconds"]),
+             "scan_s": _median(stats["scan_seconds"]),
              **({"maintain_s": round(maintain_seconds, 1), "rows_unchanged": "yes" if unchanged else "NO"}
                 if stage == "after maintain" else {})}
             for stage, stats in (("before maintain", before), ("after maintain", after))]
@@ -147,16 +147,19 @@ def measure(lake, runs: int, rows_per_run: int, scan_repeats: int, progress=prin
                   "time through Iceberg's API); maintain with --snapshot-retention-days 0; a full scan reads every "
                   "data file (count and xxhash64 of every row, aggregate push-down off), "
                   f"{scan_repeats} times before and after; s3a on a dedicated emulator (HTTPS, SSE-KMS)"],
-        "runs": runs, "rows_per_run": rows_per_run, "rows": runs * rows_per_run,
+        "runs": runs, "rows_per_run": rows_per_run, "total_rows": runs * rows_per_run,
         **committed,
         "maintain_seconds": round(maintain_seconds, 1), "before": before, "after": after,
-        "scan_median_before": statistics.median(before["scan_seconds"]),
-        "scan_median_after": statistics.median(after["scan_seconds"]),
+        "scan_median_before": _median(before["scan_seconds"]), "scan_median_after": _median(after["scan_seconds"]),
         "procedures": {k: table[k] for k in ("rewritten_data_files", "added_data_files", "rewritten_manifests",
                                               "added_manifests", "expired_data_files", "expired_manifest_lists",
                                               "orphan_files_removed")},
         "report": report["report"], "rows_unchanged": unchanged,
     }
+
+
+def _median(times: list[float]) -> float | None:
+    return statistics.median(times) if times else None
 
 
 def _dedicated_lake(work: Path):
@@ -187,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.maintenance", description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=365, help="daily runs committed before maintenance (default 365)")
     parser.add_argument("--rows-per-run", type=int, default=200, help="rows each run appends (default 200)")
-    parser.add_argument("--scan-repeats", type=int, default=3, help="full scans before and after (default 3)")
+    parser.add_argument("--scan-repeats", type=int, default=3, help="full scans before and after (default 3; 0: none)")
     parser.add_argument("--lake-config", default="", help="a lake.json naming an s3a bucket on a running emulator "
                                                           "(default: start a dedicated emulator)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
