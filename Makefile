@@ -145,11 +145,13 @@ browser: ## Install Debian's chromium for the browser tests, if /usr/bin/chromiu
 	  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
 ##@ Benchmarks
-# BENCH_SIZES: events per dataset for the pipeline benchmark; BENCH_TENANTS: tenant counts for plan-all.
+# BENCH_SIZES: events per dataset for the pipeline benchmark; BENCH_TENANTS: tenant counts for plan-all;
+# INGEST_SIZES: records in the one landing file of the ingest benchmark.
 BENCH_SIZES     ?= 1000000,5000000
 BENCH_TENANTS   ?= 1,5,20
-.PHONY: bench bench-pipeline bench-infra bench-backfill
-bench: bench-pipeline bench-infra bench-backfill ## Run every benchmark, then update the table in bench/README.md
+INGEST_SIZES    ?= 100000,200000,1000000,2000000,5000000,10000000
+.PHONY: bench bench-pipeline bench-infra bench-backfill bench-ingest
+bench: bench-pipeline bench-infra bench-backfill bench-ingest ## Run every benchmark, then update the table in bench/README.md
 	@$(PY) -m bench.report
 bench-pipeline: setup ## Pipeline benchmark vs DuckDB (BENCH_SIZES=1000000,5000000) -> bench/results/pipeline.json
 	@$(PY) -m bench.pipeline --sizes "$(BENCH_SIZES)"
@@ -157,6 +159,8 @@ bench-infra: setup ## Synth, checkov and plan-all timings (BENCH_TENANTS=1,5,20)
 	@$(PY) -m bench.infra --tenants "$(BENCH_TENANTS)"
 bench-backfill: setup ## 365 days through run-all on s3a, this code (by day and by month) vs BASELINE_REF=main -> bench/results/backfill.json
 	@$(PY) -m bench.backfill --baseline-ref "$(or $(BASELINE_REF),main)" --month
+bench-ingest: setup ## One CSV / JSON-lines file (plain, gzip) through bronze and silver vs DuckDB (INGEST_SIZES) -> bench/results/ingest.json
+	@$(PY) -m bench.ingest --sizes "$(INGEST_SIZES)"
 
 ##@ Housekeeping
 .PHONY: clean

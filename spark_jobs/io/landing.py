@@ -1,8 +1,17 @@
-"""Landing readers, by the contract's landing format: whole text files (JSON, CSV) or Parquet files.
+"""Landing readers: which files a batch holds (the stream lists them), their lines, their Parquet rows.
 
-Text files are read whole (``wholetext``), so a record's position in its file is known; Hadoop
-decompresses a file whose name ends in ``.gz``. Parquet files are listed by the stream (path and size
-only, never their bytes) and read by Spark's Parquet reader, file by file when their schemas differ.
+The bronze stream only LISTS landing files (``binaryFile`` with path and length selected, never their
+bytes): its checkpoint's offset log is the batch's file list, which is what makes bronze exactly once.
+The job then reads the batch's files itself:
+
+- text formats (CSV, JSON) with Spark's line reader (``read_lines``): lines in file order, never a whole
+  file as one value, so time is linear in the file and memory bounded by a line (a record), not by the
+  file; Hadoop decompresses a file whose name ends in ``.gz`` as it streams. No file is split across
+  tasks (a CSV record or a JSON array element may run over lines); files are packed into about one
+  task per core. ``transforms/landing_lines.py`` turns the lines into records.
+- Parquet with Spark's Parquet reader, file by file when their schemas differ (``read_parquet_files``).
+- A ``json_array`` file that turns out not to be one JSON array is read whole (``read_whole_files``),
+  to be kept as ONE malformed record, as it always was.
 """
 from __future__ import annotations
 
@@ -22,6 +31,7 @@ LANDING_GLOBS: dict[str, tuple[str, ...]] = {
     "parquet": ("*.parquet",),
 }
 _BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
+_OPEN_COST_BYTES = 4 * 1024 * 1024  # Spark's spark.sql.files.openCostInBytes default
 
 
 def landing_glob(landing_format: str) -> str:
@@ -37,45 +47,66 @@ def is_landing_file(name: str, landing_format: str | None = None) -> bool:
         fnmatch.fnmatch(name, glob) for fmt in formats for glob in LANDING_GLOBS[fmt])
 
 
-def _text_reader(reader, landing_uri: str, landing: LandingSpec):
+def _listing(reader, landing_uri: str, landing: LandingSpec):
     return (
-        reader.format("text")
-        .option("wholetext", "true")
+        reader.format("binaryFile").schema(_BINARY_FILE_SCHEMA)
         .option("recursiveFileLookup", "true")  # Firehose objects sit under YYYY/MM/DD/HH/ (stream_records.py)
         .option("pathGlobFilter", landing_glob(landing.format))
-        .option("path", landing_uri)
     )
 
 
 def landing_stream(spark: SparkSession, landing_uri: str, landing: LandingSpec, max_files_per_trigger: int) -> DataFrame:
-    """A streaming DataFrame of landing files whose checkpoint remembers every file it handed out, so
-    each file is ingested exactly once: ``(value, _source_file)`` of whole text files, or, for Parquet,
-    ``(_source_file, length)`` (the job reads the files itself)."""
-    if landing.is_text:
-        reader = _text_reader(spark.readStream, landing_uri, landing).option("maxFilesPerTrigger", str(max_files_per_trigger))
-        return reader.load().select("value", F.col("_metadata.file_path").alias("_source_file"))
-    reader = (
-        spark.readStream.format("binaryFile").schema(_BINARY_FILE_SCHEMA)
-        .option("recursiveFileLookup", "true")
-        .option("pathGlobFilter", landing_glob(landing.format))
-        .option("maxFilesPerTrigger", str(max_files_per_trigger))
-        .option("path", landing_uri)
-    )
-    # Only path and length are selected, so the binary source never reads the files' bytes.
-    return reader.load().select(F.col("path").alias("_source_file"), "length")
+    """A streaming DataFrame of landing files, ``(_source_file, length)``, whose checkpoint remembers every
+    file it handed out, so each file is ingested exactly once. Only path and length are selected, so the
+    binary source never reads the files' bytes: the job reads each batch's files itself."""
+    reader = _listing(spark.readStream, landing_uri, landing).option("maxFilesPerTrigger", str(max_files_per_trigger))
+    return reader.load(landing_uri).select(F.col("path").alias("_source_file"), "length")
 
 
-def landing_text_files(spark: SparkSession, landing_uri: str, landing: LandingSpec) -> DataFrame:
-    """The same ``(value, _source_file)`` rows as a batch read of text landing files, for counts."""
-    return _text_reader(spark.read, landing_uri, landing).load().select(
-        "value", F.col("_metadata.file_path").alias("_source_file"))
+def landing_files(spark: SparkSession, landing_uri: str, landing: LandingSpec) -> list[tuple[str, int]]:
+    """Every landing file of the format under ``landing_uri``, ``(path, length)``, 0-byte ones included."""
+    listed = _listing(spark.read, landing_uri, landing).load(landing_uri)
+    return [(r[0], int(r[1])) for r in listed.select("path", "length").collect()]
 
 
 def parquet_landing_paths(spark: SparkSession, landing_uri: str) -> list[str]:
     """Every non-empty Parquet landing file under ``landing_uri`` (for counts)."""
-    files = (spark.read.format("binaryFile").option("recursiveFileLookup", "true")
-             .option("pathGlobFilter", landing_glob("parquet")).load(landing_uri))
-    return [r[0] for r in files.where(F.col("length") > 0).select("path").collect()]
+    return [path for path, length in landing_files(spark, landing_uri, LandingSpec(format="parquet")) if length > 0]
+
+
+def reader_session(spark: SparkSession, files: list[tuple[str, int]]) -> SparkSession:
+    """A session (same SparkContext, its own SQL conf) whose file scans never split one of ``files``
+    and pack them into about one partition per core: the largest split is the larger of the largest
+    file and the batch's bytes per core (``spark.sql.files.maxPartitionBytes``, with
+    ``minPartitionNum`` 1 so that Spark does not shrink it)."""
+    parallelism = max(1, spark.sparkContext.defaultParallelism)
+    total = sum(length + _OPEN_COST_BYTES for _, length in files)
+    largest = max((length for _, length in files), default=0)
+    split = max(largest, -(-total // parallelism), _OPEN_COST_BYTES)
+    session = spark.newSession()
+    session.conf.set("spark.sql.files.maxPartitionBytes", str(split))
+    session.conf.set("spark.sql.files.openCostInBytes", str(_OPEN_COST_BYTES))
+    session.conf.set("spark.sql.files.minPartitionNum", "1")
+    return session
+
+
+def read_lines(spark: SparkSession, files: list[tuple[str, int]]) -> DataFrame:
+    """``(_line binary, _source_file)``: every line of ``files`` (``(path, length)``), in file order, each
+    file within one task (``reader_session``). A line is the bytes between two ``\n`` (a ``\r`` before
+    it stays, so CRLF and quoted line breaks survive as they were); the text is decoded later, per record."""
+    session = reader_session(spark, files)
+    paths = [path for path, length in files if length > 0]
+    if not paths:
+        return session.createDataFrame([], "_line binary, _source_file string")
+    lines = session.read.format("text").option("lineSep", "\n").load(paths)
+    return lines.select(F.col("value").cast("binary").alias("_line"), F.col("_metadata.file_path").alias("_source_file"))
+
+
+def read_whole_files(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """``(value, _source_file)``: each file's whole text as one value (a Java string: under 2 GB, and in
+    memory). Only for the rare file that must be kept whole (a broken ``json_array`` file)."""
+    text = spark.read.format("text").option("wholetext", "true").load(paths)
+    return text.select("value", F.col("_metadata.file_path").alias("_source_file"))
 
 
 def read_parquet_files(spark: SparkSession, paths: list[str]) -> tuple[list[DataFrame], list[tuple[str, str]]]:

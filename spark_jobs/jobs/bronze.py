@@ -27,7 +27,7 @@ from spark_jobs.jobs.checkpoint import CheckpointCorruptError, check_checkpoint,
 from spark_jobs.jobs.runtime import JobFailed, JobRun
 from spark_jobs.manifest import InvariantViolation
 from spark_jobs.transforms import bronze as bronze_tx
-from spark_jobs.transforms import stream_records
+from spark_jobs.transforms import landing_lines
 
 DEFAULT_MAX_FILES_PER_TRIGGER = 200
 DEFAULT_TRIGGER_SECONDS = 10
@@ -57,22 +57,32 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
             raise
 
     def write_one_batch(landing_batch: DataFrame, batch_id: int) -> None:
-        cached = bronze_tx.add_ingest_metadata(
-            _split_batch(spark, landing_batch, contract),
-            batch_id=batch_id, ingested_at=dt.datetime.now(dt.timezone.utc), source_field=contract.source_field,
-            source=bronze_tx.source_value(contract),
-        ).persist()
+        listed = [(r[0], int(r[1])) for r in landing_batch.select("_source_file", "length").collect()]
+        split = _split_batch(spark, listed, contract)
+        stamp = functools.partial(bronze_tx.add_ingest_metadata, batch_id=batch_id,
+                                  ingested_at=dt.datetime.now(dt.timezone.utc), source_field=contract.source_field,
+                                  source=bronze_tx.source_value(contract))
+        staged = stamp(split).persist()
+        whole = None
         try:
             try:  # the first action reads the batch's files: a file Hadoop cannot decompress fails here
-                bad_files = (cached.where(F.col("_file_problem").isNotNull())
-                             .select("_source_file", "_file_problem").distinct().collect())
+                not_records = (staged.where(F.col("_kind") != F.lit(bronze_tx.RECORD_KIND))
+                               .select("_source_file", "_kind", "_file_problem").distinct().collect())
             except Exception as exc:
                 bad_files = landing_io.unreadable_text_files(spark, landing_io.failed_file(exc)) if landing.is_text else []
                 if not bad_files:
                     raise
+                raise _bad_landing_files(dataset, sorted(bad_files)) from None
+            bad_files = sorted((r[0], r[2]) for r in not_records if r[1] == landing_lines.KIND_PROBLEM)
             if bad_files:
-                raise _bad_landing_files(dataset, sorted((r[0], r[1]) for r in bad_files))
-            records = cached.drop("_file_problem")
+                raise _bad_landing_files(dataset, bad_files)
+            records = staged.where(F.col("_kind") == F.lit(bronze_tx.RECORD_KIND))
+            broken = sorted(r[0] for r in not_records if r[1] == landing_lines.KIND_BROKEN_ARRAY)
+            if broken:  # not one JSON array: each such file is ONE malformed record, kept whole
+                whole = stamp(bronze_tx.whole_file_records(landing_io.read_whole_files(spark, broken),
+                                                           split.columns)).persist()
+                records = records.where(~F.col("_source_file").isin(broken)).unionByName(whole)
+            records = records.drop("_kind", "_file_problem")
             counts = records.agg(
                 F.count(F.lit(1)).alias("rows"),
                 F.sum(F.col("_is_malformed").cast("int")).alias("malformed"),
@@ -82,7 +92,9 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
             run.validate(records, batch_id=batch_id)
             writers.replace_partitions(records, bronze_uri, ["_batch_id"])
         finally:
-            cached.unpersist()
+            staged.unpersist()
+            if whole is not None:
+                whole.unpersist()
         partition = f"{bronze_uri}/_batch_id={batch_id}"
         rows_out = spark.read.parquet(partition).count() if rows_in else 0
         if rows_out != rows_in:
@@ -138,18 +150,20 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
     manifest.published = True
 
 
-def _split_batch(spark, landing_batch: DataFrame, contract) -> DataFrame:
-    """One micro-batch of landing files -> bronze records (with ``_file_problem``), by the landing format."""
+def _split_batch(spark, files: list[tuple[str, int]], contract) -> DataFrame:
+    """One micro-batch of landing files (``(path, length)``) -> bronze records (with ``_kind`` and
+    ``_file_problem``), by the landing format."""
     landing = contract.landing
     if landing.is_text:
-        return stream_records.split_landing_records(landing_batch, landing, len(contract.landing_fields))
-    paths = [r[0] for r in landing_batch.where(F.col("length") > 0).select("_source_file").collect()]
+        lines = landing_io.read_lines(spark, files)
+        return bronze_tx.records_from_lines(lines, landing, contract.landing_fields)
+    paths = [path for path, length in files if length > 0]
     frames, problems = landing_io.read_parquet_files(spark, paths)
     if problems:
         raise _bad_landing_files(contract.dataset, problems)
     if not frames:  # only 0-byte files: no records
         return spark.createDataFrame([], "_raw string, _is_malformed boolean, _source_file string, "
-                                         "_record_index int, _file_problem string")
+                                         "_record_index long, _fields map<string,string>, _kind string, _file_problem string")
     records = [bronze_tx.parquet_rows_to_records(frame) for frame in frames]
     return functools.reduce(DataFrame.unionByName, records)
 

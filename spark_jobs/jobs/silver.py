@@ -22,6 +22,7 @@ from spark_jobs.contract import MALFORMED_RULE, Contract
 from spark_jobs.io import readers, storage, tables, writers
 from spark_jobs.jobs.runtime import JobFailed, JobRun
 from spark_jobs.manifest import InvariantViolation
+from spark_jobs.transforms import bronze as bronze_tx
 from spark_jobs.transforms import silver as silver_tx
 
 
@@ -103,7 +104,8 @@ def run_silver(run: JobRun) -> None:
                         f"partition_granularity is now {contract.partition_granularity}; run silver without --date "
                         "once, which rewrites the quarantine in the new layout", 2)
     bronze = readers.read_layer(spark, bronze_uri, f"bronze {dataset}",
-                                f"run `python -m spark_jobs run --dataset {dataset} --layer bronze` first")
+                                f"run `python -m spark_jobs run --dataset {dataset} --layer bronze` first",
+                                schema=bronze_tx.bronze_schema(contract))
     parsed = silver_tx.parse_records(bronze, contract)
     if manifest.date:
         parsed = parsed.where(F.to_date(contract.event_time) == F.lit(manifest.date).cast("date"))

@@ -21,7 +21,7 @@ from pyspark.sql import types as T
 from spark_jobs.contract import MALFORMED_RULE, UNKNOWN_FIELDS_RULE, ColumnSpec, Contract, ContractError
 from spark_jobs.transforms import bronze as bronze_tx
 from spark_jobs.transforms import csv_records
-from spark_jobs.transforms.bronze import is_json_object
+from spark_jobs.transforms.bronze import FIELDS_COLUMN, is_json_object
 
 RAW_PREFIX = "__raw__"
 LINEAGE_COLUMNS: tuple[str, ...] = ("_ingested_at", "_source_file", "_batch_id", "_record_index")
@@ -64,41 +64,46 @@ def _typed(col: ColumnSpec) -> Column:
 def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructType | None = None) -> DataFrame:
     """Bronze rows -> bronze lineage + ``_raw`` + ``_is_malformed`` + raw text and typed value per column.
 
-    The text of each column is read from ``_raw`` by the contract's landing format: a JSON field (JSON
-    landing, and Parquet rows, which bronze keeps as JSON objects) or a CSV field, found by the file's
-    header (``_header``) or, without a header, by position in the schema. A column's ``source`` names
-    its landing field; a ``computed`` column's text is its Spark SQL expression over the other columns'
-    texts. Malformed means: flagged in bronze, or not a JSON object / not a well-formed CSV record of
-    the right field count (checked again: bronze may predate a fix).
-    JSON is parsed once per record, into a map of every top-level field's text (a nested value as its
-    JSON text): the contract's fields and the unknown field names both come from it. ``read_schema``
-    (only the naive benchmark baseline passes one: an inferred schema) reads the fields through that
-    struct instead, each as text (null when the schema lacks it), at the cost of a second parse.
+    The text of each column is its landing field's text from the record's fields, which bronze parsed
+    once (``_fields``: CSV fields by the file's header, or without a header by position in the schema;
+    JSON fields, a nested value as its JSON text; Parquet rows, which bronze keeps as JSON objects). A
+    column's ``source`` names its landing field; a ``computed`` column's text is its Spark SQL
+    expression over the other columns' texts. Malformed means flagged in bronze.
+
+    Bronze written before fields were kept there (no ``_fields``, or a null ``_fields`` on a row not
+    flagged malformed) is parsed here instead, from ``_raw``, and checked again as then: a JSON object
+    (one parse per record, into a map of every top-level field's text), or a well-formed CSV record of
+    the right field count. ``read_schema`` (only the naive benchmark baseline passes one: an inferred
+    schema) reads the fields through that struct from ``_raw`` instead, each as text (null when the
+    schema lacks it), at the cost of a second parse.
     """
     landing = contract.landing
     plain = [col for col in contract.schema if col.landing_name is not None]
-    if landing.format == "csv":
-        values = csv_records.fields(F.col("_raw"), landing)
-        names = (csv_records.header_names(F.col("_header"), landing) if landing.header
-                 else F.array(*[F.lit(name) for name in contract.landing_fields]))
-        is_malformed = F.col("_is_malformed") | bronze_tx.csv_record_is_malformed(
-            F.col("_raw"), F.col("_header") if landing.header else F.lit(None).cast("string"), landing,
-            len(contract.landing_fields))
-        texts = [F.when(~is_malformed, csv_records.field_of(values, names, col.landing_name)) for col in plain]
-        all_fields = names if landing.header else F.array().cast("array<string>")
+    reparsed, still_ok = _parse_raw(contract)
+    has_fields = FIELDS_COLUMN in bronze.columns
+    in_bronze = F.col(FIELDS_COLUMN) if has_fields else F.lit(None).cast(bronze_tx.FIELDS_TYPE)
+    needs_parse = ~F.col("_is_malformed") & (F.col(FIELDS_COLUMN).isNull() if has_fields else F.lit(True))
+    # The parse of an old row is its own column, so that every use below reads it and none repeats it.
+    step = bronze.select("*", F.when(needs_parse, F.struct(F.when(still_ok, reparsed).alias("fields"), still_ok.alias("ok")))
+                         .alias("__reparsed"))
+    step = step.select(
+        "*",
+        F.when(F.col("__reparsed").isNull(), in_bronze).when(F.col("__reparsed.ok"), F.col("__reparsed.fields"))
+        .alias("__fields"),
+        (F.col("_is_malformed") | F.coalesce(~F.col("__reparsed.ok"), F.lit(False))).alias("__is_malformed"),
+    )
+    bronze = step.drop("_is_malformed").withColumnRenamed("__is_malformed", "_is_malformed")
+    fields, is_malformed = F.col("__fields"), F.col("_is_malformed")
+    if read_schema is None:
+        texts = [fields.getItem(col.landing_name) for col in plain]
     else:
-        # One parse per record: every top-level field as text (a nested value as its JSON text), from
-        # which both the contract's fields and the unknown field names are taken.
-        fields = F.from_json(F.col("_raw"), T.MapType(T.StringType(), T.StringType()))
-        if read_schema is None:
-            texts = [fields.getItem(col.landing_name) for col in plain]
-        else:
-            parsed = F.from_json(F.col("_raw"), read_schema)
-            present = set(read_schema.fieldNames())
-            texts = [parsed.getField(col.landing_name).cast("string") if col.landing_name in present
-                     else F.lit(None).cast("string") for col in plain]
-        all_fields = F.map_keys(fields)
-        is_malformed = F.col("_is_malformed") | ~is_json_object(F.col("_raw"))
+        parsed = F.from_json(F.col("_raw"), read_schema)
+        present = set(read_schema.fieldNames())
+        texts = [F.when(~is_malformed, parsed.getField(col.landing_name).cast("string")) if col.landing_name in present
+                 else F.lit(None).cast("string") for col in plain]
+    all_fields = F.map_keys(fields)
+    if landing.format == "csv" and not landing.header:
+        all_fields = F.array().cast("array<string>")  # fields are named by the contract: none is unknown
     known_fields = F.array(*[F.lit(name) for name in contract.landing_fields])
     with_text = bronze.select(
         "_raw",
@@ -113,6 +118,21 @@ def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructTy
         *[_raw_name(name) for name in contract.column_names],
         *[_typed(col).alias(col.name) for col in contract.schema],
     )
+
+
+def _parse_raw(contract: Contract) -> tuple[Column, Column]:
+    """For bronze rows written without ``_fields``: (the record's fields parsed from ``_raw``, whether
+    the record passes the checks bronze makes now). Only evaluated for such rows."""
+    landing = contract.landing
+    if landing.format == "csv":
+        values = csv_records.fields(F.col("_raw"), landing)
+        names = (csv_records.header_names(F.col("_header"), landing) if landing.header
+                 else F.array(*[F.lit(name) for name in contract.landing_fields]))
+        ok = ~bronze_tx.csv_record_is_malformed(
+            F.col("_raw"), F.col("_header") if landing.header else F.lit(None).cast("string"), landing,
+            len(contract.landing_fields))
+        return F.map_from_arrays(names, values), ok
+    return F.from_json(F.col("_raw"), bronze_tx.FIELDS_TYPE), is_json_object(F.col("_raw"))
 
 
 def _add_computed_texts(with_text: DataFrame, contract: Contract, plain: list[ColumnSpec]) -> DataFrame:

@@ -37,7 +37,8 @@ def test_truncated_json_array_file_is_kept_whole_and_flagged(spark):
 def test_array_element_that_is_not_an_object_is_flagged(spark):
     landing = _files(spark, ('[{"a":1},42,"text"]', "f.json"))
     rows = _split(landing, "json_array").select(*RECORD).orderBy("_record_index").collect()
-    assert [(r["_raw"], r["_is_malformed"]) for r in rows] == [('{"a":1}', False), ("42", True), ("text", True)]
+    # Each element's own JSON text: a string element keeps its quotes.
+    assert [(r["_raw"], r["_is_malformed"]) for r in rows] == [('{"a":1}', False), ("42", True), ('"text"', True)]
 
 
 def test_json_lines_skip_blank_lines_and_flag_broken_ones(spark):

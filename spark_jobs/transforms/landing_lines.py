@@ -1,0 +1,588 @@
+"""Landing files, line by line -> bronze records: the per-file part of bronze, streamed.
+
+Runs in Spark's Python workers (``DataFrame.mapInArrow``, ``spark_jobs.transforms.bronze.records_from_lines``)
+over the lines Spark's text reader gives for the batch's files (``spark_jobs.io.landing.read_lines``:
+``_line``, the bytes between two ``\\n``; ``_source_file``). The reader never splits a file across
+tasks, so each task sees every line of its files in order, one file after the other. Nothing here
+holds a file: it keeps one Arrow batch of lines (``spark.sql.execution.arrow.maxRecordsPerBatch``,
+10,000 by default) and, while a CSV record spans lines, that record's lines. Memory is bounded by the
+largest record, not by the file; time is linear in the file. Only ``pyarrow`` and the standard
+library are imported: Python workers on EMR have the job's dependency archive (pyarrow is in
+``requirements/emr-job.txt``).
+
+Per format (the contract's ``landing``):
+
+- ``json_lines``: each non-blank line is a record (a trailing ``\\r`` is dropped). ``_record_index``
+  is the line's position in the file (0-based, blank lines counted). Strictness (one JSON object,
+  nothing after it) is judged by the JVM (``bronze.records_from_lines``), once.
+- ``csv``: a record ends at a line break outside a quoted field (``transforms/csv_records.py`` says what
+  a record is; this is the same grammar, streamed). A line that is one well-formed record on its own
+  (the common case) is handled vectorised by Arrow; only lines that are not (a quoted field running
+  over lines, a malformed record, a lone ``\\r``) go through the sequential scanner. ``_record_index``
+  is the record's position among the file's records (blank ones and the header counted), as before.
+  The header (the file's first non-blank record) is parsed once per file; each record is then checked
+  (well-formed, field count, header usable, undecodable bytes) and split into its fields here, so
+  ``_fields`` (field name -> text, null texts as null) is filled once, in bronze.
+- ``json_array``: the file's one JSON array is tokenised across lines (Python's C JSON scanner,
+  strict: no NaN, no single quotes); each element's JSON text is a record, ``_record_index`` its
+  position in the array. A file that is not exactly one array gets one ``broken_array`` row: the job
+  then keeps that file whole as ONE malformed record, as before (``io/landing.read_whole_files``).
+
+Every format: a file whose first bytes are gzip's or Parquet's magic, or that holds a NUL byte, gets
+one ``problem`` row (``_file_problem``) and no records: the job fails the batch naming the file.
+Text is decoded here (UTF-8, or ISO-8859-1 by the contract): an invalid UTF-8 sequence becomes U+FFFD,
+which marks the record malformed.
+"""
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import json
+import re
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+OUTPUT_SCHEMA = ("_raw string, _source_file string, _record_index long, _header string, "
+                 "_fields map<string,string>, _is_malformed boolean, _from_stream boolean, _kind string, "
+                 "_file_problem string")
+KIND_RECORD, KIND_PROBLEM, KIND_BROKEN_ARRAY = "record", "problem", "broken_array"
+BOM = b"\xef\xbb\xbf"
+# A quoted CSV field still open after this many bytes is taken as unterminated (it ends at its own line).
+MAX_OPEN_QUOTE_BYTES = 64 * 1024 * 1024
+_WHITESPACE = b" \t\n\x0b\x0c\r"  # Java's \s, which blank records were judged by
+_FORMAT_LABEL = {"csv": "CSV", "json_array": "JSON", "json_lines": "JSON lines"}
+_ARROW_FIELDS = [pa.field("_raw", pa.string()), pa.field("_source_file", pa.string()),
+                 pa.field("_record_index", pa.int64()), pa.field("_header", pa.string()),
+                 pa.field("_fields", pa.map_(pa.string(), pa.string())), pa.field("_is_malformed", pa.bool_()),
+                 pa.field("_from_stream", pa.bool_()), pa.field("_kind", pa.string()),
+                 pa.field("_file_problem", pa.string())]
+ARROW_SCHEMA = pa.schema(_ARROW_FIELDS)
+
+
+@dataclasses.dataclass(frozen=True)
+class LineOptions:
+    """What the workers need of the contract (a plain, picklable value)."""
+
+    format: str
+    delimiter: str = ","
+    quote: str = '"'
+    escape: str = '"'
+    header: bool = True
+    null_values: tuple[str, ...] = ("",)
+    encoding: str = "utf-8"
+    field_names: tuple[str, ...] = ()      # CSV without a header: the fields, in order (the contract's)
+    stream_pattern: str | None = None      # JSON datasets: files matching it are stream objects (JSON lines)
+
+    @property
+    def python_encoding(self) -> str:
+        return "latin-1" if self.encoding == "iso-8859-1" else "utf-8"
+
+
+def lines_to_records(options: LineOptions):
+    """The ``mapInArrow`` function: batches of (``_line``, ``_source_file``) -> batches of ``OUTPUT_SCHEMA``."""
+    stream = re.compile(options.stream_pattern) if options.stream_pattern else None
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        current = None
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            lines, files = batch.column(0), batch.column(1)
+            for start, stop in _runs(files):
+                path = files[start].as_py()
+                if current is None or current.path != path:
+                    if current is not None:
+                        yield from current.finish()
+                    current = _file_reader(options, path, stream)
+                yield from current.feed(lines.slice(start, stop - start))
+        if current is not None:
+            yield from current.finish()
+
+    return run
+
+
+def _runs(files: pa.Array) -> list[tuple[int, int]]:
+    """(start, stop) of each run of one file in a batch (a file's lines are contiguous)."""
+    n = len(files)
+    if n == 0:
+        return []
+    if files[0] == files[n - 1]:
+        return [(0, n)]
+    changes = np.flatnonzero(pc.not_equal(files.slice(1), files.slice(0, n - 1)).to_numpy(zero_copy_only=False)) + 1
+    bounds = [0, *changes.tolist(), n]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def _file_reader(options: LineOptions, path: str, stream: re.Pattern | None) -> "_FileReader":
+    if options.format == "csv":
+        return _CsvFile(options, path)
+    if stream is not None and stream.search(path):
+        return _JsonLinesFile(options, path, from_stream=True)
+    if options.format == "json_array":
+        return _JsonArrayFile(options, path)
+    return _JsonLinesFile(options, path)
+
+
+# --------------------------------------------------------------------------------------------- output
+def _batch(n: int, path: str, *, raw: pa.Array, index: pa.Array | np.ndarray, header: str | None = None,
+           fields: pa.Array | None = None, malformed: pa.Array | None = None, from_stream: bool = False,
+           kind: str = KIND_RECORD, problem: str | None = None) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([
+        raw,
+        pa.array([path] * n, pa.string()) if n else pa.array([], pa.string()),
+        pa.array(index, pa.int64()),
+        pa.array([header] * n, pa.string()) if header is not None else pa.nulls(n, pa.string()),
+        fields if fields is not None else pa.nulls(n, pa.map_(pa.string(), pa.string())),
+        malformed if malformed is not None else pa.nulls(n, pa.bool_()),
+        pa.array([from_stream] * n, pa.bool_()),
+        pa.array([kind] * n, pa.string()),
+        pa.array([problem] * n, pa.string()),
+    ], schema=ARROW_SCHEMA)
+
+
+def decode(values: pa.Array, encoding: str) -> pa.Array:
+    """Binary -> text; an invalid UTF-8 sequence becomes U+FFFD (as the JVM's decoder does)."""
+    if encoding == "latin-1":
+        has_high_bytes = pc.match_substring_regex(values, rb"[\x80-\xff]")
+        if not pc.any(has_high_bytes).as_py():
+            return values.cast(pa.string())
+        return pa.array([None if v is None else v.decode("latin-1") for v in values.to_pylist()], pa.string())
+    try:
+        return values.cast(pa.string())
+    except pa.ArrowInvalid:
+        return pa.array([None if v is None else v.decode("utf-8", "replace") for v in values.to_pylist()], pa.string())
+
+
+class _FileReader:
+    """One landing file's lines, fed in order; yields output batches."""
+
+    def __init__(self, options: LineOptions, path: str):
+        self.options, self.path = options, path
+        self.lines_seen = 0
+        self.dead = False  # a problem was reported: the rest of the file is skipped
+
+    def feed(self, lines: pa.Array) -> Iterator[pa.RecordBatch]:
+        if self.dead:
+            return
+        problem = self._problem(lines)
+        if problem:
+            self.dead = True
+            yield _batch(1, self.path, raw=pa.nulls(1, pa.string()), index=[self.lines_seen], kind=KIND_PROBLEM,
+                         problem=problem)
+            return
+        first = self.lines_seen == 0
+        self.lines_seen += len(lines)
+        yield from self._feed(lines, first)
+
+    def finish(self) -> Iterator[pa.RecordBatch]:
+        if not self.dead:
+            yield from self._finish()
+
+    def _problem(self, lines: pa.Array) -> str | None:
+        kind = _FORMAT_LABEL.get(self.options.format, self.options.format)
+        if self.lines_seen == 0:
+            head = lines[0].as_py() or b""
+            if head[:2] == b"\x1f\x8b":
+                return "is gzip-compressed, but its name does not end in .gz"
+            if head[:4] == b"PAR1":
+                return f"is a Parquet file, not {kind}"
+        if pc.any(pc.match_substring(lines, b"\x00")).as_py():
+            return f"holds NUL bytes: binary data, not {kind} text"
+        return None
+
+    def _feed(self, lines: pa.Array, first: bool) -> Iterator[pa.RecordBatch]:
+        raise NotImplementedError
+
+    def _finish(self) -> Iterator[pa.RecordBatch]:
+        return iter(())
+
+
+def _strip_cr(lines: pa.Array) -> pa.Array:
+    return pc.replace_substring_regex(lines, rb"\r$", b"")
+
+
+def _is_blank(lines: pa.Array) -> pa.Array:
+    return pc.match_substring_regex(lines, rb"^[ \t\n\x0b\x0c\r]*$")
+
+
+# ---------------------------------------------------------------------------------------- JSON lines
+class _JsonLinesFile(_FileReader):
+    def __init__(self, options: LineOptions, path: str, from_stream: bool = False):
+        super().__init__(options, path)
+        self.from_stream = from_stream
+
+    def _feed(self, lines: pa.Array, first: bool) -> Iterator[pa.RecordBatch]:
+        base = self.lines_seen - len(lines)
+        text = _strip_cr(lines)
+        keep = pc.invert(_is_blank(text))
+        records = text.filter(keep)
+        if len(records):
+            index = np.flatnonzero(keep.to_numpy(zero_copy_only=False)) + base
+            yield _batch(len(records), self.path, raw=decode(records, self.options.python_encoding), index=index,
+                         from_stream=self.from_stream)
+
+
+# ---------------------------------------------------------------------------------------- JSON array
+class _ArrayBroken(Exception):
+    pass
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_SPACE = re.compile(r"[ \t\n\r]*")
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+class _JsonArrayFile(_FileReader):
+    """The file's one JSON array, element by element, across lines. An element that does not end on the
+    line it starts on is kept (its lines, each with its ``\\n``) until its brackets balance, then decoded."""
+
+    def __init__(self, options: LineOptions, path: str):
+        super().__init__(options, path)
+        self.state = "start"        # start -> first (after '[') -> separator <-> element ... -> end
+        self.parts: list[str] = []  # the pending element's text, when it runs over lines
+        self.depth = 0              # its bracket depth so far (strings left out)
+        self.elements = 0
+        self.broken = False
+
+    def _feed(self, lines: pa.Array, first: bool) -> Iterator[pa.RecordBatch]:
+        if self.broken:
+            return
+        raws: list[str] = []
+        start_index = self.elements
+        encoding = self.options.python_encoding
+        try:
+            for line in lines.to_pylist():
+                text = line.decode(encoding, "replace") + "\n"
+                if self.parts:
+                    self.parts.append(text)
+                    self.depth += _depth(text)
+                    if self.depth > 0:
+                        continue
+                    text, self.parts = "".join(self.parts), []
+                self._consume(text, raws)
+        except _ArrayBroken:
+            self.broken = True
+            yield self._broken_row()
+            return
+        if raws:
+            yield _batch(len(raws), self.path, raw=pa.array(raws, pa.string()),
+                         index=np.arange(start_index, start_index + len(raws)))
+
+    def _consume(self, text: str, raws: list[str]) -> None:
+        pos = 0
+        while True:
+            pos = _SPACE.match(text, pos).end()
+            if pos >= len(text):
+                return
+            char = text[pos]
+            if self.state == "start":
+                if char != "[":
+                    raise _ArrayBroken
+                self.state, pos = "first", pos + 1
+            elif self.state == "separator":
+                if char == ",":
+                    self.state, pos = "element", pos + 1
+                elif char == "]":
+                    self.state, pos = "end", pos + 1
+                else:
+                    raise _ArrayBroken
+            elif self.state == "end":
+                raise _ArrayBroken
+            elif self.state == "first" and char == "]":
+                self.state, pos = "end", pos + 1
+            else:  # an element starts here
+                try:
+                    _, end = _DECODER.raw_decode(text, pos)
+                except ValueError as exc:
+                    # Cut off by the end of the line inside an object or array: wait for more lines.
+                    if char in "[{" and getattr(exc, "pos", 0) >= len(text):
+                        self.parts, self.depth = [text[pos:]], _depth(text[pos:])
+                        return
+                    raise _ArrayBroken from None
+                raws.append(text[pos:end])
+                self.elements += 1
+                self.state, pos = "separator", end
+
+    def _finish(self) -> Iterator[pa.RecordBatch]:
+        if not self.broken and (self.parts or self.state not in ("start", "end")):
+            self.broken = True
+            yield self._broken_row()
+
+    def _broken_row(self) -> pa.RecordBatch:
+        return _batch(1, self.path, raw=pa.nulls(1, pa.string()), index=[0], kind=KIND_BROKEN_ARRAY)
+
+
+def _depth(text: str) -> int:
+    """Opening minus closing brackets of ``text``, outside JSON strings (which never span lines)."""
+    bare = _STRINGS.sub("", text) if '"' in text else text
+    return bare.count("{") + bare.count("[") - bare.count("}") - bare.count("]")
+
+
+# ----------------------------------------------------------------------------------------------- CSV
+def _esc(char: str) -> bytes:
+    return re.escape(char.encode("latin-1"))
+
+
+class CsvGrammar:
+    """The record grammar of ``transforms/csv_records.py`` for one dialect, as byte patterns: RE2 (Arrow,
+    vectorised) for 'this line is one well-formed record', Python's ``re`` for the rest."""
+
+    def __init__(self, options: LineOptions):
+        d, q, e = (c.encode("latin-1") for c in (options.delimiter, options.quote, options.escape))
+        self.d, self.q, self.e = d, q, e
+        qd, dd = _esc(options.quote), _esc(options.delimiter)
+        if e == q:
+            quoted = qd + b"[^" + qd + b"]*(?:" + qd + qd + b"[^" + qd + b"]*)*" + qd
+        else:
+            ed = _esc(options.escape)
+            quoted = qd + b"[^" + qd + ed + b"]*(?:" + ed + rb"[\s\S][^" + qd + ed + b"]*)*" + qd
+        unquoted = b"(?:[^" + dd + qd + rb"\r\n][^" + dd + rb"\r\n]*)?"
+        field = b"(?:" + quoted + b"|" + unquoted + b")"
+        self.well_formed_re2 = b"^" + field + b"(?:" + dd + field + b")*$"
+        self.well_formed = re.compile(b"(?:" + field + b")(?:" + dd + field + rb")*\Z")
+        self.token = re.compile(b"(" + quoted + b"|[^" + dd + rb"\r\n]*)" + dd)
+        self.quote_or_escape = re.compile(b"[" + qd + (b"" if e == q else _esc(options.escape)) + b"]")
+        self.field_end = re.compile(b"[" + dd + rb"\r\n]")
+        self.double_quote = q + q
+        self.null_texts = [v.encode(options.python_encoding) for v in options.null_values]
+
+    def closing_quote(self, buf: bytes, start: int) -> int:
+        """Index of the quote closing a field opened just before ``start``; -1 when the text ends first."""
+        q, e = self.q, self.e
+        i = start
+        while True:
+            if e == q:
+                k = buf.find(q, i)
+                if k == -1:
+                    return -1
+                if buf[k + 1:k + 2] == q:  # an escaped quote
+                    i = k + 2
+                    continue
+                return k
+            m = self.quote_or_escape.search(buf, i)
+            if m is None:
+                return -1
+            if m.group() == e:
+                i = m.start() + 2
+                continue
+            return m.start()
+
+    def take_record(self, buf: bytes, pos: int, at_end: bool) -> tuple[int, int] | None:
+        """(end of the record's text, start of the next record) for the record at ``pos``; None when a
+        quoted field is still open at the end of ``buf`` and more text may close it."""
+        n = len(buf)
+        i = pos
+        while True:
+            if buf[i:i + 1] == self.q:
+                close = self.closing_quote(buf, i + 1)
+                if close == -1:
+                    if not at_end:
+                        return None
+                    # No closing quote in the rest of the file: a plain (malformed) field to its line end.
+                else:
+                    i = close + 1
+            m = self.field_end.search(buf, i)
+            i = m.start() if m else n
+            if i < n and buf[i:i + 1] == self.d:
+                i += 1
+                continue
+            break
+        if i >= n:
+            return i, n
+        if buf[i:i + 2] == b"\r\n":
+            return i, i + 2
+        return i, i + 1
+
+    def values(self, record: bytes) -> list[bytes]:
+        """The field texts of a well-formed record, unquoted and unescaped (null texts not applied)."""
+        out = []
+        for token in self.token.findall(record + self.d):
+            if token[:1] == self.q and len(token) >= 2:
+                inner = token[1:-1]
+                if self.e == self.q:
+                    inner = inner.replace(self.double_quote, self.q)
+                else:
+                    inner = re.sub(re.escape(self.e) + rb"([\s\S])", rb"\1", inner)
+                out.append(inner)
+            else:
+                out.append(token)
+        return out
+
+
+class _CsvFile(_FileReader):
+    def __init__(self, options: LineOptions, path: str):
+        super().__init__(options, path)
+        self.grammar = CsvGrammar(options)
+        self.records = 0              # records seen, blank ones and the header included: the next _record_index
+        self.header_text: str | None = None
+        self.header_seen = not options.header
+        self.names: list[str] = [] if options.header else list(options.field_names)
+        self.expected: int | None = None if options.header else (len(options.field_names) or None)
+        self.header_ok = not options.header
+        self.keys = pa.array(self.names, pa.string())
+        # Sequential mode: the lines a record is running over (each with the "\n" that ended it).
+        self.parts: list[bytes] = []
+        self.parts_bytes = 0
+        self.open_quote = False       # parts end inside a quoted field: only a line with a quote may close it
+
+    # -- feeding: vectorised spans of lines that are records on their own, the scanner in between
+    def _feed(self, lines: pa.Array, first: bool) -> Iterator[pa.RecordBatch]:
+        if first and self.options.python_encoding == "utf-8":
+            head = lines[0].as_py()
+            if head.startswith(BOM):
+                lines = pa.concat_arrays([pa.array([head[len(BOM):]], pa.binary()), lines.slice(1)])
+        n = len(lines)
+        i = 0
+        if self.parts:  # a record is running over lines: go on with the scanner
+            i, out = self._scan(lines, 0, at_end=False)
+            yield from self._scanned_records(out)
+        if i >= n:
+            return
+        text = _strip_cr(lines)
+        alone = pc.match_substring_regex(text, self.grammar.well_formed_re2).to_numpy(zero_copy_only=False)
+        not_alone = np.flatnonzero(~alone)
+        while i < n:
+            nxt = int(not_alone[np.searchsorted(not_alone, i)]) if len(not_alone) and not_alone[-1] >= i else n
+            if nxt > i:
+                yield from self._line_records(text.slice(i, nxt - i))
+            if nxt >= n:
+                return
+            i, out = self._scan(lines, nxt, at_end=False)
+            yield from self._scanned_records(out)
+
+    def _finish(self) -> Iterator[pa.RecordBatch]:
+        if self.parts:
+            yield from self._scanned_records(self._drain(at_end=True))
+
+    def _scan(self, lines: pa.Array, start: int, at_end: bool) -> tuple[int, list[bytes]]:
+        """Lines from ``start`` into the scanner until no text is left over (the next line starts a
+        record): (index of the first line not consumed, the records taken, blank ones included)."""
+        out: list[bytes] = []
+        i, n, q = start, len(lines), self.grammar.q
+        while i < n:
+            line = lines[i].as_py()
+            i += 1
+            self.parts.append(line + b"\n")
+            self.parts_bytes += len(line) + 1
+            if self.open_quote and q not in line and self.parts_bytes <= MAX_OPEN_QUOTE_BYTES:
+                continue  # this line cannot close the open field
+            out += self._drain(at_end)
+            if not self.parts:
+                break
+        return i, out
+
+    def _drain(self, at_end: bool) -> list[bytes]:
+        """Take every complete record off the front of the scanner's text."""
+        buf = b"".join(self.parts)
+        out, pos = [], 0
+        while pos < len(buf):
+            taken = self.grammar.take_record(buf, pos, at_end or len(buf) - pos > MAX_OPEN_QUOTE_BYTES)
+            if taken is None:
+                self.parts, self.parts_bytes, self.open_quote = [buf[pos:]], len(buf) - pos, True
+                return out
+            end, nxt = taken
+            out.append(buf[pos:end])
+            pos = nxt
+        self.parts, self.parts_bytes, self.open_quote = [], 0, False
+        return out
+
+    # -- records
+    def _set_header(self, raw: bytes) -> None:
+        grammar = self.grammar
+        self.header_seen = True
+        self.header_text = decode(pa.array([raw], pa.binary()), self.options.python_encoding)[0].as_py()
+        well_formed = grammar.well_formed.match(raw) is not None
+        tokens = grammar.values(raw) if well_formed else [m for m in grammar.token.findall(raw + grammar.d)]
+        names = decode(pa.array(tokens, pa.binary()), self.options.python_encoding).to_pylist()
+        self.names, self.expected = names, len(names)
+        self.header_ok = well_formed and len(set(names)) == len(names)
+        self.keys = pa.array(names, pa.string())
+
+    def _line_records(self, text: pa.Array) -> Iterator[pa.RecordBatch]:
+        """A span of lines, each one well-formed record (or blank): vectorised."""
+        n = len(text)
+        index = np.arange(self.records, self.records + n)
+        self.records += n
+        keep = ~_is_blank(text).to_numpy(zero_copy_only=False)
+        if not self.header_seen:
+            first = np.flatnonzero(keep)
+            if not len(first):
+                return
+            self._set_header(text[int(first[0])].as_py())
+            keep[first[0]] = False
+        if not keep.any():
+            return
+        records = text.filter(pa.array(keep))
+        index = index[keep]
+        has_quote = pc.match_substring(records, self.grammar.q)
+        if pc.any(has_quote).as_py():
+            split = self.grammar.d
+            values = pa.array([self.grammar.values(r) if quoted else r.split(split)
+                               for r, quoted in zip(records.to_pylist(), has_quote.to_pylist())], pa.list_(pa.binary()))
+        else:
+            values = pc.split_pattern(records, self.grammar.d)
+        yield from self._emit(records, index, values, np.ones(len(records), dtype=bool))
+
+    def _scanned_records(self, raws: list[bytes]) -> Iterator[pa.RecordBatch]:
+        """Records from the scanner (blank ones included, to count them): one at a time."""
+        kept, index, values, well_formed = [], [], [], []
+        for raw in raws:
+            position = self.records
+            self.records += 1
+            if not raw.strip(_WHITESPACE):
+                continue
+            if not self.header_seen:
+                self._set_header(raw)
+                continue
+            ok = self.grammar.well_formed.match(raw) is not None
+            kept.append(raw)
+            index.append(position)
+            values.append(self.grammar.values(raw) if ok else [])
+            well_formed.append(ok)
+        if kept:
+            yield from self._emit(pa.array(kept, pa.binary()), np.array(index, dtype=np.int64),
+                                  pa.array(values, pa.list_(pa.binary())), np.array(well_formed, dtype=bool))
+
+    def _emit(self, records: pa.Array, index: np.ndarray, values: pa.Array, well_formed: np.ndarray) -> Iterator[pa.RecordBatch]:
+        """Records with their field texts (``values``, meaningful where ``well_formed``): the malformed flag
+        and, for the others, ``_fields``."""
+        raw = decode(records, self.options.python_encoding)
+        clean = ~pc.match_substring(raw, "\ufffd").to_numpy(zero_copy_only=False)
+        counts = pc.list_value_length(values).to_numpy(zero_copy_only=False)
+        good = well_formed & clean & self.header_ok
+        if self.expected is not None:
+            good &= counts == self.expected
+        bad = ~good
+        if bad.any():
+            mask = pa.array(bad)
+            yield _batch(int(bad.sum()), self.path, raw=raw.filter(mask), index=index[bad], header=self.header_text,
+                         malformed=pa.array(np.ones(int(bad.sum()), dtype=bool)))
+        if good.any():
+            mask = pa.array(good)
+            rows = int(good.sum())
+            good_values = values.filter(mask)
+            flat = good_values.flatten()
+            if self.grammar.null_texts:
+                is_null = pc.is_in(flat, value_set=pa.array(self.grammar.null_texts, pa.binary()))
+                flat = pc.if_else(is_null, pa.scalar(None, pa.binary()), flat)
+            items = decode(flat, self.options.python_encoding)
+            if self.expected is not None:
+                width = self.expected
+                offsets = pa.array(np.arange(0, (rows + 1) * width, width, dtype=np.int32) if width else
+                                   np.zeros(rows + 1, dtype=np.int32))
+                keys = self.keys.take(pa.array(np.tile(np.arange(width), rows)))
+            else:  # no header and no field count: fields are named by position, as far as the record goes
+                lengths = counts[good]
+                offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+                names = pa.array([f"_c{i}" for i in range(int(lengths.max()) if rows else 0)], pa.string())
+                keys = names.take(pa.array(np.concatenate([np.arange(k) for k in lengths]) if rows else []))
+            fields = pa.MapArray.from_arrays(offsets, keys, items)
+            yield _batch(rows, self.path, raw=raw.filter(mask), index=index[good], header=self.header_text,
+                         fields=fields, malformed=pa.array(np.zeros(rows, dtype=bool)))
