@@ -30,8 +30,11 @@ collapse in the dedupe) and flagged malformed rather than ingested altered.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
+import zlib
 
+from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -43,8 +46,11 @@ from spark_jobs.transforms import landing_lines
 BRONZE_COLUMNS: tuple[str, ...] = (
     "_raw", "_is_malformed", "_source_file", "_record_index", "_ingested_at", "_batch_id",
 )  # plus the contract's source field (sensor, site, org), read from the record's fields for per-source checks
-FIELDS_COLUMN = "_fields"  # map<string,string>: the record's fields, parsed once (null when malformed)
-FIELDS_TYPE = T.MapType(T.StringType(), T.StringType())
+# Parsed once: ``_fields`` (struct: the text of each of the contract's landing fields; null when the record is
+# malformed), ``_unknown_fields`` (the record's field names the contract does not know) and ``_fields_id``
+# (which contract fields and landing options they were parsed with: ``fields_id``).
+FIELDS_COLUMN, UNKNOWN_COLUMN, FIELDS_ID_COLUMN = "_fields", "_unknown_fields", "_fields_id"
+MAP_TYPE = T.MapType(T.StringType(), T.StringType())
 _TEXT_ARRAY = T.ArrayType(T.StringType())
 _STRICT_JSON = {"allowSingleQuotes": "false", "allowNonNumericNumbers": "false"}
 # Appended after the text as a second array element: the parser reaches it only if the text is exactly
@@ -52,7 +58,7 @@ _STRICT_JSON = {"allowSingleQuotes": "false", "allowNonNumericNumbers": "false"}
 _END_MARK = "tenantlake:end-of-record"
 # The same idea for one parse that also yields an object's fields: [<text>,{"<mark>":"1"}] as an array of
 # maps has exactly two elements, the second holding the mark, only when the text is one JSON object.
-_OBJECT_AND_MARK = T.ArrayType(FIELDS_TYPE)
+_OBJECT_AND_MARK = T.ArrayType(MAP_TYPE)
 REPLACEMENT_CHAR = "\ufffd"  # what an invalid UTF-8 byte sequence decodes to
 PARQUET_TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"
 _PARQUET_JSON_OPTIONS = {"timestampFormat": PARQUET_TIMESTAMP_FORMAT, "timestampNTZFormat": PARQUET_TIMESTAMP_FORMAT,
@@ -81,12 +87,48 @@ def json_object_parse(raw: Column) -> Column:
 
 
 def json_object_fields(raw: Column, parsed: Column) -> Column:
-    """The fields of ``raw`` (top-level name -> text; a nested value as its JSON text) when it is one
+    """The fields of ``raw`` as a map (top-level name -> text; a nested value as its JSON text) when it is one
     well-formed JSON object (as ``is_json_object`` judges it), else null; ``parsed`` is ``json_object_parse(raw)``."""
     starts_as_object = F.coalesce(raw.rlike(r"^\s*\{"), F.lit(False))
     decoded_cleanly = ~F.coalesce(raw.contains(REPLACEMENT_CHAR), F.lit(False))
     one_object = (F.size(parsed) == 2) & (F.element_at(F.element_at(parsed, 2), F.lit(_END_MARK)) == F.lit("1"))
     return F.when(starts_as_object & decoded_cleanly & F.coalesce(one_object, F.lit(False)), F.element_at(parsed, 1))
+
+
+def fields_type(field_names: tuple[str, ...]) -> T.StructType:
+    """The ``_fields`` struct: one text field per contract landing field, in schema order."""
+    return T.StructType([T.StructField(name, T.StringType()) for name in dict.fromkeys(field_names)])
+
+
+def fields_id(landing: LandingSpec, field_names: tuple[str, ...]) -> int:
+    """Which parse ``_fields`` holds: a hash of the landing options and the contract's landing fields.
+    Silver uses a row's ``_fields`` only when its id is the current contract's, and parses ``_raw`` otherwise."""
+    if landing.format == "csv":
+        key = json.dumps(["csv", landing.header, landing.delimiter, landing.quote, landing.escape,
+                          list(landing.null_values), landing.encoding, list(field_names)])
+    else:  # JSON lines, JSON arrays and Parquet rows (kept as JSON objects) are parsed alike
+        key = json.dumps(["json", list(field_names)])
+    return zlib.crc32(key.encode()) & 0x7FFFFFFF
+
+
+def fields_from_map(fields: Column, field_names: tuple[str, ...]) -> tuple[Column, Column]:
+    """(``_fields``, ``_unknown_fields``) of a record parsed to a map (null map: malformed)."""
+    names = list(dict.fromkeys(field_names))
+    known = F.array(*[F.lit(name) for name in names]) if names else F.array().cast("array<string>")
+    struct = F.struct(*[fields.getItem(name).alias(name) for name in names])
+    return F.when(fields.isNotNull(), struct), F.array_except(F.map_keys(fields), known)
+
+
+class FileReport(AccumulatorParam):
+    """A Spark accumulator of ``(path, kind, problem)`` sets: the landing files that are not records, as the
+    workers find them (a set, so a retried task adds nothing new)."""
+
+    def zero(self, value: set) -> set:
+        return set()
+
+    def addInPlace(self, value1: set, value2: set) -> set:
+        value1 |= value2
+        return value1
 
 
 def landing_spec(landing: LandingSpec | str) -> LandingSpec:
@@ -106,37 +148,50 @@ def line_options(landing: LandingSpec, field_names: tuple[str, ...] = (), stream
 
 
 def records_from_lines(lines: DataFrame, landing: LandingSpec | str, field_names: tuple[str, ...] = (),
-                       streams: bool = True) -> DataFrame:
+                       streams: bool = True, report=None) -> DataFrame:
     """``(_line, _source_file)`` (every line of each file, in order, each file within one task: as
     ``io/landing.read_lines`` gives them) -> ``(_raw, _is_malformed, _source_file, _record_index, _fields,
-    [_header,] [stream columns,] _kind, _file_problem)``.
+    _unknown_fields, _fields_id, [_header,] [stream columns,] _kind, _file_problem)``.
 
     ``_kind`` is ``record`` for a record; ``problem`` for a file that is not text (``_file_problem`` says
     why); ``broken_array`` for a ``json_array`` file that is not one JSON array (the caller keeps it whole:
-    ``whole_file_records``); those rows carry no record. ``field_names``: a header-less CSV's fields,
-    in order (the contract's ``landing_fields``). JSON records are checked and parsed here, once; stream
-    objects (``streams``, JSON datasets only) have their envelopes unwrapped first.
+    ``whole_file_records``); those rows carry no record. ``field_names``: the contract's landing fields
+    (``_fields``; a header-less CSV's fields, in order). CSV records are split in the workers; JSON
+    records are checked and parsed here, once; stream objects (``streams``, JSON datasets only) have
+    their envelopes unwrapped first.
     """
+    from pyspark.sql.pandas.types import from_arrow_schema
+
     landing = landing_spec(landing)
     if not landing.is_text:
         raise ValueError(f"landing format '{landing.format}' is not read as text (json_array, json_lines, csv)")
     options = line_options(landing, field_names, streams)
-    records = lines.select("_line", "_source_file").mapInArrow(landing_lines.lines_to_records(options),
-                                                               landing_lines.OUTPUT_SCHEMA)
+    schema = from_arrow_schema(landing_lines.output_schema(options))
+    records = lines.select("_line", "_source_file").mapInArrow(landing_lines.lines_to_records(options, report), schema)
     kind = ["_kind", "_file_problem"]
+    parsed_with = F.lit(fields_id(landing, field_names)).alias(FIELDS_ID_COLUMN)
     if landing.format == "csv":
-        return records.select("_raw", "_is_malformed", "_source_file", "_record_index", FIELDS_COLUMN, "_header", *kind)
+        return records.select("_raw", "_is_malformed", "_source_file", "_record_index", FIELDS_COLUMN, UNKNOWN_COLUMN,
+                              parsed_with, "_header", *kind)
     with_stream = [c for c, _ in _stream_columns()] if options.stream_pattern else []
     if options.stream_pattern:
         from spark_jobs.transforms.stream_records import envelope_columns
 
         records = records.select("*", *envelope_columns(F.col("_raw"), F.col("_from_stream")))
         records = records.select(*[c for c in records.columns if c not in ("_raw",)], F.col("_record_raw").alias("_raw"))
+    return json_records(records, field_names, [*with_stream, *kind])
+
+
+def json_records(records: DataFrame, field_names: tuple[str, ...], passed: list[str]) -> DataFrame:
+    """``_raw`` JSON texts -> the record columns, each text parsed ONCE: malformed or not, ``_fields``,
+    ``_unknown_fields``. ``passed``: further columns kept."""
     parsed = records.select("*", json_object_parse(F.col("_raw")).alias("_parsed"))
     parsed = parsed.select("*", json_object_fields(F.col("_raw"), F.col("_parsed")).alias("_parsed_fields"))
+    fields, unknown = fields_from_map(F.col("_parsed_fields"), field_names)
+    landing_id = fields_id(LandingSpec(format="json_lines"), field_names)
     return parsed.select(
         "_raw", F.col("_parsed_fields").isNull().alias("_is_malformed"), "_source_file", "_record_index",
-        F.col("_parsed_fields").alias(FIELDS_COLUMN), *with_stream, *kind)
+        fields.alias(FIELDS_COLUMN), unknown.alias(UNKNOWN_COLUMN), F.lit(landing_id).alias(FIELDS_ID_COLUMN), *passed)
 
 
 def _stream_columns():
@@ -167,7 +222,7 @@ def split_landing_records(landing_files: DataFrame, landing: LandingSpec | str,
     if not broken:
         return kept
     whole = spark.createDataFrame([(body, path) for body, path in files if path in broken], "value binary, _source_file string")
-    return kept.unionByName(whole_file_records(whole, kept.columns))
+    return kept.unionByName(whole_file_records(whole, kept.columns, kept.schema))
 
 
 def text_lines(body: bytes) -> list[bytes]:
@@ -178,15 +233,15 @@ def text_lines(body: bytes) -> list[bytes]:
     return lines[:-1] if body.endswith(b"\n") else lines
 
 
-def whole_file_records(files: DataFrame, columns: list[str]) -> DataFrame:
+def whole_file_records(files: DataFrame, columns: list[str], schema: T.StructType | None = None) -> DataFrame:
     """``(value, _source_file)`` of broken ``json_array`` files -> one malformed record each, the whole
-    text as ``_raw`` (decoded as the line reader's text: invalid UTF-8 as U+FFFD), with ``columns``."""
+    text as ``_raw`` (decoded as the line reader's text: invalid UTF-8 as U+FFFD), with ``columns``
+    (typed as in ``schema``, the records' own schema, when given)."""
     raw = F.decode(F.col("value").cast("binary"), "UTF-8")
     base = {"_raw": raw, "_is_malformed": F.lit(True), "_source_file": F.col("_source_file"),
-            "_record_index": F.lit(0).cast("long"), FIELDS_COLUMN: F.lit(None).cast(FIELDS_TYPE),
-            "_kind": F.lit(RECORD_KIND), "_file_problem": F.lit(None).cast("string")}
-    stream_types = dict(_stream_columns())
-    return files.select(*[base[c].alias(c) if c in base else F.lit(None).cast(stream_types.get(c, "string")).alias(c)
+            "_record_index": F.lit(0).cast("long"), "_kind": F.lit(RECORD_KIND)}
+    types = {f.name: f.dataType for f in schema.fields} if schema is not None else dict(_stream_columns())
+    return files.select(*[base[c].alias(c) if c in base else F.lit(None).cast(types.get(c, "string")).alias(c)
                           for c in columns])
 
 
@@ -212,7 +267,7 @@ def csv_record_is_malformed(raw: Column, header: Column, landing: LandingSpec, f
     return ~F.coalesce(well_formed & right_count, F.lit(False))
 
 
-def parquet_rows_to_records(rows: DataFrame) -> DataFrame:
+def parquet_rows_to_records(rows: DataFrame, field_names: tuple[str, ...] = ()) -> DataFrame:
     """Rows read from landing Parquet files (their own columns plus ``_source_file`` and
     ``_record_index``) -> the bronze record shape, each row as ONE JSON object in ``_raw``.
 
@@ -232,13 +287,8 @@ def parquet_rows_to_records(rows: DataFrame) -> DataFrame:
     # Invalid UTF-8 inside a Parquet string would reach the bronze Parquet as is: decode once, as for text.
     raw = F.decode(as_json.cast("binary"), "UTF-8")
     with_raw = rows.select(raw.alias("_raw"), "_source_file", F.col("_record_index").cast("long").alias("_record_index"))
-    parsed = with_raw.select("*", json_object_parse(F.col("_raw")).alias("_parsed"))
-    parsed = parsed.select("*", json_object_fields(F.col("_raw"), F.col("_parsed")).alias("_parsed_fields"))
-    return parsed.select(
-        "_raw", F.col("_parsed_fields").isNull().alias("_is_malformed"), "_source_file", "_record_index",
-        F.col("_parsed_fields").alias(FIELDS_COLUMN),
-        F.lit(RECORD_KIND).alias("_kind"), F.lit(None).cast("string").alias("_file_problem"),
-    )
+    return json_records(with_raw, tuple(field_names), [F.lit(RECORD_KIND).alias("_kind"),
+                                                        F.lit(None).cast("string").alias("_file_problem")])
 
 
 def source_value(contract: Contract) -> Column | None:
@@ -249,7 +299,7 @@ def source_value(contract: Contract) -> Column | None:
     name = contract.column(contract.source_field).landing_name
     if name is None:
         return F.lit(None).cast("string")
-    return F.col(FIELDS_COLUMN).getItem(name)
+    return F.col(FIELDS_COLUMN).getField(name)
 
 
 def json_path(name: str) -> str:
@@ -274,7 +324,9 @@ def bronze_schema(contract: Contract) -> T.StructType:
     elif contract.landing.format in ("json_array", "json_lines"):
         fields += [T.StructField(name, T.TimestampType() if kind == "timestamp" else T.StringType())
                    for name, kind in STREAM_COLUMNS]
-    fields.append(T.StructField(FIELDS_COLUMN, FIELDS_TYPE))
+    fields += [T.StructField(FIELDS_COLUMN, fields_type(contract.landing_fields)),
+               T.StructField(UNKNOWN_COLUMN, T.ArrayType(T.StringType())),
+               T.StructField(FIELDS_ID_COLUMN, T.IntegerType())]
     return T.StructType(fields)
 
 
@@ -286,8 +338,8 @@ def add_ingest_metadata(records: DataFrame, batch_id: int, ingested_at: dt.datet
     present, and so do ``_kind`` and ``_file_problem``, which the job checks and drops before writing."""
     if source_field and source is None:
         source = F.get_json_object(F.col("_raw"), json_path(source_field))
-    passed = [c for c in records.columns if c in (FIELDS_COLUMN, "_header", "_kind", "_file_problem")
-              or c.startswith("_stream_")]
+    passed = [c for c in records.columns if c in (FIELDS_COLUMN, UNKNOWN_COLUMN, FIELDS_ID_COLUMN, "_header", "_kind",
+                                                  "_file_problem") or c.startswith("_stream_")]
     return records.select(
         *([source.alias(source_field)] if source_field else []),
         "_raw",

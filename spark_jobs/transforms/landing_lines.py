@@ -45,21 +45,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-OUTPUT_SCHEMA = ("_raw string, _source_file string, _record_index long, _header string, "
-                 "_fields map<string,string>, _is_malformed boolean, _from_stream boolean, _kind string, "
-                 "_file_problem string")
 KIND_RECORD, KIND_PROBLEM, KIND_BROKEN_ARRAY = "record", "problem", "broken_array"
 BOM = b"\xef\xbb\xbf"
 # A quoted CSV field still open after this many bytes is taken as unterminated (it ends at its own line).
 MAX_OPEN_QUOTE_BYTES = 64 * 1024 * 1024
 _WHITESPACE = b" \t\n\x0b\x0c\r"  # Java's \s, which blank records were judged by
 _FORMAT_LABEL = {"csv": "CSV", "json_array": "JSON", "json_lines": "JSON lines"}
-_ARROW_FIELDS = [pa.field("_raw", pa.string()), pa.field("_source_file", pa.string()),
-                 pa.field("_record_index", pa.int64()), pa.field("_header", pa.string()),
-                 pa.field("_fields", pa.map_(pa.string(), pa.string())), pa.field("_is_malformed", pa.bool_()),
-                 pa.field("_from_stream", pa.bool_()), pa.field("_kind", pa.string()),
-                 pa.field("_file_problem", pa.string())]
-ARROW_SCHEMA = pa.schema(_ARROW_FIELDS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,7 +64,9 @@ class LineOptions:
     header: bool = True
     null_values: tuple[str, ...] = ("",)
     encoding: str = "utf-8"
-    field_names: tuple[str, ...] = ()      # CSV without a header: the fields, in order (the contract's)
+    # The contract's landing fields, in schema order: a CSV record's ``_fields`` struct (by the file's
+    # header; without a header, they are the record's fields by position).
+    field_names: tuple[str, ...] = ()
     stream_pattern: str | None = None      # JSON datasets: files matching it are stream objects (JSON lines)
 
     @property
@@ -81,9 +74,35 @@ class LineOptions:
         return "latin-1" if self.encoding == "iso-8859-1" else "utf-8"
 
 
-def lines_to_records(options: LineOptions):
-    """The ``mapInArrow`` function: batches of (``_line``, ``_source_file``) -> batches of ``OUTPUT_SCHEMA``."""
+def fields_type(names: tuple[str, ...] | list[str]) -> pa.DataType:
+    """``_fields``: one text field per contract landing field, in order (a name once)."""
+    return pa.struct([pa.field(name, pa.string()) for name in dict.fromkeys(names)])
+
+
+def output_schema(options: LineOptions) -> pa.Schema:
+    """What the workers return (CSV records also carry ``_fields`` and ``_unknown_fields``)."""
+    fields = [pa.field("_raw", pa.string()), pa.field("_source_file", pa.string()), pa.field("_record_index", pa.int64())]
+    if options.format == "csv":
+        fields += [pa.field("_header", pa.string()), pa.field("_fields", fields_type(options.field_names)),
+                   pa.field("_unknown_fields", pa.list_(pa.string())), pa.field("_is_malformed", pa.bool_())]
+    fields += [pa.field("_from_stream", pa.bool_()), pa.field("_kind", pa.string()), pa.field("_file_problem", pa.string())]
+    return pa.schema(fields)
+
+
+def lines_to_records(options: LineOptions, report=None):
+    """The ``mapInArrow`` function: batches of (``_line``, ``_source_file``) -> batches of ``output_schema``.
+    ``report`` (a Spark accumulator of sets, optional) also receives ``(path, kind, problem)`` for every
+    file that is not records (``problem``, ``broken_array``), so a job that writes only the records still
+    learns of them."""
     stream = re.compile(options.stream_pattern) if options.stream_pattern else None
+
+    def reported(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            kind = batch.column(batch.schema.get_field_index("_kind"))[0].as_py() if batch.num_rows else KIND_RECORD
+            if report is not None and kind != KIND_RECORD:
+                problem = batch.column(batch.schema.get_field_index("_file_problem"))[0].as_py()
+                report.add({(batch.column(1)[0].as_py(), kind, problem)})
+            yield batch
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         current = None
@@ -95,11 +114,11 @@ def lines_to_records(options: LineOptions):
                 path = files[start].as_py()
                 if current is None or current.path != path:
                     if current is not None:
-                        yield from current.finish()
+                        yield from reported(current.finish())
                     current = _file_reader(options, path, stream)
-                yield from current.feed(lines.slice(start, stop - start))
+                yield from reported(current.feed(lines.slice(start, stop - start)))
         if current is not None:
-            yield from current.finish()
+            yield from reported(current.finish())
 
     return run
 
@@ -127,20 +146,22 @@ def _file_reader(options: LineOptions, path: str, stream: re.Pattern | None) -> 
 
 
 # --------------------------------------------------------------------------------------------- output
-def _batch(n: int, path: str, *, raw: pa.Array, index: pa.Array | np.ndarray, header: str | None = None,
-           fields: pa.Array | None = None, malformed: pa.Array | None = None, from_stream: bool = False,
-           kind: str = KIND_RECORD, problem: str | None = None) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays([
-        raw,
-        pa.array([path] * n, pa.string()) if n else pa.array([], pa.string()),
-        pa.array(index, pa.int64()),
-        pa.array([header] * n, pa.string()) if header is not None else pa.nulls(n, pa.string()),
-        fields if fields is not None else pa.nulls(n, pa.map_(pa.string(), pa.string())),
-        malformed if malformed is not None else pa.nulls(n, pa.bool_()),
-        pa.array([from_stream] * n, pa.bool_()),
-        pa.array([kind] * n, pa.string()),
-        pa.array([problem] * n, pa.string()),
-    ], schema=ARROW_SCHEMA)
+def _batch(schema: pa.Schema, n: int, path: str, *, raw: pa.Array, index: pa.Array | np.ndarray,
+           header: str | None = None, fields: pa.Array | None = None, unknown: pa.Array | None = None,
+           malformed: bool | None = None, from_stream: bool = False, kind: str = KIND_RECORD,
+           problem: str | None = None) -> pa.RecordBatch:
+    """One output batch of ``schema`` (``output_schema``): ``n`` rows of one file."""
+    def repeat(value, type_) -> pa.Array:
+        return pa.repeat(pa.scalar(value, type_), n) if value is not None else pa.nulls(n, type_)
+
+    columns = {"_raw": raw, "_source_file": repeat(path, pa.string()), "_record_index": pa.array(index, pa.int64()),
+               "_header": repeat(header, pa.string()),
+               "_fields": fields if fields is not None else pa.nulls(n, schema.field("_fields").type)
+               if "_fields" in schema.names else None,
+               "_unknown_fields": unknown if unknown is not None else pa.nulls(n, pa.list_(pa.string())),
+               "_is_malformed": repeat(malformed, pa.bool_()), "_from_stream": repeat(from_stream, pa.bool_()),
+               "_kind": repeat(kind, pa.string()), "_file_problem": repeat(problem, pa.string())}
+    return pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=schema)
 
 
 def decode(values: pa.Array, encoding: str) -> pa.Array:
@@ -161,6 +182,7 @@ class _FileReader:
 
     def __init__(self, options: LineOptions, path: str):
         self.options, self.path = options, path
+        self.schema = output_schema(options)
         self.lines_seen = 0
         self.dead = False  # a problem was reported: the rest of the file is skipped
 
@@ -170,7 +192,7 @@ class _FileReader:
         problem = self._problem(lines)
         if problem:
             self.dead = True
-            yield _batch(1, self.path, raw=pa.nulls(1, pa.string()), index=[self.lines_seen], kind=KIND_PROBLEM,
+            yield _batch(self.schema, 1, self.path, raw=pa.nulls(1, pa.string()), index=[self.lines_seen], kind=KIND_PROBLEM,
                          problem=problem)
             return
         first = self.lines_seen == 0
@@ -189,7 +211,7 @@ class _FileReader:
                 return "is gzip-compressed, but its name does not end in .gz"
             if head[:4] == b"PAR1":
                 return f"is a Parquet file, not {kind}"
-        if pc.any(pc.match_substring(lines, b"\x00")).as_py():
+        if _has_nul(lines):
             return f"holds NUL bytes: binary data, not {kind} text"
         return None
 
@@ -198,6 +220,15 @@ class _FileReader:
 
     def _finish(self) -> Iterator[pa.RecordBatch]:
         return iter(())
+
+
+def _has_nul(lines: pa.Array) -> bool:
+    """Whether any of ``lines`` holds a NUL byte: one scan of the batch's data buffer (a ``memchr``)."""
+    if len(lines) == 0:
+        return False
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32 if lines.type == pa.binary() else np.int64)
+    start, stop = int(offsets[lines.offset]), int(offsets[lines.offset + len(lines)])
+    return memoryview(lines.buffers()[2])[start:stop].tobytes().find(b"\x00") >= 0 if stop > start else False
 
 
 def _strip_cr(lines: pa.Array) -> pa.Array:
@@ -221,7 +252,7 @@ class _JsonLinesFile(_FileReader):
         records = text.filter(keep)
         if len(records):
             index = np.flatnonzero(keep.to_numpy(zero_copy_only=False)) + base
-            yield _batch(len(records), self.path, raw=decode(records, self.options.python_encoding), index=index,
+            yield _batch(self.schema, len(records), self.path, raw=decode(records, self.options.python_encoding), index=index,
                          from_stream=self.from_stream)
 
 
@@ -272,7 +303,7 @@ class _JsonArrayFile(_FileReader):
             yield self._broken_row()
             return
         if raws:
-            yield _batch(len(raws), self.path, raw=pa.array(raws, pa.string()),
+            yield _batch(self.schema, len(raws), self.path, raw=pa.array(raws, pa.string()),
                          index=np.arange(start_index, start_index + len(raws)))
 
     def _consume(self, text: str, raws: list[str]) -> None:
@@ -316,7 +347,7 @@ class _JsonArrayFile(_FileReader):
             yield self._broken_row()
 
     def _broken_row(self) -> pa.RecordBatch:
-        return _batch(1, self.path, raw=pa.nulls(1, pa.string()), index=[0], kind=KIND_BROKEN_ARRAY)
+        return _batch(self.schema, 1, self.path, raw=pa.nulls(1, pa.string()), index=[0], kind=KIND_BROKEN_ARRAY)
 
 
 def _depth(text: str) -> int:
@@ -423,43 +454,74 @@ class _CsvFile(_FileReader):
         self.records = 0              # records seen, blank ones and the header included: the next _record_index
         self.header_text: str | None = None
         self.header_seen = not options.header
-        self.names: list[str] = [] if options.header else list(options.field_names)
-        self.expected: int | None = None if options.header else (len(options.field_names) or None)
-        self.header_ok = not options.header
-        self.keys = pa.array(self.names, pa.string())
+        self.struct_names = list(dict.fromkeys(options.field_names))
+        self.struct_type = fields_type(options.field_names)
+        # Per file, from its header: the field count, whether the header is usable, where each contract
+        # field is in a record (-1: not in this file), and the header's names the contract does not know.
+        self.expected: int | None = None
+        self.header_ok = True
+        self.positions: list[int] = []
+        self.unknown: list[str] = []
+        if not options.header:
+            self._use_names(list(options.field_names), usable=True)
         # Sequential mode: the lines a record is running over (each with the "\n" that ended it).
         self.parts: list[bytes] = []
         self.parts_bytes = 0
         self.open_quote = False       # parts end inside a quoted field: only a line with a quote may close it
 
-    # -- feeding: vectorised spans of lines that are records on their own, the scanner in between
+    # -- feeding: every line that is a record on its own at once (vectorised), the scanner for the others
     def _feed(self, lines: pa.Array, first: bool) -> Iterator[pa.RecordBatch]:
         if first and self.options.python_encoding == "utf-8":
             head = lines[0].as_py()
             if head.startswith(BOM):
                 lines = pa.concat_arrays([pa.array([head[len(BOM):]], pa.binary()), lines.slice(1)])
         n = len(lines)
-        i = 0
-        if self.parts:  # a record is running over lines: go on with the scanner
-            i, out = self._scan(lines, 0, at_end=False)
-            yield from self._scanned_records(out)
-        if i >= n:
-            return
-        text = _strip_cr(lines)
+        scanned: list[tuple[bytes, int]] = []   # records from the scanner: (raw, record index)
+        start = 0
+        if self.parts:  # a record is running over lines from the previous batch: the scanner goes on
+            start, out = self._scan(lines, 0, at_end=False)
+            scanned += self._number(out)
+        m = n - start
+        text = _strip_cr(lines.slice(start)) if start else _strip_cr(lines)
         alone = pc.match_substring_regex(text, self.grammar.well_formed_re2).to_numpy(zero_copy_only=False)
-        not_alone = np.flatnonzero(~alone)
-        while i < n:
-            nxt = int(not_alone[np.searchsorted(not_alone, i)]) if len(not_alone) and not_alone[-1] >= i else n
-            if nxt > i:
-                yield from self._line_records(text.slice(i, nxt - i))
-            if nxt >= n:
-                return
-            i, out = self._scan(lines, nxt, at_end=False)
-            yield from self._scanned_records(out)
+        base = self.records
+        consumed = np.zeros(m, dtype=bool)
+        shift_at = np.zeros(m + 1, dtype=np.int64)  # change of (record index - line position) from a line on
+        shift, done = 0, 0
+        for j in np.flatnonzero(~alone).tolist() if m else []:
+            if j < done:
+                continue  # part of a record the scanner already took
+            self.records = base + j + shift
+            k, out = self._scan(lines, start + j, at_end=False)
+            k -= start
+            consumed[j:k] = True
+            scanned += self._number(out)
+            # lines j..k-1 made len(out) records (the one still open, if any, is numbered when it ends)
+            shift_at[k] += len(out) - (k - j)
+            shift += len(out) - (k - j)
+            done = k
+        self.records = base + m + shift
+        index = base + np.arange(m, dtype=np.int64) + np.cumsum(shift_at)[:m]
+        keep = ~consumed & ~_is_blank(text).to_numpy(zero_copy_only=False)
+        if not self.header_seen:
+            first_line = int(np.argmax(keep)) if keep.any() else None
+            first_scanned = min(range(len(scanned)), key=lambda x: scanned[x][1]) if scanned else None
+            if first_line is not None and (first_scanned is None or index[first_line] < scanned[first_scanned][1]):
+                self._set_header(text[first_line].as_py())
+                keep[first_line] = False
+            elif first_scanned is not None:
+                self._set_header(scanned.pop(first_scanned)[0])
+        if keep.any():
+            yield from self._line_records(text.filter(pa.array(keep)), index[keep])
+        if scanned:
+            yield from self._scanned_records(scanned)
 
     def _finish(self) -> Iterator[pa.RecordBatch]:
         if self.parts:
-            yield from self._scanned_records(self._drain(at_end=True))
+            scanned = self._number(self._drain(at_end=True))
+            if scanned and not self.header_seen:
+                self._set_header(scanned.pop(0)[0])
+            yield from self._scanned_records(scanned)
 
     def _scan(self, lines: pa.Array, start: int, at_end: bool) -> tuple[int, list[bytes]]:
         """Lines from ``start`` into the scanner until no text is left over (the next line starts a
@@ -499,60 +561,61 @@ class _CsvFile(_FileReader):
         self.header_seen = True
         self.header_text = decode(pa.array([raw], pa.binary()), self.options.python_encoding)[0].as_py()
         well_formed = grammar.well_formed.match(raw) is not None
-        tokens = grammar.values(raw) if well_formed else [m for m in grammar.token.findall(raw + grammar.d)]
+        tokens = grammar.values(raw) if well_formed else grammar.token.findall(raw + grammar.d)
         names = decode(pa.array(tokens, pa.binary()), self.options.python_encoding).to_pylist()
-        self.names, self.expected = names, len(names)
-        self.header_ok = well_formed and len(set(names)) == len(names)
-        self.keys = pa.array(names, pa.string())
+        self._use_names(names, usable=well_formed and len(set(names)) == len(names))
 
-    def _line_records(self, text: pa.Array) -> Iterator[pa.RecordBatch]:
-        """A span of lines, each one well-formed record (or blank): vectorised."""
-        n = len(text)
-        index = np.arange(self.records, self.records + n)
-        self.records += n
-        keep = ~_is_blank(text).to_numpy(zero_copy_only=False)
-        if not self.header_seen:
-            first = np.flatnonzero(keep)
-            if not len(first):
-                return
-            self._set_header(text[int(first[0])].as_py())
-            keep[first[0]] = False
-        if not keep.any():
-            return
-        records = text.filter(pa.array(keep))
-        index = index[keep]
-        has_quote = pc.match_substring(records, self.grammar.q)
-        if pc.any(has_quote).as_py():
-            split = self.grammar.d
-            values = pa.array([self.grammar.values(r) if quoted else r.split(split)
-                               for r, quoted in zip(records.to_pylist(), has_quote.to_pylist())], pa.list_(pa.binary()))
-        else:
-            values = pc.split_pattern(records, self.grammar.d)
-        yield from self._emit(records, index, values, np.ones(len(records), dtype=bool))
+    def _use_names(self, names: list[str], usable: bool) -> None:
+        self.expected = len(names) or None
+        self.header_ok = usable
+        at = {name: i for i, name in reversed(list(enumerate(names)))}
+        self.positions = [at.get(name, -1) for name in self.struct_names]
+        known = set(self.struct_names)
+        self.unknown = [name for name in names if name not in known]
 
-    def _scanned_records(self, raws: list[bytes]) -> Iterator[pa.RecordBatch]:
-        """Records from the scanner (blank ones included, to count them): one at a time."""
-        kept, index, values, well_formed = [], [], [], []
+    def _number(self, raws: list[bytes]) -> list[tuple[bytes, int]]:
+        """The scanner's records (blank ones included) numbered in order; blank ones dropped."""
+        numbered = []
         for raw in raws:
-            position = self.records
+            if raw.strip(_WHITESPACE):
+                numbered.append((raw, self.records))
             self.records += 1
-            if not raw.strip(_WHITESPACE):
-                continue
-            if not self.header_seen:
-                self._set_header(raw)
-                continue
+        return numbered
+
+    def _line_records(self, records: pa.Array, index: np.ndarray) -> Iterator[pa.RecordBatch]:
+        """Lines that are each one well-formed record: split by Arrow when they hold no quote, by Python
+        when they do (few in most exports)."""
+        if not self.header_seen:
+            return
+        quoted = pc.match_substring(records, self.grammar.q).to_numpy(zero_copy_only=False)
+        plain = ~quoted
+        if plain.all():
+            yield from self._emit(records, index, pc.split_pattern(records, self.grammar.d), np.ones(len(records), bool))
+            return
+        if plain.any():
+            mask = pa.array(plain)
+            some = records.filter(mask)
+            yield from self._emit(some, index[plain], pc.split_pattern(some, self.grammar.d), np.ones(len(some), bool))
+        some = records.filter(pa.array(quoted))
+        values = pa.array([self.grammar.values(r) for r in some.to_pylist()], pa.list_(pa.binary()))
+        yield from self._emit(some, index[quoted], values, np.ones(len(some), bool))
+
+    def _scanned_records(self, records: list[tuple[bytes, int]]) -> Iterator[pa.RecordBatch]:
+        """Records from the scanner, one at a time: well-formed or not, and their field texts."""
+        raws, index, values, well_formed = [], [], [], []
+        for raw, position in records:
             ok = self.grammar.well_formed.match(raw) is not None
-            kept.append(raw)
+            raws.append(raw)
             index.append(position)
             values.append(self.grammar.values(raw) if ok else [])
             well_formed.append(ok)
-        if kept:
-            yield from self._emit(pa.array(kept, pa.binary()), np.array(index, dtype=np.int64),
+        if raws:
+            yield from self._emit(pa.array(raws, pa.binary()), np.array(index, dtype=np.int64),
                                   pa.array(values, pa.list_(pa.binary())), np.array(well_formed, dtype=bool))
 
     def _emit(self, records: pa.Array, index: np.ndarray, values: pa.Array, well_formed: np.ndarray) -> Iterator[pa.RecordBatch]:
         """Records with their field texts (``values``, meaningful where ``well_formed``): the malformed flag
-        and, for the others, ``_fields``."""
+        and, for the others, ``_fields`` (the contract's fields, by the file's header) and ``_unknown_fields``."""
         raw = decode(records, self.options.python_encoding)
         clean = ~pc.match_substring(raw, "\ufffd").to_numpy(zero_copy_only=False)
         counts = pc.list_value_length(values).to_numpy(zero_copy_only=False)
@@ -561,28 +624,39 @@ class _CsvFile(_FileReader):
             good &= counts == self.expected
         bad = ~good
         if bad.any():
-            mask = pa.array(bad)
-            yield _batch(int(bad.sum()), self.path, raw=raw.filter(mask), index=index[bad], header=self.header_text,
-                         malformed=pa.array(np.ones(int(bad.sum()), dtype=bool)))
-        if good.any():
-            mask = pa.array(good)
-            rows = int(good.sum())
-            good_values = values.filter(mask)
-            flat = good_values.flatten()
-            if self.grammar.null_texts:
-                is_null = pc.is_in(flat, value_set=pa.array(self.grammar.null_texts, pa.binary()))
-                flat = pc.if_else(is_null, pa.scalar(None, pa.binary()), flat)
-            items = decode(flat, self.options.python_encoding)
-            if self.expected is not None:
-                width = self.expected
-                offsets = pa.array(np.arange(0, (rows + 1) * width, width, dtype=np.int32) if width else
-                                   np.zeros(rows + 1, dtype=np.int32))
-                keys = self.keys.take(pa.array(np.tile(np.arange(width), rows)))
-            else:  # no header and no field count: fields are named by position, as far as the record goes
-                lengths = counts[good]
-                offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
-                names = pa.array([f"_c{i}" for i in range(int(lengths.max()) if rows else 0)], pa.string())
-                keys = names.take(pa.array(np.concatenate([np.arange(k) for k in lengths]) if rows else []))
-            fields = pa.MapArray.from_arrays(offsets, keys, items)
-            yield _batch(rows, self.path, raw=raw.filter(mask), index=index[good], header=self.header_text,
-                         fields=fields, malformed=pa.array(np.zeros(rows, dtype=bool)))
+            yield _batch(self.schema, int(bad.sum()), self.path, raw=raw.filter(pa.array(bad)), index=index[bad],
+                         header=self.header_text, malformed=True)
+        if not good.any():
+            return
+        mask = pa.array(good)
+        rows = int(good.sum())
+        good_values = values.filter(mask)
+        flat = good_values.flatten()
+        if self.grammar.null_texts:
+            is_null = None
+            for text in self.grammar.null_texts:  # a few equality scans beat a hash lookup per value
+                equal = pc.equal(flat, pa.scalar(text, pa.binary()))
+                is_null = equal if is_null is None else pc.or_(is_null, equal)
+            flat = pc.if_else(is_null, pa.scalar(None, pa.binary()), flat)
+        flat = decode(flat, self.options.python_encoding)
+        starts = pc.list_value_length(good_values).to_numpy(zero_copy_only=False)
+        starts = np.concatenate([[0], np.cumsum(starts)[:-1]]).astype(np.int64)
+        counts_good = counts[good]
+        children = []
+        for position in self.positions:
+            if position < 0:
+                children.append(pa.nulls(rows, pa.string()))
+                continue
+            present = counts_good > position  # a header-less record may be short (no field count to check)
+            taken = flat.take(pa.array(np.where(present, starts + position, 0)))
+            children.append(taken if present.all() else pc.if_else(pa.array(present), taken, pa.scalar(None, pa.string())))
+        fields = pa.StructArray.from_arrays(children, fields=list(self.struct_type)) if children else \
+            pa.repeat(pa.scalar({}, self.struct_type), rows)
+        if self.unknown:
+            width = len(self.unknown)
+            unknown = pa.ListArray.from_arrays(pa.array(np.arange(0, (rows + 1) * width, width, dtype=np.int32)),
+                                               pa.array(self.unknown * rows, pa.string()))
+        else:
+            unknown = pa.ListArray.from_arrays(pa.array(np.zeros(rows + 1, dtype=np.int32)), pa.array([], pa.string()))
+        yield _batch(self.schema, rows, self.path, raw=raw.filter(mask), index=index[good], header=self.header_text,
+                     fields=fields, unknown=unknown, malformed=False)

@@ -21,7 +21,7 @@ from pyspark.sql import types as T
 from spark_jobs.contract import MALFORMED_RULE, UNKNOWN_FIELDS_RULE, ColumnSpec, Contract, ContractError
 from spark_jobs.transforms import bronze as bronze_tx
 from spark_jobs.transforms import csv_records
-from spark_jobs.transforms.bronze import FIELDS_COLUMN, is_json_object
+from spark_jobs.transforms.bronze import FIELDS_COLUMN, FIELDS_ID_COLUMN, UNKNOWN_COLUMN, is_json_object
 
 RAW_PREFIX = "__raw__"
 LINEAGE_COLUMNS: tuple[str, ...] = ("_ingested_at", "_source_file", "_batch_id", "_record_index")
@@ -64,51 +64,56 @@ def _typed(col: ColumnSpec) -> Column:
 def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructType | None = None) -> DataFrame:
     """Bronze rows -> bronze lineage + ``_raw`` + ``_is_malformed`` + raw text and typed value per column.
 
-    The text of each column is its landing field's text from the record's fields, which bronze parsed
-    once (``_fields``: CSV fields by the file's header, or without a header by position in the schema;
-    JSON fields, a nested value as its JSON text; Parquet rows, which bronze keeps as JSON objects). A
-    column's ``source`` names its landing field; a ``computed`` column's text is its Spark SQL
-    expression over the other columns' texts. Malformed means flagged in bronze.
+    The text of each column is its landing field's text, which bronze parsed once (``_fields``: CSV
+    fields by the file's header, or without a header by position in the schema; JSON fields, a nested
+    value as its JSON text; Parquet rows, which bronze keeps as JSON objects), and the unknown field
+    names are bronze's ``_unknown_fields``. A column's ``source`` names its landing field; a
+    ``computed`` column's text is its Spark SQL expression over the other columns' texts. Malformed
+    means flagged in bronze.
 
-    Bronze written before fields were kept there (no ``_fields``, or a null ``_fields`` on a row not
-    flagged malformed) is parsed here instead, from ``_raw``, and checked again as then: a JSON object
-    (one parse per record, into a map of every top-level field's text), or a well-formed CSV record of
-    the right field count. ``read_schema`` (only the naive benchmark baseline passes one: an inferred
+    A row whose ``_fields_id`` is not this contract's (bronze written before it parsed once, or before
+    the contract's landing fields or options changed) is parsed here instead, from ``_raw``, and
+    checked again: a JSON object (one parse per record, into a map of every top-level field's text),
+    or a well-formed CSV record of the right field count. ``read_schema`` (only the naive benchmark baseline passes one: an inferred
     schema) reads the fields through that struct from ``_raw`` instead, each as text (null when the
     schema lacks it), at the cost of a second parse.
     """
     landing = contract.landing
     plain = [col for col in contract.schema if col.landing_name is not None]
     reparsed, still_ok = _parse_raw(contract)
-    has_fields = FIELDS_COLUMN in bronze.columns
-    in_bronze = F.col(FIELDS_COLUMN) if has_fields else F.lit(None).cast(bronze_tx.FIELDS_TYPE)
-    needs_parse = ~F.col("_is_malformed") & (F.col(FIELDS_COLUMN).isNull() if has_fields else F.lit(True))
+    known_fields = F.array(*[F.lit(name) for name in contract.landing_fields])
+    current_id = bronze_tx.fields_id(landing, contract.landing_fields)
+    parsed_in_bronze = {FIELDS_COLUMN, UNKNOWN_COLUMN, FIELDS_ID_COLUMN} <= set(bronze.columns)
+    if parsed_in_bronze:
+        current = F.coalesce(F.col(FIELDS_ID_COLUMN) == F.lit(current_id), F.lit(False))
+    else:
+        current = F.lit(False)
+    needs_parse = ~current & ~F.col("_is_malformed")
     # The parse of an old row is its own column, so that every use below reads it and none repeats it.
-    step = bronze.select("*", F.when(needs_parse, F.struct(F.when(still_ok, reparsed).alias("fields"), still_ok.alias("ok")))
-                         .alias("__reparsed"))
+    step = bronze.select(
+        "*", current.alias("__current"),
+        F.when(needs_parse, F.struct(F.when(still_ok, reparsed).alias("fields"), still_ok.alias("ok"))).alias("__reparsed"))
     step = step.select(
-        "*",
-        F.when(F.col("__reparsed").isNull(), in_bronze).when(F.col("__reparsed.ok"), F.col("__reparsed.fields"))
-        .alias("__fields"),
-        (F.col("_is_malformed") | F.coalesce(~F.col("__reparsed.ok"), F.lit(False))).alias("__is_malformed"),
-    )
-    bronze = step.drop("_is_malformed").withColumnRenamed("__is_malformed", "_is_malformed")
-    fields, is_malformed = F.col("__fields"), F.col("_is_malformed")
+        *[c for c in step.columns if c != "_is_malformed"],
+        (F.col("_is_malformed") | F.coalesce(~F.col("__reparsed.ok"), F.lit(False))).alias("_is_malformed"))
+    bronze, is_malformed = step, F.col("_is_malformed")
+    old_fields = F.col("__reparsed.fields")
     if read_schema is None:
-        texts = [fields.getItem(col.landing_name) for col in plain]
+        texts = [F.when(F.col("__current"), F.col(FIELDS_COLUMN).getField(col.landing_name))
+                 .otherwise(old_fields.getItem(col.landing_name)) if parsed_in_bronze
+                 else old_fields.getItem(col.landing_name) for col in plain]
     else:
         parsed = F.from_json(F.col("_raw"), read_schema)
         present = set(read_schema.fieldNames())
         texts = [F.when(~is_malformed, parsed.getField(col.landing_name).cast("string")) if col.landing_name in present
                  else F.lit(None).cast("string") for col in plain]
-    all_fields = F.map_keys(fields)
-    if landing.format == "csv" and not landing.header:
-        all_fields = F.array().cast("array<string>")  # fields are named by the contract: none is unknown
-    known_fields = F.array(*[F.lit(name) for name in contract.landing_fields])
+    old_unknown = (F.array().cast("array<string>") if landing.format == "csv" and not landing.header  # named by the contract
+                   else F.array_except(F.map_keys(old_fields), known_fields))
+    unknown = F.when(F.col("__current"), F.col(UNKNOWN_COLUMN)).otherwise(old_unknown) if parsed_in_bronze else old_unknown
     with_text = bronze.select(
         "_raw",
         is_malformed.alias("_is_malformed"),
-        F.coalesce(F.array_except(all_fields, known_fields), F.array().cast("array<string>")).alias("_unknown_fields"),
+        F.coalesce(unknown, F.array().cast("array<string>")).alias("_unknown_fields"),
         *LINEAGE_COLUMNS,
         *[text.alias(_raw_name(col.name)) for col, text in zip(plain, texts)],
     )
@@ -121,8 +126,9 @@ def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructTy
 
 
 def _parse_raw(contract: Contract) -> tuple[Column, Column]:
-    """For bronze rows written without ``_fields``: (the record's fields parsed from ``_raw``, whether
-    the record passes the checks bronze makes now). Only evaluated for such rows."""
+    """For bronze rows whose ``_fields`` are not this contract's parse (written before bronze parsed once, or
+    before the contract's landing fields or options changed): (the record's fields parsed from ``_raw``
+    as a map, whether the record passes the checks bronze makes). Only evaluated for such rows."""
     landing = contract.landing
     if landing.format == "csv":
         values = csv_records.fields(F.col("_raw"), landing)
@@ -132,7 +138,7 @@ def _parse_raw(contract: Contract) -> tuple[Column, Column]:
             F.col("_raw"), F.col("_header") if landing.header else F.lit(None).cast("string"), landing,
             len(contract.landing_fields))
         return F.map_from_arrays(names, values), ok
-    return F.from_json(F.col("_raw"), bronze_tx.FIELDS_TYPE), is_json_object(F.col("_raw"))
+    return F.from_json(F.col("_raw"), bronze_tx.MAP_TYPE), is_json_object(F.col("_raw"))
 
 
 def _add_computed_texts(with_text: DataFrame, contract: Contract, plain: list[ColumnSpec]) -> DataFrame:
