@@ -122,8 +122,10 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
         manifest.malformed += malformed
         run.stage(f"batch {batch_id}", files=files, rows=rows_in, malformed=malformed)
 
-    staging_root = f"{lake.path('checkpoints', dataset, 'bronze-staging')}"
-    writers.delete_path(spark, staging_root)  # a run killed between its write and its publish
+    staging_root = staging_folder(lake, dataset)
+    if storage.exists(spark, staging_root):  # a run killed before it published its batch (not committed: replayed)
+        writers.delete_path(spark, staging_root)
+        run.stage("removed leftovers", location=staging_root)
     _quiet_stream_errors(spark)
     landing_files = landing_io.landing_stream(spark, landing_uri, landing, max_files_per_trigger)
     writer = (
@@ -167,6 +169,11 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
         run.stage("no new landing files")
     manifest.check_invariant()
     manifest.published = True
+
+
+def staging_folder(lake, dataset: str) -> str:
+    """Where a batch's records are written before they are checked and moved into bronze."""
+    return lake.path("checkpoints", dataset, "bronze-staging")
 
 
 def _split_batch(spark, files: list[tuple[str, int]], contract, report=None) -> DataFrame:
