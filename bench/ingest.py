@@ -1,7 +1,7 @@
 """Ingest benchmark: ONE large landing file through bronze and silver, against DuckDB reading the same file.
 
     .venv/bin/python -m bench.ingest                                       # what `make bench-ingest` runs
-    .venv/bin/python -m bench.ingest --sizes 20000,40000 --repeats 1       # a quick check (minutes)
+    .venv/bin/python -m bench.ingest --sizes 20000,40000 --results-dir /tmp   # a quick check (minutes)
 
 For each landing format (``--formats``: ``csv`` and ``json_lines``), compression (``--compressions``:
 ``plain`` and ``gzip``) and size (``--sizes``, records in the one file), in ONE run:
@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO_ROOT, PeakRss, target_line, utc_now, write_result
+from bench.common import REPO_ROOT, RESULTS_DIR, PeakRss, target_line, utc_now, write_result
 from bench.ingest_data import CONTRACTS_DIR, DATASETS, file_name, write_file
 
 SIZES = (100_000, 200_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000)
@@ -60,17 +60,26 @@ def _spark_worker(spec: dict[str, Any]) -> dict[str, Any]:
     from spark_jobs.lake import resolve_lake
 
     lake = resolve_lake(lake_uri=spec["lake_uri"])
+    layer = spec["layer"]
+    if layer == "silver_reparse":
+        # Silver as it was before bronze parsed once: every row's _fields_id is taken for another contract's,
+        # so silver parses _raw (a map per JSON record and the strictness check; CSV by regex).
+        from spark_jobs.transforms import bronze as bronze_tx
+
+        bronze_tx.fields_id = lambda landing, field_names: -1
+        layer = "silver"
     started = time.perf_counter()
     spark, _ = session_for(lake, f"bench-ingest-{spec['layer']}")
     session_s = time.perf_counter() - started
     started = time.perf_counter()
-    manifest = run_layer(spark, lake, spec["dataset"], spec["layer"], progress=lambda line: print(line, file=sys.stderr))
+    manifest = run_layer(spark, lake, spec["dataset"], layer, progress=lambda line: print(line, file=sys.stderr))
     wall = time.perf_counter() - started
     spark.stop()
     return {"wall_s": wall, "session_s": session_s, "rows_in": manifest["rows_in"], "rows_out": manifest["rows_out"],
             "quarantined": manifest.get("quarantined", 0), "malformed": manifest.get("malformed", 0),
             "duplicates": manifest.get("duplicates", 0), "late": manifest.get("late", 0),
-            "status": manifest.get("status"), "run_id": manifest["run_id"]}
+            "status": manifest.get("status"), "run_id": manifest["run_id"],
+            "stages": {stage["stage"]: stage.get("elapsed_seconds") for stage in manifest.get("stages") or [] if "stage" in stage}}
 
 
 def _duckdb_worker(spec: dict[str, Any]) -> dict[str, Any]:
@@ -87,7 +96,7 @@ def _duckdb_worker(spec: dict[str, Any]) -> dict[str, Any]:
 
 def worker_main(spec_json: str) -> int:
     spec = json.loads(spec_json)
-    result = _spark_worker(spec) if spec["layer"] in ("bronze", "silver") else _duckdb_worker(spec)
+    result = _spark_worker(spec) if spec["layer"] in ("bronze", "silver", "silver_reparse") else _duckdb_worker(spec)
     print(RESULT_PREFIX + json.dumps(result, default=str), flush=True)
     return 0
 
@@ -159,7 +168,7 @@ def landing_file(data_dir: Path, size: int, landing_format: str, compression: st
 
 
 def bench_file(work: Path, env: dict[str, str], log: Path, landing_format: str, compression: str, size: int,
-               repeats: int, keep: bool) -> dict[str, Any]:
+               repeats: int, keep: bool, reparse: bool = False) -> dict[str, Any]:
     """Bronze, silver and DuckDB on one file; returns rows and checks."""
     from bench import duckdb_reference as ref
 
@@ -175,12 +184,15 @@ def bench_file(work: Path, env: dict[str, str], log: Path, landing_format: str, 
         (lake / "landing" / dataset).mkdir(parents=True)
         os.link(path, lake / "landing" / dataset / path.name)
 
-    rows = [run_repeated({**base, "layer": "bronze"}, env, log, repeats, before_each=fresh_lake),
-            run_repeated({**base, "layer": "silver"}, env, log, repeats)]
+    rows = [run_repeated({**base, "layer": "bronze"}, env, log, repeats, before_each=fresh_lake)]
+    if reparse:  # the same silver, parsing _raw as before bronze parsed once (run first: the outputs compared are silver's)
+        rows.append(run_repeated({**base, "layer": "silver_reparse"}, env, log, repeats))
+    rows.append(run_repeated({**base, "layer": "silver"}, env, log, repeats))
     shutil.rmtree(reference_dir, ignore_errors=True)
     rows.append(run_repeated({**base, "layer": "duckdb_ingest"}, env, log, repeats))
     rows.append(run_repeated({**base, "layer": "duckdb_silver"}, env, log, repeats))
-    bronze, silver, duck_ingest, duck_silver = rows
+    bronze, silver, duck_ingest, duck_silver = (_find(rows, layer=layer) for layer in
+                                                ("bronze", "silver", "duckdb_ingest", "duckdb_silver"))
     tag = {"format": landing_format, "compression": compression, "size": size}
     checks = [{**tag, "check": "bronze_rows", "ours": bronze["rows_out"], "duckdb": duck_ingest["rows_out"],
                "equal": bronze["rows_out"] == duck_ingest["rows_out"] and bronze.get("malformed") == 0}]
@@ -217,6 +229,9 @@ def compute_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             entry["bronze_over_duckdb"] = round(found["duckdb_ingest"]["wall_s"] / found["bronze"]["wall_s"], 3)
         if found["silver"] and found["duckdb_silver"]:
             entry["silver_over_duckdb"] = round(found["duckdb_silver"]["wall_s"] / found["silver"]["wall_s"], 3)
+        reparse = _find(rows, **where, layer="silver_reparse")
+        if reparse and found["silver"]:
+            entry["silver_parse_once_speedup"] = round(reparse["wall_s"] / found["silver"]["wall_s"], 3)
         if found["bronze"] and found["silver"] and found["duckdb_silver"]:
             entry["ingest_over_duckdb"] = round(found["duckdb_silver"]["wall_s"]
                                                 / (found["bronze"]["wall_s"] + found["silver"]["wall_s"]), 3)
@@ -259,7 +274,7 @@ def format_table(rows: list[dict[str, Any]], ratios: list[dict[str, Any]], targe
         lines.append(f"{r['format']:<10} {r['compression']:<5} {r['size']:>10,} {r['layer']:<13} {r['wall_s']:>8.1f} "
                      f"{r.get('session_s', 0):>9.1f} {r['rows_per_s'] or 0:>9,} {r['peak_total_mb']:>8.0f}")
     lines += ["", f"{'format':<10} {'gz':<5} {'rows':>10} {'bronze/DuckDB':>14} {'silver/DuckDB':>14} "
-                  f"{'x2 bronze':>10} {'x2 silver':>10} {'x2 DuckDB':>10}"]
+                  f"{'x2 bronze':>10} {'x2 silver':>10} {'x2 DuckDB':>10} {'parse once':>10}"]
 
     def fmt(q: dict[str, Any], key: str) -> str:
         return f"{q[key]:.3f}x" if key in q else "-"
@@ -267,7 +282,7 @@ def format_table(rows: list[dict[str, Any]], ratios: list[dict[str, Any]], targe
     for q in ratios:
         lines.append(f"{q['format']:<10} {q['compression']:<5} {q['size']:>10,} {fmt(q, 'bronze_over_duckdb'):>14} "
                      f"{fmt(q, 'silver_over_duckdb'):>14} {fmt(q, 'bronze_doubling'):>10} {fmt(q, 'silver_doubling'):>10} "
-                     f"{fmt(q, 'duckdb_ingest_doubling'):>10}")
+                     f"{fmt(q, 'duckdb_ingest_doubling'):>10} {fmt(q, 'silver_parse_once_speedup'):>10}")
     lines += ["", "Targets (a report, not a test):"] + [f"  {t['text']}" for t in targets]
     failed = [c for c in checks if not c["equal"]]
     lines += ["", f"Equality checks: {len(checks) - len(failed)}/{len(checks)} equal"]
@@ -289,11 +304,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--formats", default=",".join(FORMATS))
     parser.add_argument("--compressions", default=",".join(COMPRESSIONS))
     parser.add_argument("--repeats", type=int, default=1, help="runs per job (the median is shown)")
+    parser.add_argument("--reparse-sizes", default="1000000",
+                        help="sizes at which silver also runs parsing _raw as before bronze parsed once (comma-separated)")
     parser.add_argument("--work-dir", default="", help="where files and lakes go (default: a new folder under /tmp)")
     parser.add_argument("--keep", action="store_true", help="keep the lakes and DuckDB outputs")
-    parser.add_argument("--result", default="ingest", help="result name: bench/results/<name>.json")
+    parser.add_argument("--result", default="ingest", help="result name: <results dir>/<name>.json")
+    parser.add_argument("--results-dir", default=str(RESULTS_DIR), help="where the result goes (a quick check: elsewhere)")
     args = parser.parse_args(argv)
     sizes = sorted(set(_csv_ints(args.sizes)))
+    reparse_sizes = set(_csv_ints(args.reparse_sizes))
     formats = [f for f in args.formats.split(",") if f]
     compressions = [c for c in args.compressions.split(",") if c]
     unknown = [f for f in formats if f not in FORMATS] + [c for c in compressions if c not in COMPRESSIONS]
@@ -320,13 +339,14 @@ def main(argv: list[str] | None = None) -> int:
             "complete": complete, "sizes": sizes, "formats": formats, "compressions": compressions,
             "repeats": args.repeats, "load_average_start": load_start, "rows": rows, "ratios": ratios,
             "targets": targets, "targets_defined": TARGETS, "checks": checks, "failures": failures,
-            "work_dir": str(work)}, started_at=started_at)
+            "work_dir": str(work)}, started_at=started_at, results_dir=Path(args.results_dir))
 
     for landing_format in formats:
         for compression in compressions:
             for size in sizes:
                 try:
-                    done = bench_file(work, env, log, landing_format, compression, size, args.repeats, args.keep)
+                    done = bench_file(work, env, log, landing_format, compression, size, args.repeats, args.keep,
+                                      reparse=size in reparse_sizes)
                 except JobError as exc:
                     failures.append(str(exc))
                     print(f"[bench] FAILED: {exc}", file=sys.stderr, flush=True)
@@ -337,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     path = save(complete=True)
     ratios = compute_ratios(rows)
     print(format_table(rows, ratios, compute_targets(rows, ratios), checks))
-    print(f"\n[bench] wrote {path.relative_to(REPO_ROOT)}", file=sys.stderr)
+    print(f"\n[bench] wrote {path}", file=sys.stderr)
     if not args.keep:
         shutil.rmtree(work / "data", ignore_errors=True)
     return 1 if failures or any(not c["equal"] for c in checks) else 0

@@ -90,7 +90,8 @@ INGEST_RATIO_COLUMNS = [("format", "format"), ("compression", "compression"), ("
                         ("bronze_over_duckdb", "bronze / DuckDB ingest"), ("silver_over_duckdb", "silver / DuckDB silver"),
                         ("ingest_over_duckdb", "bronze + silver / DuckDB silver"), ("bronze_doubling", "bronze x2"),
                         ("silver_doubling", "silver x2"), ("duckdb_ingest_doubling", "DuckDB ingest x2"),
-                        ("duckdb_silver_doubling", "DuckDB silver x2")]
+                        ("duckdb_silver_doubling", "DuckDB silver x2"),
+                        ("silver_parse_once_speedup", "silver parsing _raw / silver reading _fields")]
 BACKFILL_COLUMNS = [("round", "round"), ("variant", "code"), ("layer", "layer"), ("wall_s", "wall s"), ("publish_s", "publish s"),
                     ("table_commit_s", "table commit s"), ("after_commit_s", "after commit s"),
                     ("rows_in", "rows in"), ("rows_out", "rows out"), ("load", "load average before -> after")]
