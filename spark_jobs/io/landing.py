@@ -6,9 +6,11 @@ The job then reads the batch's files itself:
 
 - text formats (CSV, JSON) with Spark's line reader (``read_lines``): lines in file order, never a whole
   file as one value, so time is linear in the file and memory bounded by a line (a record), not by the
-  file; Hadoop decompresses a file whose name ends in ``.gz`` as it streams. No file is split across
-  tasks (a CSV record or a JSON array element may run over lines); files are packed into about one
-  task per core. ``transforms/landing_lines.py`` turns the lines into records.
+  file; Hadoop decompresses a file whose name ends in ``.gz`` as it streams. A CSV or JSON-array file
+  is never split across tasks (a record or an element may run over lines); a JSON-lines file larger
+  than the batch's bytes per core is (its lines are numbered across the splits by a count per split:
+  ``split_line_offsets``), and small files are packed into about one task per core.
+  ``transforms/landing_lines.py`` turns the lines into records.
 - Parquet with Spark's Parquet reader, file by file when their schemas differ (``read_parquet_files``).
 - A ``json_array`` file that turns out not to be one JSON array is read whole (``read_whole_files``),
   to be kept as ONE malformed record, as it always was.
@@ -74,32 +76,70 @@ def parquet_landing_paths(spark: SparkSession, landing_uri: str) -> list[str]:
     return [path for path, length in landing_files(spark, landing_uri, LandingSpec(format="parquet")) if length > 0]
 
 
-def reader_session(spark: SparkSession, files: list[tuple[str, int]]) -> SparkSession:
-    """A session (same SparkContext, its own SQL conf) whose file scans never split one of ``files``
-    and pack them into about one partition per core: the largest split is the larger of the largest
-    file and the batch's bytes per core (``spark.sql.files.maxPartitionBytes``, with
-    ``minPartitionNum`` 1 so that Spark does not shrink it)."""
+MAX_SPLIT_BYTES = 128 * 1024 * 1024  # Spark's spark.sql.files.maxPartitionBytes default
+
+
+def split_bytes(spark: SparkSession, files: list[tuple[str, int]], splittable: bool) -> int:
+    """The most bytes one task reads. Files that may be split: the batch's bytes per core (at most 128 MiB,
+    at least 4 MiB), so one large file keeps every core busy. Files that may not: at least the largest file
+    (none is split), and the batch's bytes per core (small files packed into about one task per core)."""
     parallelism = max(1, spark.sparkContext.defaultParallelism)
     total = sum(length + _OPEN_COST_BYTES for _, length in files)
-    largest = max((length for _, length in files), default=0)
-    split = max(largest, -(-total // parallelism), _OPEN_COST_BYTES)
+    per_core = max(-(-total // parallelism), _OPEN_COST_BYTES)
+    if splittable:
+        return min(MAX_SPLIT_BYTES, per_core)
+    return max(per_core, max((length for _, length in files), default=0))
+
+
+def reader_session(spark: SparkSession, max_split_bytes: int) -> SparkSession:
+    """A session (same SparkContext, its own SQL conf) whose file scans read at most ``max_split_bytes``
+    per task (``spark.sql.files.maxPartitionBytes``, with ``minPartitionNum`` 1 so that Spark does not
+    shrink it): a file is split only where it is larger."""
     session = spark.newSession()
-    session.conf.set("spark.sql.files.maxPartitionBytes", str(split))
+    session.conf.set("spark.sql.files.maxPartitionBytes", str(max_split_bytes))
     session.conf.set("spark.sql.files.openCostInBytes", str(_OPEN_COST_BYTES))
     session.conf.set("spark.sql.files.minPartitionNum", "1")
     return session
 
 
-def read_lines(spark: SparkSession, files: list[tuple[str, int]]) -> DataFrame:
-    """``(_line binary, _source_file)``: every line of ``files`` (``(path, length)``), in file order, each
-    file within one task (``reader_session``). A line is the bytes between two ``\n`` (a ``\r`` before
-    it stays, so CRLF and quoted line breaks survive as they were); the text is decoded later, per record."""
-    session = reader_session(spark, files)
+def read_lines(spark: SparkSession, files: list[tuple[str, int]], splittable: bool = False) -> DataFrame:
+    """``(_line binary, _source_file, _split_start)``: every line of ``files`` (``(path, length)``), in file
+    order within each task. A line is the bytes between two ``\n`` (a ``\r`` before it stays, so CRLF and
+    quoted line breaks survive as they were); the text is decoded later, per record. Without
+    ``splittable`` each file is read by one task (``_split_start`` 0); with it, a file larger than the
+    split size (``split_bytes``; never a ``.gz``, which Hadoop cannot split) is read by several tasks,
+    each from ``_split_start`` (a byte offset: Hadoop's line reader starts a split at the line after it)."""
+    session = reader_session(spark, split_bytes(spark, files, splittable))
     paths = [path for path, length in files if length > 0]
     if not paths:
-        return session.createDataFrame([], "_line binary, _source_file string")
+        return session.createDataFrame([], "_line binary, _source_file string, _split_start long")
     lines = session.read.format("text").option("lineSep", "\n").load(paths)
-    return lines.select(F.col("value").cast("binary").alias("_line"), F.col("_metadata.file_path").alias("_source_file"))
+    return lines.select(F.col("value").cast("binary").alias("_line"), F.col("_metadata.file_path").alias("_source_file"),
+                        F.col("_metadata.file_block_start").alias("_split_start"))
+
+
+def split_line_offsets(spark: SparkSession, files: list[tuple[str, int]], splittable: bool) -> dict[tuple[str, int], int]:
+    """For the files ``read_lines`` splits: the number of lines before each split, ``{(path, split start):
+    lines}`` (a split's first line is line number ``lines`` of its file), so every line keeps its number in
+    its file. One extra read of those files' lines, counted in the JVM (no Python); nothing when no file
+    is split. The same split size makes the same splits (Spark cuts a file at multiples of it)."""
+    limit = split_bytes(spark, files, splittable)
+    large = [path for path, length in files if splittable and length > limit and not path.endswith(".gz")]
+    if not large:
+        return {}
+    lines = reader_session(spark, limit).read.format("text").option("lineSep", "\n").load(large)
+    per_split = (lines.groupBy(F.col("_metadata.file_path").alias("path"), F.col("_metadata.file_block_start").alias("start"))
+                 .agg(F.count(F.lit(1)).alias("lines")).collect())
+    by_file: dict[str, list[tuple[int, int]]] = {}
+    for row in per_split:
+        by_file.setdefault(row["path"], []).append((int(row["start"]), int(row["lines"])))
+    offsets: dict[tuple[str, int], int] = {}
+    for path, splits in by_file.items():
+        before = 0
+        for start, count in sorted(splits):
+            offsets[(path, start)] = before
+            before += count
+    return offsets
 
 
 def read_whole_files(spark: SparkSession, paths: list[str]) -> DataFrame:

@@ -182,8 +182,10 @@ def _split_batch(spark, files: list[tuple[str, int]], contract, report=None) -> 
     records (text formats)."""
     landing = contract.landing
     if landing.is_text:
-        lines = landing_io.read_lines(spark, files)
-        return bronze_tx.records_from_lines(lines, landing, contract.landing_fields, report=report)
+        splittable = landing.format == "json_lines"  # a CSV record or a JSON-array element may run over lines
+        lines = landing_io.read_lines(spark, files, splittable)
+        offsets = landing_io.split_line_offsets(spark, files, splittable)
+        return bronze_tx.records_from_lines(lines, landing, contract.landing_fields, report=report, offsets=offsets)
     paths = [path for path, length in files if length > 0]
     frames, problems = landing_io.read_parquet_files(spark, paths)
     if problems:

@@ -106,7 +106,9 @@ def run_silver(run: JobRun) -> None:
     bronze = readers.read_layer(spark, bronze_uri, f"bronze {dataset}",
                                 f"run `python -m spark_jobs run --dataset {dataset} --layer bronze` first",
                                 schema=bronze_tx.bronze_schema(contract))
-    parsed = silver_tx.parse_records(bronze, contract)
+    # Bronze parsed its records once: silver parses _raw only if some row holds another contract's parse.
+    reparse = bool(bronze.where(silver_tx.parsed_for_another_contract(bronze, contract)).limit(1).count())
+    parsed = silver_tx.parse_records(bronze, contract, reparse=reparse)
     if manifest.date:
         parsed = parsed.where(F.to_date(contract.event_time) == F.lit(manifest.date).cast("date"))
     flagged = silver_tx.narrow(silver_tx.flag_invalid_rows(parsed, contract), contract).persist()

@@ -148,9 +148,10 @@ def line_options(landing: LandingSpec, field_names: tuple[str, ...] = (), stream
 
 
 def records_from_lines(lines: DataFrame, landing: LandingSpec | str, field_names: tuple[str, ...] = (),
-                       streams: bool = True, report=None) -> DataFrame:
-    """``(_line, _source_file)`` (every line of each file, in order, each file within one task: as
-    ``io/landing.read_lines`` gives them) -> ``(_raw, _is_malformed, _source_file, _record_index, _fields,
+                       streams: bool = True, report=None, offsets: dict[tuple[str, int], int] | None = None) -> DataFrame:
+    """``(_line, _source_file[, _split_start])`` (every line of each file, in order within a task, a CSV or
+    JSON-array file within one task: as ``io/landing.read_lines`` gives them) -> ``(_raw, _is_malformed,
+    _source_file, _record_index, _fields,
     _unknown_fields, _fields_id, [_header,] [stream columns,] _kind, _file_problem)``.
 
     ``_kind`` is ``record`` for a record; ``problem`` for a file that is not text (``_file_problem`` says
@@ -158,7 +159,9 @@ def records_from_lines(lines: DataFrame, landing: LandingSpec | str, field_names
     ``whole_file_records``); those rows carry no record. ``field_names``: the contract's landing fields
     (``_fields``; a header-less CSV's fields, in order). CSV records are split in the workers; JSON
     records are checked and parsed here, once; stream objects (``streams``, JSON datasets only) have
-    their envelopes unwrapped first.
+    their envelopes unwrapped first. ``report`` (a ``FileReport`` accumulator) also collects ``(path, kind,
+    problem)`` of the rows that are no record; ``offsets`` (``io/landing.split_line_offsets``) number the
+    lines of a JSON-lines file read in splits across its splits.
     """
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -167,7 +170,9 @@ def records_from_lines(lines: DataFrame, landing: LandingSpec | str, field_names
         raise ValueError(f"landing format '{landing.format}' is not read as text (json_array, json_lines, csv)")
     options = line_options(landing, field_names, streams)
     schema = from_arrow_schema(landing_lines.output_schema(options))
-    records = lines.select("_line", "_source_file").mapInArrow(landing_lines.lines_to_records(options, report), schema)
+    split_start = F.col("_split_start") if "_split_start" in lines.columns else F.lit(0).cast("long").alias("_split_start")
+    records = lines.select("_line", "_source_file", split_start).mapInArrow(
+        landing_lines.lines_to_records(options, report, offsets), schema)
     kind = ["_kind", "_file_problem"]
     parsed_with = F.lit(fields_id(landing, field_names)).alias(FIELDS_ID_COLUMN)
     if landing.format == "csv":

@@ -89,12 +89,14 @@ def output_schema(options: LineOptions) -> pa.Schema:
     return pa.schema(fields)
 
 
-def lines_to_records(options: LineOptions, report=None):
-    """The ``mapInArrow`` function: batches of (``_line``, ``_source_file``) -> batches of ``output_schema``.
-    ``report`` (a Spark accumulator of sets, optional) also receives ``(path, kind, problem)`` for every
-    file that is not records (``problem``, ``broken_array``), so a job that writes only the records still
-    learns of them."""
+def lines_to_records(options: LineOptions, report=None, offsets: dict[tuple[str, int], int] | None = None):
+    """The ``mapInArrow`` function: batches of (``_line``, ``_source_file``, ``_split_start``) -> batches of
+    ``output_schema``. ``report`` (a Spark accumulator of sets, optional) also receives ``(path, kind,
+    problem)`` for every file that is not records (``problem``, ``broken_array``), so a job that writes
+    only the records still learns of them. ``offsets``: for a JSON-lines file read in several splits,
+    the lines before each split (``io/landing.split_line_offsets``), so line numbers run on across them."""
     stream = re.compile(options.stream_pattern) if options.stream_pattern else None
+    offsets = offsets or {}
 
     def reported(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -105,44 +107,50 @@ def lines_to_records(options: LineOptions, report=None):
             yield batch
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        current = None
+        current, current_key = None, None
         for batch in batches:
             if batch.num_rows == 0:
                 continue
             lines, files = batch.column(0), batch.column(1)
-            for start, stop in _runs(files):
-                path = files[start].as_py()
-                if current is None or current.path != path:
+            starts = batch.column(2) if batch.num_columns > 2 else pa.nulls(batch.num_rows, pa.int64())
+            for first, stop in _runs(files, starts):
+                key = (files[first].as_py(), starts[first].as_py() or 0)
+                if current is None or current_key != key:
                     if current is not None:
                         yield from reported(current.finish())
-                    current = _file_reader(options, path, stream)
-                yield from reported(current.feed(lines.slice(start, stop - start)))
+                    current, current_key = _file_reader(options, key[0], stream, key[1], offsets.get(key, 0)), key
+                yield from reported(current.feed(lines.slice(first, stop - first)))
         if current is not None:
             yield from reported(current.finish())
 
     return run
 
 
-def _runs(files: pa.Array) -> list[tuple[int, int]]:
-    """(start, stop) of each run of one file in a batch (a file's lines are contiguous)."""
+def _runs(files: pa.Array, starts: pa.Array) -> list[tuple[int, int]]:
+    """(start, stop) of each run of one file split in a batch (a split's lines are contiguous)."""
     n = len(files)
     if n == 0:
         return []
-    if files[0] == files[n - 1]:
+    if files[0] == files[n - 1] and starts[0] == starts[n - 1]:
         return [(0, n)]
-    changes = np.flatnonzero(pc.not_equal(files.slice(1), files.slice(0, n - 1)).to_numpy(zero_copy_only=False)) + 1
+    changed = pc.or_(pc.not_equal(files.slice(1), files.slice(0, n - 1)),
+                     pc.fill_null(pc.not_equal(starts.slice(1), starts.slice(0, n - 1)), False))
+    changes = np.flatnonzero(changed.to_numpy(zero_copy_only=False)) + 1
     bounds = [0, *changes.tolist(), n]
     return list(zip(bounds[:-1], bounds[1:]))
 
 
-def _file_reader(options: LineOptions, path: str, stream: re.Pattern | None) -> "_FileReader":
+def _file_reader(options: LineOptions, path: str, stream: re.Pattern | None, split_start: int = 0,
+                 first_line: int = 0) -> "_FileReader":
+    from_stream = stream is not None and stream.search(path) is not None
+    lines_of_json = options.format == "json_lines" or from_stream
+    if split_start and not lines_of_json:
+        raise ValueError(f"{path}: a {options.format} file must be read by one task, from its start")
     if options.format == "csv":
         return _CsvFile(options, path)
-    if stream is not None and stream.search(path):
-        return _JsonLinesFile(options, path, from_stream=True)
-    if options.format == "json_array":
-        return _JsonArrayFile(options, path)
-    return _JsonLinesFile(options, path)
+    if lines_of_json:
+        return _JsonLinesFile(options, path, from_stream=from_stream, split_start=split_start, first_line=first_line)
+    return _JsonArrayFile(options, path)
 
 
 # --------------------------------------------------------------------------------------------- output
@@ -180,10 +188,11 @@ def decode(values: pa.Array, encoding: str) -> pa.Array:
 class _FileReader:
     """One landing file's lines, fed in order; yields output batches."""
 
-    def __init__(self, options: LineOptions, path: str):
+    def __init__(self, options: LineOptions, path: str, split_start: int = 0, first_line: int = 0):
         self.options, self.path = options, path
         self.schema = output_schema(options)
-        self.lines_seen = 0
+        self.at_file_start = split_start == 0   # the file's first bytes are in this split (magic numbers)
+        self.lines_seen = first_line            # line number of the next line in the file
         self.dead = False  # a problem was reported: the rest of the file is skipped
 
     def feed(self, lines: pa.Array) -> Iterator[pa.RecordBatch]:
@@ -195,7 +204,8 @@ class _FileReader:
             yield _batch(self.schema, 1, self.path, raw=pa.nulls(1, pa.string()), index=[self.lines_seen], kind=KIND_PROBLEM,
                          problem=problem)
             return
-        first = self.lines_seen == 0
+        first = self.at_file_start
+        self.at_file_start = False
         self.lines_seen += len(lines)
         yield from self._feed(lines, first)
 
@@ -205,7 +215,7 @@ class _FileReader:
 
     def _problem(self, lines: pa.Array) -> str | None:
         kind = _FORMAT_LABEL.get(self.options.format, self.options.format)
-        if self.lines_seen == 0:
+        if self.at_file_start:
             head = lines[0].as_py() or b""
             if head[:2] == b"\x1f\x8b":
                 return "is gzip-compressed, but its name does not end in .gz"
@@ -241,8 +251,9 @@ def _is_blank(lines: pa.Array) -> pa.Array:
 
 # ---------------------------------------------------------------------------------------- JSON lines
 class _JsonLinesFile(_FileReader):
-    def __init__(self, options: LineOptions, path: str, from_stream: bool = False):
-        super().__init__(options, path)
+    def __init__(self, options: LineOptions, path: str, from_stream: bool = False, split_start: int = 0,
+                 first_line: int = 0):
+        super().__init__(options, path, split_start, first_line)
         self.from_stream = from_stream
 
     def _feed(self, lines: pa.Array, first: bool) -> Iterator[pa.RecordBatch]:

@@ -61,7 +61,17 @@ def _typed(col: ColumnSpec) -> Column:
     raise ValueError(f"column {col.name}: unsupported type {col.type}")
 
 
-def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructType | None = None) -> DataFrame:
+def parsed_for_another_contract(bronze: DataFrame, contract: Contract) -> Column:
+    """True for a bronze row whose fields silver must parse from ``_raw``: not flagged malformed, and its
+    ``_fields`` not this contract's parse (another ``_fields_id``, or none: bronze written before)."""
+    if not {FIELDS_COLUMN, UNKNOWN_COLUMN, FIELDS_ID_COLUMN} <= set(bronze.columns):
+        return ~F.col("_is_malformed")
+    current_id = bronze_tx.fields_id(contract.landing, contract.landing_fields)
+    return ~F.col("_is_malformed") & ~F.coalesce(F.col(FIELDS_ID_COLUMN) == F.lit(current_id), F.lit(False))
+
+
+def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructType | None = None,
+                  reparse: bool = True) -> DataFrame:
     """Bronze rows -> bronze lineage + ``_raw`` + ``_is_malformed`` + raw text and typed value per column.
 
     The text of each column is its landing field's text, which bronze parsed once (``_fields``: CSV
@@ -76,11 +86,14 @@ def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructTy
     checked again: a JSON object (one parse per record, into a map of every top-level field's text),
     or a well-formed CSV record of the right field count. ``read_schema`` (only the naive benchmark baseline passes one: an inferred
     schema) reads the fields through that struct from ``_raw`` instead, each as text (null when the
-    schema lacks it), at the cost of a second parse.
+    schema lacks it), at the cost of a second parse. ``reparse=False`` (the caller has checked that no row
+    is ``parsed_for_another_contract``) leaves the parse of ``_raw`` out of the plan altogether: its
+    expressions alone, never evaluated, made Spark's generated code for a CSV contract several seconds
+    slower to compile and run.
     """
     landing = contract.landing
     plain = [col for col in contract.schema if col.landing_name is not None]
-    reparsed, still_ok = _parse_raw(contract)
+    reparsed, still_ok = _parse_raw(contract) if reparse else (F.lit(None).cast(bronze_tx.MAP_TYPE), F.lit(True))
     known_fields = F.array(*[F.lit(name) for name in contract.landing_fields])
     current_id = bronze_tx.fields_id(landing, contract.landing_fields)
     parsed_in_bronze = {FIELDS_COLUMN, UNKNOWN_COLUMN, FIELDS_ID_COLUMN} <= set(bronze.columns)
@@ -88,7 +101,7 @@ def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructTy
         current = F.coalesce(F.col(FIELDS_ID_COLUMN) == F.lit(current_id), F.lit(False))
     else:
         current = F.lit(False)
-    needs_parse = ~current & ~F.col("_is_malformed")
+    needs_parse = (~current & ~F.col("_is_malformed")) if reparse else F.lit(False)
     # The parse of an old row is its own column, so that every use below reads it and none repeats it.
     step = bronze.select(
         "*", current.alias("__current"),
@@ -99,8 +112,9 @@ def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructTy
     bronze, is_malformed = step, F.col("_is_malformed")
     old_fields = F.col("__reparsed.fields")
     if read_schema is None:
-        texts = [F.when(F.col("__current"), F.col(FIELDS_COLUMN).getField(col.landing_name))
-                 .otherwise(old_fields.getItem(col.landing_name)) if parsed_in_bronze
+        texts = [(F.when(F.col("__current"), F.col(FIELDS_COLUMN).getField(col.landing_name))
+                  .otherwise(old_fields.getItem(col.landing_name)) if reparse else
+                  F.col(FIELDS_COLUMN).getField(col.landing_name)) if parsed_in_bronze
                  else old_fields.getItem(col.landing_name) for col in plain]
     else:
         parsed = F.from_json(F.col("_raw"), read_schema)
@@ -109,7 +123,10 @@ def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructTy
                  else F.lit(None).cast("string") for col in plain]
     old_unknown = (F.array().cast("array<string>") if landing.format == "csv" and not landing.header  # named by the contract
                    else F.array_except(F.map_keys(old_fields), known_fields))
-    unknown = F.when(F.col("__current"), F.col(UNKNOWN_COLUMN)).otherwise(old_unknown) if parsed_in_bronze else old_unknown
+    if not parsed_in_bronze:
+        unknown = old_unknown
+    else:
+        unknown = F.when(F.col("__current"), F.col(UNKNOWN_COLUMN)).otherwise(old_unknown) if reparse else F.col(UNKNOWN_COLUMN)
     with_text = bronze.select(
         "_raw",
         is_malformed.alias("_is_malformed"),

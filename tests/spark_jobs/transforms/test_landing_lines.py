@@ -114,3 +114,20 @@ def test_stream_objects_in_a_json_array_dataset_are_json_lines():
     options = LineOptions(format="json_array", stream_pattern=r"/[0-9]{4}/[0-9]{2}/[0-9]{2}/[0-9]{2}/[^/]+$")
     rows = _run(options, ("s3a://l/landing/iot/2026/11/22/00/x.jsonl", b'{"a":1}\n{"a":2}\n'))
     assert [(r["_raw"], r["_from_stream"]) for r in rows] == [('{"a":1}', True), ('{"a":2}', True)]
+
+
+def test_a_json_lines_file_read_in_splits_numbers_its_lines_across_them():
+    """Two tasks each read a split of one file (any order); the lines before each split (counted by the JVM)
+    make the line numbers the file's own."""
+    def split(start: int, lines: list[bytes]) -> pa.RecordBatch:
+        return pa.RecordBatch.from_arrays([pa.array(lines, pa.binary()), pa.array(["big.jsonl"] * len(lines)),
+                                           pa.array([start] * len(lines), pa.int64())],
+                                          names=["_line", "_source_file", "_split_start"])
+
+    run = lines_to_records(LineOptions(format="json_lines"), offsets={("big.jsonl", 0): 0, ("big.jsonl", 64): 3})
+    second = [r for b in run(iter([split(64, [b'{"a":3}', b"", b'{"a":5}'])])) for r in b.to_pylist()]
+    first = [r for b in run(iter([split(0, [b'{"a":0}', b'{"a":1}', b'{"a":2}'])])) for r in b.to_pylist()]
+    assert [(r["_raw"], r["_record_index"]) for r in first + second] == [
+        ('{"a":0}', 0), ('{"a":1}', 1), ('{"a":2}', 2), ('{"a":3}', 3), ('{"a":5}', 5)]
+    with pytest.raises(ValueError, match="must be read by one task"):
+        list(lines_to_records(CSV)(iter([split(64, [b"1,2"])])))
