@@ -145,12 +145,14 @@ browser: ## Install Debian's chromium for the browser tests, if /usr/bin/chromiu
 	  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
 ##@ Benchmarks
-# BENCH_SIZES: events per dataset for the pipeline benchmark; BENCH_TENANTS: tenant counts for plan-all.
+# BENCH_SIZES: events per dataset for the pipeline benchmark; BENCH_TENANTS: tenant counts for plan-all;
+# INGEST_SIZES: records in the one landing file of the ingest benchmark.
 BENCH_SIZES     ?= 1000000,5000000
 BENCH_TENANTS   ?= 1,5,20
 MAINTENANCE_RUNS ?= 365
-.PHONY: bench bench-pipeline bench-infra bench-backfill bench-maintenance
-bench: bench-pipeline bench-infra bench-backfill bench-maintenance ## Run every benchmark, then update the table in bench/README.md
+INGEST_SIZES    ?= 100000,200000,1000000,2000000,5000000,10000000
+.PHONY: bench bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest
+bench: bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest ## Run every benchmark, then update the table in bench/README.md
 	@$(PY) -m bench.report
 bench-pipeline: setup ## Pipeline benchmark vs DuckDB (BENCH_SIZES=1000000,5000000) -> bench/results/pipeline.json
 	@$(PY) -m bench.pipeline --sizes "$(BENCH_SIZES)"
@@ -160,6 +162,8 @@ bench-maintenance: setup ## MAINTENANCE_RUNS=365 daily commits to a table on s3a
 	@$(PY) -m bench.maintenance --runs "$(MAINTENANCE_RUNS)"
 bench-backfill: setup ## 365 days through run-all on s3a, this code (by day and by month) vs BASELINE_REF=main -> bench/results/backfill.json
 	@$(PY) -m bench.backfill --baseline-ref "$(or $(BASELINE_REF),main)" --month
+bench-ingest: setup ## One CSV / JSON-lines file (plain, gzip) through bronze and silver vs DuckDB (INGEST_SIZES) -> bench/results/ingest.json
+	@$(PY) -m bench.ingest --sizes "$(INGEST_SIZES)"
 
 ##@ Housekeeping
 .PHONY: clean

@@ -28,6 +28,7 @@ from typing import Any
 import duckdb
 
 from spark_jobs.contract import MALFORMED_RULE, UNKNOWN_FIELDS_RULE, ColumnSpec, Contract, load_contract
+from spark_jobs.lake import gold_table_name
 from spark_jobs.transforms.silver import LINEAGE_COLUMNS, RAW_PREFIX
 
 FLOAT_TOLERANCE = 1e-9  # relative; gold averages are sums in a different order, so not bit-equal
@@ -270,6 +271,30 @@ FROM sessions
 """
 
 
+def _gold_period_summary(silver: str, options: dict[str, Any]) -> str:
+    """``spark_jobs/transforms/gold/period_summary.py`` (``period: day`` or ``hour``, no ``group_by``)."""
+    if options.get("group_by"):
+        raise ReferenceError("gold period_summary: group_by has no DuckDB reference yet")
+    period = options.get("period", "day")
+    if period == "day":
+        start = "CAST(event_date AS TIMESTAMP)"
+    else:
+        event = options.get("event_time")
+        if not event:
+            raise ReferenceError("gold period_summary by hour: name its event_time in gold_options for the reference")
+        start = f"date_trunc('hour', {_ident(event)})"
+    measures = list(options.get("measures") or [])
+    stats = ",\n    ".join(f"count({_ident(m)}) AS {_ident(m + '_count')}, min({_ident(m)}) AS {_ident(m + '_min')}, "
+                          f"avg({_ident(m)}) AS {_ident(m + '_avg')}, max({_ident(m)}) AS {_ident(m + '_max')}"
+                          for m in measures)
+    return f"""
+SELECT event_date, {start} AS period_start, count(*) AS row_count,
+    {stats}
+FROM {silver}
+GROUP BY event_date, {start}
+"""
+
+
 @dataclasses.dataclass(frozen=True)
 class GoldReference:
     """A gold transformation in SQL, and how to compare its output: key columns and value columns."""
@@ -293,7 +318,12 @@ GOLD: dict[str, GoldReference] = {
 }
 
 
-def gold_reference(name: str) -> GoldReference:
+def gold_reference(name: str, options: dict[str, Any] | None = None) -> GoldReference:
+    if name == "period_summary":  # its value columns follow the contract's measures
+        measures = list((options or {}).get("measures") or [])
+        return GoldReference(_gold_period_summary, ("period_start",),
+                             ("event_date", "row_count", *[f"{m}_{stat}" for m in measures
+                                                             for stat in ("count", "min", "avg", "max")]))
     if name not in GOLD:
         raise ReferenceError(f"gold transformation '{name}' has no DuckDB reference in bench/duckdb_reference.py")
     return GOLD[name]
@@ -326,6 +356,11 @@ def run_silver(con: duckdb.DuckDBPyConnection, contract: Contract, bronze_dir: s
     out = Path(out_dir)
     started = time.perf_counter()
     con.execute(f"CREATE OR REPLACE TEMP TABLE flagged AS {flagged_sql(contract, _parquet(bronze_dir))}")
+    return _finish_silver(con, contract, out, started)
+
+
+def _finish_silver(con: duckdb.DuckDBPyConnection, contract: Contract, out: Path, started: float) -> dict[str, Any]:
+    """From the ``flagged`` table: silver (valid rows deduped, late flag) and quarantine, written; counts."""
     con.execute("CREATE OR REPLACE TEMP VIEW valid AS SELECT * FROM flagged WHERE len(_failed_rules) = 0")
     con.execute(f"CREATE OR REPLACE TEMP TABLE silver AS {silver_select_sql(contract, 'valid')}")
     _copy(con, "SELECT * FROM silver", out / "silver")
@@ -346,6 +381,71 @@ def run_silver(con: duckdb.DuckDBPyConnection, contract: Contract, bronze_dir: s
             "duplicates": valid - rows_out, "late": late, "quarantine_by_rule": by_rule}
 
 
+def landing_file_sql(contract: Contract, path: str | Path) -> str:
+    """One landing file (CSV with the contract's dialect, or JSON lines) as a relation of every landing
+    field's text (``__raw__<column>``), plus the lineage silver's dedupe and late flag need. DuckDB reads
+    it as it is (a ``.gz`` decompressed): this is DuckDB doing bronze's reading and silver's parsing."""
+    landing = contract.landing
+    plain = [col for col in contract.schema if col.landing_name is not None]
+    if contract.derived or any(col.computed for col in contract.schema):
+        raise ReferenceError(f"{contract.dataset}: computed or derived columns have no file reference yet")
+    if landing.format == "csv":
+        nulls = "[" + ", ".join(_lit(v) for v in landing.null_values) + "]"
+        source = (f"read_csv({_lit(str(path))}, header = {str(landing.header).lower()}, all_varchar = true, "
+                  f"delim = {_lit(landing.delimiter)}, quote = {_lit(landing.quote)}, escape = {_lit(landing.escape)}, "
+                  f"nullstr = {nulls}, strict_mode = true"
+                  + ("" if landing.header else ", columns = {" + ", ".join(f"{_lit(c.landing_name)}: 'VARCHAR'" for c in plain) + "}")
+                  + ")")
+    elif landing.format == "json_lines":
+        columns = ", ".join(f"{_lit(c.landing_name)}: 'VARCHAR'" for c in plain)
+        source = f"read_json({_lit(str(path))}, format = 'newline_delimited', columns = {{{columns}}})"
+    else:
+        raise ReferenceError(f"{contract.dataset}: landing format {landing.format} has no file reference")
+    texts = ", ".join(f"{_ident(c.landing_name)} AS {_ident(RAW_PREFIX + c.name)}" for c in plain)
+    return (f"SELECT NULL::VARCHAR AS _raw, current_timestamp::TIMESTAMP AS _ingested_at, {_lit(str(path))} AS _source_file, "
+            f"0::BIGINT AS _batch_id, 0::INTEGER AS _record_index, false AS _is_malformed, []::VARCHAR[] AS _unknown_fields, "
+            f"{texts} FROM {source}")
+
+
+def flagged_from_file_sql(contract: Contract, path: str | Path) -> str:
+    """As ``flagged_sql``, from a landing file (``landing_file_sql``): typed columns and ``_failed_rules``."""
+    typed = ",\n        ".join(f"{typed_sql(col)} AS {_ident(col.name)}" for col in contract.schema)
+    checks = ",\n            ".join(
+        f"CASE WHEN coalesce({cond}, false) THEN {_lit(name)} END" for name, cond in failure_conditions(contract))
+    return f"""
+WITH typed AS (
+    SELECT *,
+        {typed}
+    FROM ({landing_file_sql(contract, path)})
+)
+SELECT *, list_filter([
+            {checks}
+         ], lambda r: r IS NOT NULL) AS _failed_rules
+FROM typed
+"""
+
+
+def ingest_file(con: duckdb.DuckDBPyConnection, contract: Contract, path: str | Path, out: str | Path) -> dict[str, Any]:
+    """The landing file read and written as Parquet, every field as text: what bronze does, in DuckDB."""
+    started = time.perf_counter()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    con.execute(f"COPY ({landing_file_sql(contract, path)}) TO {_lit(str(out))} (FORMAT PARQUET)")
+    wall = time.perf_counter() - started
+    rows = int(con.execute(f"SELECT count(*) FROM read_parquet({_lit(str(out))})").fetchone()[0])
+    return {"wall_s": wall, "rows_in": rows, "rows_out": rows}
+
+
+def run_silver_from_file(con: duckdb.DuckDBPyConnection, contract: Contract, path: str | Path,
+                         out_dir: str | Path) -> dict[str, Any]:
+    """A landing file -> ``out_dir/silver`` and ``out_dir/quarantine``, as ``run_silver`` (typed, rules,
+    dedupe, late flag): silver's work plus the file's reading, so a ratio against it is conservative."""
+    out = Path(out_dir)
+    started = time.perf_counter()
+    con.execute(f"CREATE OR REPLACE TEMP TABLE flagged AS {flagged_from_file_sql(contract, path)}")
+    return _finish_silver(con, contract, out, started)
+
+
 def run_gold(con: duckdb.DuckDBPyConnection, contract: Contract, silver_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     """silver parquet -> ``out_dir/gold/<name>`` for every gold of the contract; returns rows per gold."""
     started = time.perf_counter()
@@ -353,8 +453,9 @@ def run_gold(con: duckdb.DuckDBPyConnection, contract: Contract, silver_dir: str
     rows_in = int(con.execute("SELECT count(*) FROM silver_in").fetchone()[0])
     output_rows = {}
     for name in contract.gold:
-        reference = gold_reference(name)
-        _copy(con, reference.sql("silver_in", dict(contract.gold_options.get(name, {}))), Path(out_dir) / "gold" / name)
+        options = dict(contract.gold_options.get(name, {}))
+        reference = gold_reference(name, options)
+        _copy(con, reference.sql("silver_in", options), Path(out_dir) / "gold" / name)
         output_rows[name] = int(con.execute(f"SELECT count(*) FROM {_parquet(Path(out_dir) / 'gold' / name)}").fetchone()[0])
     wall = time.perf_counter() - started
     con.execute("DROP TABLE IF EXISTS silver_in")
@@ -407,8 +508,9 @@ def compare_gold(con: duckdb.DuckDBPyConnection, contract: Contract, ours_lake: 
     """Every gold of the contract: same keys on both sides, and every value equal (floats within tolerance)."""
     checks = []
     for name in contract.gold:
-        reference = gold_reference(name)
-        ours_rel = _relation(Path(ours_lake) / "gold" / name)
+        reference = gold_reference(name, dict(contract.gold_options.get(name, {})))
+        table = gold_table_name(contract.dataset, name)
+        ours_rel = _relation(Path(ours_lake) / "gold" / table)
         ref_rel = _parquet(Path(reference_dir) / "gold" / name)
         cols = (*reference.keys, *reference.values)
         select = ", ".join(f"CAST({_ident(c)} AS TIMESTAMP) AS {_ident(c)}" if re.search(r"(hour|start|end)$", c)

@@ -83,6 +83,15 @@ RATIO_COLUMNS = [("dataset", "dataset"), ("size", "events"), ("storage", "storag
                  ("run_all_over_duckdb", "whole run-all / DuckDB silver + gold"), ("equal", "output equal (DuckDB; run-all: the layer jobs)")]
 INFRA_COLUMNS = [("measure", "measure"), ("n_tenants", "tenants"), ("parallelism", "parallelism"),
                  ("wall_s", "wall s"), ("per_tenant_s", "s per tenant"), ("note", "note")]
+INGEST_COLUMNS = [("format", "format"), ("compression", "compression"), ("size", "rows"), ("layer", "job"),
+                  ("wall_s", "wall s"), ("runs", "runs"), ("session_s", "session s"), ("rows_in", "rows in"),
+                  ("rows_out", "rows out"), ("rows_per_s", "rows/s"), ("peak_total_mb", "peak RSS MB")]
+INGEST_RATIO_COLUMNS = [("format", "format"), ("compression", "compression"), ("size", "rows"),
+                        ("bronze_over_duckdb", "bronze / DuckDB ingest"), ("silver_over_duckdb", "silver / DuckDB silver"),
+                        ("ingest_over_duckdb", "bronze + silver / DuckDB silver"), ("bronze_doubling", "bronze x2"),
+                        ("silver_doubling", "silver x2"), ("duckdb_ingest_doubling", "DuckDB ingest x2"),
+                        ("duckdb_silver_doubling", "DuckDB silver x2"),
+                        ("silver_parse_once_speedup", "silver parsing _raw / silver reading _fields")]
 BACKFILL_COLUMNS = [("round", "round"), ("variant", "code"), ("layer", "layer"), ("wall_s", "wall s"), ("publish_s", "publish s"),
                     ("table_commit_s", "table commit s"), ("after_commit_s", "after commit s"),
                     ("rows_in", "rows in"), ("rows_out", "rows out"), ("load", "load average before -> after")]
@@ -109,6 +118,11 @@ def _section(title: str, result: dict[str, Any], path: Path, columns: list[tuple
     if result.get("benchmark") == "backfill" and result.get("requests"):
         lines += ["", "S3 requests per lake prefix (the emulator's log), in all and per daily partition:", "",
                   *_table(result["requests"], BACKFILL_REQUEST_COLUMNS)]
+    elif result.get("benchmark") == "ingest" and ratios:
+        lines += ["", "Ratios (throughput, same rows: DuckDB time / ours; x2 = time(2n) / time(n), n = the row's size):",
+                  "", *_table(ratios, INGEST_RATIO_COLUMNS, digits=3)]
+        checks = result.get("checks") or []
+        lines += ["", f"Equality checks: {sum(1 for c in checks if c.get('equal'))}/{len(checks)} equal."]
     elif isinstance(ratios, list) and ratios:
         ratio_keys = ("ours_over_duckdb", "tuned_over_naive", "validation_overhead", "gold_in_run_all_over_duckdb",
                       "pipeline_over_duckdb")
@@ -125,7 +139,8 @@ def _section(title: str, result: dict[str, Any], path: Path, columns: list[tuple
 def render(results_dir: Path = RESULTS_DIR) -> str:
     sections: list[str] = []
     known = {"pipeline": ("Pipeline", PIPELINE_COLUMNS), "infra": ("Infrastructure", INFRA_COLUMNS),
-             "backfill": ("Backfill", BACKFILL_COLUMNS), "maintenance": ("Maintenance", MAINTENANCE_COLUMNS)}
+             "backfill": ("Backfill", BACKFILL_COLUMNS), "maintenance": ("Maintenance", MAINTENANCE_COLUMNS),
+             "ingest": ("Ingest", INGEST_COLUMNS)}
     for name, (title, columns) in known.items():
         path = results_dir / f"{name}.json"
         if path.exists():

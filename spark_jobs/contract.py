@@ -105,7 +105,7 @@ class LandingSpec:
 
     @property
     def is_text(self) -> bool:
-        """Landing files are text (JSON or CSV), read whole; Parquet is read by its own reader."""
+        """Landing files are text (JSON or CSV), read line by line; Parquet is read by its own reader."""
         return self.format != "parquet"
 
 

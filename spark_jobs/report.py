@@ -11,7 +11,6 @@ from spark_jobs.contract import load_contract
 from spark_jobs.io import landing as landing_io
 from spark_jobs.io import storage, tables
 from spark_jobs.lake import LakeConfig, gold_table_name
-from spark_jobs.transforms import stream_records
 
 
 def layer_counts(spark: SparkSession, lake: LakeConfig, datasets: list[str]) -> list[dict]:
@@ -48,10 +47,28 @@ def _table_count(spark: SparkSession, lake: LakeConfig, dataset: str, label: str
 
 def _landing_records(spark: SparkSession, landing_uri: str, contract) -> int | None:
     """Records in the landing files, as bronze would count them (None when a file cannot be read)."""
+    files = landing_io.landing_files(spark, landing_uri, contract.landing)
     if contract.landing.is_text:
-        files = landing_io.landing_text_files(spark, landing_uri, contract.landing)
-        return stream_records.split_landing_records(files, contract.landing, len(contract.landing_fields)).count()
-    paths = landing_io.parquet_landing_paths(spark, landing_uri)
+        from pyspark.sql import functions as F
+
+        from spark_jobs.transforms import bronze as bronze_tx
+        from spark_jobs.transforms import landing_lines
+
+        splittable = contract.landing.format == "json_lines"
+        records = bronze_tx.records_from_lines(landing_io.read_lines(spark, files, splittable), contract.landing,
+                                               contract.landing_fields,
+                                               offsets=landing_io.split_line_offsets(spark, files, splittable))
+        try:
+            per_file = records.groupBy("_source_file", "_kind").agg(F.count(F.lit(1)).alias("n")).collect()
+        except Exception:  # noqa: BLE001 - a file Hadoop cannot read (a .gz that is not gzip): no count
+            return None
+        if any(r["_kind"] == landing_lines.KIND_PROBLEM for r in per_file):
+            return None
+        broken = {r["_source_file"] for r in per_file if r["_kind"] == landing_lines.KIND_BROKEN_ARRAY}
+        # A broken JSON array is one record (the whole file), whatever elements came before the break.
+        return len(broken) + sum(r["n"] for r in per_file
+                                 if r["_kind"] == landing_lines.KIND_RECORD and r["_source_file"] not in broken)
+    paths = [path for path, length in files if length > 0]
     frames, problems = landing_io.read_parquet_files(spark, paths)
     return None if problems else sum(frame.count() for frame in frames)
 

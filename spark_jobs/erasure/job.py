@@ -45,6 +45,7 @@ from spark_jobs.erasure.subjects import Subject, SubjectError, load_key, normali
 from spark_jobs.io import storage, tables, writers
 from spark_jobs.lake import LakeConfig, gold_table_name
 from spark_jobs.leases import active_request, live_leases, lock_uri
+from spark_jobs.transforms import bronze as bronze_tx
 from spark_jobs.transforms import silver as silver_tx
 
 RECEIPTS_PREFIX = "reports/erasure/"
@@ -150,7 +151,8 @@ def _match_dataset(run: EraseRun, contract: Contract, journal: Journal) -> dict[
     rows: list = []
     if storage.has_data_files(spark, lake.bronze(dataset)):
         if run.dry_run or not partitions.staged(spark, matches_uri):
-            parsed = silver_tx.parse_records(spark.read.parquet(lake.bronze(dataset)), contract)
+            bronze = spark.read.schema(bronze_tx.bronze_schema(contract)).parquet(lake.bronze(dataset))
+            parsed = silver_tx.parse_records(bronze, contract)
             hits = parsed.where(typed_match(contract, subjects) | raw_mention(subjects, F.col("_is_malformed")))
             hits = hits.select(*LINEAGE, "_batch_id", F.to_date(contract.event_time).cast("string").alias("event_date"))
             if run.dry_run:

@@ -1,8 +1,19 @@
-"""Landing readers, by the contract's landing format: whole text files (JSON, CSV) or Parquet files.
+"""Landing readers: which files a batch holds (the stream lists them), their lines, their Parquet rows.
 
-Text files are read whole (``wholetext``), so a record's position in its file is known; Hadoop
-decompresses a file whose name ends in ``.gz``. Parquet files are listed by the stream (path and size
-only, never their bytes) and read by Spark's Parquet reader, file by file when their schemas differ.
+The bronze stream only LISTS landing files (``binaryFile`` with path and length selected, never their
+bytes): its checkpoint's offset log is the batch's file list, which is what makes bronze exactly once.
+The job then reads the batch's files itself:
+
+- text formats (CSV, JSON) with Spark's line reader (``read_lines``): lines in file order, never a whole
+  file as one value, so time is linear in the file and memory bounded by a line (a record), not by the
+  file; Hadoop decompresses a file whose name ends in ``.gz`` as it streams. A CSV or JSON-array file
+  is never split across tasks (a record or an element may run over lines); a JSON-lines file larger
+  than the batch's bytes per core is (its lines are numbered across the splits by a count per split:
+  ``split_line_offsets``), and small files are packed into about one task per core.
+  ``transforms/landing_lines.py`` turns the lines into records.
+- Parquet with Spark's Parquet reader, file by file when their schemas differ (``read_parquet_files``).
+- A ``json_array`` file that turns out not to be one JSON array is read whole (``read_whole_files``),
+  to be kept as ONE malformed record, as it always was.
 """
 from __future__ import annotations
 
@@ -22,6 +33,7 @@ LANDING_GLOBS: dict[str, tuple[str, ...]] = {
     "parquet": ("*.parquet",),
 }
 _BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
+_OPEN_COST_BYTES = 4 * 1024 * 1024  # Spark's spark.sql.files.openCostInBytes default
 
 
 def landing_glob(landing_format: str) -> str:
@@ -37,45 +49,104 @@ def is_landing_file(name: str, landing_format: str | None = None) -> bool:
         fnmatch.fnmatch(name, glob) for fmt in formats for glob in LANDING_GLOBS[fmt])
 
 
-def _text_reader(reader, landing_uri: str, landing: LandingSpec):
+def _listing(reader, landing_uri: str, landing: LandingSpec):
     return (
-        reader.format("text")
-        .option("wholetext", "true")
+        reader.format("binaryFile").schema(_BINARY_FILE_SCHEMA)
         .option("recursiveFileLookup", "true")  # Firehose objects sit under YYYY/MM/DD/HH/ (stream_records.py)
         .option("pathGlobFilter", landing_glob(landing.format))
-        .option("path", landing_uri)
     )
 
 
 def landing_stream(spark: SparkSession, landing_uri: str, landing: LandingSpec, max_files_per_trigger: int) -> DataFrame:
-    """A streaming DataFrame of landing files whose checkpoint remembers every file it handed out, so
-    each file is ingested exactly once: ``(value, _source_file)`` of whole text files, or, for Parquet,
-    ``(_source_file, length)`` (the job reads the files itself)."""
-    if landing.is_text:
-        reader = _text_reader(spark.readStream, landing_uri, landing).option("maxFilesPerTrigger", str(max_files_per_trigger))
-        return reader.load().select("value", F.col("_metadata.file_path").alias("_source_file"))
-    reader = (
-        spark.readStream.format("binaryFile").schema(_BINARY_FILE_SCHEMA)
-        .option("recursiveFileLookup", "true")
-        .option("pathGlobFilter", landing_glob(landing.format))
-        .option("maxFilesPerTrigger", str(max_files_per_trigger))
-        .option("path", landing_uri)
-    )
-    # Only path and length are selected, so the binary source never reads the files' bytes.
-    return reader.load().select(F.col("path").alias("_source_file"), "length")
+    """A streaming DataFrame of landing files, ``(_source_file, length)``, whose checkpoint remembers every
+    file it handed out, so each file is ingested exactly once. Only path and length are selected, so the
+    binary source never reads the files' bytes: the job reads each batch's files itself."""
+    reader = _listing(spark.readStream, landing_uri, landing).option("maxFilesPerTrigger", str(max_files_per_trigger))
+    return reader.load(landing_uri).select(F.col("path").alias("_source_file"), "length")
 
 
-def landing_text_files(spark: SparkSession, landing_uri: str, landing: LandingSpec) -> DataFrame:
-    """The same ``(value, _source_file)`` rows as a batch read of text landing files, for counts."""
-    return _text_reader(spark.read, landing_uri, landing).load().select(
-        "value", F.col("_metadata.file_path").alias("_source_file"))
+def landing_files(spark: SparkSession, landing_uri: str, landing: LandingSpec) -> list[tuple[str, int]]:
+    """Every landing file of the format under ``landing_uri``, ``(path, length)``, 0-byte ones included."""
+    listed = _listing(spark.read, landing_uri, landing).load(landing_uri)
+    return [(r[0], int(r[1])) for r in listed.select("path", "length").collect()]
 
 
 def parquet_landing_paths(spark: SparkSession, landing_uri: str) -> list[str]:
     """Every non-empty Parquet landing file under ``landing_uri`` (for counts)."""
-    files = (spark.read.format("binaryFile").option("recursiveFileLookup", "true")
-             .option("pathGlobFilter", landing_glob("parquet")).load(landing_uri))
-    return [r[0] for r in files.where(F.col("length") > 0).select("path").collect()]
+    return [path for path, length in landing_files(spark, landing_uri, LandingSpec(format="parquet")) if length > 0]
+
+
+MAX_SPLIT_BYTES = 128 * 1024 * 1024  # Spark's spark.sql.files.maxPartitionBytes default
+
+
+def split_bytes(spark: SparkSession, files: list[tuple[str, int]], splittable: bool) -> int:
+    """The most bytes one task reads. Files that may be split: the batch's bytes per core (at most 128 MiB,
+    at least 4 MiB), so one large file keeps every core busy. Files that may not: at least the largest file
+    (none is split), and the batch's bytes per core (small files packed into about one task per core)."""
+    parallelism = max(1, spark.sparkContext.defaultParallelism)
+    total = sum(length + _OPEN_COST_BYTES for _, length in files)
+    per_core = max(-(-total // parallelism), _OPEN_COST_BYTES)
+    if splittable:
+        return min(MAX_SPLIT_BYTES, per_core)
+    return max(per_core, max((length for _, length in files), default=0))
+
+
+def reader_session(spark: SparkSession, max_split_bytes: int) -> SparkSession:
+    """A session (same SparkContext, its own SQL conf) whose file scans read at most ``max_split_bytes``
+    per task (``spark.sql.files.maxPartitionBytes``, with ``minPartitionNum`` 1 so that Spark does not
+    shrink it): a file is split only where it is larger."""
+    session = spark.newSession()
+    session.conf.set("spark.sql.files.maxPartitionBytes", str(max_split_bytes))
+    session.conf.set("spark.sql.files.openCostInBytes", str(_OPEN_COST_BYTES))
+    session.conf.set("spark.sql.files.minPartitionNum", "1")
+    return session
+
+
+def read_lines(spark: SparkSession, files: list[tuple[str, int]], splittable: bool = False) -> DataFrame:
+    """``(_line binary, _source_file, _split_start)``: every line of ``files`` (``(path, length)``), in file
+    order within each task. A line is the bytes between two ``\n`` (a ``\r`` before it stays, so CRLF and
+    quoted line breaks survive as they were); the text is decoded later, per record. Without
+    ``splittable`` each file is read by one task (``_split_start`` 0); with it, a file larger than the
+    split size (``split_bytes``; never a ``.gz``, which Hadoop cannot split) is read by several tasks,
+    each from ``_split_start`` (a byte offset: Hadoop's line reader starts a split at the line after it)."""
+    session = reader_session(spark, split_bytes(spark, files, splittable))
+    paths = [path for path, length in files if length > 0]
+    if not paths:
+        return session.createDataFrame([], "_line binary, _source_file string, _split_start long")
+    lines = session.read.format("text").option("lineSep", "\n").load(paths)
+    return lines.select(F.col("value").cast("binary").alias("_line"), F.col("_metadata.file_path").alias("_source_file"),
+                        F.col("_metadata.file_block_start").alias("_split_start"))
+
+
+def split_line_offsets(spark: SparkSession, files: list[tuple[str, int]], splittable: bool) -> dict[tuple[str, int], int]:
+    """For the files ``read_lines`` splits: the number of lines before each split, ``{(path, split start):
+    lines}`` (a split's first line is line number ``lines`` of its file), so every line keeps its number in
+    its file. One extra read of those files' lines, counted in the JVM (no Python); nothing when no file
+    is split. The same split size makes the same splits (Spark cuts a file at multiples of it)."""
+    limit = split_bytes(spark, files, splittable)
+    large = [path for path, length in files if splittable and length > limit and not path.endswith(".gz")]
+    if not large:
+        return {}
+    lines = reader_session(spark, limit).read.format("text").option("lineSep", "\n").load(large)
+    per_split = (lines.groupBy(F.col("_metadata.file_path").alias("path"), F.col("_metadata.file_block_start").alias("start"))
+                 .agg(F.count(F.lit(1)).alias("lines")).collect())
+    by_file: dict[str, list[tuple[int, int]]] = {}
+    for row in per_split:
+        by_file.setdefault(row["path"], []).append((int(row["start"]), int(row["lines"])))
+    offsets: dict[tuple[str, int], int] = {}
+    for path, splits in by_file.items():
+        before = 0
+        for start, count in sorted(splits):
+            offsets[(path, start)] = before
+            before += count
+    return offsets
+
+
+def read_whole_files(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """``(value, _source_file)``: each file's whole text as one value (a Java string: under 2 GB, and in
+    memory). Only for the rare file that must be kept whole (a broken ``json_array`` file)."""
+    text = spark.read.format("text").option("wholetext", "true").load(paths)
+    return text.select("value", F.col("_metadata.file_path").alias("_source_file"))
 
 
 def read_parquet_files(spark: SparkSession, paths: list[str]) -> tuple[list[DataFrame], list[tuple[str, str]]]:

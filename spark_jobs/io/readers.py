@@ -3,6 +3,7 @@ and gold are Iceberg tables: ``spark_jobs/io/tables.py``)."""
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from spark_jobs.io import storage
 
@@ -11,8 +12,11 @@ class MissingInputError(RuntimeError):
     """A layer's input does not exist yet; the message names the command that creates it."""
 
 
-def read_layer(spark: SparkSession, uri: str, what: str, hint: str) -> DataFrame:
+def read_layer(spark: SparkSession, uri: str, what: str, hint: str, schema: StructType | None = None) -> DataFrame:
+    """The Parquet layer at ``uri``; with ``schema`` (bronze: ``transforms.bronze.bronze_schema``), files that
+    lack one of its columns read it as null."""
     if not storage.has_data_files(spark, uri):
         raise MissingInputError(f"{what} has no data at {uri}; {hint}")
-    return spark.read.parquet(uri)
+    reader = spark.read.schema(schema) if schema is not None else spark.read
+    return reader.parquet(uri)
 

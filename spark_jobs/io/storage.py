@@ -73,6 +73,12 @@ def list_files(spark: SparkSession, uri: str) -> list[tuple[str, str, int]]:
     return found
 
 
+def make_dirs(spark: SparkSession, uri: str) -> None:
+    """Create the folder ``uri`` and its parents (a no-op when it exists; on S3 a marker object)."""
+    fs, path = _fs_and_path(spark, uri)
+    fs.mkdirs(path)
+
+
 def rename(spark: SparkSession, source_uri: str, target_uri: str) -> None:
     """Move a file or folder (on S3 a copy and a delete per object); fails if ``target_uri`` exists."""
     fs, source = _fs_and_path(spark, source_uri)

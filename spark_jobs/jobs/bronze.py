@@ -1,11 +1,14 @@
 """Bronze job: landing/<dataset>/ -> bronze/<dataset>/_batch_id=<n>/, exactly once.
 
-Structured Streaming's file source (checkpoint under ``checkpoints/<dataset>/bronze/``) writes each
-micro-batch's file list to its offset log BEFORE the batch runs, and marks the batch done in its
-commit log AFTER the sink returns. A restart therefore replays an unfinished batch with the SAME id
-and the SAME files, and never re-reads a committed one. The sink is ``foreachBatch`` writing the
-partition ``_batch_id=<id>`` with dynamic partition overwrite: a replay replaces that partition
-instead of appending to it, so every landing record is in bronze exactly once. (The built-in file
+Structured Streaming's file source (checkpoint under ``checkpoints/<dataset>/bronze/``) lists the landing
+files (path and length: never their bytes) and writes each micro-batch's file list to its offset log
+BEFORE the batch runs, and marks the batch done in its commit log AFTER the sink returns. A restart
+therefore replays an unfinished batch with the SAME id and the SAME files, and never re-reads a
+committed one. The sink is ``foreachBatch``: it reads the batch's files itself (``io/landing.py``), in
+ONE pass that splits them into records and writes them to a staging folder
+(``checkpoints/<dataset>/bronze-staging/``), then counts, checks and validates what it wrote (read
+back from Parquet), and only then moves it into the partition ``_batch_id=<id>``, replacing what a
+replay of the same batch left: every landing record is in bronze exactly once. (The built-in file
 sink with its ``_spark_metadata`` log is exactly-once too, but then every reader of bronze must go
 through that log; a plain partitioned layout is readable by any engine.)
 
@@ -20,6 +23,7 @@ import functools
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from spark_jobs.io import landing as landing_io
 from spark_jobs.io import storage, writers
@@ -27,7 +31,7 @@ from spark_jobs.jobs.checkpoint import CheckpointCorruptError, check_checkpoint,
 from spark_jobs.jobs.runtime import JobFailed, JobRun
 from spark_jobs.manifest import InvariantViolation
 from spark_jobs.transforms import bronze as bronze_tx
-from spark_jobs.transforms import stream_records
+from spark_jobs.transforms import landing_lines
 
 DEFAULT_MAX_FILES_PER_TRIGGER = 200
 DEFAULT_TRIGGER_SECONDS = 10
@@ -57,32 +61,57 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
             raise
 
     def write_one_batch(landing_batch: DataFrame, batch_id: int) -> None:
-        cached = bronze_tx.add_ingest_metadata(
-            _split_batch(spark, landing_batch, contract),
-            batch_id=batch_id, ingested_at=dt.datetime.now(dt.timezone.utc), source_field=contract.source_field,
-            source=bronze_tx.source_value(contract),
-        ).persist()
+        listed = [(r[0], int(r[1])) for r in landing_batch.select("_source_file", "length").collect()]
+        staging = f"{staging_root}/_batch_id={batch_id}"
+        writers.delete_path(spark, staging_root)
+        report = spark.sparkContext.accumulator(set(), bronze_tx.FileReport())
+        split = _split_batch(spark, listed, contract, report)
+        stamp = functools.partial(bronze_tx.add_ingest_metadata, batch_id=batch_id,
+                                  ingested_at=dt.datetime.now(dt.timezone.utc), source_field=contract.source_field,
+                                  source=bronze_tx.source_value(contract))
+        records = stamp(split)
+        # ONE pass over the batch's files: read, split into records, write. The records go to a staging
+        # folder first: nothing is visible in bronze until the batch is checked, counted and validated.
         try:
-            try:  # the first action reads the batch's files: a file Hadoop cannot decompress fails here
-                bad_files = (cached.where(F.col("_file_problem").isNotNull())
-                             .select("_source_file", "_file_problem").distinct().collect())
-            except Exception as exc:
-                bad_files = landing_io.unreadable_text_files(spark, landing_io.failed_file(exc)) if landing.is_text else []
-                if not bad_files:
-                    raise
-            if bad_files:
-                raise _bad_landing_files(dataset, sorted((r[0], r[1]) for r in bad_files))
-            records = cached.drop("_file_problem")
-            counts = records.agg(
-                F.count(F.lit(1)).alias("rows"),
-                F.sum(F.col("_is_malformed").cast("int")).alias("malformed"),
-                F.countDistinct("_source_file").alias("files"),
-            ).first()
-            rows_in, malformed, files = int(counts["rows"]), int(counts["malformed"] or 0), int(counts["files"])
-            run.validate(records, batch_id=batch_id)
-            writers.replace_partitions(records, bronze_uri, ["_batch_id"])
-        finally:
-            cached.unpersist()
+            _write_records(records, staging)
+        except Exception as exc:  # a file Hadoop cannot decompress fails the read
+            bad_files = landing_io.unreadable_text_files(spark, landing_io.failed_file(exc)) if landing.is_text else []
+            writers.delete_path(spark, staging_root)
+            if not bad_files:
+                raise
+            raise _bad_landing_files(dataset, sorted(bad_files)) from None
+        run.stage(f"batch {batch_id} staged", files=len(listed))
+        not_records = sorted(report.value)
+        bad_files = [(path, problem) for path, kind, problem in not_records if kind == landing_lines.KIND_PROBLEM]
+        if bad_files:
+            writers.delete_path(spark, staging_root)
+            raise _bad_landing_files(dataset, bad_files)
+        broken = [path for path, kind, _ in not_records if kind == landing_lines.KIND_BROKEN_ARRAY]
+        if broken:  # not one JSON array: each such file is ONE malformed record, kept whole (written again)
+            kept = spark.read.parquet(staging_root).where(~F.col("_source_file").isin(broken)).drop("_batch_id")
+            whole = stamp(bronze_tx.whole_file_records(landing_io.read_whole_files(spark, broken), split.columns,
+                                                       split.schema))
+            fixed = f"{staging_root}-fixed/_batch_id={batch_id}"
+            _write_records(kept.unionByName(whole.select(*kept.columns)), fixed, add_batch_id=False)
+            writers.delete_path(spark, staging_root)
+            storage.rename(spark, f"{staging_root}-fixed", staging_root)
+        written = spark.read.parquet(staging_root)
+        counts = written.agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.sum(F.col("_is_malformed").cast("int")).alias("malformed"),
+            F.countDistinct("_source_file").alias("files"),
+        ).first()
+        rows_in, malformed, files = int(counts["rows"]), int(counts["malformed"] or 0), int(counts["files"])
+        run.stage(f"batch {batch_id} counted", rows=rows_in)
+        try:
+            run.validate(written, batch_id=batch_id, rows=rows_in, read_from_storage=True)
+        except BaseException:
+            writers.delete_path(spark, staging_root)
+            raise
+        run.stage(f"batch {batch_id} validated")
+        if rows_in:  # a batch of empty files adds no partition
+            _publish(spark, staging, f"{bronze_uri}/_batch_id={batch_id}", bronze_uri)
+        writers.delete_path(spark, staging_root)
         partition = f"{bronze_uri}/_batch_id={batch_id}"
         rows_out = spark.read.parquet(partition).count() if rows_in else 0
         if rows_out != rows_in:
@@ -93,6 +122,10 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
         manifest.malformed += malformed
         run.stage(f"batch {batch_id}", files=files, rows=rows_in, malformed=malformed)
 
+    staging_root = staging_folder(lake, dataset)
+    if storage.exists(spark, staging_root):  # a run killed before it published its batch (not committed: replayed)
+        writers.delete_path(spark, staging_root)
+        run.stage("removed leftovers", location=staging_root)
     _quiet_stream_errors(spark)
     landing_files = landing_io.landing_stream(spark, landing_uri, landing, max_files_per_trigger)
     writer = (
@@ -138,20 +171,51 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
     manifest.published = True
 
 
-def _split_batch(spark, landing_batch: DataFrame, contract) -> DataFrame:
-    """One micro-batch of landing files -> bronze records (with ``_file_problem``), by the landing format."""
+def staging_folder(lake, dataset: str) -> str:
+    """Where a batch's records are written before they are checked and moved into bronze."""
+    return lake.path("checkpoints", dataset, "bronze-staging")
+
+
+def _split_batch(spark, files: list[tuple[str, int]], contract, report=None) -> DataFrame:
+    """One micro-batch of landing files (``(path, length)``) -> bronze records (with ``_kind`` and
+    ``_file_problem``), by the landing format. ``report`` (an accumulator) learns of files that are not
+    records (text formats)."""
     landing = contract.landing
     if landing.is_text:
-        return stream_records.split_landing_records(landing_batch, landing, len(contract.landing_fields))
-    paths = [r[0] for r in landing_batch.where(F.col("length") > 0).select("_source_file").collect()]
+        splittable = landing.format == "json_lines"  # a CSV record or a JSON-array element may run over lines
+        lines = landing_io.read_lines(spark, files, splittable)
+        offsets = landing_io.split_line_offsets(spark, files, splittable)
+        return bronze_tx.records_from_lines(lines, landing, contract.landing_fields, report=report, offsets=offsets)
+    paths = [path for path, length in files if length > 0]
     frames, problems = landing_io.read_parquet_files(spark, paths)
     if problems:
         raise _bad_landing_files(contract.dataset, problems)
     if not frames:  # only 0-byte files: no records
-        return spark.createDataFrame([], "_raw string, _is_malformed boolean, _source_file string, "
-                                         "_record_index int, _file_problem string")
-    records = [bronze_tx.parquet_rows_to_records(frame) for frame in frames]
+        schema = T.StructType([T.StructField("_raw", T.StringType()), T.StructField("_is_malformed", T.BooleanType()),
+                               T.StructField("_source_file", T.StringType()), T.StructField("_record_index", T.LongType()),
+                               T.StructField(bronze_tx.FIELDS_COLUMN, bronze_tx.fields_type(contract.landing_fields)),
+                               T.StructField(bronze_tx.UNKNOWN_COLUMN, T.ArrayType(T.StringType())),
+                               T.StructField(bronze_tx.FIELDS_ID_COLUMN, T.IntegerType()),
+                               T.StructField("_kind", T.StringType()), T.StructField("_file_problem", T.StringType())])
+        return spark.createDataFrame([], schema)
+    records = [bronze_tx.parquet_rows_to_records(frame, contract.landing_fields) for frame in frames]
     return functools.reduce(DataFrame.unionByName, records)
+
+
+def _write_records(records: DataFrame, uri: str, add_batch_id: bool = True) -> None:
+    """The batch's records (not the rows that only report a file) as Parquet files in ``uri`` (the
+    ``_batch_id`` folder of a staging tree: the column is the folder, as in bronze)."""
+    if add_batch_id:
+        records = records.where(F.col("_kind") == F.lit(bronze_tx.RECORD_KIND)).drop("_kind", "_file_problem", "_batch_id")
+    records.write.mode("overwrite").parquet(uri)
+
+
+def _publish(spark, staging: str, partition: str, bronze_uri: str) -> None:
+    """Move the staged batch into bronze, replacing the partition a replayed batch left (one rename; on S3
+    a copy per object). A run killed in between leaves the batch uncommitted: its replay writes it again."""
+    writers.delete_path(spark, partition)
+    storage.make_dirs(spark, bronze_uri)
+    storage.rename(spark, staging, partition)
 
 
 def _bad_landing_files(dataset: str, problems: list[tuple[str, str]]) -> JobFailed:

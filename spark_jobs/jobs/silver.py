@@ -22,6 +22,7 @@ from spark_jobs.contract import MALFORMED_RULE, Contract
 from spark_jobs.io import readers, storage, tables, writers
 from spark_jobs.jobs.runtime import JobFailed, JobRun
 from spark_jobs.manifest import InvariantViolation
+from spark_jobs.transforms import bronze as bronze_tx
 from spark_jobs.transforms import silver as silver_tx
 
 
@@ -103,8 +104,11 @@ def run_silver(run: JobRun) -> None:
                         f"partition_granularity is now {contract.partition_granularity}; run silver without --date "
                         "once, which rewrites the quarantine in the new layout", 2)
     bronze = readers.read_layer(spark, bronze_uri, f"bronze {dataset}",
-                                f"run `python -m spark_jobs run --dataset {dataset} --layer bronze` first")
-    parsed = silver_tx.parse_records(bronze, contract)
+                                f"run `python -m spark_jobs run --dataset {dataset} --layer bronze` first",
+                                schema=bronze_tx.bronze_schema(contract))
+    # Bronze parsed its records once: silver parses _raw only if some row holds another contract's parse.
+    reparse = bool(bronze.where(silver_tx.parsed_for_another_contract(bronze, contract)).limit(1).count())
+    parsed = silver_tx.parse_records(bronze, contract, reparse=reparse)
     if manifest.date:
         parsed = parsed.where(F.to_date(contract.event_time) == F.lit(manifest.date).cast("date"))
     flagged = silver_tx.narrow(silver_tx.flag_invalid_rows(parsed, contract), contract).persist()

@@ -178,7 +178,8 @@ def validate_layer(spark: Any, *, layer: str, contract: Any, df: Any, context: d
     ``context`` carries at least: run_id, lake_uri, dataset, layer, and for silver ``quarantine_df``,
     for gold ``silver_count`` (referential checks) and ``gold_name``; ``rows`` (the frame's row count,
     when the job has it) lets a small frame be validated through one partition (``SMALL_FRAME_ROWS``). ``df`` is persisted if the job
-    has not cached it (never re-read from storage).
+    has not cached it (never re-read from storage), unless ``read_from_storage`` says the job wrote it and
+    read it back (bronze: each expectation's pass then reads only its columns from Parquet).
     """
     from spark_jobs.quality import quarantine as quarantine_links
     from spark_jobs.quality.runner import run_suite
@@ -200,7 +201,8 @@ def validate_layer(spark: Any, *, layer: str, contract: Any, df: Any, context: d
         specs = build_specs(contract, layer, columns=df.columns, context=context)
     except SuiteError as err:
         return LayerValidation(status="fail", blocking=True, reason=f"suite error: {err}", suite_name=suite_name)
-    _ensure_cached(df)
+    if not context.get("read_from_storage"):  # a frame read straight from Parquet: GX reads only the columns it checks
+        _ensure_cached(df)
     docs_dir = tempfile.mkdtemp(prefix=f"tenantlake-dq-{suite_name}-")
     suite_run = run_suite(_validation_frame(df, context.get("rows")), specs, suite_name=suite_name, docs_dir=docs_dir)
     quarantine_df = context.get("quarantine_df")

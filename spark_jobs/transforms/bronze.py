@@ -6,42 +6,64 @@ plus the file's header line as ``_header``; ``transforms/csv_records.py`` says w
 A text file that is not text at all (NUL bytes, gzip or Parquet magic bytes) gets a ``_file_problem``:
 the job fails the batch naming the file instead of ingesting binary noise.
 
-A text landing file is read whole (``wholetext``), so a record's position in its file is known and the
-tiebreak of the silver dedupe is deterministic (a Parquet row's position is its ``row_index``). A ``json_array`` file that is not a JSON array (a
-truncated upload, a JSON-lines file, two arrays one after the other) becomes ONE bronze row holding the
-whole file, flagged malformed. Every array element is a record, ``null`` and ``""`` included (flagged
-malformed); only blank lines of a ``json_lines`` file and a whitespace-only file hold no record.
+A text landing file is read line by line (``io/landing.read_lines``) and turned into records in one
+streamed pass per file (``transforms/landing_lines.py``, in the Python workers): time linear in the
+file, memory bounded by a record. ``_record_index`` is the record's position in its file (CSV: among
+its records, blank ones and the header counted; JSON lines: its line; JSON array: its element; Parquet:
+its row), so the tiebreak of the silver dedupe is deterministic. A ``json_array`` file that is not a
+JSON array (a truncated upload, a JSON-lines file, two arrays one after the other) becomes ONE bronze
+row holding the whole file, flagged malformed. Every array element is a record, ``null`` and ``""``
+included (flagged malformed); only blank lines of a ``json_lines`` file and a whitespace-only file
+hold no record.
+
+**Parsed once.** Each well-formed record's fields are kept as ``_fields`` (field name -> text, a nested
+JSON value as its JSON text; null for a malformed record), so silver reads them instead of parsing
+``_raw`` again; ``_raw`` stays for lineage and the quarantine. CSV records are split in the worker;
+a JSON record is parsed once here, by ONE ``from_json`` that also proves it strict.
 
 For JSON, well-formed means strict JSON (RFC 8259): exactly one JSON object and nothing after it, no single
 quotes or NaN, and valid UTF-8. Spark's JSON functions alone would accept ``{"a":1}\n{"b":2}`` as the
-object ``{"a":1}`` and silently drop the rest; and the text reader decodes invalid UTF-8 bytes to
-U+FFFD, so a record carrying U+FFFD is taken as damaged in transit (two different ids could decode to
-the same text and collapse in the dedupe) and flagged malformed rather than ingested altered.
+object ``{"a":1}`` and silently drop the rest; and invalid UTF-8 bytes decode to U+FFFD, so a record
+carrying U+FFFD is taken as damaged in transit (two different ids could decode to the same text and
+collapse in the dedupe) and flagged malformed rather than ingested altered.
 """
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
+import zlib
 
+from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from spark_jobs.contract import Contract, LandingSpec
 from spark_jobs.transforms import csv_records
+from spark_jobs.transforms import landing_lines
 
 BRONZE_COLUMNS: tuple[str, ...] = (
     "_raw", "_is_malformed", "_source_file", "_record_index", "_ingested_at", "_batch_id",
-)  # plus the contract's source field (sensor, site, org), read from the raw text for per-source checks
+)  # plus the contract's source field (sensor, site, org), read from the record's fields for per-source checks
+# Parsed once: ``_fields`` (struct: the text of each of the contract's landing fields; null when the record is
+# malformed), ``_unknown_fields`` (the record's field names the contract does not know) and ``_fields_id``
+# (which contract fields and landing options they were parsed with: ``fields_id``).
+FIELDS_COLUMN, UNKNOWN_COLUMN, FIELDS_ID_COLUMN = "_fields", "_unknown_fields", "_fields_id"
+MAP_TYPE = T.MapType(T.StringType(), T.StringType())
 _TEXT_ARRAY = T.ArrayType(T.StringType())
 _STRICT_JSON = {"allowSingleQuotes": "false", "allowNonNumericNumbers": "false"}
 # Appended after the text as a second array element: the parser reaches it only if the text is exactly
 # one JSON value (Spark's JSON parser stops after the first value and ignores whatever follows).
 _END_MARK = "tenantlake:end-of-record"
+# The same idea for one parse that also yields an object's fields: [<text>,{"<mark>":"1"}] as an array of
+# maps has exactly two elements, the second holding the mark, only when the text is one JSON object.
+_OBJECT_AND_MARK = T.ArrayType(MAP_TYPE)
 REPLACEMENT_CHAR = "\ufffd"  # what an invalid UTF-8 byte sequence decodes to
 PARQUET_TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"
 _PARQUET_JSON_OPTIONS = {"timestampFormat": PARQUET_TIMESTAMP_FORMAT, "timestampNTZFormat": PARQUET_TIMESTAMP_FORMAT,
                          "dateFormat": "yyyy-MM-dd"}
+RECORD_KIND = landing_lines.KIND_RECORD
 
 
 def is_single_json_value(text: Column) -> Column:
@@ -58,95 +80,174 @@ def is_json_object(raw: Column) -> Column:
     return starts_as_object & decoded_cleanly & is_single_json_value(raw)
 
 
+def json_object_parse(raw: Column) -> Column:
+    """ONE strict parse of ``raw`` as ``[<raw>,{"<mark>":"1"}]`` (array of maps); read it with
+    ``json_object_fields``."""
+    return F.from_json(F.concat(F.lit("["), raw, F.lit(f',{{"{_END_MARK}":"1"}}]')), _OBJECT_AND_MARK, _STRICT_JSON)
+
+
+def json_object_fields(raw: Column, parsed: Column) -> Column:
+    """The fields of ``raw`` as a map (top-level name -> text; a nested value as its JSON text) when it is one
+    well-formed JSON object (as ``is_json_object`` judges it), else null; ``parsed`` is ``json_object_parse(raw)``."""
+    starts_as_object = F.coalesce(raw.rlike(r"^\s*\{"), F.lit(False))
+    decoded_cleanly = ~F.coalesce(raw.contains(REPLACEMENT_CHAR), F.lit(False))
+    one_object = (F.size(parsed) == 2) & (F.element_at(F.element_at(parsed, 2), F.lit(_END_MARK)) == F.lit("1"))
+    return F.when(starts_as_object & decoded_cleanly & F.coalesce(one_object, F.lit(False)), F.element_at(parsed, 1))
+
+
+def fields_type(field_names: tuple[str, ...]) -> T.StructType:
+    """The ``_fields`` struct: one text field per contract landing field, in schema order."""
+    return T.StructType([T.StructField(name, T.StringType()) for name in dict.fromkeys(field_names)])
+
+
+def fields_id(landing: LandingSpec, field_names: tuple[str, ...]) -> int:
+    """Which parse ``_fields`` holds: a hash of the landing options and the contract's landing fields.
+    Silver uses a row's ``_fields`` only when its id is the current contract's, and parses ``_raw`` otherwise."""
+    if landing.format == "csv":
+        key = json.dumps(["csv", landing.header, landing.delimiter, landing.quote, landing.escape,
+                          list(landing.null_values), landing.encoding, list(field_names)])
+    else:  # JSON lines, JSON arrays and Parquet rows (kept as JSON objects) are parsed alike
+        key = json.dumps(["json", list(field_names)])
+    return zlib.crc32(key.encode()) & 0x7FFFFFFF
+
+
+def fields_from_map(fields: Column, field_names: tuple[str, ...]) -> tuple[Column, Column]:
+    """(``_fields``, ``_unknown_fields``) of a record parsed to a map (null map: malformed)."""
+    names = list(dict.fromkeys(field_names))
+    known = F.array(*[F.lit(name) for name in names]) if names else F.array().cast("array<string>")
+    struct = F.struct(*[fields.getItem(name).alias(name) for name in names])
+    return F.when(fields.isNotNull(), struct), F.array_except(F.map_keys(fields), known)
+
+
+class FileReport(AccumulatorParam):
+    """A Spark accumulator of ``(path, kind, problem)`` sets: the landing files that are not records, as the
+    workers find them (a set, so a retried task adds nothing new)."""
+
+    def zero(self, value: set) -> set:
+        return set()
+
+    def addInPlace(self, value1: set, value2: set) -> set:
+        value1 |= value2
+        return value1
+
+
 def landing_spec(landing: LandingSpec | str) -> LandingSpec:
     return landing if isinstance(landing, LandingSpec) else LandingSpec(format=landing)
 
 
-def file_problem(value: Column, landing: LandingSpec) -> Column:
-    """Why a landing file's bytes are not ``landing.format`` text at all (null when they may be)."""
-    head = F.substring(value.cast("binary"), 1, 4)
-    kind = {"csv": "CSV", "json_array": "JSON", "json_lines": "JSON lines"}.get(landing.format, landing.format)
-    return (
-        F.when(F.substring(head, 1, 2) == F.unhex(F.lit("1F8B")),
-               F.lit("is gzip-compressed, but its name does not end in .gz"))
-        .when(head == F.unhex(F.lit("50415231")), F.lit(f"is a Parquet file, not {kind}"))
-        .when(value.contains("\u0000"), F.lit(f"holds NUL bytes: binary data, not {kind} text"))
-    )
+def line_options(landing: LandingSpec, field_names: tuple[str, ...] = (), streams: bool = True) -> landing_lines.LineOptions:
+    """What the workers need of the contract's landing spec. ``streams``: in a JSON dataset, files under
+    Firehose's time prefix are stream objects (JSON lines, envelopes unwrapped here)."""
+    from spark_jobs.transforms.stream_records import STREAM_OBJECT_PATTERN
+
+    return landing_lines.LineOptions(
+        format=landing.format, delimiter=landing.delimiter, quote=landing.quote, escape=landing.escape,
+        header=landing.header, null_values=tuple(landing.null_values), encoding=landing.encoding,
+        field_names=tuple(field_names),
+        stream_pattern=STREAM_OBJECT_PATTERN if streams and landing.format in ("json_array", "json_lines") else None)
 
 
-def split_landing_records(landing_files: DataFrame, landing: LandingSpec | str, field_count: int | None = None) -> DataFrame:
-    """(value: whole file text, _source_file) -> (_raw, _is_malformed, _source_file, _record_index,
-    [_header,] _file_problem).
+def records_from_lines(lines: DataFrame, landing: LandingSpec | str, field_names: tuple[str, ...] = (),
+                       streams: bool = True, report=None, offsets: dict[tuple[str, int], int] | None = None) -> DataFrame:
+    """``(_line, _source_file[, _split_start])`` (every line of each file, in order within a task, a CSV or
+    JSON-array file within one task: as ``io/landing.read_lines`` gives them) -> ``(_raw, _is_malformed,
+    _source_file, _record_index, _fields,
+    _unknown_fields, _fields_id, [_header,] [stream columns,] _kind, _file_problem)``.
 
-    json_array: each array element is a record (kept as its JSON text; ``null`` too); a file that is not
-    exactly one array is one malformed record, a whitespace-only file none. json_lines: each non-blank
-    line is a record. csv: each non-blank record; with ``header`` the file's first record is its
-    ``_header`` (on every row of the file, not a record itself); a record is malformed when it is not
-    well-formed, its field count differs from the header's (or ``field_count`` without a header), or
-    the header is unusable. ``_file_problem`` is set (on one row per file) when the file is not text.
+    ``_kind`` is ``record`` for a record; ``problem`` for a file that is not text (``_file_problem`` says
+    why); ``broken_array`` for a ``json_array`` file that is not one JSON array (the caller keeps it whole:
+    ``whole_file_records``); those rows carry no record. ``field_names``: the contract's landing fields
+    (``_fields``; a header-less CSV's fields, in order). CSV records are split in the workers; JSON
+    records are checked and parsed here, once; stream objects (``streams``, JSON datasets only) have
+    their envelopes unwrapped first. ``report`` (a ``FileReport`` accumulator) also collects ``(path, kind,
+    problem)`` of the rows that are no record; ``offsets`` (``io/landing.split_line_offsets``) number the
+    lines of a JSON-lines file read in splits across its splits.
     """
+    from pyspark.sql.pandas.types import from_arrow_schema
+
     landing = landing_spec(landing)
-    # Invalid UTF-8 bytes become U+FFFD here, once: kept raw, they would make the Parquet of bronze and
-    # quarantine unreadable to stricter engines (DuckDB rejects the whole file).
-    valid_text = F.decode(F.col("value").cast("binary"), "ISO-8859-1" if landing.encoding == "iso-8859-1" else "UTF-8")
-    files = landing_files.select(valid_text.alias("value"), file_problem(F.col("value"), landing).alias("_file_problem"),
-                                 "_source_file")
-    header = F.lit(None).cast("string")
-    if landing.format == "json_array":
-        # One parse per file: [<file>,["<end mark>"]] as array<array<string>> gives the elements and, through
-        # the end mark, proves the file is exactly one array with nothing after it.
-        wrapped = F.from_json(F.concat(F.lit("["), F.col("value"), F.lit(f',["{_END_MARK}"]]')),
-                              T.ArrayType(_TEXT_ARRAY), _STRICT_JSON)
-        elements = F.element_at(wrapped, 1)
-        ends_at_the_mark = (F.size(wrapped) == 2) & (F.element_at(F.element_at(wrapped, 2), 1) == F.lit(_END_MARK))
-        file_is_array = F.coalesce(F.col("value").rlike(r"^\s*\[") & elements.isNotNull() & ends_at_the_mark,
-                                   F.lit(False))
-        # A null element is a record too (its text is "null"): dropping it would lose it from the counts.
-        element_texts = F.transform(elements, lambda element: F.coalesce(element, F.lit("null")))
-        records = F.when(file_is_array, element_texts).otherwise(F.array(F.col("value")))
-    elif landing.format == "json_lines":
-        file_is_array = F.lit(False)
-        records = F.split(F.col("value"), r"\r?\n")
-    elif landing.format == "csv":
-        file_is_array = F.lit(False)
-        all_records = csv_records.split_records(F.col("value"), landing)
-        if landing.header:
-            # The header is the first non-blank record; its position is kept so data records keep theirs.
-            header_index = F.array_position(F.transform(all_records, lambda r: ~r.rlike(r"^\s*$")), True)
-            header = F.when(header_index > 0, F.element_at(all_records, header_index.cast("int")))
-            records = F.transform(all_records, lambda r, i: F.when(i + 1 > header_index, r).otherwise(F.lit("")))
-        else:
-            records = all_records
-    else:
+    if not landing.is_text:
         raise ValueError(f"landing format '{landing.format}' is not read as text (json_array, json_lines, csv)")
-    # A file that is not text yields one placeholder row carrying the problem: the job fails on it.
-    records = F.when(F.col("_file_problem").isNull(), records).otherwise(F.array(F.lit("")))
-    # Both per-file values are computed in a projection BELOW the explode: selected next to posexplode,
-    # Spark evaluates them above it, once per record, re-parsing the whole file each time (quadratic).
-    per_file = files.select("_source_file", "_file_problem", file_is_array.alias("_is_element"),
-                            header.alias("_header"), records.alias("_records"))
-    if landing.format == "csv":  # the header is parsed once per file, not per record
-        expected, header_ok = csv_header_shape(F.col("_header"), landing, field_count)
-        per_file = per_file.select("*", expected.alias("_expected_fields"), header_ok.alias("_header_ok"))
-    exploded = per_file.select(
-        *[c for c in per_file.columns if c != "_records"],
-        F.posexplode("_records").alias("_record_index", "_raw"),
-    )
-    is_blank_text = F.col("_raw").rlike(r"^\s*$")  # a blank line, or a file of whitespace only
+    options = line_options(landing, field_names, streams)
+    schema = from_arrow_schema(landing_lines.output_schema(options))
+    split_start = F.col("_split_start") if "_split_start" in lines.columns else F.lit(0).cast("long").alias("_split_start")
+    records = lines.select("_line", "_source_file", split_start).mapInArrow(
+        landing_lines.lines_to_records(options, report, offsets), schema)
+    kind = ["_kind", "_file_problem"]
+    parsed_with = F.lit(fields_id(landing, field_names)).alias(FIELDS_ID_COLUMN)
     if landing.format == "csv":
-        is_malformed = csv_record_is_malformed(F.col("_raw"), F.col("_header"), landing, field_count,
-                                               shape=(F.col("_expected_fields"), F.col("_header_ok")))
-    else:
-        is_malformed = ~is_json_object(F.col("_raw"))
-    kept = exploded.where(F.col("_is_element") | ~is_blank_text | F.col("_file_problem").isNotNull())
-    return kept.select(
-        "_raw",
-        is_malformed.alias("_is_malformed"),
-        "_source_file",
-        F.col("_record_index").cast("int").alias("_record_index"),
-        *(["_header"] if landing.format == "csv" else []),
-        "_file_problem",
-    )
+        return records.select("_raw", "_is_malformed", "_source_file", "_record_index", FIELDS_COLUMN, UNKNOWN_COLUMN,
+                              parsed_with, "_header", *kind)
+    with_stream = [c for c, _ in _stream_columns()] if options.stream_pattern else []
+    if options.stream_pattern:
+        from spark_jobs.transforms.stream_records import envelope_columns
+
+        records = records.select("*", *envelope_columns(F.col("_raw"), F.col("_from_stream")))
+        records = records.select(*[c for c in records.columns if c not in ("_raw",)], F.col("_record_raw").alias("_raw"))
+    return json_records(records, field_names, [*with_stream, *kind])
+
+
+def json_records(records: DataFrame, field_names: tuple[str, ...], passed: list[str]) -> DataFrame:
+    """``_raw`` JSON texts -> the record columns, each text parsed ONCE: malformed or not, ``_fields``,
+    ``_unknown_fields``. ``passed``: further columns kept."""
+    parsed = records.select("*", json_object_parse(F.col("_raw")).alias("_parsed"))
+    parsed = parsed.select("*", json_object_fields(F.col("_raw"), F.col("_parsed")).alias("_parsed_fields"))
+    fields, unknown = fields_from_map(F.col("_parsed_fields"), field_names)
+    landing_id = fields_id(LandingSpec(format="json_lines"), field_names)
+    return parsed.select(
+        "_raw", F.col("_parsed_fields").isNull().alias("_is_malformed"), "_source_file", "_record_index",
+        fields.alias(FIELDS_COLUMN), unknown.alias(UNKNOWN_COLUMN), F.lit(landing_id).alias(FIELDS_ID_COLUMN), *passed)
+
+
+def _stream_columns():
+    from spark_jobs.transforms.stream_records import STREAM_COLUMNS
+
+    return STREAM_COLUMNS
+
+
+def split_landing_records(landing_files: DataFrame, landing: LandingSpec | str,
+                          field_names: tuple[str, ...] | int | None = None, streams: bool = False) -> DataFrame:
+    """``(value: a file's whole text, _source_file)`` -> the records of ``records_from_lines``, for callers
+    that hold a few small files as text (tests): the files are collected and cut into lines as the
+    line reader cuts them. A broken ``json_array`` file becomes its one whole-file malformed row
+    (``whole_file_records``); problem rows stay (``_file_problem`` set). ``field_names`` may be a field
+    count (names ``_c0``, ``_c1``, ...)."""
+    landing = landing_spec(landing)
+    if isinstance(field_names, int):
+        field_names = tuple(f"_c{i}" for i in range(field_names))
+    spark = landing_files.sparkSession
+    files = [(bytes(r[0]), r[1]) for r in landing_files.select(F.col("value").cast("binary"), "_source_file").collect()]
+    lines = [(line, path) for body, path in files for line in text_lines(body)]
+    frame = spark.createDataFrame(lines, "_line binary, _source_file string").coalesce(1)
+    records = records_from_lines(frame, landing, tuple(field_names or ()), streams)
+    broken = {r[0] for r in records.where(F.col("_kind") == F.lit(landing_lines.KIND_BROKEN_ARRAY))
+              .select("_source_file").collect()}
+    kept = records.where((F.col("_kind") != F.lit(landing_lines.KIND_BROKEN_ARRAY))
+                         & ~F.col("_source_file").isin(list(broken)))
+    if not broken:
+        return kept
+    whole = spark.createDataFrame([(body, path) for body, path in files if path in broken], "value binary, _source_file string")
+    return kept.unionByName(whole_file_records(whole, kept.columns, kept.schema))
+
+
+def text_lines(body: bytes) -> list[bytes]:
+    """A file's lines as Spark's line reader (``lineSep`` ``\\n``) gives them: no line after a final ``\\n``."""
+    if not body:
+        return []
+    lines = body.split(b"\n")
+    return lines[:-1] if body.endswith(b"\n") else lines
+
+
+def whole_file_records(files: DataFrame, columns: list[str], schema: T.StructType | None = None) -> DataFrame:
+    """``(value, _source_file)`` of broken ``json_array`` files -> one malformed record each, the whole
+    text as ``_raw`` (decoded as the line reader's text: invalid UTF-8 as U+FFFD), with ``columns``
+    (typed as in ``schema``, the records' own schema, when given)."""
+    raw = F.decode(F.col("value").cast("binary"), "UTF-8")
+    base = {"_raw": raw, "_is_malformed": F.lit(True), "_source_file": F.col("_source_file"),
+            "_record_index": F.lit(0).cast("long"), "_kind": F.lit(RECORD_KIND)}
+    types = {f.name: f.dataType for f in schema.fields} if schema is not None else dict(_stream_columns())
+    return files.select(*[base[c].alias(c) if c in base else F.lit(None).cast(types.get(c, "string")).alias(c)
+                          for c in columns])
 
 
 def csv_header_shape(header: Column, landing: LandingSpec, field_count: int | None) -> tuple[Column, Column]:
@@ -171,7 +272,7 @@ def csv_record_is_malformed(raw: Column, header: Column, landing: LandingSpec, f
     return ~F.coalesce(well_formed & right_count, F.lit(False))
 
 
-def parquet_rows_to_records(rows: DataFrame) -> DataFrame:
+def parquet_rows_to_records(rows: DataFrame, field_names: tuple[str, ...] = ()) -> DataFrame:
     """Rows read from landing Parquet files (their own columns plus ``_source_file`` and
     ``_record_index``) -> the bronze record shape, each row as ONE JSON object in ``_raw``.
 
@@ -190,30 +291,20 @@ def parquet_rows_to_records(rows: DataFrame) -> DataFrame:
     as_json = F.to_json(F.struct(*[as_json_value(name) for name in data_columns]), _PARQUET_JSON_OPTIONS)
     # Invalid UTF-8 inside a Parquet string would reach the bronze Parquet as is: decode once, as for text.
     raw = F.decode(as_json.cast("binary"), "UTF-8")
-    return rows.select(
-        raw.alias("_raw"),
-        "_source_file",
-        F.col("_record_index").cast("int").alias("_record_index"),
-    ).select(
-        "_raw", (~is_json_object(F.col("_raw"))).alias("_is_malformed"), "_source_file", "_record_index",
-        F.lit(None).cast("string").alias("_file_problem"),
-    )
+    with_raw = rows.select(raw.alias("_raw"), "_source_file", F.col("_record_index").cast("long").alias("_record_index"))
+    return json_records(with_raw, tuple(field_names), [F.lit(RECORD_KIND).alias("_kind"),
+                                                        F.lit(None).cast("string").alias("_file_problem")])
 
 
 def source_value(contract: Contract) -> Column | None:
-    """The per-source field's text of each bronze record (null when absent or malformed), read from
-    ``_raw`` by the landing format; None when the contract has no source field."""
+    """The per-source field's text of each bronze record (null when absent or malformed), read from the
+    record's parsed fields (``_fields``); None when the contract has no source field."""
     if contract.source_field is None:
         return None
     name = contract.column(contract.source_field).landing_name
     if name is None:
         return F.lit(None).cast("string")
-    if contract.landing.format == "csv":
-        landing = contract.landing
-        names = (csv_records.header_names(F.col("_header"), landing) if landing.header
-                 else F.array(*[F.lit(n) for n in contract.landing_fields]))
-        return F.when(~F.col("_is_malformed"), csv_records.field_of(csv_records.fields(F.col("_raw"), landing), names, name))
-    return F.get_json_object(F.col("_raw"), json_path(name))
+    return F.col(FIELDS_COLUMN).getField(name)
 
 
 def json_path(name: str) -> str:
@@ -223,23 +314,45 @@ def json_path(name: str) -> str:
     return "$['" + name.replace("\\", "\\\\").replace("'", "\\'") + "']"
 
 
+def bronze_schema(contract: Contract) -> T.StructType:
+    """The bronze layer's columns for ``contract``, for reading it back: partitions written before a
+    column existed (``_fields``, kept since bronze parses once) read it as null instead of leaving
+    Spark to pick one file's schema for all."""
+    from spark_jobs.transforms.stream_records import STREAM_COLUMNS
+
+    fields = [T.StructField(contract.source_field, T.StringType())] if contract.source_field else []
+    fields += [T.StructField("_raw", T.StringType()), T.StructField("_is_malformed", T.BooleanType()),
+               T.StructField("_source_file", T.StringType()), T.StructField("_record_index", T.IntegerType()),
+               T.StructField("_ingested_at", T.TimestampType()), T.StructField("_batch_id", T.LongType())]
+    if contract.landing.format == "csv":
+        fields.append(T.StructField("_header", T.StringType()))
+    elif contract.landing.format in ("json_array", "json_lines"):
+        fields += [T.StructField(name, T.TimestampType() if kind == "timestamp" else T.StringType())
+                   for name, kind in STREAM_COLUMNS]
+    fields += [T.StructField(FIELDS_COLUMN, fields_type(contract.landing_fields)),
+               T.StructField(UNKNOWN_COLUMN, T.ArrayType(T.StringType())),
+               T.StructField(FIELDS_ID_COLUMN, T.IntegerType())]
+    return T.StructType(fields)
+
+
 def add_ingest_metadata(records: DataFrame, batch_id: int, ingested_at: dt.datetime, source_field: str | None,
                         source: Column | None = None) -> DataFrame:
     """Stamp each record with the micro-batch id and ingest time, and expose the per-source field
     (text, null when absent or malformed; ``source`` reads it, default: the JSON field of that name);
-    states the bronze schema. ``_header`` (CSV) and the stream columns pass through when present, and
-    so does ``_file_problem``, which the job checks and drops before writing."""
+    states the bronze schema. ``_fields``, ``_header`` (CSV) and the stream columns pass through when
+    present, and so do ``_kind`` and ``_file_problem``, which the job checks and drops before writing."""
     if source_field and source is None:
         source = F.get_json_object(F.col("_raw"), json_path(source_field))
-    passed = [c for c in records.columns if c in ("_header", "_file_problem") or c.startswith("_stream_")]
+    passed = [c for c in records.columns if c in (FIELDS_COLUMN, UNKNOWN_COLUMN, FIELDS_ID_COLUMN, "_header", "_kind",
+                                                  "_file_problem") or c.startswith("_stream_")]
     return records.select(
         *([source.alias(source_field)] if source_field else []),
         "_raw",
         "_is_malformed",
         "_source_file",
-        "_record_index",
+        F.col("_record_index").cast("int").alias("_record_index"),
         F.lit(ingested_at).cast("timestamp").alias("_ingested_at"),
         F.lit(batch_id).cast("long").alias("_batch_id"),
-        # CSV: the file's header line; stream metadata, when the records came through transforms.stream_records.
+        # The parsed fields; CSV: the file's header line; stream metadata, when the records came from stream objects.
         *passed,
     )

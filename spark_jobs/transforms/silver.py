@@ -21,7 +21,7 @@ from pyspark.sql import types as T
 from spark_jobs.contract import MALFORMED_RULE, UNKNOWN_FIELDS_RULE, ColumnSpec, Contract, ContractError
 from spark_jobs.transforms import bronze as bronze_tx
 from spark_jobs.transforms import csv_records
-from spark_jobs.transforms.bronze import is_json_object
+from spark_jobs.transforms.bronze import FIELDS_COLUMN, FIELDS_ID_COLUMN, UNKNOWN_COLUMN, is_json_object
 
 RAW_PREFIX = "__raw__"
 LINEAGE_COLUMNS: tuple[str, ...] = ("_ingested_at", "_source_file", "_batch_id", "_record_index")
@@ -61,49 +61,76 @@ def _typed(col: ColumnSpec) -> Column:
     raise ValueError(f"column {col.name}: unsupported type {col.type}")
 
 
-def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructType | None = None) -> DataFrame:
+def parsed_for_another_contract(bronze: DataFrame, contract: Contract) -> Column:
+    """True for a bronze row whose fields silver must parse from ``_raw``: not flagged malformed, and its
+    ``_fields`` not this contract's parse (another ``_fields_id``, or none: bronze written before)."""
+    if not {FIELDS_COLUMN, UNKNOWN_COLUMN, FIELDS_ID_COLUMN} <= set(bronze.columns):
+        return ~F.col("_is_malformed")
+    current_id = bronze_tx.fields_id(contract.landing, contract.landing_fields)
+    return ~F.col("_is_malformed") & ~F.coalesce(F.col(FIELDS_ID_COLUMN) == F.lit(current_id), F.lit(False))
+
+
+def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructType | None = None,
+                  reparse: bool = True) -> DataFrame:
     """Bronze rows -> bronze lineage + ``_raw`` + ``_is_malformed`` + raw text and typed value per column.
 
-    The text of each column is read from ``_raw`` by the contract's landing format: a JSON field (JSON
-    landing, and Parquet rows, which bronze keeps as JSON objects) or a CSV field, found by the file's
-    header (``_header``) or, without a header, by position in the schema. A column's ``source`` names
-    its landing field; a ``computed`` column's text is its Spark SQL expression over the other columns'
-    texts. Malformed means: flagged in bronze, or not a JSON object / not a well-formed CSV record of
-    the right field count (checked again: bronze may predate a fix).
-    JSON is parsed once per record, into a map of every top-level field's text (a nested value as its
-    JSON text): the contract's fields and the unknown field names both come from it. ``read_schema``
-    (only the naive benchmark baseline passes one: an inferred schema) reads the fields through that
-    struct instead, each as text (null when the schema lacks it), at the cost of a second parse.
+    The text of each column is its landing field's text, which bronze parsed once (``_fields``: CSV
+    fields by the file's header, or without a header by position in the schema; JSON fields, a nested
+    value as its JSON text; Parquet rows, which bronze keeps as JSON objects), and the unknown field
+    names are bronze's ``_unknown_fields``. A column's ``source`` names its landing field; a
+    ``computed`` column's text is its Spark SQL expression over the other columns' texts. Malformed
+    means flagged in bronze.
+
+    A row whose ``_fields_id`` is not this contract's (bronze written before it parsed once, or before
+    the contract's landing fields or options changed) is parsed here instead, from ``_raw``, and
+    checked again: a JSON object (one parse per record, into a map of every top-level field's text),
+    or a well-formed CSV record of the right field count. ``read_schema`` (only the naive benchmark baseline passes one: an inferred
+    schema) reads the fields through that struct from ``_raw`` instead, each as text (null when the
+    schema lacks it), at the cost of a second parse. ``reparse=False`` (the caller has checked that no row
+    is ``parsed_for_another_contract``) leaves the parse of ``_raw`` out of the plan altogether: its
+    expressions alone, never evaluated, made Spark's generated code for a CSV contract several seconds
+    slower to compile and run.
     """
     landing = contract.landing
     plain = [col for col in contract.schema if col.landing_name is not None]
-    if landing.format == "csv":
-        values = csv_records.fields(F.col("_raw"), landing)
-        names = (csv_records.header_names(F.col("_header"), landing) if landing.header
-                 else F.array(*[F.lit(name) for name in contract.landing_fields]))
-        is_malformed = F.col("_is_malformed") | bronze_tx.csv_record_is_malformed(
-            F.col("_raw"), F.col("_header") if landing.header else F.lit(None).cast("string"), landing,
-            len(contract.landing_fields))
-        texts = [F.when(~is_malformed, csv_records.field_of(values, names, col.landing_name)) for col in plain]
-        all_fields = names if landing.header else F.array().cast("array<string>")
-    else:
-        # One parse per record: every top-level field as text (a nested value as its JSON text), from
-        # which both the contract's fields and the unknown field names are taken.
-        fields = F.from_json(F.col("_raw"), T.MapType(T.StringType(), T.StringType()))
-        if read_schema is None:
-            texts = [fields.getItem(col.landing_name) for col in plain]
-        else:
-            parsed = F.from_json(F.col("_raw"), read_schema)
-            present = set(read_schema.fieldNames())
-            texts = [parsed.getField(col.landing_name).cast("string") if col.landing_name in present
-                     else F.lit(None).cast("string") for col in plain]
-        all_fields = F.map_keys(fields)
-        is_malformed = F.col("_is_malformed") | ~is_json_object(F.col("_raw"))
+    reparsed, still_ok = _parse_raw(contract) if reparse else (F.lit(None).cast(bronze_tx.MAP_TYPE), F.lit(True))
     known_fields = F.array(*[F.lit(name) for name in contract.landing_fields])
+    current_id = bronze_tx.fields_id(landing, contract.landing_fields)
+    parsed_in_bronze = {FIELDS_COLUMN, UNKNOWN_COLUMN, FIELDS_ID_COLUMN} <= set(bronze.columns)
+    if parsed_in_bronze:
+        current = F.coalesce(F.col(FIELDS_ID_COLUMN) == F.lit(current_id), F.lit(False))
+    else:
+        current = F.lit(False)
+    needs_parse = (~current & ~F.col("_is_malformed")) if reparse else F.lit(False)
+    # The parse of an old row is its own column, so that every use below reads it and none repeats it.
+    step = bronze.select(
+        "*", current.alias("__current"),
+        F.when(needs_parse, F.struct(F.when(still_ok, reparsed).alias("fields"), still_ok.alias("ok"))).alias("__reparsed"))
+    step = step.select(
+        *[c for c in step.columns if c != "_is_malformed"],
+        (F.col("_is_malformed") | F.coalesce(~F.col("__reparsed.ok"), F.lit(False))).alias("_is_malformed"))
+    bronze, is_malformed = step, F.col("_is_malformed")
+    old_fields = F.col("__reparsed.fields")
+    if read_schema is None:
+        texts = [(F.when(F.col("__current"), F.col(FIELDS_COLUMN).getField(col.landing_name))
+                  .otherwise(old_fields.getItem(col.landing_name)) if reparse else
+                  F.col(FIELDS_COLUMN).getField(col.landing_name)) if parsed_in_bronze
+                 else old_fields.getItem(col.landing_name) for col in plain]
+    else:
+        parsed = F.from_json(F.col("_raw"), read_schema)
+        present = set(read_schema.fieldNames())
+        texts = [F.when(~is_malformed, parsed.getField(col.landing_name).cast("string")) if col.landing_name in present
+                 else F.lit(None).cast("string") for col in plain]
+    old_unknown = (F.array().cast("array<string>") if landing.format == "csv" and not landing.header  # named by the contract
+                   else F.array_except(F.map_keys(old_fields), known_fields))
+    if not parsed_in_bronze:
+        unknown = old_unknown
+    else:
+        unknown = F.when(F.col("__current"), F.col(UNKNOWN_COLUMN)).otherwise(old_unknown) if reparse else F.col(UNKNOWN_COLUMN)
     with_text = bronze.select(
         "_raw",
         is_malformed.alias("_is_malformed"),
-        F.coalesce(F.array_except(all_fields, known_fields), F.array().cast("array<string>")).alias("_unknown_fields"),
+        F.coalesce(unknown, F.array().cast("array<string>")).alias("_unknown_fields"),
         *LINEAGE_COLUMNS,
         *[text.alias(_raw_name(col.name)) for col, text in zip(plain, texts)],
     )
@@ -113,6 +140,22 @@ def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructTy
         *[_raw_name(name) for name in contract.column_names],
         *[_typed(col).alias(col.name) for col in contract.schema],
     )
+
+
+def _parse_raw(contract: Contract) -> tuple[Column, Column]:
+    """For bronze rows whose ``_fields`` are not this contract's parse (written before bronze parsed once, or
+    before the contract's landing fields or options changed): (the record's fields parsed from ``_raw``
+    as a map, whether the record passes the checks bronze makes). Only evaluated for such rows."""
+    landing = contract.landing
+    if landing.format == "csv":
+        values = csv_records.fields(F.col("_raw"), landing)
+        names = (csv_records.header_names(F.col("_header"), landing) if landing.header
+                 else F.array(*[F.lit(name) for name in contract.landing_fields]))
+        ok = ~bronze_tx.csv_record_is_malformed(
+            F.col("_raw"), F.col("_header") if landing.header else F.lit(None).cast("string"), landing,
+            len(contract.landing_fields))
+        return F.map_from_arrays(names, values), ok
+    return F.from_json(F.col("_raw"), bronze_tx.MAP_TYPE), is_json_object(F.col("_raw"))
 
 
 def _add_computed_texts(with_text: DataFrame, contract: Contract, plain: list[ColumnSpec]) -> DataFrame:

@@ -32,25 +32,19 @@ def is_stream_object(source_file: Column) -> Column:
     return source_file.rlike(STREAM_OBJECT_PATTERN)
 
 
-def unwrap_envelopes(records: DataFrame) -> DataFrame:
-    """(_raw, _is_malformed, _source_file, _record_index) of stream lines -> the record inside each
-    envelope as ``_raw`` (re-checked for malformation), plus the stream columns (``_file_problem``
-    passes through when present)."""
-    sequence = F.get_json_object(F.col("_raw"), "$._kinesis.sequenceNumber")
-    data = F.get_json_object(F.col("_raw"), "$._data")
-    is_envelope = sequence.isNotNull() & data.isNotNull()
-    raw = F.when(is_envelope, data).otherwise(F.col("_raw"))
-    arrival_ms = F.get_json_object(F.col("_raw"), "$._kinesis.approximateArrivalTimestamp").cast("double")
-    return records.select(
-        raw.alias("_raw"),
-        (~bronze_tx.is_json_object(raw)).alias("_is_malformed"),
-        "_source_file",
-        "_record_index",
+def envelope_columns(raw: Column, from_stream: Column) -> list[Column]:
+    """For a line of a stream object (``from_stream``): the record inside its envelope as ``_record_raw``
+    (the line itself when it is no envelope), plus the stream columns (null for files and plain lines)."""
+    sequence = F.get_json_object(raw, "$._kinesis.sequenceNumber")
+    data = F.get_json_object(raw, "$._data")
+    is_envelope = from_stream & sequence.isNotNull() & data.isNotNull()
+    arrival_ms = F.get_json_object(raw, "$._kinesis.approximateArrivalTimestamp").cast("double")
+    return [
+        F.when(is_envelope, data).otherwise(raw).alias("_record_raw"),
         F.when(is_envelope, (arrival_ms / 1000).cast("timestamp")).alias("_stream_arrival_ts"),
-        F.when(is_envelope, F.get_json_object(F.col("_raw"), "$._kinesis.shardId")).alias("_stream_shard_id"),
+        F.when(is_envelope, F.get_json_object(raw, "$._kinesis.shardId")).alias("_stream_shard_id"),
         F.when(is_envelope, sequence).alias("_stream_sequence_number"),
-        *[c for c in records.columns if c == "_file_problem"],
-    )
+    ]
 
 
 def split_landing_records(landing_files: DataFrame, landing: LandingSpec | str, field_count: int | None = None) -> DataFrame:
@@ -58,12 +52,4 @@ def split_landing_records(landing_files: DataFrame, landing: LandingSpec | str, 
     stream objects (JSON lines, envelopes unwrapped); adds the stream columns (null for files).
     Streams deliver JSON only: in a CSV dataset every file is read as CSV wherever it lies, and no
     stream columns are added."""
-    landing = bronze_tx.landing_spec(landing)
-    files = landing_files.select("value", "_source_file")
-    if landing.format not in ("json_array", "json_lines"):
-        return bronze_tx.split_landing_records(files, landing, field_count)
-    from_stream = is_stream_object(F.col("_source_file"))
-    dropped = bronze_tx.split_landing_records(files.where(~from_stream), landing)
-    dropped = dropped.select(*dropped.columns, *[F.lit(None).cast(t).alias(c) for c, t in STREAM_COLUMNS])
-    streamed = unwrap_envelopes(bronze_tx.split_landing_records(files.where(from_stream), STREAM_FORMAT))
-    return dropped.unionByName(streamed)
+    return bronze_tx.split_landing_records(landing_files, landing, field_count, streams=True)

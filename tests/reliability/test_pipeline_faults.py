@@ -110,6 +110,19 @@ def _leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.startswith(LEFTOVER_PREFIXES)) if folder.is_dir() else []
 
 
+def _staged_writes(lake_dir: Path) -> set[tuple[str, int]]:
+    """Bronze batches being written right now: bronze writes a batch's records to its staging folder
+    (``checkpoints/<ds>/bronze-staging/_batch_id=<n>/``, Spark's ``_temporary`` inside while tasks write)
+    before it moves them into bronze. Each as (folder, inode of its ``_temporary``): a new write has a new one."""
+    found = set()
+    for folder in (lake_dir / "checkpoints" / DATASET / "bronze-staging").glob("_batch_id=*"):
+        try:
+            found.add((folder.name, (folder / "_temporary").stat().st_ino))
+        except OSError:  # not writing (yet, or any more)
+            pass
+    return found
+
+
 def _visible_partitions(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if "=" in p.name and not p.name.startswith((".", *LEFTOVER_PREFIXES)))
 
@@ -191,20 +204,20 @@ def test_bronze_killed_mid_batch_while_files_keep_arriving_ingests_every_event_o
         try:
             # Round 1: a batch has been committed and the next one is writing its partition. Round 2:
             # the restart's first batch (the replay of the batch killed in round 1) is writing.
-            needed, earlier = (1 if round_no == 1 else committed()), set(_leftovers(bronze))
-            _wait_for(lambda: committed() >= needed and set(_leftovers(bronze)) - earlier, job, 240,
+            needed, earlier = (1 if round_no == 1 else committed()), _staged_writes(lake_dir)
+            _wait_for(lambda: committed() >= needed and _staged_writes(lake_dir) - earlier, job, 240,
                       f"a bronze batch writing (round {round_no})", log, between=feed)
-            kills.append({"committed_batches": committed(), "staging": _leftovers(bronze)})
+            kills.append({"committed_batches": committed(), "staging": sorted(_staged_writes(lake_dir))})
         finally:
             _kill_group(job)
-        assert set(_leftovers(bronze)) - earlier, "the kill did not land during the write"
+        assert _staged_writes(lake_dir) - earlier, "the kill did not land during the write"
         land(8)  # files keep arriving while bronze is down
     land(len(files))  # the rest of the stream
     code, drained = in_process("run", "--lake-uri", str(lake_dir), "--dataset", DATASET, "--layer", "bronze",
                                "--max-files-per-trigger", "40")
     assert code == 0, drained
     assert "removed leftovers" in drained
-    assert _leftovers(bronze) == []
+    assert _leftovers(bronze) == [] and not (lake_dir / "checkpoints" / DATASET / "bronze-staging").exists()
 
     counts = _bronze_event_counts(bronze)
     _assert_exactly_once(counts, _event_ids(files))

@@ -193,3 +193,29 @@ def test_a_computed_column_that_does_not_evaluate_names_the_column(spark):
                                           {"name": "t", "type": "timestamp", "computed": "concat(nope, a)"}]})
     with pytest.raises(ContractError, match=r"contract 'bad': schema\[1\] \(t\)\.computed: 'concat\(nope, a\)' does not evaluate"):
         silver.parse_records(_csv_bronze(spark, ("a", ["1"])), contract)
+
+
+def test_silver_reads_the_fields_bronze_parsed_and_parses_raw_only_for_another_parse(spark):
+    """Parse once: a row whose _fields_id is the contract's is read from _fields and _unknown_fields (here they
+    differ from _raw on purpose, to show which one silver read); a row parsed for another contract (or written
+    before bronze kept its fields: no _fields_id) is parsed from _raw, and its malformation judged again."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.transforms import bronze
+
+    fields = {**{k: str(v) for k, v in GOOD.items()}, "temperature": "30.5"}
+    current = bronze.fields_id(CONTRACT.landing, CONTRACT.landing_fields)
+    rows = [(json.dumps(GOOD), False, "f.jsonl", 0, AT, 0, fields, ["firmware"], current),
+            (json.dumps({**GOOD, "event_id": "e2"}), False, "f.jsonl", 1, AT, 0, fields, [], current + 1),
+            ('{"event_id": "e3"} trailing', False, "f.jsonl", 2, AT, 0, None, [], None)]
+    struct = ", ".join(f"{name}: string" for name in CONTRACT.landing_fields)
+    frame = spark.createDataFrame(rows, "_raw string, _is_malformed boolean, _source_file string, _record_index int, "
+                                        f"_ingested_at timestamp, _batch_id long, _fields struct<{struct}>, "
+                                        "_unknown_fields array<string>, _fields_id int")
+    flagged = silver.flag_invalid_rows(silver.parse_records(frame, CONTRACT), CONTRACT).orderBy("_record_index")
+    got = [(r["event_id"], r["temperature"], r["_is_malformed"], r["_failed_rules"])
+           for r in flagged.select("event_id", "temperature", "_is_malformed", "_failed_rules").collect()]
+    assert got == [("e1", 30.5, False, ["unknown_fields"]),   # bronze's parse: its temperature, its unknown field
+                   ("e2", 21.5, False, []),                   # another parse: _raw read again
+                   (None, None, True, ["malformed_record"])]  # no parse in bronze: judged again from _raw
+    assert flagged.where(F.col("_is_malformed")).count() == 1

@@ -1,0 +1,367 @@
+"""Ingest benchmark: ONE large landing file through bronze and silver, against DuckDB reading the same file.
+
+    .venv/bin/python -m bench.ingest                                       # what `make bench-ingest` runs
+    .venv/bin/python -m bench.ingest --sizes 20000,40000 --results-dir /tmp   # a quick check (minutes)
+
+For each landing format (``--formats``: ``csv`` and ``json_lines``), compression (``--compressions``:
+``plain`` and ``gzip``) and size (``--sizes``, records in the one file), in ONE run:
+
+1. the file, from ``bench/ingest_data.py`` (15 columns of station observations, ``NA`` for null, a few
+   quoted multi-line fields and rule breakers; DuckDB writes it, so 10M rows take seconds), in a fresh
+   local lake's ``landing/<dataset>/`` (the contracts are ``bench/contracts/stations_*.yaml``);
+2. bronze, then silver, each in its own subprocess with a fresh Spark session and the project's defaults
+   (``local[2]``, 2g driver heap, validation on), the process tree sampled for peak RSS (the Python
+   driver, its JVM and the JVM's Python workers); ``wall_s`` is the job alone, ``session_s`` the session
+   start; ``--repeats`` runs each (bronze from the landing file alone each time), the median is shown;
+3. DuckDB (2 threads, ``bench/duckdb_reference.py``) on the same file: ``duckdb_ingest`` reads it and
+   writes every field as text to Parquet (bronze's work), ``duckdb_silver`` reads it, types and checks
+   every field by the contract, dedupes, flags late rows and writes silver and quarantine (silver's
+   work plus the reading); the run checks that bronze holds as many rows as DuckDB read, and that
+   silver, quarantine (per rule) and the silver content equal DuckDB's.
+
+Ratios (throughput; the same rows, so time ratios): bronze / ``duckdb_ingest``, silver /
+``duckdb_silver``; the doubling ratio time(2n) / time(n) of each job for every size whose double is
+also measured. Targets (a report, not a test): doubling ratio <= 2.2, bronze >= 0.2x, silver >=
+0.25x, peak RSS under 3 GB at the largest size (10M rows: about 1 GB of CSV).
+
+Writes ``bench/results/ingest.json`` (machine, commit, load average at the start and the end, rows,
+ratios, targets, checks; rewritten after each file, ``"complete": false`` until the end) and prints the
+table. Exit code 1 when a job failed or an equality check did not hold; a missed target never fails.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import REPO_ROOT, RESULTS_DIR, PeakRss, target_line, utc_now, write_result
+from bench.ingest_data import CONTRACTS_DIR, DATASETS, file_name, write_file
+
+SIZES = (100_000, 200_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000)
+FORMATS = ("csv", "json_lines")
+COMPRESSIONS = ("plain", "gzip")
+TARGETS = {"doubling_ratio": 2.2, "bronze_over_duckdb": 0.2, "silver_over_duckdb": 0.25, "peak_rss_mb": 3072}
+RESULT_PREFIX = "BENCH_RESULT "
+WORKER_TIMEOUT_S = 7200
+DUCKDB_THREADS = 2
+
+
+# ---------------------------------------------------------------------------- worker (one job, one process)
+def _spark_worker(spec: dict[str, Any]) -> dict[str, Any]:
+    from spark_jobs.jobs.layer import run_layer
+    from spark_jobs.jobs.runtime import session_for
+    from spark_jobs.lake import resolve_lake
+
+    lake = resolve_lake(lake_uri=spec["lake_uri"])
+    layer = spec["layer"]
+    if layer == "silver_reparse":
+        # Silver as it was before bronze parsed once: every row's _fields_id is taken for another contract's,
+        # so silver parses _raw (a map per JSON record and the strictness check; CSV by regex).
+        from spark_jobs.transforms import bronze as bronze_tx
+
+        bronze_tx.fields_id = lambda landing, field_names: -1
+        layer = "silver"
+    started = time.perf_counter()
+    spark, _ = session_for(lake, f"bench-ingest-{spec['layer']}")
+    session_s = time.perf_counter() - started
+    started = time.perf_counter()
+    manifest = run_layer(spark, lake, spec["dataset"], layer, progress=lambda line: print(line, file=sys.stderr))
+    wall = time.perf_counter() - started
+    spark.stop()
+    return {"wall_s": wall, "session_s": session_s, "rows_in": manifest["rows_in"], "rows_out": manifest["rows_out"],
+            "quarantined": manifest.get("quarantined", 0), "malformed": manifest.get("malformed", 0),
+            "duplicates": manifest.get("duplicates", 0), "late": manifest.get("late", 0),
+            "status": manifest.get("status"), "run_id": manifest["run_id"],
+            "stages": {stage["stage"]: stage.get("elapsed_seconds") for stage in manifest.get("stages") or [] if "stage" in stage}}
+
+
+def _duckdb_worker(spec: dict[str, Any]) -> dict[str, Any]:
+    from bench import duckdb_reference as ref
+    from spark_jobs.contract import load_contract
+
+    contract = load_contract(spec["dataset"])
+    con = ref.connect(DUCKDB_THREADS)
+    out = Path(spec["reference_dir"])
+    if spec["layer"] == "duckdb_ingest":
+        return ref.ingest_file(con, contract, spec["file"], out / "ingest.parquet")
+    return ref.run_silver_from_file(con, contract, spec["file"], out)
+
+
+def worker_main(spec_json: str) -> int:
+    spec = json.loads(spec_json)
+    result = _spark_worker(spec) if spec["layer"] in ("bronze", "silver", "silver_reparse") else _duckdb_worker(spec)
+    print(RESULT_PREFIX + json.dumps(result, default=str), flush=True)
+    return 0
+
+
+# ---------------------------------------------------------------------------- orchestration
+class JobError(RuntimeError):
+    pass
+
+
+def run_measured(spec: dict[str, Any], env: dict[str, str], log: Path) -> dict[str, Any]:
+    """One worker subprocess: its result plus the peak RSS of its process tree."""
+    from bench.pipeline import _kill_tree
+
+    cmd = [sys.executable, "-m", "bench.ingest", "_worker", json.dumps(spec)]
+    label = f"{spec['format']} {spec['compression']} {spec['size']:,} {spec['layer']}"
+    print(f"[bench] {label} ...", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    with open(log, "a") as out_log:
+        out_log.write(f"\n===== {utc_now()} {label}\n")
+        out_log.flush()
+        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=out_log, text=True)
+        try:
+            with PeakRss(pid=proc.pid) as rss:
+                out, _ = proc.communicate(timeout=WORKER_TIMEOUT_S)
+        except BaseException:
+            _kill_tree(proc.pid)
+            raise
+    lines = [line for line in out.splitlines() if line.startswith(RESULT_PREFIX)]
+    if proc.returncode != 0 or not lines:
+        raise JobError(f"{label}: worker exited {proc.returncode}; see {log}")
+    result = json.loads(lines[-1][len(RESULT_PREFIX):])
+    row = {key: spec[key] for key in ("format", "compression", "size", "layer")}
+    row.update({key: (round(value, 2) if isinstance(value, float) else value) for key, value in result.items()
+                if key not in ("run_id",)})
+    row.update({"rows_per_s": round(result["rows_in"] / result["wall_s"]) if result["wall_s"] > 0 else None,
+                **rss.as_dict(), "process_s": round(time.perf_counter() - started, 1)})
+    print(f"[bench] {label}: {row['wall_s']}s, {row['rows_per_s']} rows/s, peak {row['peak_total_mb']} MB",
+          file=sys.stderr, flush=True)
+    return row
+
+
+def run_repeated(spec: dict[str, Any], env: dict[str, str], log: Path, repeats: int, before_each=None) -> dict[str, Any]:
+    runs = []
+    for _ in range(max(1, repeats)):
+        if before_each is not None:
+            before_each()
+        runs.append(run_measured(spec, env, log))
+    row = dict(runs[-1])
+    walls = sorted(r["wall_s"] for r in runs)
+    row.update({"wall_s": round(statistics.median(walls), 2), "wall_s_min": walls[0], "wall_s_max": walls[-1],
+                "wall_s_runs": [r["wall_s"] for r in runs], "runs": len(runs)})
+    row["rows_per_s"] = round(row["rows_in"] / row["wall_s"]) if row["wall_s"] > 0 else None
+    for key in ("peak_python_mb", "peak_jvm_mb", "peak_total_mb"):
+        row[key] = max(r[key] for r in runs)
+    return row
+
+
+def landing_file(data_dir: Path, size: int, landing_format: str, compression: str) -> Path:
+    """The size's file, written once per work dir (the same bytes on every run: ingest_data is deterministic)."""
+    path = data_dir / file_name(size, landing_format, compression == "gzip")
+    if not path.exists():
+        started = time.perf_counter()
+        partial = path.with_name(f"partial-{path.name}")
+        write_file(partial, size, landing_format, gzip=compression == "gzip")
+        partial.rename(path)
+        print(f"[bench] wrote {path} ({path.stat().st_size / 1e6:,.1f} MB) in {time.perf_counter() - started:.1f}s",
+              file=sys.stderr, flush=True)
+    return path
+
+
+def bench_file(work: Path, env: dict[str, str], log: Path, landing_format: str, compression: str, size: int,
+               repeats: int, keep: bool, reparse: bool = False) -> dict[str, Any]:
+    """Bronze, silver and DuckDB on one file; returns rows and checks."""
+    from bench import duckdb_reference as ref
+
+    dataset = DATASETS[landing_format]
+    path = landing_file(work / "data", size, landing_format, compression)
+    lake = work / f"lake-{landing_format}-{compression}-{size}"
+    reference_dir = work / f"duckdb-{landing_format}-{compression}-{size}"
+    base = {"format": landing_format, "compression": compression, "size": size, "dataset": dataset,
+            "lake_uri": str(lake), "file": str(path), "reference_dir": str(reference_dir)}
+
+    def fresh_lake() -> None:  # bronze starts from the landing file alone: no checkpoint, no bronze
+        shutil.rmtree(lake, ignore_errors=True)
+        (lake / "landing" / dataset).mkdir(parents=True)
+        os.link(path, lake / "landing" / dataset / path.name)
+
+    rows = [run_repeated({**base, "layer": "bronze"}, env, log, repeats, before_each=fresh_lake)]
+    if reparse:  # the same silver, parsing _raw as before bronze parsed once (run first: the outputs compared are silver's)
+        rows.append(run_repeated({**base, "layer": "silver_reparse"}, env, log, repeats))
+    rows.append(run_repeated({**base, "layer": "silver"}, env, log, repeats))
+    shutil.rmtree(reference_dir, ignore_errors=True)
+    rows.append(run_repeated({**base, "layer": "duckdb_ingest"}, env, log, repeats))
+    rows.append(run_repeated({**base, "layer": "duckdb_silver"}, env, log, repeats))
+    bronze, silver, duck_ingest, duck_silver = (_find(rows, layer=layer) for layer in
+                                                ("bronze", "silver", "duckdb_ingest", "duckdb_silver"))
+    tag = {"format": landing_format, "compression": compression, "size": size}
+    checks = [{**tag, "check": "bronze_rows", "ours": bronze["rows_out"], "duckdb": duck_ingest["rows_out"],
+               "equal": bronze["rows_out"] == duck_ingest["rows_out"] and bronze.get("malformed") == 0}]
+    from spark_jobs.contract import load_contract
+
+    os.environ["TENANTLAKE_CONTRACTS_DIR"] = str(CONTRACTS_DIR)
+    con = ref.connect(DUCKDB_THREADS)
+    try:
+        for check in ref.compare_silver(con, load_contract(dataset), lake, reference_dir, silver, duck_silver):
+            checks.append({**tag, **check})
+    finally:
+        con.close()
+    if not keep:
+        shutil.rmtree(lake, ignore_errors=True)
+        shutil.rmtree(reference_dir, ignore_errors=True)
+    return {"rows": rows, "checks": checks}
+
+
+# ---------------------------------------------------------------------------- ratios, targets, table
+def _find(rows: list[dict[str, Any]], **match: Any) -> dict[str, Any] | None:
+    return next((r for r in rows if all(r.get(k) == v for k, v in match.items())), None)
+
+
+def compute_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per file: bronze / DuckDB ingest, silver / DuckDB silver, bronze + silver / DuckDB silver, and each
+    job's doubling ratio time(2n) / time(n) where 2n was measured too."""
+    ratios = []
+    keys = sorted({(r["format"], r["compression"], r["size"]) for r in rows})
+    for landing_format, compression, size in keys:
+        where = {"format": landing_format, "compression": compression, "size": size}
+        entry: dict[str, Any] = dict(where)
+        found = {layer: _find(rows, **where, layer=layer) for layer in ("bronze", "silver", "duckdb_ingest", "duckdb_silver")}
+        if found["bronze"] and found["duckdb_ingest"]:
+            entry["bronze_over_duckdb"] = round(found["duckdb_ingest"]["wall_s"] / found["bronze"]["wall_s"], 3)
+        if found["silver"] and found["duckdb_silver"]:
+            entry["silver_over_duckdb"] = round(found["duckdb_silver"]["wall_s"] / found["silver"]["wall_s"], 3)
+        reparse = _find(rows, **where, layer="silver_reparse")
+        if reparse and found["silver"]:
+            entry["silver_parse_once_speedup"] = round(reparse["wall_s"] / found["silver"]["wall_s"], 3)
+        if found["bronze"] and found["silver"] and found["duckdb_silver"]:
+            entry["ingest_over_duckdb"] = round(found["duckdb_silver"]["wall_s"]
+                                                / (found["bronze"]["wall_s"] + found["silver"]["wall_s"]), 3)
+        for layer in ("bronze", "silver", "duckdb_ingest", "duckdb_silver"):
+            doubled = _find(rows, format=landing_format, compression=compression, size=2 * size, layer=layer)
+            if found[layer] and doubled and found[layer]["wall_s"] > 0:
+                entry[f"{layer}_doubling"] = round(doubled["wall_s"] / found[layer]["wall_s"], 3)
+        ratios.append(entry)
+    return ratios
+
+
+def compute_targets(rows: list[dict[str, Any]], ratios: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    targets = []
+    for ratio in ratios:
+        tag = f"{ratio['format']} {ratio['compression']} {ratio['size']:,}"
+        for layer in ("bronze", "silver"):
+            if f"{layer}_doubling" in ratio:
+                targets.append(target_line(f"{tag} -> {2 * ratio['size']:,}: {layer} doubling ratio",
+                                           ratio[f"{layer}_doubling"], TARGETS["doubling_ratio"], higher_is_better=False,
+                                           unit="x"))
+            if f"{layer}_over_duckdb" in ratio:
+                targets.append(target_line(f"{tag}: {layer} / DuckDB throughput", ratio[f"{layer}_over_duckdb"],
+                                           TARGETS[f"{layer}_over_duckdb"], unit="x"))
+    ours = [r for r in rows if r["layer"] in ("bronze", "silver")]
+    if ours:
+        largest = max(r["size"] for r in ours)
+        worst = max((r for r in ours if r["size"] == largest), key=lambda r: r.get("peak_total_mb", 0))
+        targets.append(target_line(
+            f"peak RSS at {largest:,} rows, worst job ({worst['format']} {worst['compression']} {worst['layer']})",
+            round(worst["peak_total_mb"] / 1024, 2), TARGETS["peak_rss_mb"] / 1024, higher_is_better=False, unit=" GB"))
+    return targets
+
+
+def format_table(rows: list[dict[str, Any]], ratios: list[dict[str, Any]], targets: list[dict[str, Any]],
+                 checks: list[dict[str, Any]]) -> str:
+    header = (f"{'format':<10} {'gz':<5} {'rows':>10} {'job':<13} {'wall s':>8} {'session s':>9} {'rows/s':>9} "
+              f"{'peak MB':>8}")
+    lines = [header, "-" * len(header)]
+    for r in rows:
+        lines.append(f"{r['format']:<10} {r['compression']:<5} {r['size']:>10,} {r['layer']:<13} {r['wall_s']:>8.1f} "
+                     f"{r.get('session_s', 0):>9.1f} {r['rows_per_s'] or 0:>9,} {r['peak_total_mb']:>8.0f}")
+    lines += ["", f"{'format':<10} {'gz':<5} {'rows':>10} {'bronze/DuckDB':>14} {'silver/DuckDB':>14} "
+                  f"{'x2 bronze':>10} {'x2 silver':>10} {'x2 DuckDB':>10} {'parse once':>10}"]
+
+    def fmt(q: dict[str, Any], key: str) -> str:
+        return f"{q[key]:.3f}x" if key in q else "-"
+
+    for q in ratios:
+        lines.append(f"{q['format']:<10} {q['compression']:<5} {q['size']:>10,} {fmt(q, 'bronze_over_duckdb'):>14} "
+                     f"{fmt(q, 'silver_over_duckdb'):>14} {fmt(q, 'bronze_doubling'):>10} {fmt(q, 'silver_doubling'):>10} "
+                     f"{fmt(q, 'duckdb_ingest_doubling'):>10} {fmt(q, 'silver_parse_once_speedup'):>10}")
+    lines += ["", "Targets (a report, not a test):"] + [f"  {t['text']}" for t in targets]
+    failed = [c for c in checks if not c["equal"]]
+    lines += ["", f"Equality checks: {len(checks) - len(failed)}/{len(checks)} equal"]
+    lines += [f"  NOT EQUAL: {c['format']} {c['compression']} {c['size']} {c['check']}: ours={c.get('ours')} "
+              f"duckdb={c.get('duckdb')}" for c in failed]
+    return "\n".join(lines)
+
+
+def _csv_ints(text: str) -> list[int]:
+    return [int(float(part)) for part in text.split(",") if part.strip()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["_worker"]:
+        return worker_main(argv[1])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES), help="records in the one file, comma-separated")
+    parser.add_argument("--formats", default=",".join(FORMATS))
+    parser.add_argument("--compressions", default=",".join(COMPRESSIONS))
+    parser.add_argument("--repeats", type=int, default=1, help="runs per job (the median is shown)")
+    parser.add_argument("--reparse-sizes", default="1000000",
+                        help="sizes at which silver also runs parsing _raw as before bronze parsed once (comma-separated)")
+    parser.add_argument("--work-dir", default="", help="where files and lakes go (default: a new folder under /tmp)")
+    parser.add_argument("--keep", action="store_true", help="keep the lakes and DuckDB outputs")
+    parser.add_argument("--result", default="ingest", help="result name: <results dir>/<name>.json")
+    parser.add_argument("--results-dir", default=str(RESULTS_DIR), help="where the result goes (a quick check: elsewhere)")
+    args = parser.parse_args(argv)
+    sizes = sorted(set(_csv_ints(args.sizes)))
+    reparse_sizes = set(_csv_ints(args.reparse_sizes))
+    formats = [f for f in args.formats.split(",") if f]
+    compressions = [c for c in args.compressions.split(",") if c]
+    unknown = [f for f in formats if f not in FORMATS] + [c for c in compressions if c not in COMPRESSIONS]
+    if unknown:
+        parser.error(f"unknown format or compression: {', '.join(unknown)}")
+    work = Path(args.work_dir) if args.work_dir else Path(f"/tmp/tenantlake-bench-ingest-{os.getpid()}")
+    work.mkdir(parents=True, exist_ok=True)
+    log = work / "jobs.log"
+    env = {**os.environ, "TENANTLAKE_CONTRACTS_DIR": str(CONTRACTS_DIR), "TENANTLAKE_STATE_DIR": str(work / "state"),
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    env.pop("TENANTLAKE_VALIDATION", None)  # validation on, as users run it
+    env.pop("TENANTLAKE_DRIVER_MEMORY", None)  # the default heap: the memory target is about the defaults
+    started_at = utc_now()
+    load_start = [round(x, 2) for x in os.getloadavg()]
+    rows: list[dict[str, Any]] = []
+    checks: list[dict[str, Any]] = []
+    failures: list[str] = []
+    print(f"[bench] work dir {work}; job output in {log}", file=sys.stderr, flush=True)
+
+    def save(complete: bool) -> Path:
+        ratios = compute_ratios(rows)
+        targets = compute_targets(rows, ratios)
+        return write_result(args.result, {
+            "complete": complete, "sizes": sizes, "formats": formats, "compressions": compressions,
+            "repeats": args.repeats, "load_average_start": load_start, "rows": rows, "ratios": ratios,
+            "targets": targets, "targets_defined": TARGETS, "checks": checks, "failures": failures,
+            "work_dir": str(work)}, started_at=started_at, results_dir=Path(args.results_dir))
+
+    for landing_format in formats:
+        for compression in compressions:
+            for size in sizes:
+                try:
+                    done = bench_file(work, env, log, landing_format, compression, size, args.repeats, args.keep,
+                                      reparse=size in reparse_sizes)
+                except JobError as exc:
+                    failures.append(str(exc))
+                    print(f"[bench] FAILED: {exc}", file=sys.stderr, flush=True)
+                    continue
+                rows.extend(done["rows"])
+                checks.extend(done["checks"])
+                save(complete=False)
+    path = save(complete=True)
+    ratios = compute_ratios(rows)
+    print(format_table(rows, ratios, compute_targets(rows, ratios), checks))
+    print(f"\n[bench] wrote {path}", file=sys.stderr)
+    if not args.keep:
+        shutil.rmtree(work / "data", ignore_errors=True)
+    return 1 if failures or any(not c["equal"] for c in checks) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

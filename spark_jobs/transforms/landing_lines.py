@@ -1,0 +1,713 @@
+"""Landing files, line by line -> bronze records: the per-file part of bronze, streamed.
+
+Runs in Spark's Python workers (``DataFrame.mapInArrow``, ``spark_jobs.transforms.bronze.records_from_lines``)
+over the lines Spark's text reader gives for the batch's files (``spark_jobs.io.landing.read_lines``:
+``_line``, the bytes between two ``\\n``; ``_source_file``). The reader never splits a file across
+tasks, so each task sees every line of its files in order, one file after the other. Nothing here
+holds a file: it keeps one Arrow batch of lines (``spark.sql.execution.arrow.maxRecordsPerBatch``,
+10,000 by default) and, while a CSV record spans lines, that record's lines. Memory is bounded by the
+largest record, not by the file; time is linear in the file. Only ``pyarrow`` and the standard
+library are imported: Python workers on EMR have the job's dependency archive (pyarrow is in
+``requirements/emr-job.txt``).
+
+Per format (the contract's ``landing``):
+
+- ``json_lines``: each non-blank line is a record (a trailing ``\\r`` is dropped). ``_record_index``
+  is the line's position in the file (0-based, blank lines counted). Strictness (one JSON object,
+  nothing after it) is judged by the JVM (``bronze.records_from_lines``), once.
+- ``csv``: a record ends at a line break outside a quoted field (``transforms/csv_records.py`` says what
+  a record is; this is the same grammar, streamed). A line that is one well-formed record on its own
+  (the common case) is handled vectorised by Arrow; only lines that are not (a quoted field running
+  over lines, a malformed record, a lone ``\\r``) go through the sequential scanner. ``_record_index``
+  is the record's position among the file's records (blank ones and the header counted), as before.
+  The header (the file's first non-blank record) is parsed once per file; each record is then checked
+  (well-formed, field count, header usable, undecodable bytes) and split into its fields here, so
+  ``_fields`` (field name -> text, null texts as null) is filled once, in bronze.
+- ``json_array``: the file's one JSON array is tokenised across lines (Python's C JSON scanner,
+  strict: no NaN, no single quotes); each element's JSON text is a record, ``_record_index`` its
+  position in the array. A file that is not exactly one array gets one ``broken_array`` row: the job
+  then keeps that file whole as ONE malformed record, as before (``io/landing.read_whole_files``).
+
+Every format: a file whose first bytes are gzip's or Parquet's magic, or that holds a NUL byte, gets
+one ``problem`` row (``_file_problem``) and no records: the job fails the batch naming the file.
+Text is decoded here (UTF-8, or ISO-8859-1 by the contract): an invalid UTF-8 sequence becomes U+FFFD,
+which marks the record malformed.
+"""
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import json
+import re
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+KIND_RECORD, KIND_PROBLEM, KIND_BROKEN_ARRAY = "record", "problem", "broken_array"
+BOM = b"\xef\xbb\xbf"
+# A quoted CSV field still open after this many bytes is taken as unterminated (it ends at its own line).
+MAX_OPEN_QUOTE_BYTES = 64 * 1024 * 1024
+_WHITESPACE = b" \t\n\x0b\x0c\r"  # Java's \s, which blank records were judged by
+_FORMAT_LABEL = {"csv": "CSV", "json_array": "JSON", "json_lines": "JSON lines"}
+
+
+@dataclasses.dataclass(frozen=True)
+class LineOptions:
+    """What the workers need of the contract (a plain, picklable value)."""
+
+    format: str
+    delimiter: str = ","
+    quote: str = '"'
+    escape: str = '"'
+    header: bool = True
+    null_values: tuple[str, ...] = ("",)
+    encoding: str = "utf-8"
+    # The contract's landing fields, in schema order: a CSV record's ``_fields`` struct (by the file's
+    # header; without a header, they are the record's fields by position).
+    field_names: tuple[str, ...] = ()
+    stream_pattern: str | None = None      # JSON datasets: files matching it are stream objects (JSON lines)
+
+    @property
+    def python_encoding(self) -> str:
+        return "latin-1" if self.encoding == "iso-8859-1" else "utf-8"
+
+
+def fields_type(names: tuple[str, ...] | list[str]) -> pa.DataType:
+    """``_fields``: one text field per contract landing field, in order (a name once)."""
+    return pa.struct([pa.field(name, pa.string()) for name in dict.fromkeys(names)])
+
+
+def output_schema(options: LineOptions) -> pa.Schema:
+    """What the workers return (CSV records also carry ``_fields`` and ``_unknown_fields``)."""
+    fields = [pa.field("_raw", pa.string()), pa.field("_source_file", pa.string()), pa.field("_record_index", pa.int64())]
+    if options.format == "csv":
+        fields += [pa.field("_header", pa.string()), pa.field("_fields", fields_type(options.field_names)),
+                   pa.field("_unknown_fields", pa.list_(pa.string())), pa.field("_is_malformed", pa.bool_())]
+    fields += [pa.field("_from_stream", pa.bool_()), pa.field("_kind", pa.string()), pa.field("_file_problem", pa.string())]
+    return pa.schema(fields)
+
+
+def lines_to_records(options: LineOptions, report=None, offsets: dict[tuple[str, int], int] | None = None):
+    """The ``mapInArrow`` function: batches of (``_line``, ``_source_file``, ``_split_start``) -> batches of
+    ``output_schema``. ``report`` (a Spark accumulator of sets, optional) also receives ``(path, kind,
+    problem)`` for every file that is not records (``problem``, ``broken_array``), so a job that writes
+    only the records still learns of them. ``offsets``: for a JSON-lines file read in several splits,
+    the lines before each split (``io/landing.split_line_offsets``), so line numbers run on across them."""
+    stream = re.compile(options.stream_pattern) if options.stream_pattern else None
+    offsets = offsets or {}
+
+    def reported(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            kind = batch.column(batch.schema.get_field_index("_kind"))[0].as_py() if batch.num_rows else KIND_RECORD
+            if report is not None and kind != KIND_RECORD:
+                problem = batch.column(batch.schema.get_field_index("_file_problem"))[0].as_py()
+                report.add({(batch.column(1)[0].as_py(), kind, problem)})
+            yield batch
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        current, current_key = None, None
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            lines, files = batch.column(0), batch.column(1)
+            starts = batch.column(2) if batch.num_columns > 2 else pa.nulls(batch.num_rows, pa.int64())
+            for first, stop in _runs(files, starts):
+                key = (files[first].as_py(), starts[first].as_py() or 0)
+                if current is None or current_key != key:
+                    if current is not None:
+                        yield from reported(current.finish())
+                    current, current_key = _file_reader(options, key[0], stream, key[1], offsets.get(key, 0)), key
+                yield from reported(current.feed(lines.slice(first, stop - first)))
+        if current is not None:
+            yield from reported(current.finish())
+
+    return run
+
+
+def _runs(files: pa.Array, starts: pa.Array) -> list[tuple[int, int]]:
+    """(start, stop) of each run of one file split in a batch (a split's lines are contiguous)."""
+    n = len(files)
+    if n == 0:
+        return []
+    if files[0] == files[n - 1] and starts[0] == starts[n - 1]:
+        return [(0, n)]
+    changed = pc.or_(pc.not_equal(files.slice(1), files.slice(0, n - 1)),
+                     pc.fill_null(pc.not_equal(starts.slice(1), starts.slice(0, n - 1)), False))
+    changes = np.flatnonzero(changed.to_numpy(zero_copy_only=False)) + 1
+    bounds = [0, *changes.tolist(), n]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def _file_reader(options: LineOptions, path: str, stream: re.Pattern | None, split_start: int = 0,
+                 first_line: int = 0) -> "_FileReader":
+    from_stream = stream is not None and stream.search(path) is not None
+    lines_of_json = options.format == "json_lines" or from_stream
+    if split_start and not lines_of_json:
+        raise ValueError(f"{path}: a {options.format} file must be read by one task, from its start")
+    if options.format == "csv":
+        return _CsvFile(options, path)
+    if lines_of_json:
+        return _JsonLinesFile(options, path, from_stream=from_stream, split_start=split_start, first_line=first_line)
+    return _JsonArrayFile(options, path)
+
+
+# --------------------------------------------------------------------------------------------- output
+def _batch(schema: pa.Schema, n: int, path: str, *, raw: pa.Array, index: pa.Array | np.ndarray,
+           header: str | None = None, fields: pa.Array | None = None, unknown: pa.Array | None = None,
+           malformed: bool | None = None, from_stream: bool = False, kind: str = KIND_RECORD,
+           problem: str | None = None) -> pa.RecordBatch:
+    """One output batch of ``schema`` (``output_schema``): ``n`` rows of one file."""
+    def repeat(value, type_) -> pa.Array:
+        return pa.repeat(pa.scalar(value, type_), n) if value is not None else pa.nulls(n, type_)
+
+    columns = {"_raw": raw, "_source_file": repeat(path, pa.string()), "_record_index": pa.array(index, pa.int64()),
+               "_header": repeat(header, pa.string()),
+               "_fields": fields if fields is not None else pa.nulls(n, schema.field("_fields").type)
+               if "_fields" in schema.names else None,
+               "_unknown_fields": unknown if unknown is not None else pa.nulls(n, pa.list_(pa.string())),
+               "_is_malformed": repeat(malformed, pa.bool_()), "_from_stream": repeat(from_stream, pa.bool_()),
+               "_kind": repeat(kind, pa.string()), "_file_problem": repeat(problem, pa.string())}
+    return pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=schema)
+
+
+def decode(values: pa.Array, encoding: str) -> pa.Array:
+    """Binary -> text; an invalid UTF-8 sequence becomes U+FFFD (as the JVM's decoder does)."""
+    if encoding == "latin-1":
+        has_high_bytes = pc.match_substring_regex(values, rb"[\x80-\xff]")
+        if not pc.any(has_high_bytes).as_py():
+            return values.cast(pa.string())
+        return pa.array([None if v is None else v.decode("latin-1") for v in values.to_pylist()], pa.string())
+    try:
+        return values.cast(pa.string())
+    except pa.ArrowInvalid:
+        return pa.array([None if v is None else v.decode("utf-8", "replace") for v in values.to_pylist()], pa.string())
+
+
+class _FileReader:
+    """One landing file's lines, fed in order; yields output batches."""
+
+    def __init__(self, options: LineOptions, path: str, split_start: int = 0, first_line: int = 0):
+        self.options, self.path = options, path
+        self.schema = output_schema(options)
+        self.at_file_start = split_start == 0   # the file's first bytes are in this split (magic numbers)
+        self.lines_seen = first_line            # line number of the next line in the file
+        self.dead = False  # a problem was reported: the rest of the file is skipped
+
+    def feed(self, lines: pa.Array) -> Iterator[pa.RecordBatch]:
+        if self.dead:
+            return
+        problem = self._problem(lines)
+        if problem:
+            self.dead = True
+            yield _batch(self.schema, 1, self.path, raw=pa.nulls(1, pa.string()), index=[self.lines_seen], kind=KIND_PROBLEM,
+                         problem=problem)
+            return
+        first = self.at_file_start
+        self.at_file_start = False
+        self.lines_seen += len(lines)
+        yield from self._feed(lines, first)
+
+    def finish(self) -> Iterator[pa.RecordBatch]:
+        if not self.dead:
+            yield from self._finish()
+
+    def _problem(self, lines: pa.Array) -> str | None:
+        kind = _FORMAT_LABEL.get(self.options.format, self.options.format)
+        if self.at_file_start:
+            head = lines[0].as_py() or b""
+            if head[:2] == b"\x1f\x8b":
+                return "is gzip-compressed, but its name does not end in .gz"
+            if head[:4] == b"PAR1":
+                return f"is a Parquet file, not {kind}"
+        if _has_nul(lines):
+            return f"holds NUL bytes: binary data, not {kind} text"
+        return None
+
+    def _feed(self, lines: pa.Array, first: bool) -> Iterator[pa.RecordBatch]:
+        raise NotImplementedError
+
+    def _finish(self) -> Iterator[pa.RecordBatch]:
+        return iter(())
+
+
+def _has_nul(lines: pa.Array) -> bool:
+    """Whether any of ``lines`` holds a NUL byte: one scan of the batch's data buffer (a ``memchr``)."""
+    if len(lines) == 0:
+        return False
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32 if lines.type == pa.binary() else np.int64)
+    start, stop = int(offsets[lines.offset]), int(offsets[lines.offset + len(lines)])
+    return memoryview(lines.buffers()[2])[start:stop].tobytes().find(b"\x00") >= 0 if stop > start else False
+
+
+def _strip_cr(lines: pa.Array) -> pa.Array:
+    return pc.replace_substring_regex(lines, rb"\r$", b"")
+
+
+def _is_blank(lines: pa.Array) -> pa.Array:
+    return pc.match_substring_regex(lines, rb"^[ \t\n\x0b\x0c\r]*$")
+
+
+# ---------------------------------------------------------------------------------------- JSON lines
+class _JsonLinesFile(_FileReader):
+    def __init__(self, options: LineOptions, path: str, from_stream: bool = False, split_start: int = 0,
+                 first_line: int = 0):
+        super().__init__(options, path, split_start, first_line)
+        self.from_stream = from_stream
+
+    def _feed(self, lines: pa.Array, first: bool) -> Iterator[pa.RecordBatch]:
+        base = self.lines_seen - len(lines)
+        text = _strip_cr(lines)
+        keep = pc.invert(_is_blank(text))
+        records = text.filter(keep)
+        if len(records):
+            index = np.flatnonzero(keep.to_numpy(zero_copy_only=False)) + base
+            yield _batch(self.schema, len(records), self.path, raw=decode(records, self.options.python_encoding), index=index,
+                         from_stream=self.from_stream)
+
+
+# ---------------------------------------------------------------------------------------- JSON array
+class _ArrayBroken(Exception):
+    pass
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_SPACE = re.compile(r"[ \t\n\r]*")
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+class _JsonArrayFile(_FileReader):
+    """The file's one JSON array, element by element, across lines. An element that does not end on the
+    line it starts on is kept (its lines, each with its ``\\n``) until its brackets balance, then decoded."""
+
+    def __init__(self, options: LineOptions, path: str):
+        super().__init__(options, path)
+        self.state = "start"        # start -> first (after '[') -> separator <-> element ... -> end
+        self.parts: list[str] = []  # the pending element's text, when it runs over lines
+        self.depth = 0              # its bracket depth so far (strings left out)
+        self.elements = 0
+        self.broken = False
+
+    def _feed(self, lines: pa.Array, first: bool) -> Iterator[pa.RecordBatch]:
+        if self.broken:
+            return
+        raws: list[str] = []
+        start_index = self.elements
+        encoding = self.options.python_encoding
+        try:
+            for line in lines.to_pylist():
+                text = line.decode(encoding, "replace") + "\n"
+                if self.parts:
+                    self.parts.append(text)
+                    self.depth += _depth(text)
+                    if self.depth > 0:
+                        continue
+                    text, self.parts = "".join(self.parts), []
+                self._consume(text, raws)
+        except _ArrayBroken:
+            self.broken = True
+            yield self._broken_row()
+            return
+        if raws:
+            yield _batch(self.schema, len(raws), self.path, raw=pa.array(raws, pa.string()),
+                         index=np.arange(start_index, start_index + len(raws)))
+
+    def _consume(self, text: str, raws: list[str]) -> None:
+        pos = 0
+        while True:
+            pos = _SPACE.match(text, pos).end()
+            if pos >= len(text):
+                return
+            char = text[pos]
+            if self.state == "start":
+                if char != "[":
+                    raise _ArrayBroken
+                self.state, pos = "first", pos + 1
+            elif self.state == "separator":
+                if char == ",":
+                    self.state, pos = "element", pos + 1
+                elif char == "]":
+                    self.state, pos = "end", pos + 1
+                else:
+                    raise _ArrayBroken
+            elif self.state == "end":
+                raise _ArrayBroken
+            elif self.state == "first" and char == "]":
+                self.state, pos = "end", pos + 1
+            else:  # an element starts here
+                try:
+                    _, end = _DECODER.raw_decode(text, pos)
+                except ValueError as exc:
+                    # Cut off by the end of the line inside an object or array: wait for more lines.
+                    if char in "[{" and getattr(exc, "pos", 0) >= len(text):
+                        self.parts, self.depth = [text[pos:]], _depth(text[pos:])
+                        return
+                    raise _ArrayBroken from None
+                raws.append(text[pos:end])
+                self.elements += 1
+                self.state, pos = "separator", end
+
+    def _finish(self) -> Iterator[pa.RecordBatch]:
+        if not self.broken and (self.parts or self.state not in ("start", "end")):
+            self.broken = True
+            yield self._broken_row()
+
+    def _broken_row(self) -> pa.RecordBatch:
+        return _batch(self.schema, 1, self.path, raw=pa.nulls(1, pa.string()), index=[0], kind=KIND_BROKEN_ARRAY)
+
+
+def _depth(text: str) -> int:
+    """Opening minus closing brackets of ``text``, outside JSON strings (which never span lines)."""
+    bare = _STRINGS.sub("", text) if '"' in text else text
+    return bare.count("{") + bare.count("[") - bare.count("}") - bare.count("]")
+
+
+# ----------------------------------------------------------------------------------------------- CSV
+def _esc(char: str) -> bytes:
+    return re.escape(char.encode("latin-1"))
+
+
+class CsvGrammar:
+    """The record grammar of ``transforms/csv_records.py`` for one dialect, as byte patterns: RE2 (Arrow,
+    vectorised) for 'this line is one well-formed record', Python's ``re`` for the rest."""
+
+    def __init__(self, options: LineOptions):
+        d, q, e = (c.encode("latin-1") for c in (options.delimiter, options.quote, options.escape))
+        self.d, self.q, self.e = d, q, e
+        qd, dd = _esc(options.quote), _esc(options.delimiter)
+        if e == q:
+            quoted = qd + b"[^" + qd + b"]*(?:" + qd + qd + b"[^" + qd + b"]*)*" + qd
+        else:
+            ed = _esc(options.escape)
+            quoted = qd + b"[^" + qd + ed + b"]*(?:" + ed + rb"[\s\S][^" + qd + ed + b"]*)*" + qd
+        unquoted = b"(?:[^" + dd + qd + rb"\r\n][^" + dd + rb"\r\n]*)?"
+        field = b"(?:" + quoted + b"|" + unquoted + b")"
+        self.well_formed_re2 = b"^" + field + b"(?:" + dd + field + b")*$"
+        self.well_formed = re.compile(b"(?:" + field + b")(?:" + dd + field + rb")*\Z")
+        self.token = re.compile(b"(" + quoted + b"|[^" + dd + rb"\r\n]*)" + dd)
+        self.quote_or_escape = re.compile(b"[" + qd + (b"" if e == q else _esc(options.escape)) + b"]")
+        self.field_end = re.compile(b"[" + dd + rb"\r\n]")
+        self.double_quote = q + q
+        self.null_texts = [v.encode(options.python_encoding) for v in options.null_values]
+        self._field_re2 = field
+        self._by_count: dict[int, bytes | None] = {}
+
+    def split_quoted(self, records: pa.Array, count: int) -> tuple[pa.Array, np.ndarray] | None:
+        """Field texts of the ``records`` (well-formed lines) that have exactly ``count`` fields, unquoted and
+        unescaped, split by ONE RE2 match per record with a group per field (vectorised): (list array of
+        those rows' fields, mask of those rows); None when RE2 refuses the pattern (thousands of fields)."""
+        if count not in self._by_count:
+            groups = (self.d).join(b"(?P<f%d>" % i + self._field_re2 + b")" for i in range(count))
+            self._by_count[count] = b"^" + groups + b"$"
+        pattern = self._by_count[count]
+        if pattern is None:
+            return None
+        try:
+            matched = pc.extract_regex(records, pattern)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            self._by_count[count] = None
+            return None
+        ok = matched.is_valid().to_numpy(zero_copy_only=False)
+        rows = int(ok.sum())
+        matched = matched.filter(pa.array(ok))
+        columns = []
+        for i in range(count):
+            text = matched.field(i)
+            quoted = pc.starts_with(text, self.q)
+            inner = pc.binary_slice(text, 1, -1)
+            if self.e == self.q:
+                inner = pc.replace_substring(inner, self.double_quote, self.q)
+            else:
+                inner = pc.replace_substring_regex(inner, re.escape(self.e) + rb"([\s\S])", rb"\1")
+            columns.append(pc.if_else(quoted, inner, text))
+        flat = pa.concat_arrays(columns).take(pa.array((np.arange(count)[None, :] * rows + np.arange(rows)[:, None]).ravel()))
+        offsets = pa.array(np.arange(0, (rows + 1) * count, count, dtype=np.int32))
+        return pa.ListArray.from_arrays(offsets, flat), ok
+
+    def closing_quote(self, buf: bytes, start: int) -> int:
+        """Index of the quote closing a field opened just before ``start``; -1 when the text ends first."""
+        q, e = self.q, self.e
+        i = start
+        while True:
+            if e == q:
+                k = buf.find(q, i)
+                if k == -1:
+                    return -1
+                if buf[k + 1:k + 2] == q:  # an escaped quote
+                    i = k + 2
+                    continue
+                return k
+            m = self.quote_or_escape.search(buf, i)
+            if m is None:
+                return -1
+            if m.group() == e:
+                i = m.start() + 2
+                continue
+            return m.start()
+
+    def take_record(self, buf: bytes, pos: int, at_end: bool) -> tuple[int, int] | None:
+        """(end of the record's text, start of the next record) for the record at ``pos``; None when a
+        quoted field is still open at the end of ``buf`` and more text may close it."""
+        n = len(buf)
+        i = pos
+        while True:
+            if buf[i:i + 1] == self.q:
+                close = self.closing_quote(buf, i + 1)
+                if close == -1:
+                    if not at_end:
+                        return None
+                    # No closing quote in the rest of the file: a plain (malformed) field to its line end.
+                else:
+                    i = close + 1
+            m = self.field_end.search(buf, i)
+            i = m.start() if m else n
+            if i < n and buf[i:i + 1] == self.d:
+                i += 1
+                continue
+            break
+        if i >= n:
+            return i, n
+        if buf[i:i + 2] == b"\r\n":
+            return i, i + 2
+        return i, i + 1
+
+    def values(self, record: bytes) -> list[bytes]:
+        """The field texts of a well-formed record, unquoted and unescaped (null texts not applied)."""
+        out = []
+        for token in self.token.findall(record + self.d):
+            if token[:1] == self.q and len(token) >= 2:
+                inner = token[1:-1]
+                if self.e == self.q:
+                    inner = inner.replace(self.double_quote, self.q)
+                else:
+                    inner = re.sub(re.escape(self.e) + rb"([\s\S])", rb"\1", inner)
+                out.append(inner)
+            else:
+                out.append(token)
+        return out
+
+
+class _CsvFile(_FileReader):
+    def __init__(self, options: LineOptions, path: str):
+        super().__init__(options, path)
+        self.grammar = CsvGrammar(options)
+        self.records = 0              # records seen, blank ones and the header included: the next _record_index
+        self.header_text: str | None = None
+        self.header_seen = not options.header
+        self.struct_names = list(dict.fromkeys(options.field_names))
+        self.struct_type = fields_type(options.field_names)
+        # Per file, from its header: the field count, whether the header is usable, where each contract
+        # field is in a record (-1: not in this file), and the header's names the contract does not know.
+        self.expected: int | None = None
+        self.header_ok = True
+        self.positions: list[int] = []
+        self.unknown: list[str] = []
+        if not options.header:
+            self._use_names(list(options.field_names), usable=True)
+        # Sequential mode: the lines a record is running over (each with the "\n" that ended it).
+        self.parts: list[bytes] = []
+        self.parts_bytes = 0
+        self.open_quote = False       # parts end inside a quoted field: only a line with a quote may close it
+
+    # -- feeding: every line that is a record on its own at once (vectorised), the scanner for the others
+    def _feed(self, lines: pa.Array, first: bool) -> Iterator[pa.RecordBatch]:
+        if first and self.options.python_encoding == "utf-8":
+            head = lines[0].as_py()
+            if head.startswith(BOM):
+                lines = pa.concat_arrays([pa.array([head[len(BOM):]], pa.binary()), lines.slice(1)])
+        n = len(lines)
+        scanned: list[tuple[bytes, int]] = []   # records from the scanner: (raw, record index)
+        start = 0
+        if self.parts:  # a record is running over lines from the previous batch: the scanner goes on
+            start, out = self._scan(lines, 0, at_end=False)
+            scanned += self._number(out)
+        m = n - start
+        text = _strip_cr(lines.slice(start)) if start else _strip_cr(lines)
+        alone = pc.match_substring_regex(text, self.grammar.well_formed_re2).to_numpy(zero_copy_only=False)
+        base = self.records
+        consumed = np.zeros(m, dtype=bool)
+        shift_at = np.zeros(m + 1, dtype=np.int64)  # change of (record index - line position) from a line on
+        shift, done = 0, 0
+        for j in np.flatnonzero(~alone).tolist() if m else []:
+            if j < done:
+                continue  # part of a record the scanner already took
+            self.records = base + j + shift
+            k, out = self._scan(lines, start + j, at_end=False)
+            k -= start
+            consumed[j:k] = True
+            scanned += self._number(out)
+            # lines j..k-1 made len(out) records (the one still open, if any, is numbered when it ends)
+            shift_at[k] += len(out) - (k - j)
+            shift += len(out) - (k - j)
+            done = k
+        self.records = base + m + shift
+        index = base + np.arange(m, dtype=np.int64) + np.cumsum(shift_at)[:m]
+        keep = ~consumed & ~_is_blank(text).to_numpy(zero_copy_only=False)
+        if not self.header_seen:
+            first_line = int(np.argmax(keep)) if keep.any() else None
+            first_scanned = min(range(len(scanned)), key=lambda x: scanned[x][1]) if scanned else None
+            if first_line is not None and (first_scanned is None or index[first_line] < scanned[first_scanned][1]):
+                self._set_header(text[first_line].as_py())
+                keep[first_line] = False
+            elif first_scanned is not None:
+                self._set_header(scanned.pop(first_scanned)[0])
+        if keep.any():
+            yield from self._line_records(text.filter(pa.array(keep)), index[keep])
+        if scanned:
+            yield from self._scanned_records(scanned)
+
+    def _finish(self) -> Iterator[pa.RecordBatch]:
+        if self.parts:
+            scanned = self._number(self._drain(at_end=True))
+            if scanned and not self.header_seen:
+                self._set_header(scanned.pop(0)[0])
+            yield from self._scanned_records(scanned)
+
+    def _scan(self, lines: pa.Array, start: int, at_end: bool) -> tuple[int, list[bytes]]:
+        """Lines from ``start`` into the scanner until no text is left over (the next line starts a
+        record): (index of the first line not consumed, the records taken, blank ones included)."""
+        out: list[bytes] = []
+        i, n, q = start, len(lines), self.grammar.q
+        while i < n:
+            line = lines[i].as_py()
+            i += 1
+            self.parts.append(line + b"\n")
+            self.parts_bytes += len(line) + 1
+            if self.open_quote and q not in line and self.parts_bytes <= MAX_OPEN_QUOTE_BYTES:
+                continue  # this line cannot close the open field
+            out += self._drain(at_end)
+            if not self.parts:
+                break
+        return i, out
+
+    def _drain(self, at_end: bool) -> list[bytes]:
+        """Take every complete record off the front of the scanner's text."""
+        buf = b"".join(self.parts)
+        out, pos = [], 0
+        while pos < len(buf):
+            taken = self.grammar.take_record(buf, pos, at_end or len(buf) - pos > MAX_OPEN_QUOTE_BYTES)
+            if taken is None:
+                self.parts, self.parts_bytes, self.open_quote = [buf[pos:]], len(buf) - pos, True
+                return out
+            end, nxt = taken
+            out.append(buf[pos:end])
+            pos = nxt
+        self.parts, self.parts_bytes, self.open_quote = [], 0, False
+        return out
+
+    # -- records
+    def _set_header(self, raw: bytes) -> None:
+        grammar = self.grammar
+        self.header_seen = True
+        self.header_text = decode(pa.array([raw], pa.binary()), self.options.python_encoding)[0].as_py()
+        well_formed = grammar.well_formed.match(raw) is not None
+        tokens = grammar.values(raw) if well_formed else grammar.token.findall(raw + grammar.d)
+        names = decode(pa.array(tokens, pa.binary()), self.options.python_encoding).to_pylist()
+        self._use_names(names, usable=well_formed and len(set(names)) == len(names))
+
+    def _use_names(self, names: list[str], usable: bool) -> None:
+        self.expected = len(names) or None
+        self.header_ok = usable
+        at = {name: i for i, name in reversed(list(enumerate(names)))}
+        self.positions = [at.get(name, -1) for name in self.struct_names]
+        known = set(self.struct_names)
+        self.unknown = [name for name in names if name not in known]
+
+    def _number(self, raws: list[bytes]) -> list[tuple[bytes, int]]:
+        """The scanner's records (blank ones included) numbered in order; blank ones dropped."""
+        numbered = []
+        for raw in raws:
+            if raw.strip(_WHITESPACE):
+                numbered.append((raw, self.records))
+            self.records += 1
+        return numbered
+
+    def _line_records(self, records: pa.Array, index: np.ndarray) -> Iterator[pa.RecordBatch]:
+        """Lines that are each one well-formed record: split by Arrow, with a plain split where they hold no
+        quote and one RE2 match per record where they do (every line of an export that quotes its text)."""
+        if not self.header_seen:
+            return
+        quoted = pc.match_substring(records, self.grammar.q).to_numpy(zero_copy_only=False)
+        plain = ~quoted
+        if plain.all():
+            yield from self._emit(records, index, pc.split_pattern(records, self.grammar.d), np.ones(len(records), bool))
+            return
+        if plain.any():
+            mask = pa.array(plain)
+            some = records.filter(mask)
+            yield from self._emit(some, index[plain], pc.split_pattern(some, self.grammar.d), np.ones(len(some), bool))
+        some, some_index = records.filter(pa.array(quoted)), index[quoted]
+        split = self.grammar.split_quoted(some, self.expected) if self.expected and len(some) > 16 else None
+        if split is not None:
+            values, matched = split
+            yield from self._emit(some.filter(pa.array(matched)), some_index[matched], values, np.ones(len(values), bool))
+            some, some_index = some.filter(pa.array(~matched)), some_index[~matched]
+        if len(some):  # few, or another field count than the header's (malformed): one at a time
+            values = pa.array([self.grammar.values(r) for r in some.to_pylist()], pa.list_(pa.binary()))
+            yield from self._emit(some, some_index, values, np.ones(len(some), bool))
+
+    def _scanned_records(self, records: list[tuple[bytes, int]]) -> Iterator[pa.RecordBatch]:
+        """Records from the scanner, one at a time: well-formed or not, and their field texts."""
+        raws, index, values, well_formed = [], [], [], []
+        for raw, position in records:
+            ok = self.grammar.well_formed.match(raw) is not None
+            raws.append(raw)
+            index.append(position)
+            values.append(self.grammar.values(raw) if ok else [])
+            well_formed.append(ok)
+        if raws:
+            yield from self._emit(pa.array(raws, pa.binary()), np.array(index, dtype=np.int64),
+                                  pa.array(values, pa.list_(pa.binary())), np.array(well_formed, dtype=bool))
+
+    def _emit(self, records: pa.Array, index: np.ndarray, values: pa.Array, well_formed: np.ndarray) -> Iterator[pa.RecordBatch]:
+        """Records with their field texts (``values``, meaningful where ``well_formed``): the malformed flag
+        and, for the others, ``_fields`` (the contract's fields, by the file's header) and ``_unknown_fields``."""
+        raw = decode(records, self.options.python_encoding)
+        clean = ~pc.match_substring(raw, "\ufffd").to_numpy(zero_copy_only=False)
+        counts = pc.list_value_length(values).to_numpy(zero_copy_only=False)
+        good = well_formed & clean & self.header_ok
+        if self.expected is not None:
+            good &= counts == self.expected
+        bad = ~good
+        if bad.any():
+            yield _batch(self.schema, int(bad.sum()), self.path, raw=raw.filter(pa.array(bad)), index=index[bad],
+                         header=self.header_text, malformed=True)
+        if not good.any():
+            return
+        mask = pa.array(good)
+        rows = int(good.sum())
+        good_values = values.filter(mask)
+        flat = good_values.flatten()
+        if self.grammar.null_texts:
+            is_null = None
+            for text in self.grammar.null_texts:  # a few equality scans beat a hash lookup per value
+                equal = pc.equal(flat, pa.scalar(text, pa.binary()))
+                is_null = equal if is_null is None else pc.or_(is_null, equal)
+            flat = pc.if_else(is_null, pa.scalar(None, pa.binary()), flat)
+        flat = decode(flat, self.options.python_encoding)
+        starts = pc.list_value_length(good_values).to_numpy(zero_copy_only=False)
+        starts = np.concatenate([[0], np.cumsum(starts)[:-1]]).astype(np.int64)
+        counts_good = counts[good]
+        children = []
+        for position in self.positions:
+            if position < 0:
+                children.append(pa.nulls(rows, pa.string()))
+                continue
+            present = counts_good > position  # a header-less record may be short (no field count to check)
+            taken = flat.take(pa.array(np.where(present, starts + position, 0)))
+            children.append(taken if present.all() else pc.if_else(pa.array(present), taken, pa.scalar(None, pa.string())))
+        fields = pa.StructArray.from_arrays(children, fields=list(self.struct_type)) if children else \
+            pa.repeat(pa.scalar({}, self.struct_type), rows)
+        if self.unknown:
+            width = len(self.unknown)
+            unknown = pa.ListArray.from_arrays(pa.array(np.arange(0, (rows + 1) * width, width, dtype=np.int32)),
+                                               pa.array(self.unknown * rows, pa.string()))
+        else:
+            unknown = pa.ListArray.from_arrays(pa.array(np.zeros(rows + 1, dtype=np.int32)), pa.array([], pa.string()))
+        yield _batch(self.schema, rows, self.path, raw=raw.filter(mask), index=index[good], header=self.header_text,
+                     fields=fields, unknown=unknown, malformed=False)

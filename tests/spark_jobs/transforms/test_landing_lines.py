@@ -1,0 +1,133 @@
+"""Landing lines -> records, as the Python workers run it (no Spark: the mapInArrow function on Arrow batches).
+
+Every test feeds a file's lines in small Arrow batches, so records that run over a batch boundary are
+exercised as well as the vectorised path (lines that are a record on their own) and the scanner.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from spark_jobs.transforms.landing_lines import (KIND_BROKEN_ARRAY, KIND_PROBLEM, KIND_RECORD, LineOptions,
+                                                 lines_to_records, output_schema)
+from spark_jobs.transforms.bronze import text_lines
+
+CSV = LineOptions(format="csv", null_values=("", "NA"), field_names=("id", "v"))
+
+
+def _run(options: LineOptions, *files: tuple[str, bytes], batch: int = 3) -> list[dict]:
+    """Every output row of the files (name, bytes), fed ``batch`` lines at a time, in record order."""
+    rows = [(line, name) for name, body in files for line in text_lines(body)]
+    batches = [pa.RecordBatch.from_arrays([pa.array([r[0] for r in rows[i:i + batch]], pa.binary()),
+                                           pa.array([r[1] for r in rows[i:i + batch]], pa.string())],
+                                          names=["_line", "_source_file"]) for i in range(0, len(rows), batch)]
+    out = []
+    for produced in lines_to_records(options)(iter(batches)):
+        assert produced.schema == output_schema(options)
+        out += produced.to_pylist()
+    return sorted(out, key=lambda r: (r["_source_file"], r["_kind"], r["_record_index"]))
+
+
+def _records(rows: list[dict]) -> list[tuple]:
+    return [(r["_raw"], r["_record_index"], r["_is_malformed"]) for r in rows if r["_kind"] == KIND_RECORD]
+
+
+def test_csv_records_over_lines_and_batches_keep_their_positions_and_fields():
+    rows = _run(CSV, ("a.csv", b'id,v\n1,"a\nb"\n\n2,x,extra\n3\n4,"x\n\ny, ""z"""\n5,NA\n'), batch=2)
+    assert _records(rows) == [('1,"a\nb"', 1, False), ("2,x,extra", 3, True), ("3", 4, True),
+                              ('4,"x\n\ny, ""z"""', 5, False), ("5,NA", 6, False)]
+    fields = {r["_raw"]: r["_fields"] for r in rows}
+    assert fields['4,"x\n\ny, ""z"""'] == {"id": "4", "v": 'x\n\ny, "z"'}
+    assert fields["5,NA"] == {"id": "5", "v": None} and fields["2,x,extra"] is None
+    assert {r["_header"] for r in rows} == {"id,v"}
+
+
+def test_every_file_has_its_own_header_and_unknown_fields():
+    rows = _run(CSV, ("a.csv", b"v,id,extra\r\nq,9,z\r\n"), ("b.csv", b"\xef\xbb\xbfid\n1\n"))
+    assert [(r["_source_file"], r["_fields"], r["_unknown_fields"], r["_is_malformed"]) for r in rows] == [
+        ("a.csv", {"id": "9", "v": "q"}, ["extra"], False), ("b.csv", {"id": "1", "v": None}, [], False)]
+
+
+def test_an_unterminated_quote_runs_to_the_next_quote_or_ends_at_its_line():
+    assert _records(_run(CSV, ("u.csv", b'id,v\n1,"oops\n2,ok\n3,"q"\n'))) == [('1,"oops\n2,ok\n3,"q"', 1, True)]
+    assert _records(_run(CSV, ("u.csv", b'id,v\n1,"oops\n2,ok\n'))) == [('1,"oops', 1, True), ("2,ok", 2, False)]
+
+
+def test_a_lone_carriage_return_ends_a_record_and_a_header_problem_marks_every_record():
+    assert _records(_run(CSV, ("cr.csv", b"id,v\r1,a\r2,b"))) == [("1,a", 1, False), ("2,b", 2, False)]
+    assert _records(_run(CSV, ("dup.csv", b"id,id\n1,2\n"))) == [("1,2", 1, True)]
+
+
+def test_quoted_lines_are_split_alike_by_the_vectorised_path_and_one_at_a_time():
+    body = b'"id","v"\n' + b"".join(b'"%d","n, ""%d"""\n' % (i, i) for i in range(40)) + b'"x"\n'
+    rows = _run(CSV, ("q.csv", body), batch=25)  # a batch of 25 quoted lines, then one of 16
+    assert [r["_fields"]["v"] for r in rows[:40]] == [f'n, "{i}"' for i in range(40)]
+    assert rows[40]["_raw"] == '"x"' and rows[40]["_is_malformed"] is True
+
+
+def test_without_a_header_the_contract_names_the_fields_by_position():
+    options = LineOptions(format="csv", header=False, field_names=("a", "b"))
+    rows = _run(options, ("h.csv", b"1,x\n2\n"))
+    assert [(r["_raw"], r["_fields"]) for r in rows] == [("1,x", {"a": "1", "b": "x"}), ("2", None)]
+
+
+@pytest.mark.parametrize("body, problem", [
+    (b"\x1f\x8b\x08\x00rest\n", "is gzip-compressed, but its name does not end in .gz"),
+    (b"PAR1\x00\x00", "is a Parquet file, not CSV"),
+    (b"id,v\n1,2\n" * 5 + b"1,\x00\n", "holds NUL bytes: binary data, not CSV text"),
+])
+def test_a_file_that_is_not_text_is_one_problem_row(body, problem):
+    rows = _run(CSV, ("bad.csv", body))
+    assert [(r["_kind"], r["_file_problem"]) for r in rows if r["_kind"] != KIND_RECORD] == [(KIND_PROBLEM, problem)]
+
+
+def test_invalid_utf8_becomes_u_fffd_and_a_malformed_record():
+    rows = _run(CSV, ("x.csv", b"id,v\n1,\xff2\n3,ok\n"))
+    assert _records(rows) == [("1,\ufffd2", 1, True), ("3,ok", 2, False)]
+
+
+def test_json_lines_keep_each_non_blank_line_at_its_position():
+    rows = _run(LineOptions(format="json_lines"), ("c.jsonl", b'{"a":1}\n\n{"a":\r\n  \n{"a":3}\n'))
+    assert [(r["_raw"], r["_record_index"]) for r in rows] == [('{"a":1}', 0), ('{"a":', 2), ('{"a":3}', 4)]
+
+
+@pytest.mark.parametrize("body, elements", [
+    (b'[{"a":1},{"a":2,"b":"x"}]', ['{"a":1}', '{"a":2,"b":"x"}']),
+    (b'[\n  {\n    "a": 1,\n    "b": [1,\n 2]\n  },\n  {"c": "}"}, 42, "t", null\n]\n',
+     ['{\n    "a": 1,\n    "b": [1,\n 2]\n  }', '{"c": "}"}', "42", '"t"', "null"]),
+    (b"[]", []),
+    (b" \n\n", []),
+])
+def test_json_array_elements_are_records_in_order_whatever_the_line_breaks(body, elements):
+    rows = _run(LineOptions(format="json_array"), ("f.json", body), batch=2)
+    assert [(r["_raw"], r["_record_index"]) for r in rows] == [(e, i) for i, e in enumerate(elements)]
+
+
+@pytest.mark.parametrize("body", [b'[{"a":1},{"a":', b'[{"a":1}]\n[{"a":2}]', b'[{"a": NaN}]',
+                                  b'{"a":1}\n{"a":2}\n', b"[1,]", b"[{'a': 1}]"])
+def test_a_file_that_is_not_one_json_array_is_reported_broken(body):
+    rows = _run(LineOptions(format="json_array"), ("bad.json", body))
+    assert [r["_kind"] for r in rows if r["_kind"] != KIND_RECORD] == [KIND_BROKEN_ARRAY]
+
+
+def test_stream_objects_in_a_json_array_dataset_are_json_lines():
+    options = LineOptions(format="json_array", stream_pattern=r"/[0-9]{4}/[0-9]{2}/[0-9]{2}/[0-9]{2}/[^/]+$")
+    rows = _run(options, ("s3a://l/landing/iot/2026/11/22/00/x.jsonl", b'{"a":1}\n{"a":2}\n'))
+    assert [(r["_raw"], r["_from_stream"]) for r in rows] == [('{"a":1}', True), ('{"a":2}', True)]
+
+
+def test_a_json_lines_file_read_in_splits_numbers_its_lines_across_them():
+    """Two tasks each read a split of one file (any order); the lines before each split (counted by the JVM)
+    make the line numbers the file's own."""
+    def split(start: int, lines: list[bytes]) -> pa.RecordBatch:
+        return pa.RecordBatch.from_arrays([pa.array(lines, pa.binary()), pa.array(["big.jsonl"] * len(lines)),
+                                           pa.array([start] * len(lines), pa.int64())],
+                                          names=["_line", "_source_file", "_split_start"])
+
+    run = lines_to_records(LineOptions(format="json_lines"), offsets={("big.jsonl", 0): 0, ("big.jsonl", 64): 3})
+    second = [r for b in run(iter([split(64, [b'{"a":3}', b"", b'{"a":5}'])])) for r in b.to_pylist()]
+    first = [r for b in run(iter([split(0, [b'{"a":0}', b'{"a":1}', b'{"a":2}'])])) for r in b.to_pylist()]
+    assert [(r["_raw"], r["_record_index"]) for r in first + second] == [
+        ('{"a":0}', 0), ('{"a":1}', 1), ('{"a":2}', 2), ('{"a":3}', 3), ('{"a":5}', 5)]
+    with pytest.raises(ValueError, match="must be read by one task"):
+        list(lines_to_records(CSV)(iter([split(64, [b"1,2"])])))
