@@ -281,8 +281,11 @@ def _cmd_erase(args: argparse.Namespace) -> int:
         load_contract(dataset).check_personal_data(lake.data_classification)
     spark, created = _open_session(args, lake, "tenantlake-erase")
     try:
-        receipt = erase(spark, lake, subjects, tenant=args.tenant, datasets=args.dataset, dry_run=args.dry_run,
-                        progress=lambda line: print(line, file=sys.stderr, flush=True))
+        # OpenLineage START, then COMPLETE naming the tables changed (never a subject) or FAIL; a dry run changes nothing.
+        with _lineage(spark, lake, "erase", track=not args.dry_run) as changed:
+            receipt = erase(spark, lake, subjects, tenant=args.tenant, datasets=args.dataset, dry_run=args.dry_run,
+                            progress=lambda line: print(line, file=sys.stderr, flush=True))
+            changed(_erasure_outputs(lake, receipt))
     finally:
         if created:
             spark.stop()
@@ -294,6 +297,35 @@ def _cmd_erase(args: argparse.Namespace) -> int:
         print(f"erase {receipt['request_id']}: {receipt['status']}; receipt "
               f"{lake.path('reports', 'erasure', receipt['request_id'], 'receipt.json')}")
     return EXIT_OK if args.dry_run or receipt["status"] == "completed" else EXIT_FAILED
+
+
+def _lineage(spark, lake: LakeConfig, job_name: str, track: bool = True):
+    """``spark_jobs.lineage.tracked`` for a maintenance or erasure run (nothing for a dry run)."""
+    import contextlib
+
+    from spark_jobs import lineage
+
+    if not track:
+        return contextlib.nullcontext(lambda outputs: None)
+    return lineage.tracked(spark, lake, job_name, progress=lambda line: print(line, file=sys.stderr, flush=True))
+
+
+def _erasure_outputs(lake: LakeConfig, receipt: dict) -> list:
+    from spark_jobs import lineage
+
+    try:
+        return lineage.erasure_outputs(lake, receipt)
+    except Exception:  # noqa: BLE001 - lineage never fails a run: the event then names no tables
+        return []
+
+
+def _maintenance_outputs(lake: LakeConfig, report: dict) -> list:
+    from spark_jobs import lineage
+
+    try:
+        return lineage.maintenance_outputs(lake, report)
+    except Exception:  # noqa: BLE001 - lineage never fails a run
+        return []
 
 
 def _add_maintain_parser(commands, datasets: list[str]) -> None:
@@ -479,9 +511,11 @@ def _cmd_maintain(args: argparse.Namespace) -> int:
     options.validate()
     spark, created = _open_session(args, lake, "tenantlake-maintain")
     try:
-        report = maintain.run_maintenance(spark, lake, args.dataset or available_datasets(), options,
-                                          tenant=args.tenant,
-                                          progress=lambda line: print(line, file=sys.stderr, flush=True))
+        with _lineage(spark, lake, "maintain") as changed:  # OpenLineage START, COMPLETE or FAIL
+            report = maintain.run_maintenance(spark, lake, args.dataset or available_datasets(), options,
+                                              tenant=args.tenant,
+                                              progress=lambda line: print(line, file=sys.stderr, flush=True))
+            changed(_maintenance_outputs(lake, report))
     finally:
         if created:
             spark.stop()
