@@ -166,7 +166,7 @@ def _add_usage_parser(commands) -> None:
     parser = commands.add_parser("usage", help="bytes, runs and an estimated cost per layer and dataset for a month",
                                  description=usage.__doc__.split("\n\n")[0],
                                  epilog="See spark_jobs/usage/README.md for what each figure is and where it comes from.")
-    parser.add_argument("--month", type=_month, default="", help="YYYY-MM (default: the current month, UTC)")
+    parser.add_argument("--month", type=_month, default=None, help="YYYY-MM (default: the current month, UTC)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
     parser.add_argument("--price-region", default="", help="price the month in this region (default: the lake's)")
     parser.add_argument("--prices", default="", help="a price table of your own (default: spark_jobs/usage/prices.json)")

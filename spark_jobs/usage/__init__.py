@@ -21,13 +21,14 @@ import datetime as dt
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 from spark_jobs.lake import LakeConfig, gold_table_name
 from spark_jobs.usage import cost, emr, objects, runs
 
 REPORT_VERSION = 1
 USAGE_PREFIX = "reports/usage"  # reports/usage/<month>/usage.json in the lake
+PROGRESS_EVERY = 100_000  # a progress line per this many object versions read
 
 
 class UsageError(ValueError):
@@ -99,15 +100,16 @@ class LakeStore:
                            ContentType="application/json", **extra)
         return f"s3://{self.lake.bucket}/{key}"
 
-    def versions(self) -> tuple[list[objects.Version], dict[str, Any]]:
+    def versions(self) -> tuple[Iterable[objects.Version], dict[str, Any]]:
         if self.s3 is None:  # a folder has one version per file
             now = dt.datetime.now(dt.timezone.utc)
-            found = []
-            for key in self.keys(""):
-                stat = (self.root / key).stat()
-                found.append(objects.Version(key, stat.st_size, True, False,
-                                             dt.datetime.fromtimestamp(stat.st_mtime, dt.timezone.utc)))
-            return found, {"source": "listing", "as_of": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "why": "a folder lake"}
+
+            def files() -> Iterator[objects.Version]:
+                for key in self.keys(""):
+                    stat = (self.root / key).stat()
+                    yield objects.Version(key, stat.st_size, True, False,
+                                          dt.datetime.fromtimestamp(stat.st_mtime, dt.timezone.utc))
+            return files(), {"source": "listing", "as_of": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "why": "a folder lake"}
         return objects.collect(self.s3, self.lake.bucket)
 
 
@@ -120,9 +122,14 @@ def collect_usage(lake: LakeConfig, *, tenant: str, month: str, outputs: dict[st
     days = month_days(month)
     golds = gold_datasets()
     versions, storage_source = store.versions()
-    progress(f"[usage {tenant}] storage: {len(versions)} object versions from the {storage_source['source']}")
+    tally = objects.Tally(golds, month, days)
+    for version in versions:  # one pass, nothing kept: a lake can hold millions of versions
+        tally.add(version)
+        if tally.versions % PROGRESS_EVERY == 0:
+            progress(f"[usage {tenant}] storage: {tally.versions} object versions read from the {storage_source['source']}")
+    progress(f"[usage {tenant}] storage: {tally.versions} object versions from the {storage_source['source']}")
     inventory = outputs.get("inventory") or {}
-    storage_rows = objects.summarise(versions, golds, month)
+    storage_rows = tally.rows()
     report_keys = runs.report_keys(store.keys)
     month_runs = runs.collect_runs(report_keys, runs.read_json_or_empty(store.read_text), month)
     progress(f"[usage {tenant}] runs: {len(month_runs)} in {month} from {len(report_keys)} report files")
@@ -145,7 +152,7 @@ def collect_usage(lake: LakeConfig, *, tenant: str, month: str, outputs: dict[st
         "runs": {"rows": [r.to_dict() for r in runs.summarise(month_runs)]},
         "emr": emr_block,
         "daily": {"days": days, "seconds": runs.seconds_by_day(month_runs, days),
-                  "stored_bytes": objects.stored_by_day(versions, golds, days)},
+                  "stored_bytes": tally.stored_by_day()},
     }
     table = price_table or cost.load_prices()
     usage["cost"] = cost.estimate(usage, table, price_region or lake.region)

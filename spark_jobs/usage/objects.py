@@ -21,6 +21,7 @@ from typing import Any, Iterable, Iterator
 
 DATASET_FOLDERS = ("landing", "bronze", "silver", "quarantine", "checkpoints")
 NO_DATASET = "-"
+BATCH_ROWS = 50_000  # inventory rows turned into Python objects at a time
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,8 +51,8 @@ class StorageRow:
     versions_written: int = 0
     kms_versions_written: int = 0
 
-    def add(self, version: Version, month: str) -> None:
-        if version.last_modified.strftime("%Y-%m") == month:
+    def add(self, version: Version, written_in_month: bool) -> None:
+        if written_in_month:
             self.versions_written += 1
         if version.is_delete_marker:
             self.delete_markers += 1
@@ -82,34 +83,65 @@ def classify(key: str, gold_datasets: dict[str, str]) -> tuple[str, str]:
     return top, NO_DATASET
 
 
+class Tally:
+    """One pass over the versions (a lake can hold millions: none is kept): the rows per layer and dataset,
+    and per layer the bytes written on each day of ``days``."""
+
+    def __init__(self, gold_datasets: dict[str, str], month: str, days: list[str]):
+        self.gold_datasets, self.month, self.days = gold_datasets, month, days
+        self.by_row: dict[tuple[str, str], StorageRow] = {}
+        self.written: dict[str, list[int]] = {}
+        self.versions = 0
+        year, number = (int(p) for p in month.split("-")) if month else (1, 1)
+        self.month_start = dt.datetime(year, number, 1, tzinfo=dt.timezone.utc)
+        self.month_end = (self.month_start + dt.timedelta(days=32)).replace(day=1)
+        first = dt.datetime.strptime(days[0], "%Y-%m-%d").replace(tzinfo=dt.timezone.utc) if days else self.month_start
+        self.days_start = first
+
+    def add(self, version: Version) -> None:
+        self.versions += 1
+        modified = version.last_modified
+        layer, dataset = classify(version.key, self.gold_datasets)
+        row = self.by_row.get((layer, dataset))
+        if row is None:
+            row = self.by_row[(layer, dataset)] = StorageRow(layer, dataset)
+        row.add(version, self.month_start <= modified < self.month_end)
+        if not version.is_delete_marker and self.days:
+            index = max((modified - self.days_start).days, 0)  # older versions count from day one
+            if index < len(self.days):
+                per_day = self.written.get(layer)
+                if per_day is None:
+                    per_day = self.written[layer] = [0] * len(self.days)
+                per_day[index] += version.size
+
+    def rows(self) -> list[StorageRow]:
+        return [self.by_row[k] for k in sorted(self.by_row)]
+
+    def stored_by_day(self) -> dict[str, list[int]]:
+        """Per layer, the bytes of the versions stored today that had been written by the end of each day:
+        what was stored then, less what has been deleted since (a lower bound of the bytes stored that day)."""
+        series = {}
+        for layer, per_day in self.written.items():
+            total, values = 0, []
+            for size in per_day:
+                total += size
+                values.append(total)
+            series[layer] = values
+        return series
+
+
 def summarise(versions: Iterable[Version], gold_datasets: dict[str, str], month: str) -> list[StorageRow]:
-    rows: dict[tuple[str, str], StorageRow] = {}
+    tally = Tally(gold_datasets, month, [])
     for version in versions:
-        layer, dataset = classify(version.key, gold_datasets)
-        rows.setdefault((layer, dataset), StorageRow(layer, dataset)).add(version, month)
-    return [rows[k] for k in sorted(rows)]
+        tally.add(version)
+    return tally.rows()
 
 
 def stored_by_day(versions: Iterable[Version], gold_datasets: dict[str, str], days: list[str]) -> dict[str, list[int]]:
-    """Per layer, the bytes of the versions stored today that had been written by the end of each day: what
-    was stored then, less what has been deleted since (a lower bound of the bytes stored that day)."""
-    written: dict[str, dict[str, int]] = {}
-    first = days[0] if days else ""
+    tally = Tally(gold_datasets, days[0][:7] if days else "", days)
     for version in versions:
-        if version.is_delete_marker:
-            continue
-        layer = classify(version.key, gold_datasets)[0]
-        day = max(version.last_modified.strftime("%Y-%m-%d"), first)  # older versions count from day one
-        written.setdefault(layer, {}).setdefault(day, 0)
-        written[layer][day] += version.size
-    series = {}
-    for layer, per_day in written.items():
-        total, values = 0, []
-        for day in days:
-            total += per_day.get(day, 0)
-            values.append(total)
-        series[layer] = values
-    return series
+        tally.add(version)
+    return tally.stored_by_day()
 
 
 # --------------------------------------------------------------------------------------- listing
@@ -194,29 +226,32 @@ def report_versions(s3, report: InventoryReport) -> Iterator[Version]:
 
     if report.file_format.lower() != "parquet":
         raise ValueError(f"inventory report {report.uri} is {report.file_format}, not Parquet")
+    wanted = ("key", "size", "is_latest", "is_delete_marker", "last_modified_date", "storage_class")
     for key in report.data_keys:
-        table = pq.read_table(io.BytesIO(s3.get_object(Bucket=report.bucket, Key=key)["Body"].read()))
-        columns = set(table.column_names)
-        for row in table.to_pylist():
-            modified = row.get("last_modified_date")
-            if isinstance(modified, (int, float)):
-                modified = dt.datetime.fromtimestamp(modified / 1000, dt.timezone.utc)
-            yield Version(row["key"], int(row.get("size") or 0),
-                          bool(row["is_latest"]) if "is_latest" in columns else True,
-                          bool(row.get("is_delete_marker")), _utc(modified or report.created_at),
-                          str(row.get("storage_class") or "STANDARD"))
+        data = pq.ParquetFile(io.BytesIO(s3.get_object(Bucket=report.bucket, Key=key)["Body"].read()))
+        columns = [c for c in wanted if c in data.schema_arrow.names]
+        for batch in data.iter_batches(batch_size=BATCH_ROWS, columns=columns):  # bounded memory per file
+            for row in batch.to_pylist():
+                modified = row.get("last_modified_date")
+                if isinstance(modified, (int, float)):
+                    modified = dt.datetime.fromtimestamp(modified / 1000, dt.timezone.utc)
+                yield Version(row["key"], int(row.get("size") or 0),
+                              bool(row["is_latest"]) if "is_latest" in columns else True,
+                              bool(row.get("is_delete_marker")), _utc(modified or report.created_at),
+                              str(row.get("storage_class") or "STANDARD"))
 
 
-def collect(s3, bucket: str) -> tuple[list[Version], dict[str, Any]]:
-    """The lake's versions and where they came from: ``{"source": "inventory", "report": uri, "as_of": ...}``
-    when the bucket has an inventory with a delivered report, else ``{"source": "listing", ...}``."""
+def collect(s3, bucket: str) -> tuple[Iterator[Version], dict[str, Any]]:
+    """The lake's versions (read as they are consumed, page by page or file by file) and where they come
+    from: ``{"source": "inventory", "report": uri, "as_of": ...}`` when the bucket has an inventory with a
+    delivered report, else ``{"source": "listing", ...}``."""
     config = inventory_configuration(s3, bucket)
     report = newest_report(s3, bucket, config) if config else None
     if report is not None:
-        return list(report_versions(s3, report)), {
+        return report_versions(s3, report), {
             "source": "inventory", "inventory_id": report.config_id, "report": report.uri,
             "as_of": report.created_at.strftime("%Y-%m-%dT%H:%M:%SZ")}
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     reason = ("no inventory configuration on the bucket" if config is None
               else f"inventory {config['Id']} has delivered no report yet (S3 delivers the first within 48 hours)")
-    return list(list_versions(s3, bucket)), {"source": "listing", "as_of": now, "why": reason}
+    return list_versions(s3, bucket), {"source": "listing", "as_of": now, "why": reason}

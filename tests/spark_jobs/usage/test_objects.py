@@ -91,7 +91,7 @@ def test_the_newest_inventory_report_gives_the_same_rows_as_a_listing(versioned_
     s3, bucket = versioned_lake
     logs = f"{bucket}-logs"
     s3.create_bucket(Bucket=logs, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
-    listed, _ = objects.collect(s3, bucket)
+    listed = list(objects.collect(s3, bucket)[0])
     s3.put_bucket_inventory_configuration(Bucket=bucket, Id="lake-daily", InventoryConfiguration={
         "Id": "lake-daily", "IsEnabled": True, "IncludedObjectVersions": "All", "Schedule": {"Frequency": "Daily"},
         "Destination": {"S3BucketDestination": {"Bucket": f"arn:aws:s3:::{logs}", "Format": "Parquet",
