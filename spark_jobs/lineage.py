@@ -374,12 +374,24 @@ def maintenance_outputs(lake, report: dict[str, Any]) -> list:
     return outputs
 
 
+def _changed(facts: Any) -> bool:
+    """A receipt's facts of one layer say it changed: a count above 0, a non-empty list (rows removed, dates
+    recomputed, objects deleted)."""
+    if isinstance(facts, dict):
+        return any(_changed(v) for v in facts.values())
+    if isinstance(facts, (list, tuple)):
+        return len(facts) > 0
+    if isinstance(facts, bool):
+        return facts
+    return isinstance(facts, (int, float)) and facts > 0
+
+
 def erasure_outputs(lake, receipt: dict[str, Any]) -> list:
     """What an erasure receipt says it changed, per dataset and layer, as datasets: never a subject."""
     layers = {}
     for dataset, touched in (receipt.get("datasets") or {}).items():
         names = [layer for layer in ("landing", "bronze", "quarantine", "silver", "gold")
-                 if isinstance(touched, dict) and touched.get(layer)]
+                 if isinstance(touched, dict) and _changed(touched.get(layer))]
         if names:
             layers[dataset] = names
     return _table_outputs(lake, layers)

@@ -105,8 +105,10 @@ def test_disabled_sends_nothing(monkeypatch, tmp_path):
 def test_erasure_events_name_the_tables_changed_and_nothing_of_the_request():
     lake = LakeConfig(lake_uri="s3a://acme-eu-west-1-lake", glue_databases=(("gold", "acme_gold"), ("silver", "acme_silver")))
     receipt = {"request_id": "er-5f1c", "subjects": [{"column": "user_id", "hash": "h"}],
-               "datasets": {"clickstream": {"bronze": {"rows_removed": 3}, "silver": {"rows_removed": 2},
-                                           "gold": {"dates": ["2020-11-16"]}, "landing": {}}}}
+               "datasets": {"clickstream": {"bronze": {"partitions_rewritten": 1, "rows_removed": 3},
+                                           "quarantine": {"partitions_rewritten": 0, "rows_removed": 0},
+                                           "silver": {"rows_deleted": 2}, "landing": {"objects_deleted": 0},
+                                           "gold": {"event_dates_recomputed": ["2020-11-16"]}}}}
     outputs = lineage.erasure_outputs(lake, receipt)
     event = lineage._run_event("COMPLETE", lake, "erase", "20261126T100000Z-0000aaaa", code_version="v", outputs=outputs)
     from openlineage.client.serde import Serde
