@@ -121,7 +121,7 @@ destroy-all: $(VENV)/.installed ## Destroy every unit, dependents first (the pla
 	@$(TG_RUN) destroy-all --parallelism "$(TG_PARALLELISM)" $(TG_DIR) -- $(TF_ARGS)
 
 ##@ Pipeline
-.PHONY: deploy-jobs dq-report maintain
+.PHONY: deploy-jobs dq-report maintain usage
 # deploy-jobs (infra/deploy/README.md): builds the code zip and the job dependency archive (cached in
 # .local/job_deps/), then one pipeline run per dataset; ARGS="--per-layer" for one run per layer.
 deploy-jobs: $(VENV)/.installed ## Package spark_jobs + its dependencies and run them on EMR on EKS: make deploy-jobs TENANT=acme [ARGS="--dry-run ..."]
@@ -138,6 +138,14 @@ maintain: $(LOCAL_DIR)/jars/.verified iceberg-jar ## Compact, expire snapshots, 
 	  emulator_env="$$($(PY) -m infra.local.emulator env --state-dir "$${TENANTLAKE_STATE_DIR:-$(LOCAL_DIR)}")"; \
 	  eval "$$emulator_env"; fi; \
 	  $(PY) -m spark_jobs maintain --tenant "$(TENANT)" $(if $(DATASET),--dataset "$(DATASET)") $(ARGS)
+
+# Locally (TENANTLAKE_ENV unset or local) the emulator's credentials are exported first.
+usage: $(VENV)/.installed ## Bytes, runs and an estimated cost per layer and dataset: make usage TENANT=acme [MONTH=YYYY-MM] [ARGS=--json]
+	@test -n "$(TENANT)" || { echo "make usage: TENANT is required, e.g. make usage TENANT=acme" >&2; exit 2; }
+	@if [ "$${TENANTLAKE_ENV:-local}" = local ]; then \
+	  emulator_env="$$($(PY) -m infra.local.emulator env --state-dir "$${TENANTLAKE_STATE_DIR:-$(LOCAL_DIR)}")"; \
+	  eval "$$emulator_env"; fi; \
+	  $(PY) -m spark_jobs usage --tenant "$(TENANT)" $(if $(MONTH),--month "$(MONTH)") $(ARGS)
 
 .PHONY: browser
 browser: ## Install Debian's chromium for the browser tests, if /usr/bin/chromium is missing (apt-get)

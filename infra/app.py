@@ -18,6 +18,7 @@ from modules.athena_workgroup import AthenaWorkgroupConfig, TenantWorkgroup  # n
 from modules.bucket_policy import BucketPolicy, BucketPolicyConfig, DeployerIdentity  # noqa: E402
 from modules.emr_virtual_cluster import EmrVirtualCluster, EmrVirtualClusterConfig  # noqa: E402
 from modules.glue_databases import GlueDatabases, GlueDatabasesConfig  # noqa: E402
+from modules.inventory import LakeInventory, LakeInventoryConfig  # noqa: E402
 from modules.job_roles import ROLE_ACCESS, CatalogGrants, JobRoles, JobRolesConfig  # noqa: E402
 from modules.kms import TenantKey, TenantKeyConfig  # noqa: E402
 from modules.lake_bucket import LakeBucket, LakeBucketConfig  # noqa: E402
@@ -74,7 +75,7 @@ class TenantLakeStack(TerraformStack):
             writer_role_arns=[roles.arns["job_execution"], roles.arns["ingest_writer"], roles.arns["erasure"]],
             reader_role_arns=[roles.arns["consumer"]],
             allowed_principal_arns=ListExpr(f"${{concat({tenant_roles}, {firehose_roles}, {admins}, {scheduler_arns})}}"),
-            log_group_name=names["log_group"], tags=tags))
+            log_group_name=names["log_group"], tags=tags, inventory_source_arns=[lake_arn]))
 
         # The log bucket logs nowhere (into itself it would log every delivery); the lake logs into it.
         log_bucket = LakeBucket(self, "log_bucket", LakeBucketConfig(
@@ -112,9 +113,13 @@ class TenantLakeStack(TerraformStack):
         log_policy = BucketPolicy(self, "log_policy", BucketPolicyConfig(
             bucket=log_bucket.id, bucket_arn=log_bucket.arn, vpc_endpoint_ids=gateway_ids,
             allowed_principal_arns=ListExpr(f"${{{admins}}}"), endpoint_exempt_principal_arns=ListExpr(f"${{{admins}}}"),
-            log_delivery_source_arns=[lake_arn], account_id=inputs.account_id),
+            log_delivery_source_arns=[lake_arn], inventory_source_arns=[lake_arn], account_id=inputs.account_id),
             depends_on=[log_bucket.public_access_block])
         lake.logging_after(log_policy.policy)
+        # A daily Parquet list of every version of the lake, for `python -m spark_jobs usage`.
+        inventory = LakeInventory(self, "lake_inventory", LakeInventoryConfig(
+            bucket=lake.id, destination_bucket_arn=log_bucket.arn, account_id=inputs.account_id, kms_key_arn=key.arn),
+            depends_on=[log_policy.policy])
 
         log_group = TenantLogGroup(self, "log_group", LogGroupConfig(
             name=names["log_group"], kms_key_arn=key.arn, retention_in_days=inputs.retention["logs"], tags=tags))
@@ -150,6 +155,9 @@ class TenantLakeStack(TerraformStack):
             "lake_bucket_name": (lake.name, "Name of the lake bucket (<tenant>-<region>-lake)."),
             "lake_bucket_arn": (lake.arn, "ARN of the lake bucket."),
             "log_bucket_name": (log_bucket.name, "Name of the bucket receiving the lake's S3 access logs."),
+            "inventory": ({"id": inventory.name, "bucket": log_bucket.name, "prefix": inventory.prefix},
+                          "The lake's S3 Inventory (daily, Parquet, every version): configuration id, and the bucket and "
+                          "prefix its reports go to."),
             "kms_key_arn": (key.arn, "ARN of the tenant's KMS key; uploads must name it."),
             "kms_key_alias": (key.alias.name, "Alias of the tenant's KMS key."),
             "job_execution_role_arn": (roles.arns["job_execution"], "ARN of the EMR on EKS job-execution role."),

@@ -24,9 +24,10 @@ Statements of the lake bucket's policy (README "Policies" in modules/README.md):
    principals (the consumer role), so statement 6's Athena exemption opens no path for other roles.
 
 The log bucket's policy has 1, ``S3ServerAccessLogsDelivery`` (the S3 logging service may put access logs
-of the lake bucket, and only of it), 5 with the admin principals only, and 6; AWS services (the S3
-logging service, which signs as a service principal and carries no ``aws:PrincipalArn``) are exempt
-from 5 and 6 there.
+of the lake bucket, and only of it), ``S3InventoryDelivery`` (S3 may put the lake's inventory reports under
+``inventory/``, and only the lake's: ``modules/inventory.py``), 5 with the admin principals only, and 6; AWS
+services (the S3 logging service and S3 itself, which sign as service principals and carry no
+``aws:PrincipalArn``) are exempt from 5 and 6 there.
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from cdktf_cdktf_provider_aws.data_aws_iam_session_context import DataAwsIamSess
 from cdktf_cdktf_provider_aws.s3_bucket_policy import S3BucketPolicy
 from constructs import Construct
 
+from modules.inventory import DEFAULT_PREFIX as INVENTORY_PREFIX, delivery_statement
 from modules.refs import address
 from modules.policy_document import Condition, ListExpr, Principal, Statement, policy_json
 
@@ -70,6 +72,10 @@ class BucketPolicyConfig:
             principal and endpoint rules. @default - ()
         account_id: the account whose buckets may deliver logs (with ``log_delivery_source_arns``).
             @default - None
+        inventory_source_arns: buckets whose S3 Inventory reports this bucket receives under
+            ``inventory_prefix`` (needs ``log_delivery_source_arns``' service exemption and ``account_id``).
+            @default - ()
+        inventory_prefix: where those reports go. @default - "inventory"
         athena_principal_arns: list expression of the principals whose requests may come through Athena
             (exempt from the endpoint rule when ``aws:CalledViaFirst`` is Athena; everyone else's Athena
             requests are denied). None: no Athena exemption. @default - None
@@ -83,6 +89,8 @@ class BucketPolicyConfig:
     kms_key_arn: Optional[str] = None
     log_delivery_source_arns: Sequence[str] = ()
     account_id: Optional[str] = None
+    inventory_source_arns: Sequence[str] = ()
+    inventory_prefix: str = INVENTORY_PREFIX
     athena_principal_arns: Optional[ListExpr] = None
 
 
@@ -122,6 +130,9 @@ def bucket_policy_statements(cfg: BucketPolicyConfig) -> list[Statement]:
             principals=[Principal("Service", LOG_DELIVERY_SERVICE)],
             conditions=[Condition("ArnLike", "aws:SourceArn", list(cfg.log_delivery_source_arns)),
                         Condition("StringEquals", "aws:SourceAccount", [cfg.account_id])]))
+    if cfg.inventory_source_arns:
+        statements.append(delivery_statement(cfg.inventory_source_arns, str(cfg.account_id), cfg.bucket_arn,
+                                             cfg.inventory_prefix))
     # A service principal (the S3 logging service) carries no aws:PrincipalArn: where it delivers, AWS
     # services are exempt from the principal and endpoint rules; elsewhere nothing is.
     services_exempt = [Condition("Bool", "aws:PrincipalIsAWSService", ["false"])] if cfg.log_delivery_source_arns else []

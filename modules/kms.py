@@ -9,6 +9,8 @@ Key policy statements (modules/README.md "Policies"):
 3. ``TenantReadersDecrypt``: the consumer role may only decrypt (``KEY_READ_ACTIONS``): readers get no
    data keys.
 4. ``CloudWatchLogsEncryptsTenantLogGroup``: the Logs service, for the tenant's log group only.
+   ``S3InventoryEncryptsReports``: S3 may generate data keys for the lake's inventory reports, and only
+   for the lake bucket's (``modules/inventory.py``).
 5. ``DenyKeyUseOutsideTenant``: data-key actions (``KEY_DATA_ACTIONS``) by any principal whose
    ``aws:PrincipalArn`` is not on the allow-list (the tenant's roles, its Firehose roles, the admin
    principals) are denied, AWS service principals (the Logs service) excepted. Statement 1 lets any
@@ -24,6 +26,7 @@ from cdktf_cdktf_provider_aws.kms_alias import KmsAlias
 from cdktf_cdktf_provider_aws.kms_key import KmsKey
 from constructs import Construct
 
+from modules.inventory import key_statement as inventory_key_statement
 from modules.policy_document import Condition, ListExpr, Principal, Statement, policy_json
 
 # What a tenant role may do with the key: data-key use only, never administration.
@@ -54,6 +57,8 @@ class TenantKeyConfig:
             all (``DenyKeyUseOutsideTenant``): the tenant's roles, its Firehose roles, the admins.
         log_group_name: the CloudWatch log group the Logs service may encrypt with the key.
         tags: tags of the key.
+        inventory_source_arns: buckets whose S3 Inventory reports are encrypted with the key (S3 may
+            generate data keys for them). @default - ()
         deletion_window_in_days: waiting period before a scheduled deletion. @default - 30 days
         enable_key_rotation: yearly automatic rotation. @default - True
     """
@@ -67,6 +72,7 @@ class TenantKeyConfig:
     allowed_principal_arns: ListExpr
     log_group_name: str
     tags: Mapping[str, str]
+    inventory_source_arns: Sequence[str] = ()
     deletion_window_in_days: int = 30
     enable_key_rotation: bool = True
 
@@ -74,7 +80,7 @@ class TenantKeyConfig:
 def key_policy_statements(cfg: TenantKeyConfig) -> list[Statement]:
     root = f"arn:{cfg.partition}:iam::{cfg.account_id}:root"
     log_group_arn = f"arn:{cfg.partition}:logs:{cfg.region}:{cfg.account_id}:log-group:{cfg.log_group_name}"
-    return [
+    statements = [
         # Without this statement nobody (not even IAM admins) could manage the key.
         Statement("AccountRootAdministersKey", ["kms:*"], "*", principals=[Principal("AWS", root)]),
         Statement("TenantWritersUseKey", list(KEY_USE_ACTIONS), "*",
@@ -84,6 +90,10 @@ def key_policy_statements(cfg: TenantKeyConfig) -> list[Statement]:
         Statement("CloudWatchLogsEncryptsTenantLogGroup", list(LOGS_SERVICE_ACTIONS), "*",
                   principals=[Principal("Service", f"logs.{cfg.region}.amazonaws.com")],
                   conditions=[Condition("ArnEquals", "kms:EncryptionContext:aws:logs:arn", log_group_arn)]),
+    ]
+    if cfg.inventory_source_arns:
+        statements.append(inventory_key_statement(cfg.inventory_source_arns, cfg.account_id))
+    return statements + [
         # {"AWS": "*"}: everyone, as in the bucket policies (modules/bucket_policy.py EVERYONE).
         Statement("DenyKeyUseOutsideTenant", list(KEY_DATA_ACTIONS), "*", effect="Deny",
                   principals=[Principal("AWS", "*")],

@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     commands = parser.add_subparsers(dest="command", required=True,
-                                     metavar="{datagen,land,contract,run,run-all,counts,recover,creds,query,maintain}")
+                                     metavar="{datagen,land,contract,run,run-all,counts,recover,creds,query,maintain,erase,usage}")
     datasets = available_datasets()
 
     gen = commands.add_parser("datagen", help="write deterministic sample data into landing/<dataset>/",
@@ -148,7 +148,55 @@ def build_parser() -> argparse.ArgumentParser:
     _add_query_parser(commands)
     _add_maintain_parser(commands, datasets)
     _add_erase_parser(commands, datasets)
+    _add_usage_parser(commands)
     return parser
+
+
+def _month(text: str) -> str:
+    try:
+        time.strptime(text, "%Y-%m")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a month YYYY-MM") from None
+    return text
+
+
+def _add_usage_parser(commands) -> None:
+    from spark_jobs import usage
+
+    parser = commands.add_parser("usage", help="bytes, runs and an estimated cost per layer and dataset for a month",
+                                 description=usage.__doc__.split("\n\n")[0],
+                                 epilog="See spark_jobs/usage/README.md for what each figure is and where it comes from.")
+    parser.add_argument("--month", type=_month, default=None, help="YYYY-MM (default: the current month, UTC)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
+    parser.add_argument("--price-region", default="", help="price the month in this region (default: the lake's)")
+    parser.add_argument("--prices", default="", help="a price table of your own (default: spark_jobs/usage/prices.json)")
+    _lake_args(parser, spark=False)  # boto3 only: no Spark
+
+
+def _cmd_usage(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from spark_jobs import usage
+    from spark_jobs.lake import read_lake_outputs
+    from spark_jobs.quality import index
+    from spark_jobs.quality.report import mirror_root
+    from spark_jobs.usage import cost, render
+
+    lake = _resolve(args)
+    outputs = read_lake_outputs(args.tenant, args.lake_config)[0] if (args.tenant or args.lake_config) and not args.lake_uri else {}
+    tenant = args.tenant or str(outputs.get("tenant_id") or lake.bucket or "lake")
+    month = args.month or dt.datetime.now(dt.timezone.utc).strftime("%Y-%m")
+    report = usage.collect_usage(lake, tenant=tenant, month=month, outputs=outputs,
+                                 price_table=cost.load_prices(args.prices or None), price_region=args.price_region,
+                                 progress=lambda line: print(line, file=sys.stderr, flush=True))
+    mirror = mirror_root(tenant)
+    where = usage.write_report(report, lake, mirror)
+    index.build_index(tenant, mirror)
+    print(json.dumps(report, indent=1, sort_keys=True) if args.json else render.text(report))
+    if "lake_error" in where:
+        print(f"warning: usage.json not written to the lake ({where['lake_error']})", file=sys.stderr)
+    print(f"usage page: {Path(where['page']).resolve().as_uri()}", file=sys.stderr)
+    return EXIT_OK
 
 
 def _add_land_parser(commands) -> None:
@@ -233,8 +281,11 @@ def _cmd_erase(args: argparse.Namespace) -> int:
         load_contract(dataset).check_personal_data(lake.data_classification)
     spark, created = _open_session(args, lake, "tenantlake-erase")
     try:
-        receipt = erase(spark, lake, subjects, tenant=args.tenant, datasets=args.dataset, dry_run=args.dry_run,
-                        progress=lambda line: print(line, file=sys.stderr, flush=True))
+        # OpenLineage START, then COMPLETE naming the tables changed (never a subject) or FAIL; a dry run changes nothing.
+        with _lineage(spark, lake, "erase", track=not args.dry_run) as changed:
+            receipt = erase(spark, lake, subjects, tenant=args.tenant, datasets=args.dataset, dry_run=args.dry_run,
+                            progress=lambda line: print(line, file=sys.stderr, flush=True))
+            changed(_erasure_outputs(lake, receipt))
     finally:
         if created:
             spark.stop()
@@ -246,6 +297,35 @@ def _cmd_erase(args: argparse.Namespace) -> int:
         print(f"erase {receipt['request_id']}: {receipt['status']}; receipt "
               f"{lake.path('reports', 'erasure', receipt['request_id'], 'receipt.json')}")
     return EXIT_OK if args.dry_run or receipt["status"] == "completed" else EXIT_FAILED
+
+
+def _lineage(spark, lake: LakeConfig, job_name: str, track: bool = True):
+    """``spark_jobs.lineage.tracked`` for a maintenance or erasure run (nothing for a dry run)."""
+    import contextlib
+
+    from spark_jobs import lineage
+
+    if not track:
+        return contextlib.nullcontext(lambda outputs: None)
+    return lineage.tracked(spark, lake, job_name, progress=lambda line: print(line, file=sys.stderr, flush=True))
+
+
+def _erasure_outputs(lake: LakeConfig, receipt: dict) -> list:
+    from spark_jobs import lineage
+
+    try:
+        return lineage.erasure_outputs(lake, receipt)
+    except Exception:  # noqa: BLE001 - lineage never fails a run: the event then names no tables
+        return []
+
+
+def _maintenance_outputs(lake: LakeConfig, report: dict) -> list:
+    from spark_jobs import lineage
+
+    try:
+        return lineage.maintenance_outputs(lake, report)
+    except Exception:  # noqa: BLE001 - lineage never fails a run
+        return []
 
 
 def _add_maintain_parser(commands, datasets: list[str]) -> None:
@@ -431,9 +511,11 @@ def _cmd_maintain(args: argparse.Namespace) -> int:
     options.validate()
     spark, created = _open_session(args, lake, "tenantlake-maintain")
     try:
-        report = maintain.run_maintenance(spark, lake, args.dataset or available_datasets(), options,
-                                          tenant=args.tenant,
-                                          progress=lambda line: print(line, file=sys.stderr, flush=True))
+        with _lineage(spark, lake, "maintain") as changed:  # OpenLineage START, COMPLETE or FAIL
+            report = maintain.run_maintenance(spark, lake, args.dataset or available_datasets(), options,
+                                              tenant=args.tenant,
+                                              progress=lambda line: print(line, file=sys.stderr, flush=True))
+            changed(_maintenance_outputs(lake, report))
     finally:
         if created:
             spark.stop()
@@ -456,8 +538,10 @@ def _table_command_errors() -> tuple[type, ...]:
     from spark_jobs.erasure.job import ErasureError
     from spark_jobs.erasure.subjects import SubjectError
     from spark_jobs.query import QueryError
+    from spark_jobs.usage import UsageError
+    from spark_jobs.usage.cost import PriceError
 
-    return CatalogError, MaintainError, QueryError, ErasureError, SubjectError
+    return CatalogError, MaintainError, QueryError, ErasureError, SubjectError, UsageError, PriceError
 
 
 def _lake_selection(args: argparse.Namespace) -> str:
@@ -539,6 +623,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_maintain(args)
         if args.command == "erase":
             return _cmd_erase(args)
+        if args.command == "usage":
+            return _cmd_usage(args)
         return _cmd_run(args)
     except (LakeConfigError, ContractError, DatagenError, _producer_error(), *_table_command_errors()) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -80,6 +80,8 @@ def main() -> int:
           f".venv/bin/python -m spark_jobs counts --tenant {TENANT}")
     print(f"    query:    .venv/bin/python -m spark_jobs query --tenant {TENANT} "
           "\"SELECT count(*) FROM gold.iot_hourly\"  (same environment; silver.* and gold.* are Iceberg tables)")
+    print(f"    usage:    make usage TENANT={TENANT}  (bytes, runs and an estimated cost per layer; lineage events "
+          f"of every run are under s3://{lake['lake_bucket_name']}/reports/lineage/)")
     print("    the emulator keeps running; `make emulator-down` stops it (and drops its data).")
     return 0
 

@@ -41,6 +41,13 @@ description, the state and the ``ConfigurationUpdates`` as AWS documents them (`
 setting; ``ResultConfigurationUpdates`` change the result configuration); an unknown workgroup is an
 ``InvalidRequestException``, as on AWS.
 
+A seventh: S3 Inventory configurations. ``DeleteBucketInventoryConfiguration`` (``DELETE /?inventory&id=``)
+fell through to ``DeleteBucket`` in moto 5.2.5: terraform destroying an ``aws_s3_bucket_inventory`` deleted
+the lake bucket itself when it was empty, and failed with ``BucketNotEmpty`` when it was not. It now
+deletes the one configuration (an unknown id answers 404, moto's ``NoSuchInventoryConfig``). Moto also answered
+``IncludedObjectVersions: All`` whatever was stored, and ``ListBucketInventoryConfigurations`` gave the
+optional fields as ``["Field"]``; both now return what was put.
+
 And one addition for the local fixture network: ``CreateVpc`` with the tag ``tenantlake:fixture-vpc-id``
 creates the VPC with exactly that id (moto cannot be told a VPC id otherwise), so a tenant file can name
 its local VPC by id.  Nothing else in moto is changed.
@@ -211,6 +218,63 @@ def _implement_athena_update_work_group() -> None:
     AthenaResponse.update_work_group = update_work_group
 
 
+def _correct_bucket_inventory_configurations() -> None:
+    from moto.s3 import responses as s3_responses
+    from moto.s3.exceptions import MissingInventoryConfig
+    from moto.s3.models import S3Backend
+    from moto.s3.responses import S3Response
+
+    def delete_bucket_inventory_configuration(self, bucket_name: str, id: str) -> None:  # noqa: A002 - AWS's name
+        bucket = self.get_bucket(bucket_name)
+        if id not in bucket.inventory_configs:
+            raise MissingInventoryConfig()
+        del bucket.inventory_configs[id]
+
+    S3Backend.delete_bucket_inventory_configuration = delete_bucket_inventory_configuration
+    deletes_the_bucket = S3Response._bucket_response_delete
+
+    def _bucket_response_delete(self, bucket_name, querystring):
+        if "inventory" not in querystring:
+            return deletes_the_bucket(self, bucket_name, querystring)
+        self._set_action("BUCKET", "DELETE", querystring)
+        self._authenticate_and_authorize_s3_action(bucket_name=bucket_name)
+        self.backend.delete_bucket_inventory_configuration(bucket_name, querystring["id"][0])
+        return 204, {}, ""
+
+    S3Response._bucket_response_delete = _bucket_response_delete
+
+    def fields(optional) -> list[str]:  # xmltodict: {"Field": [..]} or {"Field": "Size"} for a single one
+        value = optional.get("Field", []) if isinstance(optional, dict) else optional
+        return [value] if isinstance(value, str) else list(value or [])
+
+    stores_without_versions = S3Backend.put_bucket_inventory_configuration
+
+    def put_bucket_inventory_configuration(self, bucket_name, inventory_configuration):
+        stores_without_versions(self, bucket_name, inventory_configuration)
+        config = self.get_bucket(bucket_name).inventory_configs[inventory_configuration["Id"]]
+        config.included_object_versions = inventory_configuration.get("IncludedObjectVersions") or "All"
+        config.optional_fields = fields(config.optional_fields) if config.optional_fields else None
+
+    S3Backend.put_bucket_inventory_configuration = put_bucket_inventory_configuration
+
+    def with_stored_versions(method):
+        def answer(self):
+            status, headers, body = method(self)
+            stored = self.backend.get_bucket(self.bucket_name).inventory_configs
+            if isinstance(body, str) and stored:
+                for config in stored.values():  # each <Id> is followed by moto's fixed <IncludedObjectVersions>
+                    body = body.replace(f"<Id>{config.id}</Id><IncludedObjectVersions>All</IncludedObjectVersions>",
+                                        f"<Id>{config.id}</Id><IncludedObjectVersions>"
+                                        f"{getattr(config, 'included_object_versions', 'All')}</IncludedObjectVersions>")
+            return status, {k: v for k, v in headers.items() if k.lower() != "content-length"}, body
+        return answer
+
+    S3Response.get_bucket_inventory_configuration = with_stored_versions(S3Response.get_bucket_inventory_configuration)
+    S3Response.list_bucket_inventory_configurations = with_stored_versions(
+        S3Response.list_bucket_inventory_configurations)
+    assert s3_responses  # the module is loaded before the server builds its routes
+
+
 def main(argv: list[str] | None = None) -> None:
     _disable_context_free_bucket_policy_evaluation()
     _give_delete_markers_a_dispose()
@@ -219,6 +283,7 @@ def main(argv: list[str] | None = None) -> None:
     _report_eventbridge_notifications()
     _free_namespaces_of_terminated_virtual_clusters()
     _implement_athena_update_work_group()
+    _correct_bucket_inventory_configurations()
     from moto.server import main as moto_main
 
     moto_main(argv if argv is not None else sys.argv[1:])

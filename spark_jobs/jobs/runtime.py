@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
-from spark_jobs import quality
+from spark_jobs import lineage, quality
 from spark_jobs.contract import Contract
 from spark_jobs.io import storage
 from spark_jobs.lake import LakeConfig
@@ -187,6 +187,7 @@ def job_run(spark: SparkSession, lake: LakeConfig, contract: Contract, layer: st
                  dates=dates)
     quality.prewarm()
     run.stage("start", run_id=manifest.run_id)
+    lineage.run_started(run)  # OpenLineage START (spark_jobs/lineage.py); never fails the run
     try:
         _remove_write_leftovers(run)
         yield run
@@ -225,6 +226,7 @@ def _remove_write_leftovers(run: JobRun) -> None:
 
 
 def _write_manifest(run: JobRun) -> None:
+    lineage.run_finished(run)  # OpenLineage COMPLETE or FAIL from the finished manifest; never fails the run
     uri = f"{run.report_dir}/manifest.json"
     storage.write_text(run.spark, uri, run.manifest.to_json())
     validation = getattr(run, "_last_validation", None) or quality.LayerValidation()

@@ -140,7 +140,8 @@ def trend_svg(runs: list[dict[str, Any]], *, width: int = 360, height: int = 90)
 
 
 def render_index(tenant: str, grouped: dict[tuple[str, str], list[dict[str, Any]]],
-                 receipts: list[dict[str, Any]] | None = None, maintenance: list[dict[str, Any]] | None = None) -> str:
+                 receipts: list[dict[str, Any]] | None = None, maintenance: list[dict[str, Any]] | None = None,
+                 extra: str = "") -> str:
     order = sorted(grouped, key=lambda k: (LAYER_ORDER.index(k[0]) if k[0] in LAYER_ORDER else 9, k[1]))
     sections = []
     for layer, dataset in order:
@@ -165,7 +166,7 @@ def render_index(tenant: str, grouped: dict[tuple[str, str], list[dict[str, Any]
             '<th>quarantined</th><th>published</th><th>failing</th></tr>' + "".join(lines) + "</table></section>")
     generated = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     body = ("".join(sections) or "<p>No runs yet.</p>") + render_receipts(receipts or []) + \
-        render_maintenance(maintenance or [])
+        render_maintenance(maintenance or []) + extra
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Data quality: {html.escape(tenant)}</title>'
             f'<style>{_CSS}</style></head><body><h1>Data quality: tenant {html.escape(tenant)}</h1>'
             f'<p class="meta">{sum(len(v) for v in grouped.values())} runs; generated {generated}</p>{body}</body></html>\n')
@@ -178,7 +179,9 @@ def build_index(tenant: str, reports_root: Path) -> Path:
     target = reports_root / "index.html"
     receipts = load_receipts(reports_root)
     maintenance = load_maintenance(reports_root)
-    target.write_text(render_index(tenant, grouped, receipts, maintenance))
+    from spark_jobs.usage.render import index_section  # the usage pages (spark_jobs/usage/README.md)
+
+    target.write_text(render_index(tenant, grouped, receipts, maintenance, extra=index_section(reports_root)))
     latest = {f"{layer}/{dataset}": {"run_id": runs[-1]["run_id"], "status": runs[-1]["status"]}
               for (layer, dataset), runs in grouped.items()}
     erasure = {r["request_id"]: {"status": r.get("status"), "completed_at": r.get("completed_at")}

@@ -125,6 +125,20 @@ def test_versioning_and_public_access_block(lake, s3):
                      "RestrictPublicBuckets": True}
 
 
+def test_the_lake_inventory_is_daily_parquet_of_every_version_into_the_log_bucket_with_the_key(lake, s3):
+    """The AWS provider applies modules/inventory.py on the emulator and reads it back as put (moto's
+    corrections: infra/local/moto_server.py); the output names where its reports go."""
+    config = s3.get_bucket_inventory_configuration(Bucket=lake["lake_bucket_name"], Id="lake-daily")["InventoryConfiguration"]
+    destination = config["Destination"]["S3BucketDestination"]
+    assert (config["IsEnabled"], config["IncludedObjectVersions"], config["Schedule"]) == (True, "All", {"Frequency": "Daily"})
+    assert (destination["Bucket"], destination["Format"], destination["Prefix"]) == (
+        f"arn:aws:s3:::{lake['log_bucket_name']}", "Parquet", "inventory")
+    assert destination["Encryption"] == {"SSEKMS": {"KeyId": lake["kms_key_arn"]}}
+    assert set(config["OptionalFields"]) == {"Size", "LastModifiedDate", "StorageClass", "ETag", "IsMultipartUploaded",
+                                             "EncryptionStatus"}
+    assert lake["inventory"] == {"id": "lake-daily", "bucket": lake["log_bucket_name"], "prefix": "inventory"}
+
+
 def test_every_documented_lifecycle_rule_per_prefix(lake, s3, cfg):
     rules = s3.get_bucket_lifecycle_configuration(Bucket=lake["lake_bucket_name"])["Rules"]
     by_prefix = {r.get("Filter", {}).get("Prefix", r.get("Prefix", "")): r for r in rules}

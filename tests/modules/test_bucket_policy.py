@@ -68,8 +68,8 @@ def test_deployer_is_the_identity_running_terraform(tenant_module):
 def test_log_bucket_policy_allows_log_delivery_of_the_lake_only_and_denies_the_rest(tenant_module):
     policy, s = _statements(tenant_module, "log_policy_policy")
     assert policy["bucket"] == "${aws_s3_bucket.log_bucket_bucket.id}"
-    assert list(s) == ["DenyInsecureTransport", "S3ServerAccessLogsDelivery", "DenyPrincipalsOutsideTenant",
-                       "DenyOutsideTenantVpcEndpoints"]
+    assert list(s) == ["DenyInsecureTransport", "S3ServerAccessLogsDelivery", "S3InventoryDelivery",
+                       "DenyPrincipalsOutsideTenant", "DenyOutsideTenantVpcEndpoints"]
     delivery = s["S3ServerAccessLogsDelivery"]
     assert delivery["Effect"] == "Allow" and delivery["Principal"] == {"Service": "logging.s3.amazonaws.com"}
     assert delivery["Action"] == ["s3:PutObject"] and delivery["Resource"] == f"{LOG_ARN}/*"

@@ -27,7 +27,8 @@ def test_key_rotates_and_has_an_alias(tenant_module):
 def test_key_policy_root_administers_writers_use_readers_decrypt_and_no_one_else_uses(tenant_module):
     statements = json_policy_statements(resource(tenant_module, "aws_kms_key", "kms_key")["policy"])
     assert list(statements) == ["AccountRootAdministersKey", "TenantWritersUseKey", "TenantReadersDecrypt",
-                                "CloudWatchLogsEncryptsTenantLogGroup", "DenyKeyUseOutsideTenant"]
+                                "CloudWatchLogsEncryptsTenantLogGroup", "S3InventoryEncryptsReports",
+                                "DenyKeyUseOutsideTenant"]
     root = statements["AccountRootAdministersKey"]
     assert root["Principal"] == {"AWS": f"arn:{PARTITION}:iam::${{var.account_id}}:root"}
     assert root["Action"] == ["kms:*"]

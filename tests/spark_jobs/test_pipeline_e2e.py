@@ -126,7 +126,7 @@ def pipeline(emulator, aws_env, tmp_path_factory):
     second = _cli({**env, "TENANTLAKE_VALIDATION": "off"}, "run-all", "--tenant", TENANT, timeout=1500)
     after_second = _download(s3, "", work / "run2")
     yield {"s3": s3, "truth": truth, "first": first, "second": second, "run1": after_first, "run2": after_second,
-           "bronze_objects_first": objects_first, "key_arn": key_arn, "query": queried}
+           "bronze_objects_first": objects_first, "key_arn": key_arn, "query": queried, "env": env}
 
 
 def test_run_all_prints_progress_and_the_counts_table(pipeline):
@@ -434,3 +434,74 @@ def test_the_backfill_benchmark_reads_its_figures_from_this_run_all_output(pipel
         assert stages[layer][end] >= stages[layer][begin]
         assert 0 <= layers[layer]["publish_s"] <= layers[layer]["layer_s"] + 0.1
     assert "committed silver" in stages["silver"]
+
+
+def _lineage_events(s3) -> list[dict]:
+    keys = sorted(k for k in _objects(s3, "reports/lineage/") if k.endswith(".jsonl"))
+    return [json.loads(line) for k in keys
+            for line in s3.get_object(Bucket=BUCKET, Key=k)["Body"].read().decode().splitlines() if line.strip()]
+
+
+def test_lineage_events_of_the_runs_form_landing_bronze_silver_gold_for_every_dataset(pipeline):
+    """Every layer run of both run-alls emitted START and COMPLETE (valid for the client's model of the
+    spec, one SSE-KMS object each), and their inputs and outputs connect each dataset's landing files to
+    each of its gold tables."""
+    from spark_jobs.contract import load_contract
+    from spark_jobs.lake import gold_table_name
+    from tests.spark_jobs.lineage_events import validate
+
+    s3 = pipeline["s3"]
+    events = _lineage_events(s3)
+    for event in events:
+        validate(event)
+    by_run: dict[str, list[str]] = collections.defaultdict(list)
+    for event in events:
+        by_run[event["run"]["runId"]].append(event["eventType"])
+    assert len(by_run) == 2 * 3 * len(DATASETS)  # two run-alls, three layers, every dataset
+    assert all(sorted(types) == ["COMPLETE", "START"] for types in by_run.values())
+    edges = collections.defaultdict(set)
+    for event in (e for e in events if e["eventType"] == "COMPLETE"):
+        assert {d["namespace"] for d in event["inputs"] + event["outputs"]} == {f"s3://{BUCKET}"}
+        for source in event["inputs"]:
+            for target in event["outputs"]:
+                edges[source["name"]].add(target["name"])
+
+    def reachable(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in edges[todo.pop()] - seen:
+                seen.add(nxt)
+                todo.append(nxt)
+        return seen
+
+    for dataset in DATASETS:
+        assert edges[f"landing/{dataset}"] == {f"bronze/{dataset}"}
+        assert edges[f"bronze/{dataset}"] == {f"silver/{dataset}", f"quarantine/{dataset}"}
+        golds = {f"gold/{gold_table_name(dataset, g)}" for g in load_contract(dataset).gold}
+        assert edges[f"silver/{dataset}"] == golds
+        assert golds <= reachable(f"landing/{dataset}")
+    head = s3.head_object(Bucket=BUCKET, Key=sorted(k for k in _objects(s3, "reports/lineage/"))[0])
+    assert head["ServerSideEncryption"] == "aws:kms" and pipeline["key_arn"].split("/")[-1] in head["SSEKMSKeyId"]
+
+
+def test_usage_prints_bytes_runs_and_an_estimated_cost_per_layer(pipeline):
+    """``usage`` on the lake the two run-alls wrote (no inventory here: a listing of every version)."""
+    result = _cli(pipeline["env"], "usage", "--tenant", TENANT, "--json")
+    usage = json.loads(result.stdout)
+    assert usage["storage"]["source"] == "listing"
+    layers = {row["layer"]: row for row in usage["storage"]["rows"]}
+    assert {"landing", "bronze", "silver", "gold", "quarantine", "checkpoints", "reports"} <= set(layers)
+    listed = _objects(pipeline["s3"], "")
+    for layer in ("landing", "bronze", "silver", "gold"):
+        current = [k for k in listed if k.startswith(f"{layer}/")]
+        assert sum(r["current_objects"] for r in usage["storage"]["rows"] if r["layer"] == layer) == len(current)
+    runs = {(r["layer"], r["dataset"]): r for r in usage["runs"]["rows"]}
+    for dataset in DATASETS:
+        for layer in ("bronze", "silver", "gold"):
+            assert runs[(layer, dataset)]["runs"] == 2 and runs[(layer, dataset)]["failed"] == 0
+            assert runs[(layer, dataset)]["seconds"] > 0
+    assert usage["cost"]["estimate"] is True and usage["cost"]["total_usd"] > 0
+    table = _cli(pipeline["env"], "usage", "--tenant", TENANT).stdout
+    assert "estimated cost for the month" in table and "total" in table
+    for layer in ("landing", "bronze", "silver", "gold"):
+        assert any(line.startswith(layer) for line in table.splitlines())

@@ -1,0 +1,60 @@
+"""spark_jobs/usage/cost.py and prices.json: every price names its source and date; the estimate's lines
+are quantity x unit price, on the basis each names."""
+from __future__ import annotations
+
+import pytest
+
+from spark_jobs.usage import cost
+
+KEYS = {"s3_storage_gb_month", "s3_put_per_1000", "s3_get_per_1000", "s3_inventory_per_million_objects",
+        "emr_eks_vcpu_hour", "emr_eks_gb_hour", "kms_per_10000_requests"}
+
+
+def test_every_region_prices_every_item_and_every_source_has_a_url_and_date():
+    table = cost.load_prices()
+    assert set(table["sources"]) == {"s3", "emr_eks", "kms"}
+    for source in table["sources"].values():
+        assert source["url"].startswith("https://aws.amazon.com/") and len(source["as_of"]) == 7
+    assert {"us-east-1", "eu-west-1", "eu-central-1"} <= set(table["regions"])
+    for prices in table["regions"].values():
+        assert KEYS <= set(prices)
+        assert {"STANDARD", "STANDARD_IA", "GLACIER_IR", "INTELLIGENT_TIERING"} <= set(prices["s3_storage_gb_month"])
+
+
+def _usage(storage_class_bytes: dict, written: int, seconds: float, emr_rows=(), source="listing"):
+    return {"month": "2026-11", "storage": {"source": source, "inventory_configured": False, "rows": [
+        {"layer": "silver", "dataset": "iot", "bytes_by_class": storage_class_bytes, "versions_written": written,
+         "current_objects": 3, "noncurrent_objects": 1, "delete_markers": 0}]},
+        "runs": {"rows": [{"layer": "silver", "dataset": "iot", "seconds": seconds}]}, "emr": {"rows": list(emr_rows)}}
+
+
+def test_the_estimate_is_quantity_times_price_per_line():
+    table = cost.load_prices()
+    usage = _usage({"STANDARD": 10 * cost.GB, "STANDARD_IA": 2 * cost.GB}, written=2000, seconds=3600)
+    estimate = cost.estimate(usage, table, "us-east-1")
+    lines = {line["item"]: line for line in estimate["lines"]}
+    assert lines["S3 storage STANDARD"]["usd"] == pytest.approx(10 * 0.023)
+    assert lines["S3 storage STANDARD_IA"]["usd"] == pytest.approx(2 * 0.0125)
+    assert lines["S3 PUT requests"]["usd"] == pytest.approx(2 * 0.005)
+    assert lines["KMS requests"]["usd"] == pytest.approx(0.2 * 0.03)
+    vcpu, gb = 5.0, 2.8 + 2 * 5.6  # one hour of local runs at deploy-jobs' default sizing
+    assert lines["EMR on EKS vCPU"]["quantity"] == pytest.approx(vcpu)
+    assert lines["EMR on EKS memory"]["usd"] == pytest.approx(gb * 0.00111125, rel=1e-4)
+    assert "what they would cost on EMR on EKS" in lines["EMR on EKS vCPU"]["basis"]
+    assert "S3 Inventory" not in lines
+    assert estimate["total_usd"] == pytest.approx(sum(line["usd"] for line in estimate["lines"]), abs=1e-4)
+    assert estimate["estimate"] is True and "us-east-1" == estimate["region"]
+
+
+def test_emr_job_runs_replace_the_local_run_estimate_and_an_inventory_is_priced():
+    usage = _usage({"STANDARD": cost.GB}, 0, 999, emr_rows=[{"vcpu_hours": 2.0, "memory_gb_hours": 8.0}],
+                   source="inventory")
+    lines = {line["item"]: line for line in cost.estimate(usage, cost.load_prices(), "eu-west-1")["lines"]}
+    assert lines["EMR on EKS vCPU"]["quantity"] == 2.0 and lines["EMR on EKS memory"]["quantity"] == 8.0
+    assert lines["EMR on EKS vCPU"]["assumed_price"] is True  # eu-west-1's own EMR on EKS price was not at hand
+    assert lines["S3 Inventory"]["quantity"] == 4 * 30
+
+
+def test_an_unknown_region_is_one_line_naming_the_known_ones():
+    with pytest.raises(cost.PriceError, match="no prices for region ap-south-1 in the price table .*eu-west-1"):
+        cost.estimate(_usage({}, 0, 0), cost.load_prices(), "ap-south-1")
