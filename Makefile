@@ -78,8 +78,10 @@ demo: setup ## Run the platform end to end on the embedded emulator
 	@$(PY) -m infra.local.demo
 
 .PHONY: test
-test: setup browser ## Run the whole test suite (unit, integration, browser)
-	@$(PY) -m pytest
+test: setup browser ## Run the whole test suite (unit, integration, browser); prints its wall time (budget 30 min)
+	@start=$$(date +%s); $(PY) -m pytest && rc=0 || rc=$$?; took=$$(( $$(date +%s) - start )); \
+	  echo "make test: pytest took $$((took / 60)) min $$((took % 60)) s (budget 30 min; time per module in .local/test-times.json)"; \
+	  exit $$rc
 
 ##@ Embedded AWS emulator (moto server on 127.0.0.1)
 .PHONY: emulator-up emulator-down emulator-status

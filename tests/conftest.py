@@ -15,6 +15,7 @@ import pytest
 from infra.local import terraform_config as _terraform_config
 from tests import shell
 from tests.shell import ShellResult
+from tests.suite_timing import pytest_runtest_logreport, pytest_terminal_summary  # noqa: F401 (hooks)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TEST_STATE_ROOT = REPO_ROOT / ".local" / "test-emulator"
