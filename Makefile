@@ -77,11 +77,14 @@ lock: ## Re-resolve requirements/*.in into the pinned requirements/*.txt
 demo: setup ## Run the platform end to end on the embedded emulator
 	@$(PY) -m infra.local.demo
 
-.PHONY: test
+.PHONY: test test-shuffled
 test: setup browser ## Run the whole test suite (unit, integration, browser); prints its wall time (budget 30 min)
 	@start=$$(date +%s); $(PY) -m pytest && rc=0 || rc=$$?; took=$$(( $$(date +%s) - start )); \
 	  echo "make test: pytest took $$((took / 60)) min $$((took % 60)) s (budget 30 min; time per module in .local/test-times.json)"; \
 	  exit $$rc
+
+test-shuffled: setup browser ## The suite in a random order (pytest-randomly; SEED=N repeats an order), to prove tests do not depend on it
+	@$(PY) -m pytest -p randomly $(if $(SEED),--randomly-seed=$(SEED))
 
 ##@ Embedded AWS emulator (moto server on 127.0.0.1)
 .PHONY: emulator-up emulator-down emulator-status
