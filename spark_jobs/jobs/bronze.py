@@ -87,15 +87,19 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
             writers.delete_path(spark, staging_root)
             raise _bad_landing_files(dataset, bad_files)
         broken = [path for path, kind, _ in not_records if kind == landing_lines.KIND_BROKEN_ARRAY]
+        records_root = staging_root  # the folder that holds the batch's records from here on
         if broken:  # not one JSON array: each such file is ONE malformed record, kept whole (written again)
             kept = spark.read.parquet(staging_root).where(~F.col("_source_file").isin(broken)).drop("_batch_id")
             whole = stamp(bronze_tx.whole_file_records(landing_io.read_whole_files(spark, broken), split.columns,
                                                        split.schema))
-            fixed = f"{staging_root}-fixed/_batch_id={batch_id}"
-            _write_records(kept.unionByName(whole.select(*kept.columns)), fixed, add_batch_id=False)
+            records_root = fixed_folder(staging_root)
+            writers.delete_path(spark, records_root)
+            _write_records(kept.unionByName(whole.select(*kept.columns)), f"{records_root}/_batch_id={batch_id}",
+                           add_batch_id=False)
+            # The batch is published from the second folder: no rename onto the folder just deleted (on S3 a
+            # folder is a listing; an emulator may still list a deleted one, and a rename is a copy anyway).
             writers.delete_path(spark, staging_root)
-            storage.rename(spark, f"{staging_root}-fixed", staging_root)
-        written = spark.read.parquet(staging_root)
+        written = spark.read.parquet(records_root)
         counts = written.agg(
             F.count(F.lit(1)).alias("rows"),
             F.sum(F.col("_is_malformed").cast("int")).alias("malformed"),
@@ -106,12 +110,12 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
         try:
             run.validate(written, batch_id=batch_id, rows=rows_in, read_from_storage=True)
         except BaseException:
-            writers.delete_path(spark, staging_root)
+            writers.delete_path(spark, records_root)
             raise
         run.stage(f"batch {batch_id} validated")
         if rows_in:  # a batch of empty files adds no partition
-            _publish(spark, staging, f"{bronze_uri}/_batch_id={batch_id}", bronze_uri)
-        writers.delete_path(spark, staging_root)
+            _publish(spark, f"{records_root}/_batch_id={batch_id}", f"{bronze_uri}/_batch_id={batch_id}", bronze_uri)
+        writers.delete_path(spark, records_root)
         partition = f"{bronze_uri}/_batch_id={batch_id}"
         rows_out = spark.read.parquet(partition).count() if rows_in else 0
         if rows_out != rows_in:
@@ -123,9 +127,10 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
         run.stage(f"batch {batch_id}", files=files, rows=rows_in, malformed=malformed)
 
     staging_root = staging_folder(lake, dataset)
-    if storage.exists(spark, staging_root):  # a run killed before it published its batch (not committed: replayed)
-        writers.delete_path(spark, staging_root)
-        run.stage("removed leftovers", location=staging_root)
+    for leftover in (staging_root, fixed_folder(staging_root)):
+        if storage.exists(spark, leftover):  # a run killed before it published its batch (not committed: replayed)
+            writers.delete_path(spark, leftover)
+            run.stage("removed leftovers", location=leftover)
     _quiet_stream_errors(spark)
     landing_files = landing_io.landing_stream(spark, landing_uri, landing, max_files_per_trigger)
     writer = (
@@ -200,6 +205,12 @@ def _split_batch(spark, files: list[tuple[str, int]], contract, report=None) -> 
         return spark.createDataFrame([], schema)
     records = [bronze_tx.parquet_rows_to_records(frame, contract.landing_fields) for frame in frames]
     return functools.reduce(DataFrame.unionByName, records)
+
+
+def fixed_folder(staging_root: str) -> str:
+    """Where a batch with broken JSON-array files is written again (its records plus one whole-file record
+    per broken file), next to the staging folder."""
+    return f"{staging_root}-fixed"
 
 
 def _write_records(records: DataFrame, uri: str, add_batch_id: bool = True) -> None:
