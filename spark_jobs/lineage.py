@@ -113,7 +113,26 @@ def destination() -> str:
     return "lake"
 
 
+@contextlib.contextmanager
+def _environment_kept():
+    """The client's constructor aliases ``OPENLINEAGE_URL`` into ``OPENLINEAGE__TRANSPORT__...`` variables of
+    this process (openlineage-python 1.54 ``_alias_env_vars``); left there, every later run in the process
+    (a test session, maintain then erase) would take them for a client configuration of the user's."""
+    before = dict(os.environ)
+    try:
+        yield
+    finally:
+        for name in set(os.environ) - set(before):
+            del os.environ[name]
+        os.environ.update({k: v for k, v in before.items() if os.environ.get(k) != v})
+
+
 def _client(spark, lake):
+    with _environment_kept():
+        return _new_client(spark, lake)
+
+
+def _new_client(spark, lake):
     from openlineage.client import OpenLineageClient
 
     where = destination()

@@ -5,6 +5,7 @@ tests/spark_jobs/test_pipeline_e2e.py."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 from pathlib import Path
@@ -92,6 +93,11 @@ def test_an_unreachable_endpoint_is_one_warning_line_and_the_run_goes_on(monkeyp
     lineage.emit(None, lake, [event], lines.append)
     assert time.monotonic() - started < 20
     assert len(lines) == 1 and lines[0].startswith("[lineage] warning: START event of bronze.iot not sent (http ")
+    # The client's constructor writes OPENLINEAGE__TRANSPORT__* variables for OPENLINEAGE_URL; they must not
+    # outlive the call, or every later run in this process would send to them (the lake's default lost).
+    assert not [name for name in os.environ if name.startswith("OPENLINEAGE__")]
+    monkeypatch.delenv("OPENLINEAGE_URL")
+    assert lineage.destination() == "lake"
 
 
 def test_disabled_sends_nothing(monkeypatch, tmp_path):
