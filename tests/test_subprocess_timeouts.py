@@ -14,6 +14,7 @@ BOUNDED_POPEN = {
     "infra/local/emulator.py:start": "a server: its start waits for health until a deadline; stop() ends it by PID",
     "bench/infra.py:run_logged": "a timer kills the command after its timeout",
     "bench/pipeline.py:run_measured": "communicate(timeout=WORKER_TIMEOUT_S); the worker tree is killed on timeout",
+    "bench/ingest.py:run_measured": "communicate(timeout=WORKER_TIMEOUT_S); the worker tree is killed on timeout",
 }
 BLOCKING = {"run", "call", "check_call", "check_output"}
 

@@ -13,18 +13,17 @@ tenants of the reliability suite (``faultco`` and ``isob``; test_isolation.py re
 3. Two applies of faultco at once: the second fails on the lock with the same one-line message; the first
    completes; the lock is released.
 4. ``make plan -detailed-exitcode`` shows no changes: the state matches the emulator after all of this.
+
+The steps are session fixtures in tests/reliability/conftest.py, each on the one before it; the tests here
+assert on what each step left, so they pass in any order.
 """
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import signal
 import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -117,66 +116,25 @@ def _kill_terraform_apply(tenant: str) -> list[int]:
     return killed
 
 
-@pytest.fixture(scope="module")
-def killed_apply(emulator):
-    """Start apply-all of both scratch tenants; SIGKILL faultco's terraform after KILL_AFTER_CREATED creations."""
-    folder = scratch_tenants()
-    env = {**os.environ, "TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR)}
-    proc = subprocess.Popen(["make", "-s", "apply-all", "PARALLELISM=2", f"TENANTS_DIR={folder}"], cwd=REPO_ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines: list[str] = []
-
-    def drain() -> None:  # keeps reading the pipe while isob goes on after the kill
-        for line in proc.stdout:
-            lines.append(line)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    started, killed, created = time.monotonic(), [], 0
-    while proc.poll() is None and time.monotonic() - started < 600:
-        created = sum(1 for line in list(lines) if line.startswith(f"[{FAULT_TENANT}] ") and "Creation complete" in line)
-        if created >= KILL_AFTER_CREATED:
-            killed = _kill_terraform_apply(FAULT_TENANT)
-            if killed:
-                break
-        time.sleep(0.05)
-    assert killed, "faultco's terraform apply was never seen running:\n" + "".join(lines[-30:])
-    _BACKGROUND["apply-all"] = proc  # isob goes on; ensure_applied() waits for it
-    yield {"created_before_kill": created, "seconds_before_kill": round(time.monotonic() - started, 1),
-           "killed_pids": killed, "lines": lines}
-    if proc.poll() is None:
-        proc.wait(timeout=900)
-
-
-def test_killed_apply_leaves_a_lock_and_the_rerun_names_it_in_one_line(killed_apply, boto_session):
-    s3 = boto_session("s3", REGION)
-    lock = json.loads(s3.get_object(Bucket=STATE_BUCKET, Key=f"tenants/{FAULT_TENANT}/terraform.tfstate.tflock")
-                      ["Body"].read())
-    result = make("apply", f"TENANT={FAULT_TENANT}", "TF_ARGS=-lock-timeout=0s")
+def test_killed_apply_leaves_a_lock_and_the_rerun_names_it_in_one_line(killed_apply, locked_rerun):
+    result, lock = locked_rerun["rerun"], locked_rerun["lock"]
     assert result.returncode != 0
     ours = _our_lines(result.stderr)
     assert len(ours) == 1 and LOCKED_RE.match(ours[0]), result.stderr
     assert LOCKED_RE.match(ours[0]).group("id") == lock["ID"]
-    killed_apply["lock_id"] = lock["ID"]
     print(f"killed faultco's terraform after {killed_apply['created_before_kill']} creations "
           f"({killed_apply['seconds_before_kill']} s into apply-all)")
 
 
-def test_documented_recovery_converges(killed_apply, boto_session):
+def test_documented_recovery_converges(recovered, boto_session):
     """force-unlock with the printed ID, re-apply: the runner adopts the resources the killed run created
     but never recorded (they would otherwise fail with 'already exists'), and the apply completes."""
-    lock_id = killed_apply.get("lock_id")
-    assert lock_id, "needs the lock ID from the previous test"
-    unlock = shell.run([sys.executable, "-m", "infra.terragrunt", "force-unlock", "--tenant", FAULT_TENANT,
-                        "--tenants-dir", str(SCRATCH_TENANTS), "--lock-id", lock_id], timeout=300,
-                       env={"TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR)})
+    lock_id, unlock, reapply = recovered["lock_id"], recovered["unlock"], recovered["reapply"]
     assert unlock.returncode == 0, unlock.tail()
     assert f"tenant '{FAULT_TENANT}': state lock {lock_id} released" in unlock.stdout
-    reapply = make("apply", f"TENANT={FAULT_TENANT}")
     assert reapply.returncode == 0, reapply.tail(also="adopting")
     adopted = re.search(r"adopting (\d+) resource\(s\)", reapply.stdout)
-    killed_apply["adopted"] = int(adopted.group(1)) if adopted else 0
-    print(f"re-apply adopted {killed_apply['adopted']} orphaned resource(s)")
+    print(f"re-apply adopted {int(adopted.group(1)) if adopted else 0} orphaned resource(s)")
     lake = lake_json(FAULT_TENANT)
     assert lake and lake["lake_bucket_name"] == f"{FAULT_TENANT}-{REGION}-lake"
     # Every named resource exists once and is the one in the state.
@@ -199,8 +157,7 @@ def test_documented_recovery_converges(killed_apply, boto_session):
     tracked = {*lake["gateway_endpoint_ids"].values(), *lake["interface_endpoint_ids"].values()}
     stray_keys = [k for k in keys if k != lake["kms_key_arn"]]
     stray_endpoints = [e["VpcEndpointId"] for e in endpoints if e["VpcEndpointId"] not in tracked]
-    killed_apply["untracked"] = {"kms_keys": len(stray_keys), "vpc_endpoints": len(stray_endpoints)}
-    print(f"left behind untracked after the kill: {killed_apply['untracked']}")
+    print(f"left behind untracked after the kill: kms_keys={len(stray_keys)} vpc_endpoints={len(stray_endpoints)}")
     # Endpoints have a unique place in the module (one S3 gateway per VPC, one private-DNS interface endpoint
     # per VPC and service): the runner adopts them before the apply, so a second S3 gateway endpoint never
     # lands on the route tables (AWS would refuse it; tenants/README.md, "Layout checks").
@@ -215,34 +172,20 @@ def test_documented_recovery_converges(killed_apply, boto_session):
         assert warned == []
 
 
-def test_two_applies_at_once_the_second_fails_on_the_lock_in_one_line(killed_apply, boto_session):
-    s3 = boto_session("s3", REGION)
-    lock_key = f"tenants/{FAULT_TENANT}/terraform.tfstate.tflock"
-    env = {**os.environ, "TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR)}
-    first = subprocess.Popen(["make", "-s", "apply", f"TENANT={FAULT_TENANT}", f"TENANTS_DIR={SCRATCH_TENANTS}"],
-                             cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        lock = None
-        deadline = time.monotonic() + 300
-        while lock is None and first.poll() is None and time.monotonic() < deadline:
-            try:
-                lock = json.loads(s3.get_object(Bucket=STATE_BUCKET, Key=lock_key)["Body"].read())
-            except s3.exceptions.NoSuchKey:
-                time.sleep(0.3)
-        assert lock is not None, "the first apply never took the lock"
-        second = make("apply", f"TENANT={FAULT_TENANT}", "TF_ARGS=-lock-timeout=0s")
-    finally:
-        out, err = first.communicate(timeout=900)
+def test_two_applies_at_once_the_second_fails_on_the_lock_in_one_line(concurrent_applies):
+    lock, second = concurrent_applies["lock"], concurrent_applies["second"]
+    assert lock is not None, "the first apply never took the lock"
     assert second.returncode != 0
     ours = _our_lines(second.stderr)
     assert len(ours) == 1 and LOCKED_RE.match(ours[0]), second.stderr
     assert LOCKED_RE.match(ours[0]).group("id") == lock["ID"]
-    assert first.returncode == 0, f"first apply exited {first.returncode}:\n" + "\n".join((out + err).splitlines()[-25:])
-    with pytest.raises(s3.exceptions.NoSuchKey):
-        s3.get_object(Bucket=STATE_BUCKET, Key=lock_key)  # released
+    assert concurrent_applies["first_returncode"] == 0, (
+        f"first apply exited {concurrent_applies['first_returncode']}:\n"
+        + "\n".join(concurrent_applies["first_output"].splitlines()[-25:]))
+    assert concurrent_applies["released"]
 
 
-def test_next_plan_shows_no_changes(killed_apply, boto_session):
+def test_next_plan_shows_no_changes(concurrent_applies, boto_session):
     """After the kill, the recovery and the concurrent applies, the state still matches the emulator."""
     state = json.loads(boto_session("s3", REGION).get_object(
         Bucket=STATE_BUCKET, Key=f"tenants/{FAULT_TENANT}/terraform.tfstate")["Body"].read())

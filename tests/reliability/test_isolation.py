@@ -89,7 +89,9 @@ def _collect(tenant: str, lake: dict, aws_env) -> dict:
 
 
 @pytest.fixture(scope="module")
-def tenants(emulator, aws_env):
+def tenants(emulator, aws_env, concurrent_applies):
+    # The scratch tenants come out of the infrastructure-fault scenario (tests/reliability/conftest.py), run
+    # first whatever the order: applied here before it, faultco could not be killed midway.
     lakes = ensure_applied(*TENANTS)
     return {t: _collect(t, lakes[t], aws_env) for t in TENANTS}
 
