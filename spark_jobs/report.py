@@ -39,9 +39,17 @@ def _parquet_count(spark: SparkSession, dataset: str, label: str, uri: str) -> d
 
 
 def _table_count(spark: SparkSession, lake: LakeConfig, dataset: str, label: str, layer: str, name: str) -> dict:
-    """Rows of the table's current snapshot (None: no table, or no snapshot yet)."""
+    """Rows of the table's current snapshot (None: no table, or no snapshot yet): its summary's record count
+    when it has no delete files (what ``count(*)`` answers from the same metadata), else counted by Spark.
+    The table is looked up once."""
     tbl = tables.table(spark, lake, layer, name)
-    rows = tables.read(spark, tbl).count() if tables.current_snapshot(spark, tbl) is not None else None
+    loaded = tables.load(spark, tbl)
+    snapshot = tables.snapshot_now(loaded)
+    rows = None
+    if snapshot is not None:
+        rows = tables.snapshot_rows(loaded)
+        if rows is None:
+            rows = tables.read(spark, tbl, snapshot["snapshot_id"]).count()
     location = lake.path(layer, name)  # the table's folder: silver/<dataset>, gold/<table>
     return {"dataset": dataset, "layer": label, "rows": rows, "location": location, "table": tbl.display}
 
