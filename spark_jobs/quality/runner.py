@@ -14,7 +14,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,18 @@ from spark_jobs.quality.suites import ExpectationSpec
 # expectation (1M rows, 22 expectations: 2.5 s -> 1.4 s), and the report shows quarantined sample rows instead.
 RESULT_FORMAT = {"result_format": "BASIC", "partial_unexpected_count": 0}
 DOCS_SITE_NAME = "tenantlake_run"  # "local_site" is taken by the ephemeral context's defaults
+
+# Great Expectations is used by one thread at a time: a validation waits for the Data Docs build of the
+# previous one (GX does not document its renderers and registries as thread-safe).
+_GX_LOCK = threading.Lock()
+_docs_builder: ThreadPoolExecutor | None = None
+
+
+def _docs_thread() -> ThreadPoolExecutor:
+    global _docs_builder
+    if _docs_builder is None:
+        _docs_builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tenantlake-data-docs")
+    return _docs_builder
 
 
 @dataclasses.dataclass
@@ -36,6 +50,8 @@ class SuiteRun:
         docs_dir: local folder holding the rendered Data Docs site ("" if not built).
         docs_page: path of the run's validation page relative to ``docs_dir``.
         seconds: wall time of the GX run (without Data Docs).
+        docs_pending: the Data Docs build still running in the background (``run_suite(background_docs=True)``);
+            its result is ``(docs_dir, docs_page)``. @default - None
     """
 
     results: list[dict[str, Any]]
@@ -43,6 +59,7 @@ class SuiteRun:
     docs_dir: str = ""
     docs_page: str = ""
     seconds: float = 0.0
+    docs_pending: Future | None = None
 
 
 def _quiet_gx() -> None:
@@ -138,8 +155,29 @@ def _result_row(spec: ExpectationSpec, gx_row: Any) -> dict[str, Any]:
     }
 
 
-def run_suite(df: Any, specs: list[ExpectationSpec], *, suite_name: str, docs_dir: str | Path | None = None) -> SuiteRun:
-    """Validate ``df`` (not re-read, not re-computed by us: cache it in the job) against ``specs``."""
+def run_suite(df: Any, specs: list[ExpectationSpec], *, suite_name: str, docs_dir: str | Path | None = None,
+              background_docs: bool = False) -> SuiteRun:
+    """Validate ``df`` (not re-read, not re-computed by us: cache it in the job) against ``specs``.
+
+    ``background_docs``: render the Data Docs in a background thread and return at once (``docs_pending``):
+    rendering is about a second of Python (GX compiles its page templates for every context) that then
+    overlaps the job's commit instead of delaying it. The results do not depend on the docs."""
+    with _GX_LOCK:
+        run, context = _validate(df, specs, suite_name)
+    if docs_dir is not None:
+        if background_docs:
+            run.docs_dir, run.docs_pending = str(docs_dir), _docs_thread().submit(_locked_docs, context, Path(docs_dir))
+        else:
+            run.docs_dir, run.docs_page = _locked_docs(context, Path(docs_dir))
+    return run
+
+
+def _locked_docs(context: Any, docs_dir: Path) -> tuple[str, str]:
+    with _GX_LOCK:
+        return _build_docs(context, docs_dir)
+
+
+def _validate(df: Any, specs: list[ExpectationSpec], suite_name: str) -> tuple[SuiteRun, Any]:
     import great_expectations as gx
     from great_expectations.core import ValidationDefinition
     from great_expectations.core.expectation_suite import ExpectationSuite
@@ -169,10 +207,7 @@ def run_suite(df: Any, specs: list[ExpectationSpec], *, suite_name: str, docs_di
         spec = spec_by_name[(gx_row.expectation_config.meta or {})["name"]]
         rows_by_name[spec.name] = _result_row(spec, gx_row)
     results = [rows_by_name[s.name] for s in specs if s.name in rows_by_name]
-    run = SuiteRun(results=results, gx_result=_jsonable(outcome.to_json_dict()), seconds=seconds)
-    if docs_dir is not None:
-        run.docs_dir, run.docs_page = _build_docs(context, Path(docs_dir))
-    return run
+    return SuiteRun(results=results, gx_result=_jsonable(outcome.to_json_dict()), seconds=seconds), context
 
 
 def _build_docs(context: Any, docs_dir: Path) -> tuple[str, str]:

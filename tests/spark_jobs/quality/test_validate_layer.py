@@ -257,3 +257,39 @@ def test_validation_caches_a_frame_once_and_never_copies_one_that_reads_a_cache(
     quality.validate_layer(spark, layer="silver", contract=contract, df=plain, context=_context(tmp_path))
     assert plain.is_cached  # GX's passes and the job's write share one cache
     plain.unpersist()
+
+
+def test_data_docs_rendered_in_the_background_reach_the_report(spark, contract, tmp_path, state_dir):
+    """A layer job renders its Data Docs in a background thread (they overlap its commit); the report waits
+    for them and links the same page as a validation that rendered them at once."""
+    df = spark.createDataFrame(silver_rows(20), SILVER_DDL)
+    context = _context(tmp_path, quarantine_df=_quarantine(spark, []), quarantine_rows=0)
+    run = quality.RunValidations()
+    validation = quality.validate_layer(spark, layer="silver", contract=contract, df=df, context=context, run=run,
+                                        background_docs=True)
+    assert validation.docs_pending is not None and validation.docs_dir and not validation.docs_page
+    quality.publish_report(spark, layer="silver", contract=contract, validation=validation,
+                           manifest={"run_id": context["run_id"], "rows_in": 20, "rows_out": 20}, context=context,
+                           run=run)
+    assert validation.docs_pending is None and validation.docs_page.startswith("validations/")
+    folder = tmp_path / "lake" / "reports" / "silver" / "iot" / context["run_id"]
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["links"]["data_docs"] == f"data_docs/{validation.docs_page}"
+    assert (folder / summary["links"]["data_docs"]).is_file() and (folder / "data_docs" / "index.html").is_file()
+    assert not os.path.exists(validation.docs_dir)  # the temporary rendering is removed once copied
+
+
+def test_a_known_quarantine_count_is_not_counted_again(spark, contract, tmp_path, state_dir):
+    """The silver job passes the quarantined rows it counted (quarantine_rows): the summary uses them and
+    runs one Spark job fewer; the figures are the same as counting."""
+    from spark_jobs.jobs.counters import spark_jobs_started
+    from spark_jobs.quality import quarantine
+
+    quarantine_df = _quarantine(spark, [["sensor_id_regex"]] * 3 + [["temperature_range", "status_allowed"]]).persist()
+    quarantine_df.count()
+    before = spark_jobs_started(spark)
+    counted = quarantine.summarize(quarantine_df, "20261121T120000Z-0000abcd")
+    after_counting = spark_jobs_started(spark)
+    given = quarantine.summarize(quarantine_df, "20261121T120000Z-0000abcd", total=4)
+    assert given == counted and counted["total"] == 4
+    assert 0 < spark_jobs_started(spark) - after_counting < after_counting - before
