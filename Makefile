@@ -148,13 +148,15 @@ browser: ## Install Debian's chromium for the browser tests, if /usr/bin/chromiu
 # BENCH_SIZES: events per dataset for the pipeline benchmark; BENCH_TENANTS: tenant counts for plan-all.
 BENCH_SIZES     ?= 1000000,5000000
 BENCH_TENANTS   ?= 1,5,20
-.PHONY: bench bench-pipeline bench-infra bench-backfill
-bench: bench-pipeline bench-infra bench-backfill ## Run every benchmark, then update the table in bench/README.md
+.PHONY: bench bench-pipeline bench-infra bench-backfill bench-small
+bench: bench-pipeline bench-infra bench-backfill bench-small ## Run every benchmark, then update the table in bench/README.md
 	@$(PY) -m bench.report
 bench-pipeline: setup ## Pipeline benchmark vs DuckDB (BENCH_SIZES=1000000,5000000) -> bench/results/pipeline.json
 	@$(PY) -m bench.pipeline --sizes "$(BENCH_SIZES)"
 bench-infra: setup ## Synth, checkov and plan-all timings (BENCH_TENANTS=1,5,20) -> bench/results/infra.json
 	@$(PY) -m bench.infra --tenants "$(BENCH_TENANTS)"
+bench-small: setup ## Fixed cost per layer on 2,000 records (steps, Spark jobs, S3 requests) on s3a -> bench/results/small.json
+	@$(PY) -m bench.small
 bench-backfill: setup ## 365 days through run-all on s3a, this code (by day and by month) vs BASELINE_REF=main -> bench/results/backfill.json
 	@$(PY) -m bench.backfill --baseline-ref "$(or $(BASELINE_REF),main)" --month
 

@@ -83,6 +83,16 @@ RATIO_COLUMNS = [("dataset", "dataset"), ("size", "events"), ("storage", "storag
                  ("run_all_over_duckdb", "whole run-all / DuckDB silver + gold"), ("equal", "output equal (DuckDB; run-all: the layer jobs)")]
 INFRA_COLUMNS = [("measure", "measure"), ("n_tenants", "tenants"), ("parallelism", "parallelism"),
                  ("wall_s", "wall s"), ("per_tenant_s", "s per tenant"), ("note", "note")]
+SMALL_COLUMNS = [("run", "run"), ("dataset", "dataset"), ("layer", "layer"), ("wall_s", "wall s"), ("wall_s_min", "min s"),
+                 ("wall_s_max", "max s"), ("runs", "runs"), ("step_lease", "lease"), ("step_listing", "listing"),
+                 ("step_read + transform", "read + transform"), ("step_bronze batches", "bronze batches"),
+                 ("step_validation (GX)", "validation (GX)"), ("step_Iceberg commit", "Iceberg commit"),
+                 ("step_quarantine write", "quarantine write"), ("step_read-back", "read-back"),
+                 ("step_manifest + report", "manifest + report"), ("step_other", "other"),
+                 ("spark_jobs", "Spark jobs"), ("s3_requests", "S3 requests"), ("cpu_s", "CPU s"),
+                 ("emulator_cpu_s", "emulator CPU s")]
+SMALL_RUN_COLUMNS = [("round", "round"), ("run", "run"), ("session_s", "session start s"), ("layers_s", "layers s"),
+                     ("counts_s", "counts table s"), ("run_all_s", "run-all s"), ("load", "load average before -> after")]
 BACKFILL_COLUMNS = [("round", "round"), ("variant", "code"), ("layer", "layer"), ("wall_s", "wall s"), ("publish_s", "publish s"),
                     ("table_commit_s", "table commit s"), ("after_commit_s", "after commit s"),
                     ("rows_in", "rows in"), ("rows_out", "rows out"), ("load", "load average before -> after")]
@@ -105,6 +115,11 @@ def _section(title: str, result: dict[str, Any], path: Path, columns: list[tuple
     if result.get("benchmark") == "backfill" and result.get("requests"):
         lines += ["", "S3 requests per lake prefix (the emulator's log), in all and per daily partition:", "",
                   *_table(result["requests"], BACKFILL_REQUEST_COLUMNS)]
+    elif result.get("benchmark", "").startswith("small") and result.get("runs"):
+        lines += ["", "Each run-all (one process: the session start, the layers above, the counts table):", "",
+                  *_table(result["runs"], SMALL_RUN_COLUMNS)]
+        lines += ["", "Checks: " + ", ".join(f"{c['check']} {'yes' if c.get('equal') else 'NO'}"
+                                               for c in result.get("checks") or [])]
     elif isinstance(ratios, list) and ratios:
         ratio_keys = ("ours_over_duckdb", "tuned_over_naive", "validation_overhead", "gold_in_run_all_over_duckdb",
                       "pipeline_over_duckdb")
@@ -121,7 +136,7 @@ def _section(title: str, result: dict[str, Any], path: Path, columns: list[tuple
 def render(results_dir: Path = RESULTS_DIR) -> str:
     sections: list[str] = []
     known = {"pipeline": ("Pipeline", PIPELINE_COLUMNS), "infra": ("Infrastructure", INFRA_COLUMNS),
-             "backfill": ("Backfill", BACKFILL_COLUMNS)}
+             "backfill": ("Backfill", BACKFILL_COLUMNS), "small": ("Small inputs", SMALL_COLUMNS)}
     for name, (title, columns) in known.items():
         path = results_dir / f"{name}.json"
         if path.exists():
