@@ -210,7 +210,10 @@ def test_a_row_rule_counts_its_breaking_rows_without_fetching_them(spark, contra
         (result,) = run.results
         return result, len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
 
+    # The query class is what a rule of another query shape gets (the rule here would be an aggregate).
+    monkeypatch.setattr(runner, "row_condition_expectation_class", runner.row_rule_expectation_class)
     ours, our_jobs = validate("ours")
+    monkeypatch.setattr(runner, "row_condition_expectation_class", lambda: gxe.UnexpectedRowsExpectation)
     monkeypatch.setattr(runner, "row_rule_expectation_class", lambda: gxe.UnexpectedRowsExpectation)
     stock, stock_jobs = validate("stock")
     assert (ours["success"], ours["observed_value"]) == (stock["success"], stock["observed_value"]) == (False, 2)
@@ -293,3 +296,51 @@ def test_a_known_quarantine_count_is_not_counted_again(spark, contract, tmp_path
     given = quarantine.summarize(quarantine_df, "20261121T120000Z-0000abcd", total=4)
     assert given == counted and counted["total"] == 4
     assert 0 < spark_jobs_started(spark) - after_counting < after_counting - before
+
+
+def test_row_rules_are_counted_in_one_spark_job_with_the_counts_of_their_own_queries(spark, contract, monkeypatch):
+    """Row rules whose query is `SELECT * FROM {batch} WHERE NOT (<expr>)` are one aggregate each, all in the
+    same Spark job; each count equals what its own query returns (GX's stock expectation, a job per rule)."""
+    import great_expectations.expectations as gxe
+
+    from spark_jobs.quality import runner
+    from spark_jobs.quality.suites import ExpectationSpec, build_specs
+
+    contract["rules"] += [{"name": "temperature_not_negative", "expr": "temperature >= 0"},
+                          {"name": "status_known", "expr": "status IN ('ok', 'warn')"}]
+    rows = silver_rows(10)
+    rows[:2] = [(e, s, t, 82.0, "fault") for e, s, t, _, _ in rows[:2]]  # two rows break two rules
+    rows[2] = (rows[2][0], rows[2][1], rows[2][2], None, "ok")  # NULL temperature: no rule matches it
+    df = spark.createDataFrame(rows, SILVER_DDL).cache()
+    df.count()
+    specs = [s for s in build_specs(contract, "silver", columns=df.columns, context={})
+             if s.expectation == "unexpected_rows_expectation"]
+    # A query of another shape keeps GX's query metric (a job of its own), with the same answer.
+    specs.append(ExpectationSpec("two_faults", "unexpected_rows_expectation",
+                                 {"unexpected_rows_query": "SELECT * FROM {batch} WHERE status = 'fault' LIMIT 1"}))
+    specs.append(ExpectationSpec("hotter_than_the_mean", "unexpected_rows_expectation", {"unexpected_rows_query":
+                 "SELECT * FROM {batch} WHERE NOT (temperature <= (SELECT avg(temperature) + 30 FROM {batch}))"}))
+    assert [runner.rule_condition(s.kwargs["unexpected_rows_query"]) for s in specs] == [
+        "NOT (NOT (status = 'fault' AND temperature > 80))", "NOT (temperature >= 0)",
+        "NOT (status IN ('ok', 'warn'))", None,
+        "NOT (temperature <= (SELECT avg(temperature) + 30 FROM {batch}))"]  # a subquery: not an aggregate
+
+    def validate(group: str):
+        spark.sparkContext.setJobGroup(group, group)
+        try:
+            run = runner.run_suite(df, specs, suite_name=f"iot.silver.{group}")
+        finally:
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+        types = [r["expectation_config"]["type"] for r in run.gx_result["results"]]
+        return ({r["name"]: (r["success"], r["observed_value"]) for r in run.results}, types,
+                len(spark.sparkContext.statusTracker().getJobIdsForGroup(group)))
+
+    ours, our_types, our_jobs = validate("ours-conditions")
+    monkeypatch.setattr(runner, "row_condition_expectation_class", lambda: gxe.UnexpectedRowsExpectation)
+    monkeypatch.setattr(runner, "row_rule_expectation_class", lambda: gxe.UnexpectedRowsExpectation)
+    stock, _, stock_jobs = validate("stock-queries")
+    assert ours == stock == {"fault_has_no_full_battery": (False, 2), "temperature_not_negative": (True, 0),
+                             "status_known": (False, 2), "two_faults": (False, 1), "hotter_than_the_mean": (False, 2)}
+    assert our_types.count("expect_no_rows_matching_condition") == 3
+    assert our_jobs <= stock_jobs - 3 * 2, (our_jobs, stock_jobs)  # stock: a count and a table per rule
+    df.unpersist()
