@@ -91,7 +91,8 @@ SMALL_COLUMNS = [("run", "run"), ("dataset", "dataset"), ("layer", "layer"), ("w
                  ("step_manifest + report", "manifest + report"), ("step_other", "other"),
                  ("spark_jobs", "Spark jobs"), ("s3_requests", "S3 requests"), ("cpu_s", "CPU s"),
                  ("emulator_cpu_s", "emulator CPU s")]
-SMALL_RUN_COLUMNS = [("round", "round"), ("run", "run"), ("session_s", "session start s"), ("layers_s", "layers s"),
+SMALL_RUN_COLUMNS = [("round", "round"), ("run", "run"), ("small_inputs", "small-input session"),
+                     ("session_s", "session start s"), ("layers_s", "layers s"),
                      ("counts_s", "counts table s"), ("run_all_s", "run-all s"), ("load", "load average before -> after")]
 BACKFILL_COLUMNS = [("round", "round"), ("variant", "code"), ("layer", "layer"), ("wall_s", "wall s"), ("publish_s", "publish s"),
                     ("table_commit_s", "table commit s"), ("after_commit_s", "after commit s"),

@@ -106,7 +106,14 @@ def _worker(spec: dict[str, Any]) -> dict[str, Any]:
     lake = resolve_lake(lake_config=spec["lake_config"])
     cpu = CpuSeconds(spec.get("emulator_pid"))
     started = time.perf_counter()
-    spark, _ = session_for(lake, "bench-small")
+    try:  # sized as `python -m spark_jobs run-all` sizes its session (the listing is part of the session start)
+        from spark_jobs.cli import _reads_small_inputs
+    except ImportError:  # code from before sessions were sized (a baseline checkout): a default session
+        small = None
+        spark, _ = session_for(lake, "bench-small")
+    else:
+        small = _reads_small_inputs(lake, [(dataset, layer) for dataset in spec["datasets"] for layer in LAYERS])
+        spark, _ = session_for(lake, "bench-small", small_inputs=small)
     session_s, session_cpu = time.perf_counter() - started, cpu.step()
     layers = []
     for dataset in spec["datasets"]:
@@ -124,7 +131,7 @@ def _worker(spec: dict[str, Any]) -> dict[str, Any]:
     counts = layer_counts(spark, lake, spec["datasets"])
     counts_s, counts_cpu = time.perf_counter() - counts_started, cpu.step()
     spark.stop()
-    return {"session_s": round(session_s, 2), "session_cpu": session_cpu, "layers": layers,
+    return {"session_s": round(session_s, 2), "session_cpu": session_cpu, "small_inputs": small, "layers": layers,
             "counts_s": round(counts_s, 2), "counts_cpu": counts_cpu,
             "counts": [{k: row[k] for k in ("dataset", "layer", "rows")} for row in counts],
             "run_all_s": round(time.perf_counter() - started, 2)}
@@ -268,7 +275,7 @@ def run_rows(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
              "session_cpu_s": (r.get("session_cpu") or {}).get("cpu_s"),
              "counts_cpu_s": (r.get("counts_cpu") or {}).get("cpu_s"),
              "layers_s": round(sum(layer["wall_s"] for layer in r["layers"]), 2), "counts_s": r["counts_s"],
-             "run_all_s": r["run_all_s"], "process_s": r["process_s"],
+             "small_inputs": r.get("small_inputs"), "run_all_s": r["run_all_s"], "process_s": r["process_s"],
              "load": f"{r['load_before'][0]} -> {r['load_after'][0]}"} for i, r in enumerate(rounds)]
 
 

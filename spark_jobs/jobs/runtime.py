@@ -22,7 +22,8 @@ from spark_jobs.io import storage
 from spark_jobs.jobs.counters import RunCounters
 from spark_jobs.lake import LakeConfig
 from spark_jobs.manifest import RunManifest, code_version, new_run_id
-from spark_jobs.session import S3aSettings, apply_bucket_settings, build_session, driver_heap, launched_by_spark_submit
+from spark_jobs.session import (S3aSettings, apply_bucket_settings, build_session, driver_heap, launched_by_spark_submit,
+                                quick_jit)
 
 JARS_ENV = "TENANTLAKE_SPARK_JARS"
 ENDPOINT_CONNECT_TIMEOUT_S = 5.0  # a TCP connect to the S3 endpoint before the JVM starts
@@ -102,8 +103,20 @@ def check_endpoint(lake: LakeConfig, timeout_s: float = ENDPOINT_CONNECT_TIMEOUT
         raise EndpointUnreachable(unreachable_message(lake.s3_endpoint, reason), 1) from None
 
 
-def session_for(lake: LakeConfig, app_name: str, jars: list[str] | None = None) -> tuple[SparkSession, bool]:
-    """The running session (tests, spark-submit) with this lake's bucket settings, or a new tuned one.
+def check_local_settings() -> None:
+    """A bad ``$TENANTLAKE_DRIVER_MEMORY`` or ``$TENANTLAKE_JIT`` for a session this process starts: one line
+    and exit 2 (``JobFailed``), before anything else runs, not a JVM that fails to start."""
+    try:
+        driver_heap()
+        quick_jit(False)
+    except ValueError as exc:
+        raise JobFailed(str(exc), 2) from None
+
+
+def session_for(lake: LakeConfig, app_name: str, jars: list[str] | None = None,
+                small_inputs: bool = False) -> tuple[SparkSession, bool]:
+    """The running session (tests, spark-submit) with this lake's bucket settings, or a new tuned one
+    (``small_inputs``: the command reads only small inputs, ``session.build_session``).
     Returns ``(spark, created)``. Fails with ``EndpointUnreachable`` first if the S3 endpoint is down."""
     check_endpoint(lake)
     active = SparkSession.getActiveSession()
@@ -113,20 +126,17 @@ def session_for(lake: LakeConfig, app_name: str, jars: list[str] | None = None) 
         if lake.is_s3a:
             apply_bucket_settings(active, lake.bucket, s3a_settings(lake))
         return active, False
-    try:
-        driver_heap()  # a bad $TENANTLAKE_DRIVER_MEMORY: one line and exit 2, not a JVM that fails to start
-    except ValueError as exc:
-        raise JobFailed(str(exc), 2) from None
+    check_local_settings()
     if lake.is_s3a:
         found = find_jars(jars)
         if not found and not launched_by_spark_submit():  # under spark-submit the launcher's --jars decide
             raise JobFailed(
                 f"s3a needs the hadoop-aws jars: pass --jars, set {JARS_ENV}, or run `python -m infra.local.s3a_jars`", 2
             )
-        spark = build_session(app_name, s3a=s3a_settings(lake), jars=found)
+        spark = build_session(app_name, s3a=s3a_settings(lake), jars=found, small_inputs=small_inputs)
         apply_bucket_settings(spark, lake.bucket, s3a_settings(lake))
     else:
-        spark = build_session(app_name)
+        spark = build_session(app_name, small_inputs=small_inputs)
     return spark, True
 
 
