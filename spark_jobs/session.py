@@ -31,11 +31,12 @@ DRIVER_MEMORY_ENV = "TENANTLAKE_DRIVER_MEMORY"  # a local session's driver heap,
 DEFAULT_DRIVER_MEMORY = "2g"
 _MEMORY = re.compile(r"^[1-9][0-9]*[kmgt]?$", re.IGNORECASE)
 # A session started for small inputs only (``build_session(small_inputs=True)``: the CLI decides from the bytes
-# the command will read, spark_jobs/io/lake_bytes.py) compiles with the JVM's quick JIT compiler only. On a few
-# thousand records most of a layer's CPU was the optimising compiler's (a first silver on 2,000 records:
-# 17 of 35 CPU seconds in JIT threads); C1 alone cut a small run-all's layers by about a third of their CPU.
-# Large inputs keep the default (C2 code is faster on hot loops: a 300,000-record silver took ~15 % more CPU
-# with C1 alone). TENANTLAKE_JIT=full|quick overrides the choice.
+# the command will read, spark_jobs/io/lake_bytes.py) compiles with the JVM's quick JIT compiler (C1) only. On a
+# few thousand records most of the extra CPU is the optimising compiler's, compiling code that then runs on a
+# handful of rows: bronze + silver + gold of 2,000 iot records took 64-66 CPU s by default, 35-36 with C1 alone
+# (`python -m bench.jvm_options`, spark_jobs/README.md). Larger inputs keep the default: at 100,000 records C1
+# cost no more (359 vs 364 CPU s), but hot loops on millions of rows are what C2 is for, and that is unmeasured.
+# TENANTLAKE_JIT=full|quick overrides the choice.
 QUICK_JIT_OPTIONS = "-XX:TieredStopAtLevel=1"
 JIT_ENV = "TENANTLAKE_JIT"
 # What the spark-submit line reports: where the driver is and how the job is sized.
