@@ -354,7 +354,8 @@ def _reads_small_inputs(lake: LakeConfig, plan: list[tuple[str, str]], continuou
     size = stored_bytes(lake, folders, SMALL_INPUT_BYTES)
     if size is None or size > SMALL_INPUT_BYTES:
         return False
-    print(f"session: {size / 2**20:.1f} MB of input: a session for small inputs ({JIT_ENV}=full to change)",
+    amount = f"{size / 2**20:.1f} MB" if size >= 2**20 else f"{size / 2**10:.0f} KB"
+    print(f"session: {amount} of input: a session for small inputs ({JIT_ENV}=full to change)",
           file=sys.stderr, flush=True)
     return True
 

@@ -151,7 +151,7 @@ def test_a_session_for_small_inputs_compiles_with_the_quick_jit_unless_told_othe
         local_conf("1g", 8)
 
 
-def test_the_cli_sizes_its_session_from_the_bytes_its_layers_read(tmp_path, monkeypatch):
+def test_the_cli_sizes_its_session_from_the_bytes_its_layers_read(tmp_path, monkeypatch, capsys):
     """What `run`/`run-all` ask before the JVM starts: the bytes under each layer's input, with a listing that
     stops once past the limit; a session that exists already, or an explicit TENANTLAKE_JIT, is not sized."""
     from pyspark.sql import SparkSession
@@ -171,6 +171,8 @@ def test_the_cli_sizes_its_session_from_the_bytes_its_layers_read(tmp_path, monk
     assert stored_bytes(LakeConfig(lake_uri="s3a://bucket", s3_endpoint="https://127.0.0.1:9"), ["x"], 1) is None
     monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
     assert cli._reads_small_inputs(lake, [("iot", "silver"), ("iot", "gold")])
+    assert capsys.readouterr().err.splitlines() == [
+        f"session: 8 KB of input: a session for small inputs ({JIT_ENV}=full to change)"]  # bronze + silver
     monkeypatch.setattr("spark_jobs.jobs.runtime.SMALL_INPUT_BYTES", 7000)
     assert not cli._reads_small_inputs(lake, [("iot", "bronze"), ("iot", "silver"), ("iot", "gold")])  # 9,000 bytes
     assert cli._reads_small_inputs(lake, [("iot", "bronze"), ("iot", "silver")])
