@@ -72,8 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.jvm_options", description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--options", action="append", help="a set of driver JVM options (repeat the flag); "
-                        "default: none, and -XX:TieredStopAtLevel=1")
+    parser.add_argument("--options", action="append",
+                        help='a set of driver JVM options, as --options="-XX:..." (repeat it; --options= for none); '
+                             "default: none, and -XX:TieredStopAtLevel=1")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker is not None:
