@@ -164,8 +164,8 @@ BENCH_SIZES     ?= 1000000,5000000
 BENCH_TENANTS   ?= 1,5,20
 MAINTENANCE_RUNS ?= 365
 INGEST_SIZES    ?= 100000,200000,1000000,2000000,5000000,10000000
-.PHONY: bench bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest
-bench: bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest ## Run every benchmark, then update the table in bench/README.md
+.PHONY: bench bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest bench-small
+bench: bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest bench-small ## Run every benchmark, then update the table in bench/README.md
 	@$(PY) -m bench.report
 bench-pipeline: setup ## Pipeline benchmark vs DuckDB (BENCH_SIZES=1000000,5000000) -> bench/results/pipeline.json
 	@$(PY) -m bench.pipeline --sizes "$(BENCH_SIZES)"
@@ -173,6 +173,8 @@ bench-infra: setup ## Synth, checkov and plan-all timings (BENCH_TENANTS=1,5,20)
 	@$(PY) -m bench.infra --tenants "$(BENCH_TENANTS)"
 bench-maintenance: setup ## MAINTENANCE_RUNS=365 daily commits to a table on s3a, then maintain; scans before/after -> bench/results/maintenance.json
 	@$(PY) -m bench.maintenance --runs "$(MAINTENANCE_RUNS)"
+bench-small: setup ## Fixed cost per layer on 2,000 records (steps, Spark jobs, S3 requests) on s3a -> bench/results/small.json
+	@$(PY) -m bench.small
 bench-backfill: setup ## 365 days through run-all on s3a, this code (by day and by month) vs BASELINE_REF=main -> bench/results/backfill.json
 	@$(PY) -m bench.backfill --baseline-ref "$(or $(BASELINE_REF),main)" --month
 bench-ingest: setup ## One CSV / JSON-lines file (plain, gzip) through bronze and silver vs DuckDB (INGEST_SIZES) -> bench/results/ingest.json

@@ -92,6 +92,17 @@ INGEST_RATIO_COLUMNS = [("format", "format"), ("compression", "compression"), ("
                         ("silver_doubling", "silver x2"), ("duckdb_ingest_doubling", "DuckDB ingest x2"),
                         ("duckdb_silver_doubling", "DuckDB silver x2"),
                         ("silver_parse_once_speedup", "silver parsing _raw / silver reading _fields")]
+SMALL_COLUMNS = [("run", "run"), ("dataset", "dataset"), ("layer", "layer"), ("wall_s", "wall s"), ("wall_s_min", "min s"),
+                 ("wall_s_max", "max s"), ("runs", "runs"), ("step_lease", "lease"), ("step_listing", "listing"),
+                 ("step_read + transform", "read + transform"), ("step_bronze batches", "bronze batches"),
+                 ("step_validation (GX)", "validation (GX)"), ("step_Iceberg commit", "Iceberg commit"),
+                 ("step_quarantine write", "quarantine write"), ("step_read-back", "read-back"),
+                 ("step_manifest + report", "manifest + report"), ("step_other", "other"),
+                 ("spark_jobs", "Spark jobs"), ("s3_requests", "S3 requests"), ("cpu_s", "CPU s"),
+                 ("emulator_cpu_s", "emulator CPU s")]
+SMALL_RUN_COLUMNS = [("round", "round"), ("run", "run"), ("small_inputs", "small-input session"),
+                     ("session_s", "session start s"), ("layers_s", "layers s"),
+                     ("counts_s", "counts table s"), ("run_all_s", "run-all s"), ("load", "load average before -> after")]
 BACKFILL_COLUMNS = [("round", "round"), ("variant", "code"), ("layer", "layer"), ("wall_s", "wall s"), ("publish_s", "publish s"),
                     ("table_commit_s", "table commit s"), ("after_commit_s", "after commit s"),
                     ("rows_in", "rows in"), ("rows_out", "rows out"), ("load", "load average before -> after")]
@@ -123,6 +134,11 @@ def _section(title: str, result: dict[str, Any], path: Path, columns: list[tuple
                   "", *_table(ratios, INGEST_RATIO_COLUMNS, digits=3)]
         checks = result.get("checks") or []
         lines += ["", f"Equality checks: {sum(1 for c in checks if c.get('equal'))}/{len(checks)} equal."]
+    elif result.get("benchmark", "").startswith("small") and result.get("runs"):
+        lines += ["", "Each run-all (one process: the session start, the layers above, the counts table):", "",
+                  *_table(result["runs"], SMALL_RUN_COLUMNS)]
+        lines += ["", "Checks: " + ", ".join(f"{c['check']} {'yes' if c.get('equal') else 'NO'}"
+                                               for c in result.get("checks") or [])]
     elif isinstance(ratios, list) and ratios:
         ratio_keys = ("ours_over_duckdb", "tuned_over_naive", "validation_overhead", "gold_in_run_all_over_duckdb",
                       "pipeline_over_duckdb")
@@ -140,7 +156,7 @@ def render(results_dir: Path = RESULTS_DIR) -> str:
     sections: list[str] = []
     known = {"pipeline": ("Pipeline", PIPELINE_COLUMNS), "infra": ("Infrastructure", INFRA_COLUMNS),
              "backfill": ("Backfill", BACKFILL_COLUMNS), "maintenance": ("Maintenance", MAINTENANCE_COLUMNS),
-             "ingest": ("Ingest", INGEST_COLUMNS)}
+             "ingest": ("Ingest", INGEST_COLUMNS), "small": ("Small inputs", SMALL_COLUMNS)}
     for name, (title, columns) in known.items():
         path = results_dir / f"{name}.json"
         if path.exists():

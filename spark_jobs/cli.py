@@ -400,11 +400,44 @@ def _cmd_datagen(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _open_session(args: argparse.Namespace, lake: LakeConfig, app: str):
+def _open_session(args: argparse.Namespace, lake: LakeConfig, app: str, small_inputs: bool = False):
     from spark_jobs.jobs.runtime import session_for
 
     jars = [j for j in args.jars.split(",") if j] if args.jars else None
-    return session_for(lake, app, jars)
+    return session_for(lake, app, jars, small_inputs=small_inputs)
+
+
+# What each layer reads, relative to the lake root: the bytes a run will read (sizing its session).
+LAYER_INPUTS = {"bronze": "landing", "silver": "bronze", "gold": "silver"}
+
+
+def _reads_small_inputs(lake: LakeConfig, plan: list[tuple[str, str]], continuous: bool = False) -> bool:
+    """Whether every layer of ``plan`` reads small inputs: the bytes stored under their inputs (landing,
+    bronze, the silver table) at most ``jobs.runtime.SMALL_INPUT_BYTES`` together. Only asked for a session this
+    command starts itself (not under spark-submit, not in a running session) and when ``$TENANTLAKE_JIT`` does
+    not decide already; a continuous ingest reads without end, so it never is small."""
+    import os
+
+    from pyspark.sql import SparkSession
+
+    from spark_jobs.io.lake_bytes import stored_bytes
+    from spark_jobs.jobs.runtime import SMALL_INPUT_BYTES, check_endpoint, check_local_settings
+    from spark_jobs.session import JIT_ENV, launched_by_spark_submit
+
+    if launched_by_spark_submit() or SparkSession.getActiveSession():
+        return False
+    check_local_settings()  # a bad setting or a stopped emulator: its one line, before any listing
+    check_endpoint(lake)
+    if continuous or os.environ.get(JIT_ENV):
+        return False
+    folders = sorted({f"{LAYER_INPUTS[layer]}/{dataset}" for dataset, layer in plan})
+    size = stored_bytes(lake, folders, SMALL_INPUT_BYTES)
+    if size is None or size > SMALL_INPUT_BYTES:
+        return False
+    amount = f"{size / 2**20:.1f} MB" if size >= 2**20 else f"{size / 2**10:.0f} KB"
+    print(f"session: {amount} of input: a session for small inputs ({JIT_ENV}=full to change)",
+          file=sys.stderr, flush=True)
+    return True
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -421,7 +454,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         plan = [(d, layer) for d in datasets for layer in LAYERS]
     for dataset in datasets:  # every contract before Spark starts and any layer runs
         load_contract(dataset).check_personal_data(lake.data_classification)
-    spark, created = _open_session(args, lake, f"tenantlake-{args.command}")
+    small = _reads_small_inputs(lake, plan, continuous=bool(getattr(args, "continuous", False)))
+    spark, created = _open_session(args, lake, f"tenantlake-{args.command}", small_inputs=small)
     try:
         if args.command == "run-all" and not args.dataset:
             from spark_jobs.io import storage

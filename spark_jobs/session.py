@@ -30,6 +30,15 @@ DRIVER_MEMORY_ENV = "TENANTLAKE_DRIVER_MEMORY"  # a local session's driver heap,
 # 2.85 GB, Python + JVM), and at 1M a 4g heap made no layer faster, only larger (bench/README.md, Memory).
 DEFAULT_DRIVER_MEMORY = "2g"
 _MEMORY = re.compile(r"^[1-9][0-9]*[kmgt]?$", re.IGNORECASE)
+# A session started for small inputs only (``build_session(small_inputs=True)``: the CLI decides from the bytes
+# the command will read, spark_jobs/io/lake_bytes.py) compiles with the JVM's quick JIT compiler (C1) only. On a
+# few thousand records most of the extra CPU is the optimising compiler's, compiling code that then runs on a
+# handful of rows: bronze + silver + gold of 2,000 iot records took 64-66 CPU s by default, 35-36 with C1 alone
+# (`python -m bench.jvm_options`, spark_jobs/README.md). Larger inputs keep the default: at 100,000 records C1
+# cost no more (359 vs 364 CPU s), but hot loops on millions of rows are what C2 is for, and that is unmeasured.
+# TENANTLAKE_JIT=full|quick overrides the choice.
+QUICK_JIT_OPTIONS = "-XX:TieredStopAtLevel=1"
+JIT_ENV = "TENANTLAKE_JIT"
 # What the spark-submit line reports: where the driver is and how the job is sized.
 REPORTED_CONF = ("spark.master", "spark.submit.deployMode", "spark.driver.host", "spark.driver.bindAddress",
                  "spark.sql.shuffle.partitions", "spark.executor.instances", "spark.executor.memory")
@@ -107,8 +116,19 @@ def storage_conf(s3a: S3aSettings | None) -> dict[str, str]:
     return {f"spark.hadoop.{k}": v for k, v in s3a.hadoop_conf().items()}
 
 
+def quick_jit(small_inputs: bool) -> bool:
+    """Whether a local session compiles with C1 only: ``$TENANTLAKE_JIT`` (``quick`` or ``full``) when set,
+    else when the session is for small inputs only."""
+    choice = os.environ.get(JIT_ENV, "").strip().lower()
+    if choice in ("quick", "full"):
+        return choice == "quick"
+    if choice:
+        raise ValueError(f"{JIT_ENV}={choice!r}: give quick, full, or leave it unset (chosen from the input size)")
+    return small_inputs
+
+
 def local_conf(driver_memory: str, shuffle_partitions: int, jars: list[str] | None = None,
-               s3a: S3aSettings | None = None) -> dict[str, str]:
+               s3a: S3aSettings | None = None, small_inputs: bool = False) -> dict[str, str]:
     """Settings that only make sense for a session tenantlake starts itself on this machine: loopback
     driver, no UI, sizing for 2 cores, the jars and the emulator's trust store. Under spark-submit the
     launcher decides all of these (on Kubernetes, Spark refuses a driver host or bind address at all)."""
@@ -122,11 +142,16 @@ def local_conf(driver_memory: str, shuffle_partitions: int, jars: list[str] | No
     }
     if jars:
         conf["spark.jars"] = ",".join(jars)
+    java_options = []
     if s3a is not None and s3a.truststore:
-        conf["spark.driver.extraJavaOptions"] = (
+        java_options.append(
             f"-Djavax.net.ssl.trustStore={s3a.truststore} -Djavax.net.ssl.trustStoreType=PKCS12 "
             f"-Djavax.net.ssl.trustStorePassword={s3a.truststore_password}"
         )
+    if quick_jit(small_inputs):
+        java_options.append(QUICK_JIT_OPTIONS)
+    if java_options:
+        conf["spark.driver.extraJavaOptions"] = " ".join(java_options)
     return conf
 
 
@@ -150,6 +175,7 @@ def build_session(
     driver_memory: str | None = None,
     shuffle_partitions: int = LOCAL_SHUFFLE_PARTITIONS,
     extra_conf: dict[str, str] | None = None,
+    small_inputs: bool = False,
 ):
     """Return a SparkSession (see the module docstring for who owns which setting).
 
@@ -163,6 +189,9 @@ def build_session(
         shuffle_partitions: ``spark.sql.shuffle.partitions`` of a local session. @default - 8
         extra_conf: settings the caller needs wherever the job runs; applied last, in both cases.
             @default - None
+        small_inputs: the session only reads small inputs: a local session then compiles with C1 only
+            (``QUICK_JIT_OPTIONS``; ``$TENANTLAKE_JIT`` overrides). Under spark-submit the launcher decides.
+            @default - False
     """
     from pyspark.sql import SparkSession
 
@@ -180,7 +209,7 @@ def build_session(
         # only the environment for it; under spark-submit the launcher sets it (spark.pyspark.python).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = builder.master(master or os.environ.get("TENANTLAKE_SPARK_MASTER", "local[2]"))
-        conf.update(local_conf(driver_heap(driver_memory), shuffle_partitions, jars, s3a))
+        conf.update(local_conf(driver_heap(driver_memory), shuffle_partitions, jars, s3a, small_inputs))
     # Iceberg (spark_jobs/catalog.py): its SQL extensions, and locally its runtime jar (static settings).
     conf.update(iceberg_session_conf(conf.get("spark.jars", "")))
     conf.update(extra_conf or {})

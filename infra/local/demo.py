@@ -30,8 +30,19 @@ LATE_RATE = "0.02"
 STEP_TIMEOUT_S = 1800  # one step (apply, a datagen, run-all, the index); a cold run-all takes a few minutes
 
 
+_step_started: list[float] = []
+
+
 def _step(number: int, msg: str) -> None:
+    _step_done()
     print(f"\n==> [{number}/5] {msg}", flush=True)
+    _step_started.append(time.monotonic())
+
+
+def _step_done() -> None:
+    """The previous step's wall time, so a slow demo says which step was slow."""
+    if _step_started:
+        print(f"    ({time.monotonic() - _step_started.pop():.0f} s)", flush=True)
 
 
 def _run(cmd: list[str], env: dict[str, str], allowed: tuple[int, ...] = (0,)) -> int:
@@ -73,6 +84,7 @@ def main() -> int:
 
     _step(5, "data quality: build the report index")
     _run(py + ["spark_jobs.quality", "index", "--tenant", TENANT], env)
+    _step_done()
 
     print(f"\n==> done in {time.monotonic() - started:.0f}s.")
     print(f"    outputs:  s3://{lake['lake_bucket_name']}/{{bronze,silver,gold,quarantine,reports}}/ on {state.endpoint}")

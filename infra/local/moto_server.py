@@ -48,6 +48,13 @@ deletes the one configuration (an unknown id answers 404, moto's ``NoSuchInvento
 ``IncludedObjectVersions: All`` whatever was stored, and ``ListBucketInventoryConfigurations`` gave the
 optional fields as ``["Field"]``; both now return what was put.
 
+An eighth: a listing with a delimiter (``ListObjectsV2``/``ListObjects`` with ``Delimiter=/``, how s3a lists a
+folder) names a common prefix only when a current object lies under it, as on AWS. Moto 5.2.5 also named
+prefixes whose keys are all deleted in a versioned bucket (their latest version a delete marker), so
+every folder a job ever deleted stayed a phantom sub-folder for s3a: each run found Spark's deleted
+``.spark-staging-*`` folders again, "removed" them (a delete of nothing) and paid the requests, more with
+every run.
+
 And one addition for the local fixture network: ``CreateVpc`` with the tag ``tenantlake:fixture-vpc-id``
 creates the VPC with exactly that id (moto cannot be told a VPC id otherwise), so a tenant file can name
 its local VPC by id.  Nothing else in moto is changed.
@@ -132,6 +139,27 @@ def _let_create_vpc_take_a_fixture_id() -> None:
                 vpc_models.random_vpc_id = generator
 
     vpc_models.VPCBackend.create_vpc = create_vpc
+
+
+def _list_only_prefixes_holding_current_objects() -> None:
+    from moto.s3.models import FakeDeleteMarker, S3Backend
+
+    original = S3Backend.list_objects
+
+    def list_objects(self, bucket, prefix, delimiter, marker, max_keys):
+        keys, folders, truncated, next_marker = original(self, bucket, prefix, delimiter, marker, max_keys)
+        if not (delimiter and folders):
+            return keys, folders, truncated, next_marker
+        start, live = prefix or "", set()
+        for name, key in bucket.keys.items():  # the latest version of each key
+            if isinstance(key, FakeDeleteMarker) or not name.startswith(start):
+                continue
+            rest = name[len(start):]
+            if delimiter in rest:
+                live.add(f"{start}{rest.split(delimiter)[0]}{delimiter}")
+        return keys, [folder for folder in folders if folder in live], truncated, next_marker
+
+    S3Backend.list_objects = list_objects
 
 
 def _report_eventbridge_notifications() -> None:
@@ -284,6 +312,7 @@ def main(argv: list[str] | None = None) -> None:
     _free_namespaces_of_terminated_virtual_clusters()
     _implement_athena_update_work_group()
     _correct_bucket_inventory_configurations()
+    _list_only_prefixes_holding_current_objects()
     from moto.server import main as moto_main
 
     moto_main(argv if argv is not None else sys.argv[1:])

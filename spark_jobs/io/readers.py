@@ -20,3 +20,13 @@ def read_layer(spark: SparkSession, uri: str, what: str, hint: str, schema: Stru
     reader = spark.read.schema(schema) if schema is not None else spark.read
     return reader.parquet(uri)
 
+
+
+def planned_bytes(df: DataFrame) -> int | None:
+    """The bytes ``df``'s plan reads as Spark estimates them: for files (a Parquet layer), the listed files'
+    sizes. Asks the query plan only: no Spark job, no request. None when Spark gives no estimate."""
+    try:
+        size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()  # a Scala BigInt
+        return int(size if isinstance(size, int) else size.longValue())  # py4j converts it to int
+    except Exception:  # noqa: BLE001 - an estimate only; None means "not known to be small"
+        return None

@@ -207,6 +207,50 @@ def check_no_legacy_files(spark: SparkSession, tbl: Table) -> None:
                          f"--date to rebuild {tbl.display} from its input")
 
 
+def load(spark: SparkSession, tbl: Table):
+    """Iceberg's own Table object (through the JVM), or None when the table does not exist. Each call is
+    one catalog lookup (on the Hadoop catalog over s3a: about 11 requests, the version hint, the next
+    versions probed and the metadata file read), so a publish loads its table once, takes every fact it
+    needs from that object, and ``refresh()``es it after its commit (``publish``)."""
+    try:
+        return _iceberg_table(spark, tbl)
+    except Exception as exc:  # noqa: BLE001 - the JVM's NoSuchTableException, as py4j or pyspark raise it
+        if _is_missing_table(exc):
+            return None
+        raise
+
+
+def _is_missing_table(exc: BaseException) -> bool:
+    return "NoSuchTableException" in str(exc) or "TABLE_OR_VIEW_NOT_FOUND" in str(exc)
+
+
+def _ensure(spark: SparkSession, tbl: Table, schema: T.StructType, partitioning: Partitioning,
+            loaded: Any = None) -> tuple[Any, bool]:
+    """``ensure_table`` on the loaded table (``loaded``, else loaded here): (the table object or None when
+    it was created now, created)."""
+    loaded = loaded if loaded is not None else load(spark, tbl)
+    if loaded is not None:
+        current = _spec_terms(loaded)
+        if current != [partitioning.spec]:
+            if len(current) != 1:
+                raise TableError(f"{tbl.display} is partitioned by {current or 'nothing'}, not {partitioning.spec}; "
+                                 "the jobs evolve one partition field only")
+            spark.sql(f"ALTER TABLE {tbl.qualified} REPLACE PARTITION FIELD {current[0]} WITH {partitioning.sql}")
+            if loaded.currentSnapshot() is not None:
+                # Every file is rewritten into the new partitions once (same rows, a `replace` snapshot):
+                # an overwrite commits whole files, and a month file is not whole in a day's filter.
+                system, name = f"{tbl.catalog.name}.system", f"'{tbl.catalog.namespace(tbl.layer)}.{tbl.name}'"
+                spark.sql(f"CALL {system}.rewrite_data_files(table => {name}, options => map('rewrite-all', 'true'))")
+            loaded.refresh()
+        return loaded, False
+    check_no_legacy_files(spark, tbl)
+    properties = ", ".join(f"'{k}' = '{v}'" for k, v in TABLE_PROPERTIES.items())
+    location = f" LOCATION '{tbl.location}'" if tbl.catalog.kind == "glue" else ""  # Hadoop: fixed by the catalog
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {tbl.qualified} ({_column_ddl(schema)}) USING iceberg "
+              f"PARTITIONED BY ({partitioning.sql}){location} TBLPROPERTIES ({properties})")
+    return None, True
+
+
 def ensure_table(spark: SparkSession, tbl: Table, schema: T.StructType, partitioning: Partitioning) -> bool:
     """Create the table (format v2, partitioned) unless it exists; True when it was created now.
     Creating commits no snapshot: a table exists without data until the first publish commits one.
@@ -215,41 +259,59 @@ def ensure_table(spark: SparkSession, tbl: Table, schema: T.StructType, partitio
     the new partitions (``rewrite_data_files`` with ``rewrite-all``: the same rows, one more snapshot),
     so that later overwrites of single dates always replace whole files. Both happen before the
     caller's data commit; a reader sees the same rows throughout."""
-    if exists(spark, tbl):
-        current = spec_terms(spark, tbl)
-        if current != [partitioning.spec]:
-            if len(current) != 1:
-                raise TableError(f"{tbl.display} is partitioned by {current or 'nothing'}, not {partitioning.spec}; "
-                                 "the jobs evolve one partition field only")
-            spark.sql(f"ALTER TABLE {tbl.qualified} REPLACE PARTITION FIELD {current[0]} WITH {partitioning.sql}")
-            if current_snapshot(spark, tbl) is not None:
-                # Every file is rewritten into the new partitions once (same rows, a `replace` snapshot):
-                # an overwrite commits whole files, and a month file is not whole in a day's filter.
-                system, name = f"{tbl.catalog.name}.system", f"'{tbl.catalog.namespace(tbl.layer)}.{tbl.name}'"
-                spark.sql(f"CALL {system}.rewrite_data_files(table => {name}, options => map('rewrite-all', 'true'))")
-        return False
-    check_no_legacy_files(spark, tbl)
-    properties = ", ".join(f"'{k}' = '{v}'" for k, v in TABLE_PROPERTIES.items())
-    location = f" LOCATION '{tbl.location}'" if tbl.catalog.kind == "glue" else ""  # Hadoop: fixed by the catalog
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {tbl.qualified} ({_column_ddl(schema)}) USING iceberg "
-              f"PARTITIONED BY ({partitioning.sql}){location} TBLPROPERTIES ({properties})")
-    return True
+    return _ensure(spark, tbl, schema, partitioning)[1]
+
+
+def _commit(df: DataFrame, tbl: Table, condition: str, run_id: str, options: dict[str, str] | None,
+            loaded: Any) -> tuple[dict[str, Any], Any]:
+    """Spark's overwrite of ``condition`` by ``df`` (one commit), then the snapshot it created, read from
+    ``loaded`` refreshed (or from the table loaded now, when it was created by this publish)."""
+    writer = (df.writeTo(tbl.qualified).option("merge-schema", "true")
+              .option(f"snapshot-property.{RUN_ID_PROPERTY}", run_id))
+    for key, value in (options or {}).items():
+        writer = writer.option(key, value)
+    writer.overwrite(F.expr(condition))
+    if loaded is None:
+        loaded = _iceberg_table(df.sparkSession, tbl)
+    else:
+        loaded.refresh()
+    created = _snapshot_of_run(loaded, run_id)
+    if created is None:
+        raise TableError(f"{tbl.display}: the write returned but no snapshot carries run id {run_id}")
+    return created, loaded
 
 
 def overwrite(df: DataFrame, tbl: Table, partitioning: Partitioning, condition: str, run_id: str,
               options: dict[str, str] | None = None) -> dict[str, Any]:
     """Replace the rows matching ``condition`` (whole partitions) by ``df`` in one commit; returns the
     snapshot it created (``snapshot``). ``options``: more Iceberg write options."""
-    ensure_table(df.sparkSession, tbl, df.schema, partitioning)
-    writer = (df.writeTo(tbl.qualified).option("merge-schema", "true")
-              .option(f"snapshot-property.{RUN_ID_PROPERTY}", run_id))
-    for key, value in (options or {}).items():
-        writer = writer.option(key, value)
-    writer.overwrite(F.expr(condition))
-    created = snapshot_of_run(df.sparkSession, tbl, run_id)
-    if created is None:
-        raise TableError(f"{tbl.display}: the write returned but no snapshot carries run id {run_id}")
-    return created
+    loaded, _ = _ensure(df.sparkSession, tbl, df.schema, partitioning)
+    return _commit(df, tbl, condition, run_id, options, loaded)[0]
+
+
+def _replace(df: DataFrame, tbl: Table, partitioning: Partitioning, dates: list[str], include_null: bool,
+             run_id: str, loaded: Any = None) -> tuple[dict[str, Any], Any]:
+    """``replace_dates``, also returning the table object refreshed after the commit."""
+    spark = df.sparkSession
+    loaded, _ = _ensure(spark, tbl, df.schema, partitioning, loaded)
+    partial = partitioning.partial(dates)
+    current = None
+    if partial and loaded is not None and loaded.currentSnapshot() is not None:
+        current = _snapshot_dict(loaded.currentSnapshot())
+    options: dict[str, str] = {}
+    kept_df, kept = None, 0
+    if current is not None:
+        others = (f"({partitioning.covering([f'{month}-01' for month in partial], False)}) "
+                  f"AND NOT coalesce({partitioning.rows(dates, include_null)}, false)")
+        kept_df = read(spark, tbl, current["snapshot_id"]).where(F.expr(others)).persist()
+        kept = kept_df.count()
+        if kept:
+            df = df.unionByName(kept_df, allowMissingColumns=True)
+        options = {"validate-from-snapshot-id": str(current["snapshot_id"]), "isolation-level": "serializable"}
+    created, loaded = _commit(df, tbl, partitioning.covering(dates, include_null), run_id, options, loaded)
+    if kept_df is not None:
+        kept_df.unpersist()
+    return {**created, "kept_records": kept}, loaded
 
 
 def replace_dates(df: DataFrame, tbl: Table, partitioning: Partitioning, dates: list[str], include_null: bool,
@@ -263,24 +325,21 @@ def replace_dates(df: DataFrame, tbl: Table, partitioning: Partitioning, dates: 
     written again in the same commit (``kept_records`` of them), and the commit is validated against
     that snapshot (``isolation-level=serializable``), so a commit made in between fails this one
     instead of being overwritten."""
-    spark = df.sparkSession
-    ensure_table(spark, tbl, df.schema, partitioning)
-    partial = partitioning.partial(dates)
-    current = current_snapshot(spark, tbl) if partial else None
-    options: dict[str, str] = {}
-    kept_df, kept = None, 0
-    if current is not None:
-        others = (f"({partitioning.covering([f'{month}-01' for month in partial], False)}) "
-                  f"AND NOT coalesce({partitioning.rows(dates, include_null)}, false)")
-        kept_df = read(spark, tbl, current["snapshot_id"]).where(F.expr(others)).persist()
-        kept = kept_df.count()
-        if kept:
-            df = df.unionByName(kept_df, allowMissingColumns=True)
-        options = {"validate-from-snapshot-id": str(current["snapshot_id"]), "isolation-level": "serializable"}
-    created = overwrite(df, tbl, partitioning, partitioning.covering(dates, include_null), run_id, options)
-    if kept_df is not None:
-        kept_df.unpersist()
-    return {**created, "kept_records": kept}
+    return _replace(df, tbl, partitioning, dates, include_null, run_id)[0]
+
+
+def publish(df: DataFrame, tbl: Table, partitioning: Partitioning, dates: list[str], include_null: bool,
+            run_id: str, loaded: Any = None) -> dict[str, Any]:
+    """``replace_dates``, returning what the run manifest records about it (``publish_record``): the
+    snapshot created, ``kept_records``, and the table's columns and partitioning after the commit.
+
+    The table is looked up once (or not at all when the caller passes it ``loaded``: ``load``) and
+    refreshed once after the commit; the record comes from that object, not from more lookups (a
+    DESCRIBE TABLE, the spec, the snapshot list each looked the table up again: 10 lookups per publish
+    before, 4 now with Spark's own)."""
+    created, loaded = _replace(df, tbl, partitioning, dates, include_null, run_id, loaded)
+    return {"table": tbl.display, "location": tbl.location, "catalog": tbl.catalog.kind, **created,
+            **_describe_loaded(df.sparkSession, loaded)}
 
 
 def _iceberg_table(spark: SparkSession, tbl: Table):
@@ -303,18 +362,51 @@ def _snapshot_dict(snapshot) -> dict[str, Any]:
 
 def snapshot_of_run(spark: SparkSession, tbl: Table, run_id: str) -> dict[str, Any] | None:
     """The newest snapshot whose summary carries ``run_id`` (None: the run committed nothing)."""
-    found = [s for s in _iceberg_table(spark, tbl).snapshots() if dict(s.summary()).get(RUN_ID_PROPERTY) == run_id]
+    return _snapshot_of_run(_iceberg_table(spark, tbl), run_id)
+
+
+def _snapshot_of_run(loaded, run_id: str) -> dict[str, Any] | None:
+    """Right after a run's commit its snapshot is the current one (one writer per table): that one is
+    checked first, without walking the table's history (every snapshot's summary is a few JVM calls, and
+    a table keeps a snapshot per run until ``maintain`` expires them)."""
+    current = loaded.currentSnapshot()
+    if current is not None and str(current.summary().get(RUN_ID_PROPERTY)) == run_id:
+        return _snapshot_dict(current)
+    found = [s for s in loaded.snapshots() if dict(s.summary()).get(RUN_ID_PROPERTY) == run_id]
     return _snapshot_dict(max(found, key=lambda s: s.timestampMillis())) if found else None
 
 
 def current_snapshot(spark: SparkSession, tbl: Table) -> dict[str, Any] | None:
     """The snapshot the table's ``main`` branch points at (None: no table, or no data committed yet)."""
-    try:
-        snapshot = _iceberg_table(spark, tbl).currentSnapshot()
-    except Exception as exc:  # noqa: BLE001 - the JVM's NoSuchTableException, as py4j or pyspark raise it
-        if "NoSuchTableException" in str(exc) or "TABLE_OR_VIEW_NOT_FOUND" in str(exc):
-            return None
-        raise
+    return snapshot_now(load(spark, tbl))
+
+
+def snapshot_bytes(loaded) -> int | None:
+    """The bytes of data files in the table's current snapshot (its summary's ``total-files-size``; None:
+    no table or no snapshot). Read from the table object: no request, no Spark job."""
+    snapshot = loaded.currentSnapshot() if loaded is not None else None
+    if snapshot is None:
+        return None
+    value = dict(snapshot.summary()).get("total-files-size")
+    return int(value) if value is not None else None
+
+
+def snapshot_rows(loaded) -> int | None:
+    """The rows of the table's current snapshot from its summary (``total-records``), when the snapshot has
+    no delete files (then every data file's records are live rows: what ``count(*)`` reads from the same
+    manifests); None when it has some, or the summary does not say (count the rows instead)."""
+    snapshot = loaded.currentSnapshot() if loaded is not None else None
+    if snapshot is None:
+        return None
+    summary = dict(snapshot.summary())
+    if str(summary.get("total-delete-files")) != "0" or summary.get("total-records") is None:
+        return None
+    return int(summary["total-records"])
+
+
+def snapshot_now(loaded) -> dict[str, Any] | None:
+    """``current_snapshot`` of a table object already loaded (``load``; None: no table)."""
+    snapshot = loaded.currentSnapshot() if loaded is not None else None
     return None if snapshot is None else _snapshot_dict(snapshot)
 
 
@@ -324,7 +416,10 @@ _TRANSFORM_TERMS = {"day": "days", "month": "months", "year": "years", "hour": "
 def spec_terms(spark: SparkSession, tbl: Table) -> list[str]:
     """The table's current partition spec as Spark's DDL writes it (``days(event_ts)``, ``event_date``),
     from Iceberg's own spec (no Spark job)."""
-    iceberg = _iceberg_table(spark, tbl)
+    return _spec_terms(_iceberg_table(spark, tbl))
+
+
+def _spec_terms(iceberg) -> list[str]:
     terms = []
     for field in iceberg.spec().fields():
         source, transform = str(iceberg.schema().findColumnName(field.sourceId())), str(field.transform())
@@ -341,6 +436,15 @@ def describe(spark: SparkSession, tbl: Table) -> dict[str, Any]:
             break  # the partition sections follow the columns
         columns.append([row["col_name"], row["data_type"]])
     return {"columns": columns, "partitioning": spec_terms(spark, tbl)}
+
+
+def _describe_loaded(spark: SparkSession, loaded) -> dict[str, Any]:
+    """``describe`` from a loaded table object, without looking the table up again: the columns as
+    Spark's DESCRIBE TABLE names them (Iceberg's schema converted by Iceberg's own ``SparkSchemaUtil``,
+    the conversion Spark's view of the table uses) and the partition spec."""
+    spark_schema = spark._jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(loaded.schema())
+    columns = [[str(field.name()), str(field.dataType().simpleString())] for field in spark_schema.fields()]
+    return {"columns": columns, "partitioning": _spec_terms(loaded)}
 
 
 def read(spark: SparkSession, tbl: Table, snapshot_id: int | None = None) -> DataFrame:

@@ -32,6 +32,9 @@ def replace_partitions(
         df.repartition(*partition_by)
         .write.mode("overwrite")
         .option("partitionOverwriteMode", "dynamic")
+        # The committer's _SUCCESS marker would go into Spark's staging folder, which the job commit deletes
+        # with it: four S3 requests per write for a file nobody reads.
+        .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
         .partitionBy(*partition_by)
         .parquet(uri)
     )

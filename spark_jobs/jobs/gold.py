@@ -49,12 +49,17 @@ def pseudonymised(silver, run: JobRun):
     return output.select(*[pseudonym_column(key, F.col(c)).alias(c) if c in keys else F.col(c) for c in output.columns])
 
 
-def _every_gold_table_has_data(run: JobRun) -> bool:
+def _load_gold_tables(run: JobRun) -> dict:
+    """Each gold table of the contract, looked up once (None: not created yet): the run asks it whether it
+    has data and publishes through the same object (``tables.publish``), instead of looking it up again."""
+    return {name: tables.load(run.spark, tables.table(run.spark, run.lake, "gold", gold_table_name(run.contract.dataset, name)))
+            for name in run.contract.gold}
+
+
+def _every_gold_table_has_data(gold_tables: dict) -> bool:
     """Every gold table of the contract has a snapshot: only then may gold read just the dates silver
     replaced (a gold table new in the contract needs every silver date)."""
-    return all(tables.current_snapshot(run.spark, tables.table(run.spark, run.lake, "gold",
-                                                               gold_table_name(run.contract.dataset, name))) is not None
-               for name in run.contract.gold)
+    return all(tables.snapshot_now(loaded) is not None for loaded in gold_tables.values())
 
 
 def run_gold(run: JobRun) -> None:
@@ -63,17 +68,22 @@ def run_gold(run: JobRun) -> None:
     silver_table = tables.table(spark, lake, "silver", dataset)
     manifest.inputs = [silver_table.location]
     hint = f"run `python -m spark_jobs run --dataset {dataset} --layer silver` first"
-    snapshot = tables.current_snapshot(spark, silver_table)
+    silver_loaded = tables.load(spark, silver_table)
+    snapshot = tables.snapshot_now(silver_loaded)
     if snapshot is None:
         raise readers.MissingInputError(f"silver {dataset} has no data in table {silver_table.display} "
                                         f"({silver_table.location}); {hint}")
     manifest.input_snapshots = {silver_table.display: snapshot["snapshot_id"]}
+    input_bytes = tables.snapshot_bytes(silver_loaded)  # the whole table: at most what this run reads
+    run.stage("silver located", snapshot_id=snapshot["snapshot_id"], input_bytes=input_bytes,
+              small_input=run.size_for_input(input_bytes))
     silver = tables.read(spark, silver_table, snapshot["snapshot_id"])
     if manifest.date:
         # The event-time range lets Iceberg prune to the one partition; event_date is the contract.
         day = silver_partitioning(contract).rows([manifest.date], include_null=False)
         silver = silver.where(F.expr(day)).where(F.col("event_date") == F.lit(manifest.date).cast("date"))
-    dates = run.dates if run.dates is not None and _every_gold_table_has_data(run) else None
+    gold_tables = _load_gold_tables(run)
+    dates = run.dates if run.dates is not None and _every_gold_table_has_data(gold_tables) else None
     if dates is not None and not manifest.date:
         # run-all: only the event dates the silver run before this one replaced, and the null partition
         # (that run was a full one); the other dates' gold is already built from unchanged silver.
@@ -87,8 +97,7 @@ def run_gold(run: JobRun) -> None:
     else:
         covered_dates = sorted(set(dates)) if dates is not None else sorted(read["dates"])
     manifest.event_dates = covered_dates
-    run.stage("silver read", rows_in=manifest.rows_in, event_dates=len(covered_dates),
-              snapshot_id=snapshot["snapshot_id"])
+    run.stage("silver read", rows_in=manifest.rows_in, event_dates=len(covered_dates))
 
     gold_input = pseudonymised(silver, run)
     built = []
@@ -116,10 +125,11 @@ def run_gold(run: JobRun) -> None:
 
     for spec, _, output in built:
         run.validate(output, gold_name=spec.name, silver_count=manifest.rows_in, rows=manifest.output_rows[spec.name])
+        run.stage(f"validated {spec.name}")
     for spec, partitioning, output in built:
         gold_table = tables.table(spark, lake, "gold", gold_table_name(dataset, spec.name))
-        created = tables.replace_dates(output, gold_table, partitioning, covered_dates, not manifest.date, run.run_id)
-        manifest.tables[spec.name] = tables.publish_record(spark, gold_table, created)
+        created = manifest.tables[spec.name] = tables.publish(output, gold_table, partitioning, covered_dates,
+                                                              not manifest.date, run.run_id, gold_tables[spec.name])
         manifest.published = True
         # The commit's own record count (from its manifests) must be the rows computed (plus, at month
         # granularity, the rows of a month's other dates written again); a scan per gold table would add

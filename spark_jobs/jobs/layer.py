@@ -3,6 +3,8 @@ catch-up bronze and per-date gold, the benchmarks): under a lease (``spark_jobs.
 envelope (``spark_jobs.jobs.runtime.job_run``)."""
 from __future__ import annotations
 
+import time
+
 from spark_jobs.contract import load_contract
 from spark_jobs.lake import LakeConfig
 from spark_jobs.leases import held_lease
@@ -18,15 +20,18 @@ def run_layer(spark, lake: LakeConfig, dataset: str, layer: str, *, date: str | 
     replaced; gold reads and replaces only those and the null partition, when every gold table of the
     contract has data."""
     from spark_jobs.jobs.bronze import run_bronze
+    from spark_jobs.jobs.counters import RunCounters
     from spark_jobs.jobs.gold import run_gold
     from spark_jobs.jobs.runtime import job_run, print_progress
     from spark_jobs.jobs.silver import run_silver
 
     contract = load_contract(dataset)
     contract.check_personal_data(lake.data_classification)
+    # The run's clock and counters start before its lease, so the manifest's first stage is the lease.
+    leased = (time.monotonic(), RunCounters(spark, lake.lake_uri))
     with held_lease(spark, lake, dataset, layer, erasure_request=erasure_request):
         with job_run(spark, lake, contract, layer, date=date, progress=progress or print_progress,
-                     dates=dates if layer == "gold" else None) as run:
+                     dates=dates if layer == "gold" else None, leased=leased) as run:
             if layer == "bronze":
                 run_bronze(run, continuous=continuous, trigger_seconds=trigger_seconds,
                            max_runtime_seconds=max_runtime, max_files_per_trigger=max_files_per_trigger)
@@ -34,4 +39,7 @@ def run_layer(spark, lake: LakeConfig, dataset: str, layer: str, *, date: str | 
                 run_silver(run)
             else:
                 run_gold(run)
+    # The lease is released after the manifest is written: its cost is in the returned manifest only.
+    run.manifest.stages.append({"stage": "lease released", "elapsed_seconds": round(time.monotonic() - run.started, 2),
+                                **run.counters.step()})
     return run.manifest.to_dict()

@@ -19,15 +19,22 @@ from pyspark.sql import SparkSession
 from spark_jobs import lineage, quality
 from spark_jobs.contract import Contract
 from spark_jobs.io import storage
+from spark_jobs.jobs.counters import RunCounters
 from spark_jobs.lake import LakeConfig
 from spark_jobs.manifest import RunManifest, code_version, new_run_id
-from spark_jobs.session import S3aSettings, apply_bucket_settings, build_session, driver_heap, launched_by_spark_submit
+from spark_jobs.session import (S3aSettings, apply_bucket_settings, build_session, driver_heap, launched_by_spark_submit,
+                                quick_jit)
 
 JARS_ENV = "TENANTLAKE_SPARK_JARS"
 ENDPOINT_CONNECT_TIMEOUT_S = 5.0  # a TCP connect to the S3 endpoint before the JVM starts
 REPO_JAR_CACHE = Path(__file__).resolve().parents[2] / ".local" / "jars"
 
 Progress = Callable[[str], None]
+# A layer whose input (bronze Parquet for silver, the silver table for gold) holds at most this many bytes
+# is planned as a small input (JobRun.size_for_input): a quarter of the 64 MB that adaptive execution
+# aims for per partition, so it would have coalesced every shuffle of such a run into one partition.
+SMALL_INPUT_BYTES = 16 * 1024 * 1024
+SMALL_INPUT_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
 
 
 def print_progress(line: str) -> None:
@@ -96,8 +103,20 @@ def check_endpoint(lake: LakeConfig, timeout_s: float = ENDPOINT_CONNECT_TIMEOUT
         raise EndpointUnreachable(unreachable_message(lake.s3_endpoint, reason), 1) from None
 
 
-def session_for(lake: LakeConfig, app_name: str, jars: list[str] | None = None) -> tuple[SparkSession, bool]:
-    """The running session (tests, spark-submit) with this lake's bucket settings, or a new tuned one.
+def check_local_settings() -> None:
+    """A bad ``$TENANTLAKE_DRIVER_MEMORY`` or ``$TENANTLAKE_JIT`` for a session this process starts: one line
+    and exit 2 (``JobFailed``), before anything else runs, not a JVM that fails to start."""
+    try:
+        driver_heap()
+        quick_jit(False)
+    except ValueError as exc:
+        raise JobFailed(str(exc), 2) from None
+
+
+def session_for(lake: LakeConfig, app_name: str, jars: list[str] | None = None,
+                small_inputs: bool = False) -> tuple[SparkSession, bool]:
+    """The running session (tests, spark-submit) with this lake's bucket settings, or a new tuned one
+    (``small_inputs``: the command reads only small inputs, ``session.build_session``).
     Returns ``(spark, created)``. Fails with ``EndpointUnreachable`` first if the S3 endpoint is down."""
     check_endpoint(lake)
     active = SparkSession.getActiveSession()
@@ -107,20 +126,17 @@ def session_for(lake: LakeConfig, app_name: str, jars: list[str] | None = None) 
         if lake.is_s3a:
             apply_bucket_settings(active, lake.bucket, s3a_settings(lake))
         return active, False
-    try:
-        driver_heap()  # a bad $TENANTLAKE_DRIVER_MEMORY: one line and exit 2, not a JVM that fails to start
-    except ValueError as exc:
-        raise JobFailed(str(exc), 2) from None
+    check_local_settings()
     if lake.is_s3a:
         found = find_jars(jars)
         if not found and not launched_by_spark_submit():  # under spark-submit the launcher's --jars decide
             raise JobFailed(
                 f"s3a needs the hadoop-aws jars: pass --jars, set {JARS_ENV}, or run `python -m infra.local.s3a_jars`", 2
             )
-        spark = build_session(app_name, s3a=s3a_settings(lake), jars=found)
+        spark = build_session(app_name, s3a=s3a_settings(lake), jars=found, small_inputs=small_inputs)
         apply_bucket_settings(spark, lake.bucket, s3a_settings(lake))
     else:
-        spark = build_session(app_name)
+        spark = build_session(app_name, small_inputs=small_inputs)
     return spark, True
 
 
@@ -138,16 +154,52 @@ class JobRun:
     # run-all's gold: the event dates the silver run just before it replaced (None: every date).
     dates: list[str] | None = None
     validations: quality.RunValidations = dataclasses.field(default_factory=quality.RunValidations)
+    # Spark jobs and S3 requests per stage (spark_jobs/jobs/counters.py); None: not counted.
+    counters: RunCounters | None = None
+    # Session settings this run changed (size_for_input) and their values before, restored when it ends.
+    _changed_conf: dict[str, str | None] = dataclasses.field(default_factory=dict)
 
     @property
     def run_id(self) -> str:
         return self.manifest.run_id
 
     def stage(self, name: str, **counts: Any) -> None:
+        """One progress line and one ``stages`` entry of the manifest: the elapsed seconds since the run
+        started, the step's own counts, and the Spark jobs and S3 requests since the previous stage."""
         elapsed = time.monotonic() - self.started
-        self.manifest.stages.append({"stage": name, "elapsed_seconds": round(elapsed, 2), **counts})
+        cost = self.counters.step() if self.counters is not None else {}
+        self.manifest.stages.append({"stage": name, "elapsed_seconds": round(elapsed, 2), **counts, **cost})
         detail = " ".join(f"{k}={v}" for k, v in counts.items())
-        self.progress(f"[{self.layer} {self.contract.dataset}] {name:<22} {detail} ({elapsed:.1f}s)")
+        spent = " ".join(f"{label}={cost[key]}" for key, label in (("spark_jobs", "jobs"), ("s3_requests", "s3"))
+                         if key in cost)
+        self.progress(f"[{self.layer} {self.contract.dataset}] {name:<22} {detail}{' [' + spent + ']' if spent else ''} "
+                      f"({elapsed:.1f}s)")
+
+    def size_for_input(self, input_bytes: int | None) -> bool:
+        """Plan this run's remaining queries for a small input when its input holds at most
+        ``SMALL_INPUT_BYTES``: adaptive query execution off and one shuffle partition (``SMALL_INPUT_CONF``).
+
+        On a few thousand rows each adaptive stage is a Spark job of its own and every shuffle runs
+        ``spark.sql.shuffle.partitions`` near-empty tasks, so a layer ran about twice the jobs its
+        queries need (silver on 2,000 records: 31 jobs, 18 with this). Adaptive execution would coalesce
+        such a shuffle into one partition anyway; the results do not depend on either setting. The
+        session's values come back when the run ends (``restore_conf``), so the next layer of
+        ``run-all`` decides for its own input. Returns True when the run is planned as small."""
+        if input_bytes is None or input_bytes > SMALL_INPUT_BYTES:
+            return False
+        for key, value in SMALL_INPUT_CONF.items():
+            if key not in self._changed_conf:
+                self._changed_conf[key] = self.spark.conf.get(key, None)
+            self.spark.conf.set(key, value)
+        return True
+
+    def restore_conf(self) -> None:
+        for key, value in self._changed_conf.items():
+            if value is None:
+                self.spark.conf.unset(key)
+            else:
+                self.spark.conf.set(key, value)
+        self._changed_conf.clear()
 
     def context(self, **extra: Any) -> dict[str, Any]:
         return {"run_id": self.run_id, "lake_uri": self.lake.lake_uri, "dataset": self.contract.dataset,
@@ -160,7 +212,8 @@ class JobRun:
     def validate(self, df, **context: Any) -> quality.LayerValidation:
         """Call the quality hook before publishing; a blocking outcome stops the run (exit 4)."""
         validation = quality.validate_layer(self.spark, layer=self.layer, contract=self.contract, df=df,
-                                            context=self.context(**context), run=self.validations)
+                                            context=self.context(**context), run=self.validations,
+                                            background_docs=True)
         name = context.get("gold_name") or self.layer
         self.manifest.validation[name] = {"status": validation.status, "blocking": validation.blocking,
                                           "reason": validation.reason}
@@ -173,8 +226,12 @@ class JobRun:
 @contextlib.contextmanager
 def job_run(spark: SparkSession, lake: LakeConfig, contract: Contract, layer: str, *, date: str | None = None,
             progress: Progress = print_progress, run_id: str | None = None,
-            dates: list[str] | None = None) -> Iterator[JobRun]:
-    """Wrap a layer job: the manifest is written whatever happens, then the report hook runs."""
+            dates: list[str] | None = None, leased: tuple[float, RunCounters] | None = None) -> Iterator[JobRun]:
+    """Wrap a layer job: the manifest is written whatever happens, then the report hook runs.
+
+    ``leased``: (monotonic start, counters) of a caller that took the run's lease first
+    (``jobs.layer.run_layer``): the run's clock and counts then start there, and its first stage is
+    ``lease taken``."""
     manifest = RunManifest(
         run_id=run_id or new_run_id(), dataset=contract.dataset, layer=layer, lake_uri=lake.lake_uri,
         started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), code_version=code_version(),
@@ -185,6 +242,11 @@ def job_run(spark: SparkSession, lake: LakeConfig, contract: Contract, layer: st
     check_endpoint(lake)
     run = JobRun(spark=spark, lake=lake, contract=contract, layer=layer, manifest=manifest, progress=progress,
                  dates=dates)
+    if leased is not None:
+        run.started, run.counters = leased
+        run.stage("lease taken")
+    else:
+        run.counters = RunCounters(spark, lake.lake_uri)
     quality.prewarm()
     run.stage("start", run_id=manifest.run_id)
     lineage.run_started(run)  # OpenLineage START (spark_jobs/lineage.py); never fails the run
@@ -201,6 +263,8 @@ def job_run(spark: SparkSession, lake: LakeConfig, contract: Contract, layer: st
         except Exception as write_error:  # noqa: BLE001 - never hide the job's own error
             run.progress(f"[{layer} {contract.dataset}] manifest not written: {type(write_error).__name__}")
         raise
+    finally:
+        run.restore_conf()
     manifest.finish("succeeded", run.started, time.monotonic())
     _write_manifest(run)
     run.stage("done", rows_in=manifest.rows_in, rows_out=manifest.rows_out, quarantined=manifest.quarantined,

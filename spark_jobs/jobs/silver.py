@@ -106,6 +106,8 @@ def run_silver(run: JobRun) -> None:
     bronze = readers.read_layer(spark, bronze_uri, f"bronze {dataset}",
                                 f"run `python -m spark_jobs run --dataset {dataset} --layer bronze` first",
                                 schema=bronze_tx.bronze_schema(contract))
+    input_bytes = readers.planned_bytes(bronze)
+    run.stage("inputs listed", input_bytes=input_bytes, small_input=run.size_for_input(input_bytes))
     # Bronze parsed its records once: silver parses _raw only if some row holds another contract's parse.
     reparse = bool(bronze.where(silver_tx.parsed_for_another_contract(bronze, contract)).limit(1).count())
     parsed = silver_tx.parse_records(bronze, contract, reparse=reparse)
@@ -114,7 +116,7 @@ def run_silver(run: JobRun) -> None:
     flagged = silver_tx.narrow(silver_tx.flag_invalid_rows(parsed, contract), contract).persist()
     counts = input_counts(flagged, contract)
     manifest.rows_in, manifest.quarantined, manifest.malformed = counts["rows_in"], counts["quarantined"], counts["malformed"]
-    run.stage("parsed + validated", rows_in=manifest.rows_in)
+    run.stage("read + parsed", rows_in=manifest.rows_in)
 
     silver = silver_tx.to_silver(silver_tx.flag_late_rows(silver_tx.dedupe_latest(silver_tx.valid_rows(flagged), contract),
                                                           contract), contract).persist()
@@ -125,16 +127,18 @@ def run_silver(run: JobRun) -> None:
               duplicates=manifest.duplicates, late=manifest.late)
     manifest.check_invariant()
 
-    run.validate(silver, quarantine_df=quarantine, rows=manifest.rows_out)
+    run.validate(silver, quarantine_df=quarantine, quarantine_rows=manifest.quarantined, rows=manifest.rows_out)
+    run.stage("validated")
     covered_dates = manifest.event_dates = counts["dates"]
     partitioning = silver_partitioning(contract)
     # A full run covers the null partition too (rows without an event time, if a contract allows them).
-    snapshot = tables.replace_dates(silver, silver_table, partitioning, covered_dates, not manifest.date, run.run_id)
-    manifest.tables["silver"] = tables.publish_record(spark, silver_table, snapshot)
+    snapshot = manifest.tables["silver"] = tables.publish(silver, silver_table, partitioning, covered_dates,
+                                                            not manifest.date, run.run_id)
     run.stage("committed silver", snapshot_id=snapshot["snapshot_id"], event_dates=len(covered_dates),
               kept_rows=snapshot["kept_records"])
     write_quarantine(run, quarantine, partitioning, covered_dates, counts["quarantine_dates"])
     manifest.published = True
+    run.stage("quarantine written", rows=manifest.quarantined)
     written_rows = tables.count_where(spark, silver_table, snapshot["snapshot_id"],
                                       partitioning.rows(covered_dates, not manifest.date))
     if written_rows != manifest.rows_out:

@@ -56,6 +56,8 @@ class LayerValidation:
         skipped: validation was switched off (``TENANTLAKE_VALIDATION=off``). @default - False
         label: which output of the layer run this is (gold name, ``batch-<n>``), "" for the only one.
         parts: the validations combined into this one (one layer run validating several outputs).
+        docs_pending: the Data Docs still being rendered in the background (``validate_layer(background_docs=
+            True)``); ``wait_for_docs()`` sets ``docs_dir`` and ``docs_page`` from it. @default - None
     """
 
     status: str = "pass"
@@ -73,10 +75,17 @@ class LayerValidation:
     skipped: bool = False
     label: str = ""
     parts: list["LayerValidation"] = dataclasses.field(default_factory=list)
+    docs_pending: Any = None
 
     @property
     def exit_code(self) -> int:
         return exit_code(self.status)
+
+    def wait_for_docs(self) -> None:
+        """Wait for Data Docs rendered in the background (a failed build raises here)."""
+        pending, self.docs_pending = self.docs_pending, None
+        if pending is not None:
+            self.docs_dir, self.docs_page = pending.result()
 
 
 @dataclasses.dataclass
@@ -171,15 +180,17 @@ def _ensure_cached(df: Any) -> None:
 
 
 def validate_layer(spark: Any, *, layer: str, contract: Any, df: Any, context: dict[str, Any],
-                   run: RunValidations | None = None) -> LayerValidation:
+                   run: RunValidations | None = None, background_docs: bool = False) -> LayerValidation:
     """Validate ``df`` (the in-memory output the job already has) against the contract's suite for ``layer``;
     the outcome is also added to ``run`` (the layer run's validations) when given.
 
-    ``context`` carries at least: run_id, lake_uri, dataset, layer, and for silver ``quarantine_df``,
+    ``context`` carries at least: run_id, lake_uri, dataset, layer, and for silver ``quarantine_df`` (and
+    ``quarantine_rows``, its row count when the job knows it: one Spark job fewer),
     for gold ``silver_count`` (referential checks) and ``gold_name``; ``rows`` (the frame's row count,
     when the job has it) lets a small frame be validated through one partition (``SMALL_FRAME_ROWS``). ``df`` is persisted if the job
     has not cached it (never re-read from storage), unless ``read_from_storage`` says the job wrote it and
-    read it back (bronze: each expectation's pass then reads only its columns from Parquet).
+    read it back (bronze: each expectation's pass then reads only its columns from Parquet). ``background_docs``:
+    the Data Docs are rendered in a background thread (``runner.run_suite``); ``publish_report`` waits for them.
     """
     from spark_jobs.quality import quarantine as quarantine_links
     from spark_jobs.quality.runner import run_suite
@@ -204,9 +215,11 @@ def validate_layer(spark: Any, *, layer: str, contract: Any, df: Any, context: d
     if not context.get("read_from_storage"):  # a frame read straight from Parquet: GX reads only the columns it checks
         _ensure_cached(df)
     docs_dir = tempfile.mkdtemp(prefix=f"tenantlake-dq-{suite_name}-")
-    suite_run = run_suite(_validation_frame(df, context.get("rows")), specs, suite_name=suite_name, docs_dir=docs_dir)
+    suite_run = run_suite(_validation_frame(df, context.get("rows")), specs, suite_name=suite_name, docs_dir=docs_dir,
+                          background_docs=background_docs)
     quarantine_df = context.get("quarantine_df")
-    summary = quarantine_links.summarize(quarantine_df, context.get("run_id")) if quarantine_df is not None else None
+    summary = (quarantine_links.summarize(quarantine_df, context.get("run_id"), context.get("quarantine_rows"))
+               if quarantine_df is not None else None)
     with_quarantine = layer == "silver" and summary is not None
     if with_quarantine:
         quarantine_links.apply_quarantine(suite_run.results, summary, DEFAULT_ROW_MOSTLY)
@@ -218,7 +231,8 @@ def validate_layer(spark: Any, *, layer: str, contract: Any, df: Any, context: d
                                  suite_name=suite_name, gx_result=suite_run.gx_result, quarantine=summary,
                                  quarantine_location=location, validated_with_quarantine=with_quarantine,
                                  docs_dir=suite_run.docs_dir, docs_page=suite_run.docs_page,
-                                 seconds=time.perf_counter() - started, label=label)
+                                 seconds=time.perf_counter() - started, label=label,
+                                 docs_pending=suite_run.docs_pending)
     if run is not None:
         run.parts.append(validation)
     return validation
@@ -261,7 +275,17 @@ def publish_report(spark: Any, *, layer: str, contract: Any, validation: LayerVa
         return None
     dataset = context.get("dataset") or field(contract, "dataset", "dataset")
     run_id = context.get("run_id") or manifest.get("run_id") or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    validation = combine((run.parts if run is not None else None) or [validation])
+    parts = (run.parts if run is not None else None) or [validation]
+    try:
+        for part in parts:
+            part.wait_for_docs()
+    except Exception as err:  # noqa: BLE001 - the run must not pass without its report
+        for part in parts:
+            if part.docs_dir:
+                shutil.rmtree(part.docs_dir, ignore_errors=True)
+        raise ReportNotWritten(f"{layer} {dataset}: data published and manifest written, but the Data Docs of run "
+                               f"{run_id} were not rendered: {type(err).__name__}: {str(err).strip()[:300]}") from err
+    validation = combine(parts)
     if not validation.suite_name and manifest.get("status") == "failed":
         # The job stopped before it validated anything: the report says so instead of "pass".
         validation = dataclasses.replace(validation, status="fail", blocking=True, suite_name=f"{dataset}.{layer}",

@@ -12,8 +12,10 @@ SAMPLES_PER_RULE = 3   # sample quarantined rows shown per rule in the summary p
 RAW_PREVIEW_CHARS = 200
 
 
-def summarize(quarantine_df: Any, run_id: str | None = None) -> dict[str, Any]:
-    """``{"total": n, "by_rule": {rule: rows}, "samples": {rule: [row dicts]}}`` for this run's quarantine."""
+def summarize(quarantine_df: Any, run_id: str | None = None, total: int | None = None) -> dict[str, Any]:
+    """``{"total": n, "by_rule": {rule: rows}, "samples": {rule: [row dicts]}}`` for this run's quarantine.
+    ``total``: the run's quarantined rows when the job has counted them already (silver has: its counts
+    aggregation), which saves a Spark job; otherwise they are counted here."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -31,7 +33,7 @@ def summarize(quarantine_df: Any, run_id: str | None = None) -> dict[str, Any]:
         F.count(F.lit(1)).alias("rows"),
         F.collect_list(F.when(F.col("_n") <= SAMPLES_PER_RULE, F.struct(*preview_columns))).alias("samples"),
     ).collect() if preview_columns else ranked.groupBy("_rule").agg(F.count(F.lit(1)).alias("rows")).collect()
-    total = rows.count()
+    total = rows.count() if total is None else total
     by_rule, samples = {}, {}
     for row in sorted(collected, key=lambda r: (-r["rows"], str(r["_rule"]))):
         rule = row["_rule"] or "(no rule)"

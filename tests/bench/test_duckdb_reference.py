@@ -19,7 +19,7 @@ RECORDS = {"iot": 3000, "clickstream": 3000}
 def spark():
     from spark_jobs.session import build_session
 
-    return build_session("tenantlake-bench-tests", driver_memory="1g")
+    return build_session("tenantlake-bench-tests", driver_memory="1g", small_inputs=True)
 
 
 @pytest.fixture(scope="module")

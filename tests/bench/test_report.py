@@ -54,3 +54,18 @@ def test_update_replaces_only_the_generated_block(tmp_path):
     readme.write_text("no markers\n")
     with pytest.raises(SystemExit, match="lacks the"):
         report.update_readme("x\n", readme)
+
+
+def test_the_small_inputs_result_shows_its_steps_and_its_runs(results_dir):
+    rows = [{"run": "rerun", "dataset": "iot", "layer": "silver", "wall_s": 7.5, "runs": 3, "step_lease": 0.3,
+             "step_validation (GX)": 1.2, "step_Iceberg commit": 2.0, "spark_jobs": 15, "s3_requests": 210}]
+    runs = [{"round": 0, "run": "first", "session_s": 6.0, "layers_s": 30.0, "counts_s": 3.0, "run_all_s": 39.0,
+             "load": "0.5 -> 0.9"}]
+    write_result("small", {"rows": rows, "runs": runs, "checks": [{"check": "round 0 silver iot", "equal": True}],
+                           "targets": [target_line("rerun iot silver", 7.5, 8.0, higher_is_better=False, unit=" s")]},
+                 started_at="2026-01-03T00:00:00+00:00", results_dir=results_dir)
+    text = report.render(results_dir)
+    assert "### Small inputs" in text and "bench/results/small.json" in text
+    assert "| rerun | iot | silver | 7.5 | 3 | 0.3 | 1.2 | 2.0 | 15 | 210 |" in text
+    assert "| 0 | first | 6.0 | 30.0 | 3.0 | 39.0 | 0.5 -> 0.9 |" in text
+    assert "met: rerun iot silver: 7.5 s (target <= 8 s)" in text and "round 0 silver iot yes" in text

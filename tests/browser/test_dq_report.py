@@ -45,7 +45,7 @@ def reports_root(tmp_path_factory):
     state = tmp_path_factory.mktemp("state")
     mp = pytest.MonkeyPatch()
     mp.setenv("TENANTLAKE_STATE_DIR", str(state))
-    spark = build_session("tenantlake-browser-test", driver_memory="1g")
+    spark = build_session("tenantlake-browser-test", driver_memory="1g", small_inputs=True)
     contract = {**CONTRACT, "expectations": {"silver": [{"name": "event_ts_freshness", "severity": "warn"}]}}
     now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     rows = [(r[0], r[1], now, r[3], r[4]) for r in silver_rows(30)]

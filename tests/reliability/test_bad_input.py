@@ -322,7 +322,7 @@ def _case_of(source_file: str) -> str:
 def spark():
     from spark_jobs.session import build_session
 
-    return build_session("tenantlake-reliability-tests", driver_memory="1g")
+    return build_session("tenantlake-reliability-tests", driver_memory="1g", small_inputs=True)
 
 
 def _as_format(dataset: str, files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:

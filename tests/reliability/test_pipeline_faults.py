@@ -58,7 +58,7 @@ def spark():
     Built like every other test package's session, so it is shared with them, and never stopped here."""
     from spark_jobs.session import build_session
 
-    return build_session("tenantlake-reliability", driver_memory="1g")
+    return build_session("tenantlake-reliability", driver_memory="1g", small_inputs=True)
 
 
 @pytest.fixture

@@ -15,7 +15,9 @@ import pytest
 def spark():
     from spark_jobs.session import build_session
 
-    return build_session("tenantlake-spark-jobs-tests", driver_memory="1g")
+    # Tests run small inputs: C1 only, as `run`/`run-all` choose for them (spark_jobs/README.md, "Small inputs";
+    # every package's fixture says the same, as the first one built is the one all of them get).
+    return build_session("tenantlake-spark-jobs-tests", driver_memory="1g", small_inputs=True)
 
 
 def ts(text: str) -> dt.datetime:

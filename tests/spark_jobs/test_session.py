@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.session import (DEFAULT_DRIVER_MEMORY, DRIVER_MEMORY_ENV, LOCAL_DRIVER_HOST, LOCAL_SHUFFLE_PARTITIONS,
-                                S3aSettings, driver_heap, local_conf)
+from spark_jobs.session import (DEFAULT_DRIVER_MEMORY, DRIVER_MEMORY_ENV, JIT_ENV, LOCAL_DRIVER_HOST,
+                                LOCAL_SHUFFLE_PARTITIONS, QUICK_JIT_OPTIONS, S3aSettings, driver_heap, local_conf)
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -134,3 +134,62 @@ def test_the_cli_refuses_a_bad_driver_heap_in_one_line_before_spark_starts(tmp_p
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [
         f"error: {DRIVER_MEMORY_ENV}='lots': give the driver heap as a number with k, m, g or t, e.g. 2g or 3072m"]
+
+
+def test_a_session_for_small_inputs_compiles_with_the_quick_jit_unless_told_otherwise(monkeypatch):
+    monkeypatch.delenv(JIT_ENV, raising=False)
+    s3a = S3aSettings(endpoint="https://127.0.0.1:1", region="eu-west-1", kms_key_arn="k", truststore="/t.p12")
+    small = local_conf("1g", 8, s3a=s3a, small_inputs=True)["spark.driver.extraJavaOptions"]
+    assert "-Djavax.net.ssl.trustStore=/t.p12" in small and small.endswith(QUICK_JIT_OPTIONS)
+    assert QUICK_JIT_OPTIONS not in local_conf("1g", 8, s3a=s3a)["spark.driver.extraJavaOptions"]
+    monkeypatch.setenv(JIT_ENV, "full")
+    assert "spark.driver.extraJavaOptions" not in local_conf("1g", 8, small_inputs=True)
+    monkeypatch.setenv(JIT_ENV, "quick")
+    assert local_conf("1g", 8)["spark.driver.extraJavaOptions"] == QUICK_JIT_OPTIONS
+    monkeypatch.setenv(JIT_ENV, "fast")
+    with pytest.raises(ValueError, match=f"{JIT_ENV}='fast': give quick, full"):
+        local_conf("1g", 8)
+
+
+def test_the_cli_sizes_its_session_from_the_bytes_its_layers_read(tmp_path, monkeypatch, capsys):
+    """What `run`/`run-all` ask before the JVM starts: the bytes under each layer's input, with a listing that
+    stops once past the limit; a session that exists already, or an explicit TENANTLAKE_JIT, is not sized."""
+    from pyspark.sql import SparkSession
+
+    from spark_jobs import cli
+    from spark_jobs.io.lake_bytes import stored_bytes
+    from spark_jobs.jobs.runtime import SMALL_INPUT_BYTES
+    from spark_jobs.lake import LakeConfig
+
+    monkeypatch.delenv(JIT_ENV, raising=False)
+    lake = LakeConfig(lake_uri=str(tmp_path / "lake"))
+    for folder, size in (("landing/iot", 1000), ("bronze/iot/_batch_id=0", 3000), ("silver/iot/data", 5000)):
+        (tmp_path / "lake" / folder).mkdir(parents=True)
+        (tmp_path / "lake" / folder / "part").write_bytes(b"x" * size)
+    assert stored_bytes(lake, ["landing/iot", "bronze/iot"], 10_000) == 4000
+    assert stored_bytes(lake, ["landing/iot", "bronze/iot", "silver/iot"], 3500) == 4000  # stopped past the limit
+    assert stored_bytes(LakeConfig(lake_uri="s3a://bucket", s3_endpoint="https://127.0.0.1:9"), ["x"], 1) is None
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
+    assert cli._reads_small_inputs(lake, [("iot", "silver"), ("iot", "gold")])
+    assert capsys.readouterr().err.splitlines() == [
+        f"session: 8 KB of input: a session for small inputs ({JIT_ENV}=full to change)"]  # bronze + silver
+    monkeypatch.setattr("spark_jobs.jobs.runtime.SMALL_INPUT_BYTES", 7000)
+    assert not cli._reads_small_inputs(lake, [("iot", "bronze"), ("iot", "silver"), ("iot", "gold")])  # 9,000 bytes
+    assert cli._reads_small_inputs(lake, [("iot", "bronze"), ("iot", "silver")])
+    assert not cli._reads_small_inputs(lake, [("iot", "bronze")], continuous=True)
+    monkeypatch.setenv(JIT_ENV, "full")
+    assert not cli._reads_small_inputs(lake, [("iot", "bronze")])
+    assert SMALL_INPUT_BYTES == 16 * 2**20
+
+
+def test_the_quick_jit_reaches_the_driver_jvm(tmp_path):
+    script = ("from spark_jobs.session import build_session\n"
+              "spark = build_session('jit-test', driver_memory='512m', small_inputs=True)\n"
+              "args = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()\n"
+              "print('JVM', ' '.join(str(a) for a in args))\n"
+              "spark.stop()\n")
+    env = {k: v for k, v in os.environ.items() if k not in (JIT_ENV, "PYSPARK_GATEWAY_PORT")}
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env={**env, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=240)
+    line = next(line for line in done.stdout.splitlines() if line.startswith("JVM "))
+    assert QUICK_JIT_OPTIONS in line.split(), done.stderr[-2000:]

@@ -198,3 +198,37 @@ def test_stock_moto_deletes_the_bucket_for_delete_bucket_inventory_configuration
         s3.put_bucket_inventory_configuration(Bucket="lake", Id="lake-daily", InventoryConfiguration=_inventory("lake"))
         s3.delete_bucket_inventory_configuration(Bucket="lake", Id="lake-daily")
         assert "lake" not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+
+def _folder_whose_only_object_was_deleted(s3, bucket: str) -> None:
+    s3.create_bucket(Bucket=bucket)
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    s3.put_object(Bucket=bucket, Key="q/.spark-staging-1/part-0.parquet", Body=b"x")
+    s3.put_object(Bucket=bucket, Key="q/event_date=2020-11-16/part-0.parquet", Body=b"x")
+    s3.delete_object(Bucket=bucket, Key="q/.spark-staging-1/part-0.parquet")  # a delete marker is now its latest
+
+
+def test_a_folder_listing_names_only_prefixes_that_hold_current_objects(boto_session):
+    """As on AWS: a deleted folder of a versioned bucket (only delete markers and old versions left under it)
+    is not a common prefix; s3a would see it as a sub-folder forever."""
+    s3 = boto_session("s3", REGION)
+    bucket = f"listing-{uuid.uuid4().hex[:12]}"
+    _folder_whose_only_object_was_deleted(s3, bucket)
+    listed = s3.list_objects_v2(Bucket=bucket, Prefix="q/", Delimiter="/")
+    assert [p["Prefix"] for p in listed.get("CommonPrefixes", [])] == ["q/event_date=2020-11-16/"]
+    assert [p["Prefix"] for p in s3.list_objects(Bucket=bucket, Prefix="q/", Delimiter="/").get("CommonPrefixes", [])] \
+        == ["q/event_date=2020-11-16/"]
+    assert [p["Prefix"] for p in s3.list_objects_v2(Bucket=bucket, Delimiter="/").get("CommonPrefixes", [])] == ["q/"]
+    # The versions are still there: only the listing of current objects changed.
+    versions = s3.list_object_versions(Bucket=bucket, Prefix="q/.spark-staging-1/")
+    assert len(versions["Versions"]) == 1 and len(versions["DeleteMarkers"]) == 1
+
+
+def test_stock_moto_lists_a_deleted_folder_as_a_common_prefix():
+    """Why the correction exists.  If this fails, moto lists only live prefixes and the correction can go."""
+    from moto import mock_aws
+
+    with mock_aws():
+        s3 = boto3.client("s3", region_name=REGION)
+        _folder_whose_only_object_was_deleted(s3, "stock-listing")
+        listed = s3.list_objects_v2(Bucket="stock-listing", Prefix="q/", Delimiter="/")
+        assert "q/.spark-staging-1/" in [p["Prefix"] for p in listed["CommonPrefixes"]]

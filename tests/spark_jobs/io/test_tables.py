@@ -181,3 +181,35 @@ def test_a_month_rewrite_fails_when_the_month_changed_after_its_rows_were_read(s
     tables.overwrite(_rows(spark, [("b", ts("2024-01-31 10:00:00"), 1.0)]), silver, MONTHS,
                      MONTHS.covering(["2024-01-31"], False), "run-4")
     assert [r[0] for r in tables.read(spark, silver).select("id").collect()] == ["b"]
+
+
+def test_a_publish_looks_its_table_up_once_and_records_what_describe_says(spark, silver, monkeypatch):
+    """tables.publish (what silver and gold call): one lookup of the table before the write, the same object
+    refreshed after it (the old path, replace_dates + publish_record, looked it up 4 more times), and a
+    record equal to publish_record's, whose columns come from Spark's DESCRIBE TABLE."""
+    tables.publish(_rows(spark, [("a", ts("2024-01-30 10:00:00"), 1.0)]), silver, MONTHS, ["2024-01-30"], False, "run-1")
+    lookups = []
+    looked_up = tables._iceberg_table
+    monkeypatch.setattr(tables, "_iceberg_table", lambda *args: lookups.append(args) or looked_up(*args))
+    rows = _rows(spark, [("b", ts("2024-01-31 10:00:00"), 2.0)]).withColumn("unit", F.lit("C"))  # a new column
+    record = tables.publish(rows, silver, MONTHS, ["2024-01-31"], False, "run-2")
+    assert len(lookups) == 1
+    monkeypatch.setattr(tables, "_iceberg_table", looked_up)
+    snapshot = {k: v for k, v in record.items() if k not in ("table", "location", "catalog", "columns", "partitioning")}
+    assert record == tables.publish_record(spark, silver, snapshot)
+    assert ["unit", "string"] in record["columns"] and record["partitioning"] == ["months(event_ts)"]
+    assert (record["run_id"], record["kept_records"], record["total_records"]) == ("run-2", 1, 2)
+    assert record["snapshot_id"] == tables.current_snapshot(spark, silver)["snapshot_id"]
+
+
+def test_a_snapshots_rows_come_from_its_summary_unless_it_has_delete_files(spark, silver):
+    """What `counts` prints for a table: the current snapshot's total-records when no delete file hides
+    rows of it, else Spark's count."""
+    tables.overwrite(_rows(spark, [("a", ts("2020-11-16 10:00:00"), 1.0), ("b", ts("2020-11-16 11:00:00"), 1.0),
+                                   ("c", ts("2020-11-16 12:00:00"), 1.0)]), silver, DAYS,
+                     DAYS.covering(["2020-11-16"], False), "run-1")
+    assert tables.snapshot_rows(tables.load(spark, silver)) == 3 == tables.read(spark, silver).count()
+    spark.sql(f"ALTER TABLE {silver.qualified} SET TBLPROPERTIES ('write.delete.mode' = 'merge-on-read')")
+    spark.sql(f"DELETE FROM {silver.qualified} WHERE id = 'b'")
+    assert tables.snapshot_rows(tables.load(spark, silver)) is None  # a position delete file: count instead
+    assert tables.load(spark, tables.table(spark, LakeConfig(lake_uri=silver.catalog.warehouse), "silver", "none")) is None

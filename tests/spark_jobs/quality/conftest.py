@@ -38,7 +38,7 @@ def contract():
 def spark():
     from spark_jobs.session import build_session
 
-    session = build_session("tenantlake-dq-tests", driver_memory="1g")
+    session = build_session("tenantlake-dq-tests", driver_memory="1g", small_inputs=True)
     yield session
 
 

@@ -210,7 +210,10 @@ def test_a_row_rule_counts_its_breaking_rows_without_fetching_them(spark, contra
         (result,) = run.results
         return result, len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
 
+    # The query class is what a rule of another query shape gets (the rule here would be an aggregate).
+    monkeypatch.setattr(runner, "row_condition_expectation_class", runner.row_rule_expectation_class)
     ours, our_jobs = validate("ours")
+    monkeypatch.setattr(runner, "row_condition_expectation_class", lambda: gxe.UnexpectedRowsExpectation)
     monkeypatch.setattr(runner, "row_rule_expectation_class", lambda: gxe.UnexpectedRowsExpectation)
     stock, stock_jobs = validate("stock")
     assert (ours["success"], ours["observed_value"]) == (stock["success"], stock["observed_value"]) == (False, 2)
@@ -257,3 +260,87 @@ def test_validation_caches_a_frame_once_and_never_copies_one_that_reads_a_cache(
     quality.validate_layer(spark, layer="silver", contract=contract, df=plain, context=_context(tmp_path))
     assert plain.is_cached  # GX's passes and the job's write share one cache
     plain.unpersist()
+
+
+def test_data_docs_rendered_in_the_background_reach_the_report(spark, contract, tmp_path, state_dir):
+    """A layer job renders its Data Docs in a background thread (they overlap its commit); the report waits
+    for them and links the same page as a validation that rendered them at once."""
+    df = spark.createDataFrame(silver_rows(20), SILVER_DDL)
+    context = _context(tmp_path, quarantine_df=_quarantine(spark, []), quarantine_rows=0)
+    run = quality.RunValidations()
+    validation = quality.validate_layer(spark, layer="silver", contract=contract, df=df, context=context, run=run,
+                                        background_docs=True)
+    assert validation.docs_pending is not None and validation.docs_dir and not validation.docs_page
+    quality.publish_report(spark, layer="silver", contract=contract, validation=validation,
+                           manifest={"run_id": context["run_id"], "rows_in": 20, "rows_out": 20}, context=context,
+                           run=run)
+    assert validation.docs_pending is None and validation.docs_page.startswith("validations/")
+    folder = tmp_path / "lake" / "reports" / "silver" / "iot" / context["run_id"]
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["links"]["data_docs"] == f"data_docs/{validation.docs_page}"
+    assert (folder / summary["links"]["data_docs"]).is_file() and (folder / "data_docs" / "index.html").is_file()
+    assert not os.path.exists(validation.docs_dir)  # the temporary rendering is removed once copied
+
+
+def test_a_known_quarantine_count_is_not_counted_again(spark, contract, tmp_path, state_dir):
+    """The silver job passes the quarantined rows it counted (quarantine_rows): the summary uses them and
+    runs one Spark job fewer; the figures are the same as counting."""
+    from spark_jobs.jobs.counters import spark_jobs_started
+    from spark_jobs.quality import quarantine
+
+    quarantine_df = _quarantine(spark, [["sensor_id_regex"]] * 3 + [["temperature_range", "status_allowed"]]).persist()
+    quarantine_df.count()
+    before = spark_jobs_started(spark)
+    counted = quarantine.summarize(quarantine_df, "20261121T120000Z-0000abcd")
+    after_counting = spark_jobs_started(spark)
+    given = quarantine.summarize(quarantine_df, "20261121T120000Z-0000abcd", total=4)
+    assert given == counted and counted["total"] == 4
+    assert 0 < spark_jobs_started(spark) - after_counting < after_counting - before
+
+
+def test_row_rules_are_counted_in_one_spark_job_with_the_counts_of_their_own_queries(spark, contract, monkeypatch):
+    """Row rules whose query is `SELECT * FROM {batch} WHERE NOT (<expr>)` are one aggregate each, all in the
+    same Spark job; each count equals what its own query returns (GX's stock expectation, a job per rule)."""
+    import great_expectations.expectations as gxe
+
+    from spark_jobs.quality import runner
+    from spark_jobs.quality.suites import ExpectationSpec, build_specs
+
+    contract["rules"] += [{"name": "temperature_not_negative", "expr": "temperature >= 0"},
+                          {"name": "status_known", "expr": "status IN ('ok', 'warn')"}]
+    rows = silver_rows(10)
+    rows[:2] = [(e, s, t, 82.0, "fault") for e, s, t, _, _ in rows[:2]]  # two rows break two rules
+    rows[2] = (rows[2][0], rows[2][1], rows[2][2], None, "ok")  # NULL temperature: no rule matches it
+    df = spark.createDataFrame(rows, SILVER_DDL).cache()
+    df.count()
+    specs = [s for s in build_specs(contract, "silver", columns=df.columns, context={})
+             if s.expectation == "unexpected_rows_expectation"]
+    # A query of another shape keeps GX's query metric (a job of its own), with the same answer.
+    specs.append(ExpectationSpec("two_faults", "unexpected_rows_expectation",
+                                 {"unexpected_rows_query": "SELECT * FROM {batch} WHERE status = 'fault' LIMIT 1"}))
+    specs.append(ExpectationSpec("hotter_than_the_mean", "unexpected_rows_expectation", {"unexpected_rows_query":
+                 "SELECT * FROM {batch} WHERE NOT (temperature <= (SELECT avg(temperature) + 30 FROM {batch}))"}))
+    assert [runner.rule_condition(s.kwargs["unexpected_rows_query"]) for s in specs] == [
+        "NOT (NOT (status = 'fault' AND temperature > 80))", "NOT (temperature >= 0)",
+        "NOT (status IN ('ok', 'warn'))", None,
+        "NOT (temperature <= (SELECT avg(temperature) + 30 FROM {batch}))"]  # a subquery: not an aggregate
+
+    def validate(group: str):
+        spark.sparkContext.setJobGroup(group, group)
+        try:
+            run = runner.run_suite(df, specs, suite_name=f"iot.silver.{group}")
+        finally:
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+        types = [r["expectation_config"]["type"] for r in run.gx_result["results"]]
+        return ({r["name"]: (r["success"], r["observed_value"]) for r in run.results}, types,
+                len(spark.sparkContext.statusTracker().getJobIdsForGroup(group)))
+
+    ours, our_types, our_jobs = validate("ours-conditions")
+    monkeypatch.setattr(runner, "row_condition_expectation_class", lambda: gxe.UnexpectedRowsExpectation)
+    monkeypatch.setattr(runner, "row_rule_expectation_class", lambda: gxe.UnexpectedRowsExpectation)
+    stock, _, stock_jobs = validate("stock-queries")
+    assert ours == stock == {"fault_has_no_full_battery": (False, 2), "temperature_not_negative": (True, 0),
+                             "status_known": (False, 2), "two_faults": (False, 1), "hotter_than_the_mean": (False, 2)}
+    assert our_types.count("expect_no_rows_matching_condition") == 3
+    assert our_jobs <= stock_jobs - 3 * 2, (our_jobs, stock_jobs)  # stock: a count and a table per rule
+    df.unpersist()
