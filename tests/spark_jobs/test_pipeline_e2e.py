@@ -132,6 +132,10 @@ def pipeline(emulator, aws_env, tmp_path_factory):
 def test_run_all_prints_progress_and_the_counts_table(pipeline):
     out, err = pipeline["first"].stdout, pipeline["first"].stderr
     assert "[silver iot] deduped + split" in err
+    # sized from a listing of the emulator's bucket before the JVM started (spark_jobs/io/lake_bytes.py)
+    assert any(line.startswith("session: ") and line.endswith(" of input: a session for small inputs "
+                                                               "(TENANTLAKE_JIT=full to change)")
+               for line in err.splitlines()), err[:2000]
     for dataset, truth in pipeline["truth"].items():
         assert f"silver {dataset}: rows_in={truth['raw_records']} rows_out={len(truth['valid'])} " \
                f"quarantined={len(truth['bad'])} duplicates={truth['duplicates']} late={truth['late']}" in out
