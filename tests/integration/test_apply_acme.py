@@ -1,8 +1,9 @@
 """Terratest-style: the sample layout of a shared EKS cluster on the emulator, through the make targets a
 user runs.  `make apply TENANT=acme` applies the platform network unit (tenants/_platform/network) first,
 then acme; `globex` is applied alongside on the same VPC; the network and both tenants re-plan clean;
-`make destroy-all` destroys the tenants, then the network; nothing is left.  One apply per unit; the tests
-run in file order against this session's emulator (tests/conftest.py).
+`make destroy-all` destroys the tenants, then the network; nothing is left.  One apply per unit, against this
+session's emulator (tests/conftest.py); globex's apply is a module fixture the tests that need it ask for, and
+the destroy is marked to run last in the module, so the tests pass in any order (make test-shuffled).
 """
 from __future__ import annotations
 
@@ -307,33 +308,53 @@ def _tag_dict(tags, key="Key", value="Value"):
 
 
 # ---- globex alongside, on the same VPC; everything re-plans clean ----------------------------------
-def test_globex_applied_alongside_on_the_same_vpc_leaves_acme_untouched_and_acme_replans_clean(lake, s3, network):
-    before = s3.head_object(Bucket=STATE_BUCKET, Key=f"tenants/{TENANT}/terraform.tfstate")
-    network_before = s3.head_object(Bucket=STATE_BUCKET, Key=NETWORK_STATE_KEY)
-    acme_policy = s3.get_bucket_policy(Bucket=lake["lake_bucket_name"])["Policy"]
-    env = {"TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR)}
+@pytest.fixture(scope="module")
+def globex(lake, aws_env):
+    """globex applied alongside acme on the same VPC, acme re-planned while globex's terraform applies; what
+    the state bucket and acme's bucket held before and right after. A module fixture: the tests that need
+    globex applied ask for it, so they pass in any order (make test-shuffled)."""
     import os
 
-    globex = subprocess.Popen(["make", "-s", "apply", "TENANT=globex"], cwd=REPO_ROOT, env={**os.environ, **env},
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    import boto3
+
+    s3 = boto3.client("s3", region_name=REGION, endpoint_url=aws_env["AWS_ENDPOINT_URL"], verify=aws_env["AWS_CA_BUNDLE"],
+                      aws_access_key_id=aws_env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=aws_env["AWS_SECRET_ACCESS_KEY"])
+
+    def snapshot() -> dict:
+        return {"acme_state": s3.head_object(Bucket=STATE_BUCKET, Key=f"tenants/{TENANT}/terraform.tfstate"),
+                "network_state": s3.head_object(Bucket=STATE_BUCKET, Key=NETWORK_STATE_KEY),
+                "acme_policy": s3.get_bucket_policy(Bucket=lake["lake_bucket_name"])["Policy"]}
+
+    before = snapshot()
+    env = {"TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR)}
+    proc = subprocess.Popen(["make", "-s", "apply", "TENANT=globex"], cwd=REPO_ROOT, env={**os.environ, **env},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         # Overlap acme's plan with globex's terraform apply (watching the file system touches no emulator state).
-        _wait_for(TEST_STATE_DIR / "tenants" / "globex" / "main.tf.json", globex)
+        _wait_for(TEST_STATE_DIR / "tenants" / "globex" / "main.tf.json", proc)
         replan = run_make("plan", f"TENANT={TENANT}", "TF_ARGS=-detailed-exitcode")
     finally:
-        globex_out, _ = globex.communicate(timeout=900)
+        out, _ = proc.communicate(timeout=900)
+    lake_json = TEST_STATE_DIR / "tenants" / "globex" / "lake.json"
+    return {"before": before, "after": snapshot(), "replan": replan, "out": out, "returncode": proc.returncode,
+            "lake": json.loads(lake_json.read_text()) if lake_json.is_file() else None}
+
+
+def test_globex_applied_alongside_on_the_same_vpc_leaves_acme_untouched_and_acme_replans_clean(lake, s3, network, globex):
+    replan, globex_out = globex["replan"], globex["out"]
     assert replan.returncode == 0, replan.tail()  # 0 = no changes
     assert "No changes." in replan.stdout
-    assert globex.returncode == 0, "make apply TENANT=globex failed:\n" + "\n".join(globex_out.splitlines()[-25:])
+    assert globex["returncode"] == 0, "make apply TENANT=globex failed:\n" + "\n".join(globex_out.splitlines()[-25:])
     # The network was applied by this emulator and is unchanged: globex's apply does not apply it again.
     assert f"dependency {NETWORK} is up to date (applied by this emulator); skipped" in globex_out
     assert "that its state does not hold" not in globex_out + replan.stdout  # no endpoint made twice
 
-    after = s3.head_object(Bucket=STATE_BUCKET, Key=f"tenants/{TENANT}/terraform.tfstate")
-    assert after["ETag"] == before["ETag"] and after.get("VersionId") == before.get("VersionId")
-    assert s3.head_object(Bucket=STATE_BUCKET, Key=NETWORK_STATE_KEY)["ETag"] == network_before["ETag"]
-    assert s3.get_bucket_policy(Bucket=lake["lake_bucket_name"])["Policy"] == acme_policy
-    globex_lake = json.loads((TEST_STATE_DIR / "tenants" / "globex" / "lake.json").read_text())
+    before, after = globex["before"], globex["after"]
+    assert after["acme_state"]["ETag"] == before["acme_state"]["ETag"]
+    assert after["acme_state"].get("VersionId") == before["acme_state"].get("VersionId")
+    assert after["network_state"]["ETag"] == before["network_state"]["ETag"]
+    assert after["acme_policy"] == before["acme_policy"]
+    globex_lake = globex["lake"]
     assert globex_lake["lake_bucket_name"] == "globex-eu-west-1-lake" != lake["lake_bucket_name"]
     assert globex_lake["kms_key_arn"] != lake["kms_key_arn"]
     # Two tenants, one VPC, one S3 gateway endpoint: both lakes are reachable through it, and only through it.
@@ -345,7 +366,7 @@ def test_globex_applied_alongside_on_the_same_vpc_leaves_acme_untouched_and_acme
         assert sorted(_values(condition["aws:sourcevpce"])) == sorted(network["gateway_endpoint_ids"].values())
 
 
-def test_the_network_and_both_tenants_replan_clean(lake):
+def test_the_network_and_both_tenants_replan_clean(lake, globex):
     """After both applies, neither the network nor globex (nor acme, above) has anything to change."""
     import os
 
@@ -360,7 +381,7 @@ def test_the_network_and_both_tenants_replan_clean(lake):
         assert "No changes." in out
 
 
-def test_destroying_the_network_under_its_tenants_is_refused(lake):
+def test_destroying_the_network_under_its_tenants_is_refused(lake, globex):
     result = run_make("destroy", f"UNIT={NETWORK}")
     ours = [line for line in result.stderr.splitlines() if not line.startswith("make:")]
     assert result.returncode != 0
@@ -379,7 +400,8 @@ def _wait_for(path, proc, timeout_s=300.0):
 
 
 # ---- destroy -------------------------------------------------------------------------------------
-def test_destroy_all_removes_the_tenants_then_the_network(lake, network, boto_session, cfg):
+@pytest.mark.last_in_module  # it destroys what the module's tests look at: last, in any order (tests/conftest.py)
+def test_destroy_all_removes_the_tenants_then_the_network(lake, network, globex, boto_session, cfg):
     result = run_make("destroy-all")
     assert result.returncode == 0, result.tail()
     lines = result.stdout.splitlines()
