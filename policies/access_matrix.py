@@ -42,7 +42,16 @@ PRINCIPAL_KINDS: dict[str, str] = {
     "other_account": "another account",
     "anonymous": "anonymous",
     "s3_log_delivery": "S3 log delivery (service)",
+    # Pods of EMR on EKS job runs, by the role the run is for: their web-identity token's service account.
+    "job_service_account": "a pipeline run's pod (job role's service account)",
+    "erasure_service_account": "an erase run's pod (erasure role's service account)",
+    "other_tenant_job_service_account": "another tenant's pipeline run pod",
 }
+# Kinds that are a pod's service account: a web-identity request from the EKS cluster's OIDC provider,
+# with no identity policy; the cell's key names the role it assumes (a key of ASSUMABLE_ROLES).
+SERVICE_ACCOUNT_KINDS: tuple[str, ...] = ("job_service_account", "erasure_service_account",
+                                          "other_tenant_job_service_account")
+ASSUMABLE_ROLES: tuple[str, ...] = ("job_role", "erasure_role")
 # Kinds that are a session of one of the tenants' own roles (identity policies read back from IAM).
 ROLE_KINDS: tuple[str, ...] = ("job_role", "ingest_writer", "consumer", "erasure_role", "firehose_role",
                                "other_tenant_job_role", "other_tenant_consumer", "other_tenant_erasure_role")
@@ -53,6 +62,7 @@ ACTIONS: dict[str, str] = {
     "kms:Decrypt": "KMS Decrypt", "kms:GenerateDataKey": "KMS GenerateDataKey",
     "glue:GetTable": "Glue GetTable", "glue:UpdateTable": "Glue UpdateTable",
     "athena:StartQueryExecution": "Athena StartQueryExecution",
+    "sts:AssumeRoleWithWebIdentity": "AssumeRoleWithWebIdentity",
 }
 TENANT_ROLES: tuple[str, ...] = ("owner", "other", "streaming")
 BUCKETS: tuple[str, ...] = ("lake", "logs")
@@ -100,7 +110,8 @@ class Cell:
         key: the object key, or for ``LIST_ACTIONS`` the listed prefix; for KMS actions the object
             whose ARN is the encryption context when ``context.kms_context`` is ``object``; for Glue
             actions ``<layer>/<table>`` (the table in the tenant's Glue database of that layer); unused
-            for Athena actions (the tenant's workgroup).
+            for Athena actions (the tenant's workgroup); for ``sts:AssumeRoleWithWebIdentity`` the
+            tenant's role assumed (``job_role`` or ``erasure_role``), its trust policy deciding.
         context: the request context, every field of ``CONTEXT_FIELDS`` (defaults filled in).
         identity: the principal's identity policy: ``applied`` (read back from IAM), a name of the
             file's ``identity_policies``, or ``none`` (anonymous, AWS services). @default - the kind's
@@ -210,12 +221,17 @@ def parse(raw: Any, source: str = "access_matrix.yaml") -> Matrix:
             raise _err(where, "KMS cells name the tenant key; bucket does not apply")
         if action.startswith("glue:") and (key.count("/") != 1 or not all(key.split("/"))):
             raise _err(where, f"{action} names a table as <layer>/<table>, got {key!r}")
+        if (action == "sts:AssumeRoleWithWebIdentity") != (principal in SERVICE_ACCOUNT_KINDS):
+            raise _err(where, f"sts:AssumeRoleWithWebIdentity is the action of a pod's service account "
+                              f"({', '.join(SERVICE_ACCOUNT_KINDS)}), and theirs only")
+        if action == "sts:AssumeRoleWithWebIdentity":
+            _one_of(where, "key (the role assumed)", key, ASSUMABLE_ROLES)
         context = dict(context_defaults)
         for field, value in (item.get("context") or {}).items():
             _one_of(where, "context field", field, CONTEXT_FIELDS)
             context[field] = _one_of(where, f"context.{field}", value, CONTEXT_FIELDS[field])
-        # Anonymous requests and AWS service principals carry no identity policy ("none").
-        unsigned = principal in ("anonymous", "s3_log_delivery")
+        # Anonymous requests, AWS service principals and web identities carry no identity policy ("none").
+        unsigned = principal in ("anonymous", "s3_log_delivery", *SERVICE_ACCOUNT_KINDS)
         identity = item.get("identity", "none" if unsigned else principal_identity.get(principal, "applied"))
         if unsigned and identity != "none":
             raise _err(where, f"a request of {principal} has no identity policy")
@@ -272,7 +288,7 @@ _RELEVANT: dict[str, tuple[str, ...]] = {
 def _relevant_fields(cell: Cell) -> tuple[str, ...]:
     if cell.action.startswith("kms:"):
         return _RELEVANT["kms"]
-    if cell.action.startswith(("glue:", "athena:")):
+    if cell.action.startswith(("glue:", "athena:", "sts:")):
         return _RELEVANT["catalog"]
     fields = _RELEVANT["s3:PutObject"] if cell.action == "s3:PutObject" else _RELEVANT["s3"]
     if cell.principal != "s3_log_delivery":
@@ -322,6 +338,8 @@ def render_table(matrix: Matrix) -> str:
             target = f"{tenant} Glue table `{layer}.{table}`"
         elif cell.action.startswith("athena:"):
             target = f"{tenant} Athena workgroup"
+        elif cell.action.startswith("sts:"):
+            target = f"{tenant} {PRINCIPAL_KINDS[cell.key]} (its trust policy)"
         else:
             bucket = "lake" if cell.bucket == "lake" else "log bucket"
             target = f"{tenant} {bucket} `{cell.key or '(root)'}`"

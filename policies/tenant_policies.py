@@ -28,10 +28,12 @@ ClientFactory = Callable[..., Any]  # client(service, region) -> boto3 client
 
 @dataclasses.dataclass(frozen=True)
 class RoleIdentity:
-    """A role and its identity policies as IAM returns them: ``[{"name": ..., "policy": {...}}]``."""
+    """A role, its identity policies as IAM returns them (``[{"name": ..., "policy": {...}}]``) and its
+    trust policy (who may assume it)."""
 
     arn: str
     policies: tuple[dict, ...]
+    trust: dict = dataclasses.field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -62,6 +64,7 @@ class AppliedTenant:
     stream_arns: Mapping[str, str] = dataclasses.field(default_factory=dict)
     glue_databases: Mapping[str, str] = dataclasses.field(default_factory=dict)
     athena_workgroup: str = ""
+    emr_namespace: str = ""
 
     def glue_table_arn(self, layer: str, table: str) -> str:
         if layer not in self.glue_databases:
@@ -97,7 +100,8 @@ def role_identity(iam, arn: str) -> RoleIdentity:
         version = iam.get_policy(PolicyArn=attached["PolicyArn"])["Policy"]["DefaultVersionId"]
         document = iam.get_policy_version(PolicyArn=attached["PolicyArn"], VersionId=version)["PolicyVersion"]["Document"]
         policies.append({"name": attached["PolicyArn"], "policy": _document(document)})
-    return RoleIdentity(arn=arn, policies=tuple(policies))
+    trust = _document(iam.get_role(RoleName=name)["Role"]["AssumeRolePolicyDocument"])
+    return RoleIdentity(arn=arn, policies=tuple(policies), trust=trust)
 
 
 def gateway_endpoint_id(lake: Mapping[str, Any]) -> str:
@@ -143,5 +147,5 @@ def read_applied_tenant(lake: Mapping[str, Any], client: ClientFactory) -> Appli
         gateway_endpoint_policy=_document(endpoint["PolicyDocument"]),
         stream_arns={dataset: f"arn:aws:kinesis:{region}:{roles['job_role'].account_id}:stream/{name}"
                      for dataset, name in (lake.get("kinesis_stream_names") or {}).items()},
-        glue_databases=databases, athena_workgroup=workgroup,
+        glue_databases=databases, athena_workgroup=workgroup, emr_namespace=str(lake.get("emr_namespace") or ""),
     )
