@@ -175,6 +175,9 @@ def build_session(
                                             ("truststore", s3a is not None and s3a.truststore)) if given]
     else:
         os.environ.setdefault("SPARK_LOCAL_IP", LOCAL_DRIVER_HOST)
+        # Python on the executors (the erasure's scan and redaction) is this interpreter, with this venv's
+        # packages (pyarrow, boto3), not whatever `python3` is first on PATH (PySpark reads only the variable).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = builder.master(master or os.environ.get("TENANTLAKE_SPARK_MASTER", "local[2]"))
         conf.update(local_conf(driver_heap(driver_memory), shuffle_partitions, jars, s3a))
     # Iceberg (spark_jobs/catalog.py): its SQL extensions, and locally its runtime jar (static settings).
