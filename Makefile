@@ -148,8 +148,11 @@ browser: ## Install Debian's chromium for the browser tests, if /usr/bin/chromiu
 # BENCH_SIZES: events per dataset for the pipeline benchmark; BENCH_TENANTS: tenant counts for plan-all.
 BENCH_SIZES     ?= 1000000,5000000
 BENCH_TENANTS   ?= 1,5,20
-.PHONY: bench bench-pipeline bench-infra bench-backfill
-bench: bench-pipeline bench-infra bench-backfill ## Run every benchmark, then update the table in bench/README.md
+# ERASURE_EVENTS / ERASURE_SUBJECTS: the erasure benchmark's lake and request.
+ERASURE_EVENTS   ?= 5000000
+ERASURE_SUBJECTS ?= 1000
+.PHONY: bench bench-pipeline bench-infra bench-backfill bench-erasure
+bench: bench-pipeline bench-infra bench-backfill bench-erasure ## Run every benchmark, then update the table in bench/README.md
 	@$(PY) -m bench.report
 bench-pipeline: setup ## Pipeline benchmark vs DuckDB (BENCH_SIZES=1000000,5000000) -> bench/results/pipeline.json
 	@$(PY) -m bench.pipeline --sizes "$(BENCH_SIZES)"
@@ -157,6 +160,8 @@ bench-infra: setup ## Synth, checkov and plan-all timings (BENCH_TENANTS=1,5,20)
 	@$(PY) -m bench.infra --tenants "$(BENCH_TENANTS)"
 bench-backfill: setup ## 365 days through run-all on s3a, this code (by day and by month) vs BASELINE_REF=main -> bench/results/backfill.json
 	@$(PY) -m bench.backfill --baseline-ref "$(or $(BASELINE_REF),main)" --month
+bench-erasure: setup ## One erase request of ERASURE_SUBJECTS=1000 users from ERASURE_EVENTS=5000000 clickstream events on s3a -> bench/results/erasure.json
+	@$(PY) -m bench.erasure --events "$(ERASURE_EVENTS)" --subjects "$(ERASURE_SUBJECTS)"
 
 ##@ Housekeeping
 .PHONY: clean
