@@ -53,6 +53,9 @@ def stage_layer(spark: SparkSession, uri: str, column: str, values: list[str], s
         rows = spark.read.option("basePath", uri).parquet(*folders)
     finally:
         spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", inference)
+    # Without inference a null partition (``__HIVE_DEFAULT_PARTITION__``, a quarantined record with no event
+    # date) reads as NullType when it is the only folder read, and Spark cannot partition a write by NullType.
+    rows = rows.withColumn(column, F.col(column).cast("string"))
     flagged = rows.join(F.broadcast(actions.select(*keys, action).distinct()), list(keys), "left")
     unchanged = flagged.where(F.col(action).isNull()).select(*rows.columns)
     redacted = redact(flagged.where(F.col(action) == "redact").select(*rows.columns))
