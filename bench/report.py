@@ -106,6 +106,11 @@ SMALL_RUN_COLUMNS = [("round", "round"), ("run", "run"), ("small_inputs", "small
 BACKFILL_COLUMNS = [("round", "round"), ("variant", "code"), ("layer", "layer"), ("wall_s", "wall s"), ("publish_s", "publish s"),
                     ("table_commit_s", "table commit s"), ("after_commit_s", "after commit s"),
                     ("rows_in", "rows in"), ("rows_out", "rows out"), ("load", "load average before -> after")]
+ERASURE_COLUMNS = [("events", "events"), ("subjects", "subjects"), ("erase_s", "erase wall s"), ("status", "status"),
+                   ("silver_rows_deleted", "silver rows deleted"), ("versions_read", "versions read"),
+                   ("gb_read", "GB read"), ("versions_per_s", "versions/s"), ("mb_per_s", "MB/s"),
+                   ("versions_skipped", "versions skipped"), ("peak_python_mb", "peak Python MB"),
+                   ("peak_jvm_mb", "peak JVM MB"), ("peak_total_mb", "peak total MB"), ("run_all_s", "run-all s")]
 BACKFILL_REQUEST_COLUMNS = [("round", "round"), ("variant", "code"), ("prefix", "prefix"), ("requests", "requests"),
                             ("per_partition", "per partition")]
 BACKFILL_RATIO_COLUMNS = [("round", "round"), ("order", "order"), ("layer", "layer"), ("ours_over_baseline", "ratio (wall)"),
@@ -145,6 +150,9 @@ def _section(title: str, result: dict[str, Any], path: Path, columns: list[tuple
         with_ratios = [row for row in ratios if any(row.get(key) is not None for key in ratio_keys)]
         lines += ["", "Ratios (throughput ratios; validation overhead = time with / without expectations − 1):", "",
                   *_table(with_ratios, RATIO_COLUMNS, digits=3)]
+    if result.get("benchmark") == "erasure" and result.get("checks"):
+        lines += ["", "Checks: " + ", ".join(f"{c['check']} {'yes' if c.get('equal') else 'NO'}"
+                                               for c in result["checks"])]
     lines += _targets(result)
     notes = result.get("notes") or []
     if notes:
@@ -156,13 +164,14 @@ def render(results_dir: Path = RESULTS_DIR) -> str:
     sections: list[str] = []
     known = {"pipeline": ("Pipeline", PIPELINE_COLUMNS), "infra": ("Infrastructure", INFRA_COLUMNS),
              "backfill": ("Backfill", BACKFILL_COLUMNS), "maintenance": ("Maintenance", MAINTENANCE_COLUMNS),
-             "ingest": ("Ingest", INGEST_COLUMNS), "small": ("Small inputs", SMALL_COLUMNS)}
+             "ingest": ("Ingest", INGEST_COLUMNS), "small": ("Small inputs", SMALL_COLUMNS),
+             "erasure": ("Erasure", ERASURE_COLUMNS)}
     for name, (title, columns) in known.items():
         path = results_dir / f"{name}.json"
         if path.exists():
             sections += _section(title, json.loads(path.read_text()), path, columns)
         else:
-            sections += [f"### {title}", "", f"_No result yet: run `make bench` (writes bench/results/{name}.json)._", ""]
+            sections += [f"### {title}", "", f"_No result yet: run `make bench-{name}` (writes bench/results/{name}.json)._", ""]
         # A run with --result <name>-<part> (e.g. one dataset measured in a run of its own) follows its kind.
         for extra in sorted(results_dir.glob(f"{name}-*.json")):
             part = extra.stem[len(name) + 1:]

@@ -2,10 +2,10 @@
 
 | role | trusted by | may read | may write |
 |---|---|---|---|
-| job execution (EMR on EKS) | the EKS OIDC provider, only for the tenant namespace's EMR service accounts (``system:serviceaccount:<ns>:emr-containers-sa-*-*-<account>-*``, ``aud = sts.amazonaws.com``) | landing/, bronze/, artifacts/ and everything it writes; the silver and gold Glue databases | bronze/ silver/ gold/ quarantine/ reports/ checkpoints/ logs/; tables in the silver and gold Glue databases |
+| job execution (EMR on EKS) | the EKS OIDC provider, only for the EMR service accounts of runs as this role in the tenant namespace (``system:serviceaccount:<ns>:emr-containers-sa-*-*-<account>-<base36 of the role name>``, ``aud = sts.amazonaws.com``) | landing/, bronze/, artifacts/ and everything it writes; the silver and gold Glue databases | bronze/ silver/ gold/ quarantine/ reports/ checkpoints/ logs/; tables in the silver and gold Glue databases |
 | ingest writer | principals of the tenant's account | - | landing/ (put only) |
 | consumer | principals of the tenant's account | gold/, reports/, athena/; the gold Glue database; its Athena workgroup | athena/ (put only: query results) |
-| erasure (EMR on EKS erase runs) | like the job execution role (the same statement) | every lake prefix, every object version, the whole bucket listed (``ListBucket``, ``ListBucketVersions``, no ``s3:prefix`` condition); the silver and gold Glue databases | every prefix but artifacts/, object versions included (``s3:DeleteObjectVersion``); tables in the silver and gold Glue databases |
+| erasure (EMR on EKS erase runs) | like the job execution role, for the service accounts of runs as this role only | every lake prefix, every object version, the whole bucket listed (``ListBucket``, ``ListBucketVersions``, no ``s3:prefix`` condition); the silver and gold Glue databases | every prefix but artifacts/, object versions included (``s3:DeleteObjectVersion``); tables in the silver and gold Glue databases |
 
 Every role may use only the tenant key (data-key actions), and the job and erasure roles may write only
 the tenant's log group.  No statement grants S3 or KMS actions on ``*`` (a checkov custom check, too).
@@ -15,6 +15,16 @@ Athena actions name the tenant's workgroup. The consumer's query results are SSE
 Write prefixes are also readable by the job role: Spark's commit protocol lists and reads what it
 writes, and the gold job reads silver.  ``logs/`` is the ``logUri`` of every StartJobRun request
 (``infra/deploy/request.py``): EMR uploads the job's driver and executor logs there as the job role.
+
+Each EMR role trusts the service accounts of runs as itself only: EMR on EKS names them
+``emr-containers-sa-<component>-<job id>-<account>-<base36 of the execution role's name>``, and the trust's
+``sub`` pattern ends with that base36 text (``aws emr-containers update-role-trust-policy`` writes the same).
+A pod of a pipeline run (the job role) therefore cannot assume the erasure role. Terraform cannot encode a
+name it only knows at plan time (``${var.tenant_id}-emr-erasure``) with a built-in, so ``base36_locals``
+writes the computation out as Terraform expressions: the name's bytes from a character table, their
+value as a sum of byte powers, its base-36 digits by division (Terraform's numbers are exact to 512
+bits); ``tenant_model.base36_role_name`` is the reference, and tests/modules/test_job_roles.py runs the
+expression in ``terraform console`` against it.
 
 The erasure role is the ``executionRoleArn`` of erase runs (``python -m spark_jobs erase``, see
 ``spark_jobs/erasure/job.py``): it does what the bronze and gold jobs do, and deletes landing objects,
@@ -29,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping, Sequence
 
+from cdktf import TerraformLocal
 from cdktf_cdktf_provider_aws.iam_role import IamRole
 from cdktf_cdktf_provider_aws.iam_role_policy import IamRolePolicy
 from constructs import Construct
@@ -119,7 +130,30 @@ ROLE_ACCESS: dict[str, RoleAccess] = {
                           delete_versions=ERASURE_WRITE_PREFIXES, list_all=True, logs=True,
                           glue_write=model.CATALOG_LAYERS),
 }
-EMR_SERVICE_ACCOUNT_PATTERN = "system:serviceaccount:{namespace}:emr-containers-sa-*-*-{account_id}-*"
+# The roles EMR on EKS runs jobs as (their trust: the EKS OIDC provider, their own service accounts).
+EMR_ROLES: tuple[str, ...] = ("job_execution", "erasure")
+BASE36_LOCAL = "emr_role_name_base36"
+
+
+def base36_locals(role_names: Mapping[str, str]) -> dict[str, object]:
+    """Terraform locals that compute ``tenant_model.base36_role_name`` of each of ``role_names`` (role key ->
+    a name, a Terraform template allowed): ``local.emr_role_name_base36[<role key>]``. Numbers travel as
+    strings (jsii would round them to doubles) and are read with ``tonumber``."""
+    digits = -(-model.MAX_ROLE_NAME_LENGTH * 8 * 1000 // 5170) + 1  # ceil(bits / log2(36)), and one to spare
+    powers = "local.emr_role_name_base36_powers"
+    value = "sum([for i, c in split(\"\", name) : local.emr_role_name_bytes[c] * " \
+            "tonumber(local.emr_role_name_byte_powers[length(name) - 1 - i])])"
+    digit = f"floor(v / tonumber({powers}[j])) - 36 * floor(v / tonumber({powers}[j + 1]))"
+    return {
+        "emr_role_name_bytes": {char: ord(char) for char in model.IAM_ROLE_NAME_CHARS},
+        "emr_role_name_byte_powers": [str(256 ** k) for k in range(model.MAX_ROLE_NAME_LENGTH)],
+        "emr_role_name_base36_powers": [str(36 ** j) for j in range(digits + 1)],
+        "emr_role_names": dict(role_names),
+        "emr_role_name_values": f"${{{{ for role, name in local.emr_role_names : role => {value} }}}}",
+        BASE36_LOCAL: (f"${{{{ for role, v in local.emr_role_name_values : role => join(\"\", [for j in "
+                       f"reverse(range({digits})) : substr(\"{model.BASE36_ALPHABET}\", {digit}, 1) "
+                       f"if tonumber({powers}[j]) <= v]) }}}}"),
+    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,14 +180,16 @@ class JobRolesConfig:
 
 
 def trust_statements(cfg: JobRolesConfig, role: str) -> list[Statement]:
-    # Erase runs are EMR on EKS job runs in the same namespace: the same trust as the job role.
-    if role in ("job_execution", "erasure"):
+    # EMR on EKS roles: the service accounts of runs as this very role (the base36 of its name), in the
+    # tenant namespace. A job run's pods cannot assume the erasure role, nor an erase run's the job role.
+    if role in EMR_ROLES:
+        role_id = f'${{local.{BASE36_LOCAL}["{role}"]}}'
         return [Statement(
-            "EmrOnEksServiceAccountsOfTenantNamespace", ["sts:AssumeRoleWithWebIdentity"], [],
+            "EmrOnEksServiceAccountsOfThisRole", ["sts:AssumeRoleWithWebIdentity"], [],
             principals=[Principal("Federated", [cfg.oidc_provider_arn])],
             conditions=[
-                Condition("StringLike", f"{cfg.oidc_issuer}:sub",
-                          [EMR_SERVICE_ACCOUNT_PATTERN.format(namespace=cfg.emr_namespace, account_id=cfg.account_id)]),
+                Condition("StringLike", f"{cfg.oidc_issuer}:sub", [model.EMR_SERVICE_ACCOUNT_PATTERN.format(
+                    namespace=cfg.emr_namespace, account_id=cfg.account_id, role_id=role_id)]),
                 Condition("StringEquals", f"{cfg.oidc_issuer}:aud", ["sts.amazonaws.com"]),
             ])]
     return [Statement("TenantAccountPrincipals", ["sts:AssumeRole"], [],
@@ -207,6 +243,8 @@ class JobRoles(Construct):
         super().__init__(scope, id_)
         self.cfg = cfg
         self.roles: dict[str, IamRole] = {}
+        for name, value in base36_locals({role: cfg.role_names[role] for role in EMR_ROLES}).items():
+            TerraformLocal(self, name, value)
         for role in ROLE_ACCESS:
             trust = policy_document(self, f"{role}_trust", trust_statements(cfg, role))
             self.roles[role] = IamRole(

@@ -45,7 +45,16 @@ PRINCIPAL_KINDS: dict[str, str] = {
     # Table maintenance on a schedule (modules/maintenance_schedule.py): the role EventBridge Scheduler uses.
     "scheduler_role": "maintenance scheduler role",
     "other_tenant_scheduler_role": "another tenant's maintenance scheduler role",
+    # Pods of EMR on EKS job runs, by the role the run is for: their web-identity token's service account.
+    "job_service_account": "a pipeline run's pod (job role's service account)",
+    "erasure_service_account": "an erase run's pod (erasure role's service account)",
+    "other_tenant_job_service_account": "another tenant's pipeline run pod",
 }
+# Kinds that are a pod's service account: a web-identity request from the EKS cluster's OIDC provider,
+# with no identity policy; the cell's key names the role it assumes (a key of ASSUMABLE_ROLES).
+SERVICE_ACCOUNT_KINDS: tuple[str, ...] = ("job_service_account", "erasure_service_account",
+                                          "other_tenant_job_service_account")
+ASSUMABLE_ROLES: tuple[str, ...] = ("job_role", "erasure_role")
 # Kinds that are a session of one of the tenants' own roles (identity policies read back from IAM).
 ROLE_KINDS: tuple[str, ...] = ("job_role", "ingest_writer", "consumer", "erasure_role", "firehose_role",
                                "other_tenant_job_role", "other_tenant_consumer", "other_tenant_erasure_role",
@@ -58,6 +67,7 @@ ACTIONS: dict[str, str] = {
     "glue:GetTable": "Glue GetTable", "glue:UpdateTable": "Glue UpdateTable",
     "athena:StartQueryExecution": "Athena StartQueryExecution",
     "emr-containers:StartJobRun": "EMR StartJobRun", "iam:PassRole": "IAM PassRole",
+    "sts:AssumeRoleWithWebIdentity": "AssumeRoleWithWebIdentity",
 }
 # iam:PassRole cells name the passed role by its kind (a role of the cell's tenant) in ``key``.
 PASSABLE_ROLES: tuple[str, ...] = ("job_role", "ingest_writer", "consumer", "erasure_role")
@@ -110,7 +120,9 @@ class Cell:
             whose ARN is the encryption context when ``context.kms_context`` is ``object``; for Glue
             actions ``<layer>/<table>`` (the table in the tenant's Glue database of that layer); unused
             for Athena actions (the tenant's workgroup) and ``emr-containers:StartJobRun`` (the tenant's
-            virtual cluster); for ``iam:PassRole`` the kind of the tenant's role passed (``PASSABLE_ROLES``).
+            virtual cluster); for ``iam:PassRole`` the kind of the tenant's role passed (``PASSABLE_ROLES``);
+            for ``sts:AssumeRoleWithWebIdentity`` the tenant's role assumed (``job_role`` or ``erasure_role``),
+            its trust policy deciding.
         context: the request context, every field of ``CONTEXT_FIELDS`` (defaults filled in).
         identity: the principal's identity policy: ``applied`` (read back from IAM), a name of the
             file's ``identity_policies``, or ``none`` (anonymous, AWS services). @default - the kind's
@@ -225,12 +237,17 @@ def parse(raw: Any, source: str = "access_matrix.yaml") -> Matrix:
         if action.startswith(("emr-containers:", "athena:")) and key:
             raise _err(where, f"{action} names the tenant's {'virtual cluster' if 'emr' in action else 'workgroup'}; "
                               "key does not apply")
+        if (action == "sts:AssumeRoleWithWebIdentity") != (principal in SERVICE_ACCOUNT_KINDS):
+            raise _err(where, f"sts:AssumeRoleWithWebIdentity is the action of a pod's service account "
+                              f"({', '.join(SERVICE_ACCOUNT_KINDS)}), and theirs only")
+        if action == "sts:AssumeRoleWithWebIdentity":
+            _one_of(where, "key (the role assumed)", key, ASSUMABLE_ROLES)
         context = dict(context_defaults)
         for field, value in (item.get("context") or {}).items():
             _one_of(where, "context field", field, CONTEXT_FIELDS)
             context[field] = _one_of(where, f"context.{field}", value, CONTEXT_FIELDS[field])
-        # Anonymous requests and AWS service principals carry no identity policy ("none").
-        unsigned = principal in ("anonymous", "s3_log_delivery")
+        # Anonymous requests, AWS service principals and web identities carry no identity policy ("none").
+        unsigned = principal in ("anonymous", "s3_log_delivery", *SERVICE_ACCOUNT_KINDS)
         identity = item.get("identity", "none" if unsigned else principal_identity.get(principal, "applied"))
         if unsigned and identity != "none":
             raise _err(where, f"a request of {principal} has no identity policy")
@@ -289,7 +306,7 @@ _RELEVANT: dict[str, tuple[str, ...]] = {
 def _relevant_fields(cell: Cell) -> tuple[str, ...]:
     if cell.action.startswith("kms:"):
         return _RELEVANT["kms"]
-    if cell.action.startswith(("glue:", "athena:", "iam:")):
+    if cell.action.startswith(("glue:", "athena:", "iam:", "sts:")):
         return _RELEVANT["catalog"]
     if cell.action.startswith("emr-containers:"):
         return _RELEVANT["emr"]
@@ -345,6 +362,8 @@ def render_table(matrix: Matrix) -> str:
             target = f"{tenant} EMR virtual cluster"
         elif cell.action == "iam:PassRole":
             target = f"{tenant} {PRINCIPAL_KINDS[cell.key]}"
+        elif cell.action.startswith("sts:"):
+            target = f"{tenant} {PRINCIPAL_KINDS[cell.key]} (its trust policy)"
         else:
             bucket = "lake" if cell.bucket == "lake" else "log bucket"
             target = f"{tenant} {bucket} `{cell.key or '(root)'}`"

@@ -27,6 +27,11 @@ tenants' policies (``policies.tenant_policies.AppliedTenant``):
 * ``emr-containers:StartJobRun`` names the tenant's virtual cluster and carries
   ``emr-containers:ExecutionRoleArn`` (the run's role); ``iam:PassRole`` names the passed role and carries
   ``iam:PassedToService = emr-containers.amazonaws.com``: identity policies alone decide both.
+* a pod of an EMR on EKS run assumes a role with its web-identity token: the request principal is the
+  EKS cluster's OIDC provider (the ``Federated`` principal of the pod's own role's trust), the keys
+  ``<issuer>:sub`` (``system:serviceaccount:<namespace>:emr-containers-sa-spark-driver-<job>-<account>-
+  <base36 of the run's role name>``, ``tenant_model.emr_service_account``) and ``<issuer>:aud``
+  (``sts.amazonaws.com``); the assumed role's trust policy, read back from IAM, decides.
 
 The simulator does not fill any of these keys in by itself: what is not set here is absent.
 """
@@ -34,7 +39,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from policies.access_matrix import LIST_ACTIONS, Cell, Matrix
+import tenant_model
+from policies.access_matrix import LIST_ACTIONS, SERVICE_ACCOUNT_KINDS, Cell, Matrix
 from policies.tenant_policies import AppliedTenant, RoleIdentity
 
 SESSION_NAME = "tenantlake-matrix"
@@ -43,6 +49,10 @@ FOREIGN_ENDPOINT = "vpce-0f0f0f0f0f0f0f0f0"  # an S3 endpoint of some VPC that i
 OTHER_ACCOUNT_ROLE = "partner-admin"
 ATHENA_SERVICE = "athena.amazonaws.com"
 EMR_CONTAINERS_SERVICE = "emr-containers.amazonaws.com"
+WEB_IDENTITY_AUDIENCE = "sts.amazonaws.com"
+# The role a pod of each service-account kind runs as: (whose tenant, which role).
+SERVICE_ACCOUNT_ROLES = {"job_service_account": ("owner", "job_role"), "erasure_service_account": ("owner", "erasure_role"),
+                         "other_tenant_job_service_account": ("other", "job_role")}
 
 
 def other_tenant(matrix: Matrix, tenant_id: str) -> str:
@@ -137,11 +147,30 @@ class RequestBuilder:
             return [dict(p) for p in self.role(cell).policies]
         return [{"name": cell.identity, "policy": self.matrix.identity_policies[cell.identity]}]
 
+    def web_identity(self, cell: Cell) -> tuple[str, dict[str, str]]:
+        """A pod's web-identity request: its cluster's OIDC provider and its token's ``sub`` and ``aud``."""
+        owner = self.tenants[self.matrix.tenant_id(cell.tenant)]
+        whose, kind = SERVICE_ACCOUNT_ROLES[cell.principal]
+        pod_tenant = owner if whose == "owner" else self.tenants[other_tenant(self.matrix, owner.tenant_id)]
+        role = pod_tenant.roles[kind]
+        provider = federated_provider(role.trust)
+        issuer = provider.split(":oidc-provider/", 1)[1]
+        subject = tenant_model.emr_service_account(pod_tenant.emr_namespace, role.account_id, role.name)
+        return provider, {f"{issuer}:sub": subject, f"{issuer}:aud": WEB_IDENTITY_AUDIENCE}
+
     # ---- what and how ----------------------------------------------------------------------------
     def simulation(self, cell: Cell) -> dict:
         tenant = self.tenants[self.matrix.tenant_id(cell.tenant)]
         other = self.tenants[other_tenant(self.matrix, tenant.tenant_id)]
         ctx = cell.context
+        if cell.principal in SERVICE_ACCOUNT_KINDS:
+            target = tenant.roles[cell.key]
+            principal, context = self.web_identity(cell)
+            return {"request": {"action": cell.action, "principal": principal,
+                                "resource": {"resource": target.arn, "accountId": tenant.account_id},
+                                "contextVariables": context},
+                    "identityPolicies": [], "serviceControlPolicies": [], "resourceControlPolicies": [],
+                    "resourcePolicy": target.trust}
         principal, context = self.principal(cell)
         endpoint_policies: list[dict] = []
         resource_policy: dict | None
@@ -211,6 +240,15 @@ class RequestBuilder:
         if endpoint_policies:
             simulation["vpcEndpointPolicies"] = endpoint_policies
         return simulation
+
+
+def federated_provider(trust: Mapping[str, Any]) -> str:
+    """The OIDC provider ARN a trust policy federates (its first ``Federated`` principal)."""
+    for statement in trust.get("Statement", []):
+        federated = (statement.get("Principal") or {}).get("Federated")
+        if federated:
+            return federated if isinstance(federated, str) else federated[0]
+    raise ValueError("the trust policy federates no identity provider")
 
 
 def principal_arn(caller_arn: str) -> str:

@@ -6,7 +6,9 @@ The simulator is an npm package pinned in ``policies/simulator/package.json`` (+
 shipped with the platform. ``simulate.mjs`` reads ``{"simulations": [{"id", "simulation"}]}`` on
 stdin and prints one JSON document with a result per simulation. It completes one gap of iam-simulate
 0.1.173: KMS encryption-context condition keys (``kms:EncryptionContext:aws:s3:arn``), which its request
-validation drops, are put back (see the script's header; ``completed_context_keys`` names them).
+validation drops, are put back, and so are an IAM OIDC provider's own keys (``<issuer>:sub``, ``:aud``)
+for ``sts:AssumeRoleWithWebIdentity`` from that provider (see the script's header;
+``completed_context_keys`` names them).
 """
 from __future__ import annotations
 
@@ -50,7 +52,8 @@ class SimulationResult:
     result: str  # Allowed, ExplicitlyDenied, ImplicitlyDenied
     decisive: tuple[Decisive, ...]
     ignored_context_keys: tuple[str, ...] = ()
-    # Keys iam-simulate 0.1.173 drops but simulate.mjs put back (``kms:EncryptionContext:<key>``).
+    # Keys iam-simulate 0.1.173 drops but simulate.mjs put back (``kms:EncryptionContext:<key>``,
+    # ``<oidc issuer>:sub``/``:aud``).
     completed_context_keys: tuple[str, ...] = ()
 
     def sids(self, effect: str) -> list[str]:

@@ -30,10 +30,12 @@ ClientFactory = Callable[..., Any]  # client(service, region) -> boto3 client
 
 @dataclasses.dataclass(frozen=True)
 class RoleIdentity:
-    """A role and its identity policies as IAM returns them: ``[{"name": ..., "policy": {...}}]``."""
+    """A role, its identity policies as IAM returns them (``[{"name": ..., "policy": {...}}]``) and its
+    trust policy (who may assume it)."""
 
     arn: str
     policies: tuple[dict, ...]
+    trust: dict = dataclasses.field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -66,6 +68,7 @@ class AppliedTenant:
     athena_workgroup: str = ""
     virtual_cluster_arn: str = ""
     scheduler_role: RoleIdentity | None = None  # the maintenance schedule's role, when the tenant has one
+    emr_namespace: str = ""
 
     def glue_table_arn(self, layer: str, table: str) -> str:
         if layer not in self.glue_databases:
@@ -101,7 +104,8 @@ def role_identity(iam, arn: str) -> RoleIdentity:
         version = iam.get_policy(PolicyArn=attached["PolicyArn"])["Policy"]["DefaultVersionId"]
         document = iam.get_policy_version(PolicyArn=attached["PolicyArn"], VersionId=version)["PolicyVersion"]["Document"]
         policies.append({"name": attached["PolicyArn"], "policy": _document(document)})
-    return RoleIdentity(arn=arn, policies=tuple(policies))
+    trust = _document(iam.get_role(RoleName=name)["Role"]["AssumeRolePolicyDocument"])
+    return RoleIdentity(arn=arn, policies=tuple(policies), trust=trust)
 
 
 def gateway_endpoint_id(lake: Mapping[str, Any]) -> str:
@@ -156,4 +160,5 @@ def read_applied_tenant(lake: Mapping[str, Any], client: ClientFactory) -> Appli
                      for dataset, name in (lake.get("kinesis_stream_names") or {}).items()},
         glue_databases=databases, athena_workgroup=workgroup,
         virtual_cluster_arn=str(lake.get("emr_virtual_cluster_arn") or ""), scheduler_role=scheduler_role,
+        emr_namespace=str(lake.get("emr_namespace") or ""),
     )

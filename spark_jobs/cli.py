@@ -101,6 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--bad-rate", type=float, default=0.0, help="share of bad records, 0..1 (default: 0)")
     gen.add_argument("--late-rate", type=float, default=0.0, help="share of late records, 0..1 (default: 0)")
     gen.add_argument("--seed", type=int, default=42, help="random seed (default: 42)")
+    gen.add_argument("--users", type=_positive_int, default=59,
+                     help="clickstream: distinct users user-0001..user-<N>, at most 9999 (default: 59)")
     gen.add_argument("--start", default="2020-11-16T22:00:00Z", help="event time of the first file (UTC)")
     gen.add_argument("--truth-file", default="", help="also write the ground truth (bad records, valid rows) as JSON here")
     gen.add_argument("--sink", choices=["landing", "kinesis"], default="landing",
@@ -271,7 +273,7 @@ def _add_erase_parser(commands, datasets: list[str]) -> None:
 
 def _cmd_erase(args: argparse.Namespace) -> int:
     from spark_jobs.erasure import objects
-    from spark_jobs.erasure.job import erase
+    from spark_jobs.erasure.job import check, erase
     from spark_jobs.erasure.subjects import read_subjects
 
     lake = _resolve(args)
@@ -279,6 +281,7 @@ def _cmd_erase(args: argparse.Namespace) -> int:
                              read_remote=lambda uri: objects.read_uri(objects.s3_client(lake), uri))
     for dataset in args.dataset or available_datasets():
         load_contract(dataset).check_personal_data(lake.data_classification)
+    check(subjects, args.dataset)  # before Spark starts: a request that fails it changes nothing
     spark, created = _open_session(args, lake, "tenantlake-erase")
     try:
         # OpenLineage START, then COMPLETE naming the tables changed (never a subject) or FAIL; a dry run changes nothing.
@@ -380,7 +383,7 @@ def _cmd_datagen(args: argparse.Namespace) -> int:
     lake = _resolve(args)
     config = DatagenConfig(dataset=args.dataset, sources=args.sources, records=args.records,
                            batch_size=args.batch_size, interval_seconds=args.interval, bad_rate=args.bad_rate,
-                           late_rate=args.late_rate, seed=args.seed, start=args.start)
+                           late_rate=args.late_rate, seed=args.seed, start=args.start, users=args.users)
     data = generate(config)
     if args.sink == "kinesis":
         from spark_jobs.contract import load_contract

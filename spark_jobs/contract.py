@@ -32,6 +32,12 @@ CSV_ESCAPES_OTHER_THAN_QUOTE: tuple[str, ...] = ("\\",)  # besides the quote its
 ENCODINGS: tuple[str, ...] = ("utf-8", "iso-8859-1")
 COLUMN_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 COLUMN_TYPES: tuple[str, ...] = ("string", "int", "long", "double", "boolean", "timestamp", "date")
+# Besides COLUMN_TYPES: ``decimal(P,S)`` (precision 1-38, scale 0-P), an exact number such as an account id.
+DECIMAL_TYPE_RE = r"^decimal\(\s*([0-9]{1,2})\s*,\s*([0-9]{1,2})\s*\)$"
+NUMERIC_TYPES: tuple[str, ...] = ("int", "long", "double")  # and every decimal(P,S)
+# Erasure (spark_jobs/erasure): an id shorter than this is refused, unless a subject key says otherwise. A
+# short id ("42") recurs in any text as a whole token, so matching it in reports and logs would hit others.
+DEFAULT_SUBJECT_ID_MIN_LENGTH = 4
 CASES: tuple[str, ...] = ("lower", "upper")
 MALFORMED_RULE = "malformed_record"
 UNKNOWN_FIELDS_RULE = "unknown_fields"
@@ -76,6 +82,43 @@ class ColumnSpec:
     def landing_name(self) -> str | None:
         """The field this column is read from in a landing record (None for a computed column)."""
         return None if self.computed else (self.source or self.name)
+
+    @property
+    def is_decimal(self) -> bool:
+        return is_decimal_type(self.type)
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.type in NUMERIC_TYPES or self.is_decimal
+
+
+def is_decimal_type(type_name: str) -> bool:
+    return re.match(DECIMAL_TYPE_RE, type_name) is not None
+
+
+def decimal_precision_scale(type_name: str) -> tuple[int, int]:
+    """(precision, scale) of a ``decimal(P,S)`` type name."""
+    found = re.match(DECIMAL_TYPE_RE, type_name)
+    if found is None:
+        raise ValueError(f"{type_name!r} is not decimal(P,S)")
+    return int(found.group(1)), int(found.group(2))
+
+
+@dataclasses.dataclass(frozen=True)
+class SubjectKey:
+    """How erasure requests name data subjects by one column (an entry of the contract's ``subject_keys``).
+
+    Attributes:
+        column: a schema column of type string, int, long or decimal(P,S).
+        pattern: a regular expression every id must match in full (after normalisation), else the
+            request is refused before anything changes. @default - None (any id)
+        min_length: ids shorter than this (in characters, after normalisation) are refused.
+            @default - 4 (``DEFAULT_SUBJECT_ID_MIN_LENGTH``)
+    """
+
+    column: str
+    pattern: str | None = None
+    min_length: int = DEFAULT_SUBJECT_ID_MIN_LENGTH
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,7 +190,10 @@ class Contract:
         expectations: raw per-layer expectation dicts, interpreted by ``spark_jobs.quality``.
         subject_keys: the columns that identify a data subject (a person): what ``erase --subject
             <column>=<value>`` matches on. ``()`` declares that the dataset holds no personal data. Required
-            (may be ``[]``) when the tenant is classified pii or gdpr. @default - None (not declared)
+            (may be ``[]``) when the tenant is classified pii or gdpr. In the file an entry is a column name
+            or ``{column: C, pattern: REGEX, min_length: N}``. @default - None (not declared)
+        subject_key_rules: per subject key, the id rules erasure requests must meet (``SubjectKey``).
+            @default - () (one default ``SubjectKey`` per name in ``subject_keys``)
         personal_data: the other columns that hold personal data (documentation for reviewers, and the
             columns the erasure receipt lists). @default - ()
         pseudonymise_gold: gold tables carry a keyed hash (HMAC-SHA256 with the tenant's erasure key)
@@ -172,6 +218,7 @@ class Contract:
     lateness_minutes: int = DEFAULT_LATENESS_MINUTES
     allow_extra_fields: bool = False
     subject_keys: tuple[str, ...] | None = None
+    subject_key_rules: tuple[SubjectKey, ...] = ()
     personal_data: tuple[str, ...] = ()
     pseudonymise_gold: bool = False
     partition_granularity: str = DEFAULT_PARTITION_GRANULARITY
@@ -200,6 +247,10 @@ class Contract:
 
     def column(self, name: str) -> ColumnSpec:
         return next(col for col in self.schema if col.name == name)
+
+    def subject_key(self, column: str) -> SubjectKey:
+        """The id rules of one subject key (the defaults when the file gave a bare name)."""
+        return next((rule for rule in self.subject_key_rules if rule.column == column), SubjectKey(column))
 
 
 def contract_dirs() -> list[Any]:
@@ -265,7 +316,8 @@ def parse_contract(raw: Any, source: str = "<memory>") -> Contract:
         if name not in gold:
             raise ContractError(dataset, f"gold_options.{name}", "names no gold transformation listed in `gold`")
     expectations = {layer: list(items or []) for layer, items in (raw.get("expectations") or {}).items()}
-    subject_keys = _column_list(dataset, raw, "subject_keys", names) if "subject_keys" in raw else None
+    subject_key_rules = _subject_keys(dataset, raw, schema) if "subject_keys" in raw else None
+    subject_keys = None if subject_key_rules is None else tuple(rule.column for rule in subject_key_rules)
     personal_data = _column_list(dataset, raw, "personal_data", names) if "personal_data" in raw else ()
     pseudonymise_gold = raw.get("pseudonymise_gold", False)
     if not isinstance(pseudonymise_gold, bool):
@@ -292,6 +344,7 @@ def parse_contract(raw: Any, source: str = "<memory>") -> Contract:
         lateness_minutes=int(raw.get("lateness_minutes", DEFAULT_LATENESS_MINUTES)),
         allow_extra_fields=bool(raw.get("allow_extra_fields", False)),
         subject_keys=subject_keys,
+        subject_key_rules=subject_key_rules or (),
         personal_data=personal_data,
         pseudonymise_gold=pseudonymise_gold,
         partition_granularity=granularity,
@@ -313,6 +366,43 @@ def _column_list(dataset: str, raw: dict, field: str, names: list[str]) -> tuple
     return tuple(value)
 
 
+def _subject_keys(dataset: str, raw: dict, schema: tuple[ColumnSpec, ...]) -> tuple[SubjectKey, ...]:
+    """``subject_keys``: column names, or mappings ``{column, pattern, min_length}`` (``SubjectKey``)."""
+    value = raw["subject_keys"] if raw["subject_keys"] is not None else []
+    if not isinstance(value, list):
+        raise ContractError(dataset, "subject_keys", "must be a list of schema column names, e.g. [user_id], or []")
+    types = {col.name: col.type for col in schema}
+    rules = []
+    for index, item in enumerate(value):
+        where = f"subject_keys[{index}]"
+        if isinstance(item, str):
+            item = {"column": item}
+        if not isinstance(item, dict) or not isinstance(item.get("column"), str):
+            raise ContractError(dataset, where, "must be a column name or {column: C, pattern: REGEX, min_length: N}")
+        unknown = sorted(set(item) - {"column", "pattern", "min_length"})
+        if unknown:
+            raise ContractError(dataset, where, f"unknown field '{unknown[0]}' (column, pattern, min_length)")
+        column = item["column"]
+        if column not in types:
+            raise ContractError(dataset, "subject_keys", f"'{column}' is not a schema column")
+        if types[column] not in ("string", "int", "long") and not is_decimal_type(types[column]):
+            raise ContractError(dataset, where, f"'{column}' is {types[column]}: a subject key is string, int, long "
+                                                "or decimal(P,S)")
+        pattern = item.get("pattern")
+        if pattern is not None:
+            try:
+                re.compile(str(pattern))
+            except re.error as exc:
+                raise ContractError(dataset, f"{where}.pattern", f"invalid regular expression ({exc})") from None
+        min_length = item.get("min_length", DEFAULT_SUBJECT_ID_MIN_LENGTH)
+        if not isinstance(min_length, int) or isinstance(min_length, bool) or min_length < 1:
+            raise ContractError(dataset, f"{where}.min_length", f"must be a whole number of at least 1, got {min_length!r}")
+        rules.append(SubjectKey(column, None if pattern is None else str(pattern), min_length))
+    if len({rule.column for rule in rules}) != len(rules):
+        raise ContractError(dataset, "subject_keys", "names a column twice")
+    return tuple(rules)
+
+
 def _parse_column(dataset: str, index: int, item: Any) -> ColumnSpec:
     where = f"schema[{index}]"
     if not isinstance(item, dict) or not item.get("name"):
@@ -331,12 +421,20 @@ def _parse_column(dataset: str, index: int, item: Any) -> ColumnSpec:
     col_type = item.get("type", "")
     if col_type == "integer":
         col_type = "int"
-    if col_type not in COLUMN_TYPES:
-        raise ContractError(dataset, f"{where}.type", f"'{col_type}' is not one of {', '.join(COLUMN_TYPES)}")
+    if isinstance(col_type, str) and is_decimal_type(col_type.strip().lower()):
+        col_type = re.sub(r"\s+", "", col_type.lower())
+        precision, scale = decimal_precision_scale(col_type)
+        if not 1 <= precision <= 38 or scale > precision:
+            raise ContractError(dataset, f"{where}.type", f"'{col_type}': precision must be 1-38 and scale at most "
+                                                          "the precision")
+    elif col_type not in COLUMN_TYPES:
+        raise ContractError(dataset, f"{where}.type", f"'{col_type}' is not one of {', '.join(COLUMN_TYPES)} "
+                                                      "or decimal(P,S)")
     case = item.get("case")
     if case is not None and case not in CASES:
         raise ContractError(dataset, f"{where}.case", f"'{case}' is not one of {', '.join(CASES)}")
-    if (item.get("min") is not None or item.get("max") is not None) and col_type not in ("int", "long", "double"):
+    if (item.get("min") is not None or item.get("max") is not None) and not (col_type in NUMERIC_TYPES
+                                                                               or is_decimal_type(col_type)):
         raise ContractError(dataset, f"{where}.min/max", "only numeric columns take a range")
     regex = item.get("regex")
     if regex is not None:

@@ -81,15 +81,22 @@ def live_leases(spark: SparkSession, lake: LakeConfig, dataset: str,
     return found
 
 
-def active_request(spark: SparkSession, lake: LakeConfig, dataset: str) -> str | None:
-    """The request id holding the dataset's erasure lock, or None."""
+def lock_holder(spark: SparkSession, lake: LakeConfig, dataset: str) -> dict[str, Any] | None:
+    """The erasure lock of the dataset as written (``request_id``, ``subjects_digest``, ``since``), or None."""
     uri = lock_uri(lake, dataset)
     if not storage.exists(spark, uri):
         return None
     try:
-        return json.loads(storage.read_text(spark, uri)).get("request_id") or "unknown"
+        holder = json.loads(storage.read_text(spark, uri))
     except ValueError:
-        return "unknown"
+        return {"request_id": "unknown"}
+    return holder if isinstance(holder, dict) else {"request_id": "unknown"}
+
+
+def active_request(spark: SparkSession, lake: LakeConfig, dataset: str) -> str | None:
+    """The request id holding the dataset's erasure lock, or None."""
+    holder = lock_holder(spark, lake, dataset)
+    return None if holder is None else (holder.get("request_id") or "unknown")
 
 
 @contextlib.contextmanager

@@ -204,9 +204,9 @@ def build_session(
                                             ("truststore", s3a is not None and s3a.truststore)) if given]
     else:
         os.environ.setdefault("SPARK_LOCAL_IP", LOCAL_DRIVER_HOST)
-        # Bronze turns landing lines into records in Python workers (transforms/landing_lines.py): they run
-        # this interpreter, with its packages (pyarrow), not whatever `python3` is on PATH. PySpark reads
-        # only the environment for it; under spark-submit the launcher sets it (spark.pyspark.python).
+        # Python on the executors (bronze's landing lines, transforms/landing_lines.py; the erasure's scan and
+        # redaction) is this interpreter, with this venv's packages (pyarrow, boto3), not whatever `python3` is
+        # first on PATH. PySpark reads only the variable; under spark-submit the launcher sets it.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = builder.master(master or os.environ.get("TENANTLAKE_SPARK_MASTER", "local[2]"))
         conf.update(local_conf(driver_heap(driver_memory), shuffle_partitions, jars, s3a, small_inputs))

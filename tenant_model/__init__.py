@@ -83,6 +83,42 @@ INGEST_WRITER_PUT_PREFIXES: tuple[str, ...] = ("landing",)
 # The tenant roles' max_session_duration (modules/job_roles.py), the longest a vended session can last.
 ROLE_MAX_SESSION_SECONDS = 3600
 
+# EMR on EKS runs a job's pods under Kubernetes service accounts named
+# ``emr-containers-sa-<component>-<job id>-<account>-<base36 of the execution role's name>``; a role's
+# trust names exactly its own (what `aws emr-containers update-role-trust-policy` writes), so a pod of a
+# run as one role cannot assume another (modules/job_roles.py). The module computes the base36 text in
+# Terraform (the role name holds var.tenant_id); ``base36_role_name`` is the reference it is tested against.
+EMR_SERVICE_ACCOUNT_PATTERN = "system:serviceaccount:{namespace}:emr-containers-sa-*-*-{account_id}-{role_id}"
+EMR_SERVICE_ACCOUNT = "system:serviceaccount:{namespace}:emr-containers-sa-{component}-{job_id}-{account_id}-{role_id}"
+BASE36_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+# Characters IAM allows in a role name, and its longest name.
+IAM_ROLE_NAME_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+=,.@_-"
+MAX_ROLE_NAME_LENGTH = 64
+
+
+def base36_role_name(role_name: str) -> str:
+    """The role name's bytes read as one big-endian number, written in base 36 (digits, then a-z): the
+    AWS CLI's encoding (awscli/customizations/emrcontainers/base36.py), ``"0"`` for an empty name."""
+    number = int.from_bytes(role_name.encode("utf-8"), "big") if role_name else 0
+    digits = ""
+    while number:
+        number, remainder = divmod(number, 36)
+        digits = BASE36_ALPHABET[remainder] + digits
+    return digits or "0"
+
+
+def emr_service_account_pattern(namespace: str, account_id: str, role_name: str) -> str:
+    """The ``sub`` a role's trust admits: the EMR service accounts of runs as that role, in that namespace."""
+    return EMR_SERVICE_ACCOUNT_PATTERN.format(namespace=namespace, account_id=account_id,
+                                              role_id=base36_role_name(role_name))
+
+
+def emr_service_account(namespace: str, account_id: str, role_name: str, component: str = "spark-driver",
+                        job_id: str = "000000036k9ea4ak7ga") -> str:
+    """The ``sub`` of one pod of a run as ``role_name`` (a driver by default): what its web-identity token says."""
+    return EMR_SERVICE_ACCOUNT.format(namespace=namespace, component=component, job_id=job_id,
+                                      account_id=account_id, role_id=base36_role_name(role_name))
+
 STREAM_BUFFER_SECONDS = 60
 STREAM_BUFFER_MIB = 1
 

@@ -269,6 +269,12 @@ def iceberg_conf(target: DeployTarget) -> tuple[str, dict[str, str]]:
     return conf.pop("spark.jars"), conf
 
 
+# An erase run keeps no copy of its plans outside the lake: no persistent App UI (EMR would keep the
+# event log, with every SQL text and plan, outside the bucket) and no Spark event log at all. Its driver
+# and executor logs still go to logs/ and CloudWatch; the job writes no id into them (spark_jobs/erasure).
+ERASE_SPARK_DEFAULTS = {"spark.eventLog.enabled": "false"}
+
+
 def configuration_overrides(target: DeployTarget, spec: RunSpec) -> dict[str, Any]:
     iceberg = iceberg_conf(target)[1]
     return {
@@ -291,11 +297,12 @@ def configuration_overrides(target: DeployTarget, spec: RunSpec) -> dict[str, An
                     "spark.hadoop.fs.s3a.encryption.key": target.kms_key_arn,
                     "spark.sql.session.timeZone": "UTC",
                     **iceberg,
+                    **(ERASE_SPARK_DEFAULTS if spec.is_erase else {}),
                 },
             },
         ],
         "monitoringConfiguration": {
-            "persistentAppUI": "ENABLED",
+            "persistentAppUI": "DISABLED" if spec.is_erase else "ENABLED",
             "cloudWatchMonitoringConfiguration": {
                 "logGroupName": target.log_group,
                 "logStreamNamePrefix": log_stream_prefix(spec),

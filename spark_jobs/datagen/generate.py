@@ -20,6 +20,9 @@ class DatagenError(ValueError):
     pass
 
 
+MAX_USERS = 9999
+
+
 @dataclasses.dataclass(frozen=True)
 class DatagenConfig:
     """Generator options.
@@ -34,6 +37,8 @@ class DatagenConfig:
         late_rate: share of good records that arrive late (0..1). @default - 0.0
         seed: random seed; same seed and options give the same files. @default - 42
         start: event time of the first file, ``YYYY-MM-DDTHH:MM:SSZ``. @default - "2020-11-16T22:00:00Z"
+        users: clickstream: distinct users, ``user-0001`` to ``user-<users>`` (the contract's ids have 4
+            digits, so at most ``MAX_USERS``). @default - 59
     """
 
     dataset: str
@@ -45,6 +50,7 @@ class DatagenConfig:
     late_rate: float = 0.0
     seed: int = 42
     start: str = DEFAULT_START
+    users: int = 59
 
     def validate(self) -> None:
         if self.dataset not in SUPPORTED:
@@ -52,6 +58,8 @@ class DatagenConfig:
         for name in ("sources", "records", "batch_size"):
             if getattr(self, name) < 1:
                 raise DatagenError(f"datagen: --{name.replace('_', '-')} must be at least 1")
+        if not 1 <= self.users <= MAX_USERS:
+            raise DatagenError(f"datagen: --users must be between 1 and {MAX_USERS} (user ids have 4 digits)")
         if self.interval_seconds <= 0:
             raise DatagenError("datagen: --interval must be positive (seconds)")
         for name in ("bad_rate", "late_rate"):
@@ -127,7 +135,7 @@ def _make_record(config: DatagenConfig, rng: random.Random, source: int, seq: in
     if config.dataset == "iot":
         return ds._iot_record(rng, rng.randrange(config.sources) if source < 0 else source, seq, ts)
     if config.dataset == "clickstream":
-        return ds._click_record(rng, source, seq, ts)
+        return ds._click_record(rng, source, seq, ts, config.users)
     return ds._inventory_record(rng, source, seq, ts, host)
 
 

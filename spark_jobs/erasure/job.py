@@ -1,32 +1,39 @@
 """The erase job: remove every record of some data subjects from a tenant's lake, with a receipt.
 
-For each dataset whose contract lists the subject's column in ``subject_keys``, in this order (each step
-recorded in the request's journal, ``checkpoints/_erasure/<request>/state.json``, and idempotent, so a
-run killed at any point is finished by running the same command again):
+The request is checked first (``subjects.check_request``: each id one token, at least its key's
+``min_length``, matching its ``pattern``; a numeric key's id a number): a request that fails changes
+nothing. For each dataset whose contract lists the subject's column in ``subject_keys``, in this order
+(each step recorded in the request's journal, ``checkpoints/_erasure/<request>/state.json``, and
+idempotent, so a run killed at any point is finished by running the same command again):
 
-1. **lock** the dataset (``checkpoints/<ds>/erasure.lock``): pipeline runs of it are refused until the
-   request completes;
+1. **lock** the dataset (``checkpoints/<ds>/erasure.lock``): pipeline and maintenance runs of it are
+   refused until the request completes;
 2. **catch up bronze** (one ``availableNow`` bronze run), so every landing file is ingested;
-3. **match**: bronze rows whose contract-typed subject column equals the (normalised) value, or that are
-   malformed and mention it; their lineage (``_source_file``, ``_record_index``) is written to the
-   journal folder, the event dates and bronze batches they touch are recorded;
-4. **quarantine**, then **bronze**: each touched partition is rewritten without those rows (staged, then
-   swapped: ``spark_jobs.erasure.partitions``);
-5. **silver**: an Iceberg row-level ``DELETE``;
-6. **gold**: each touched event date is recomputed from silver (a gold run per date);
-7. **landing**: the ingested files that held a subject's record are deleted (bronze keeps the other
-   records; the bronze checkpoint keeps their names, so nothing is ingested twice);
-8. **tables**: ``expire_snapshots`` (all but the current) and ``remove_orphan_files`` on the dataset's
-   silver and gold tables, so no snapshot still references the old files.
+3. **match** (``records``): bronze rows whose contract-typed subject column equals an id, or that are
+   malformed and hold one as a whole token (or keyed, for numbers), are removed; another subject's row
+   whose text holds one as a token is redacted (``[erased]`` in its place). Lineage and actions are
+   saved in the journal folder;
+4. **quarantine**, then **bronze**: the touched partitions are staged in one write and swapped in one by
+   one (``rewrites``, ``partitions``);
+5. **silver**: the touched event dates replaced in one commit: without the subjects' rows, the
+   mentioning rows redacted, every other row as it was;
+6. **gold**: the touched event dates recomputed from silver (one gold run);
+7. **landing**: the ingested files that held a subject's record or a mention are deleted (bronze keeps
+   the other records; its checkpoint keeps their names, so nothing is ingested twice);
+8. **tables** (``iceberg``): the manifests are rewritten to list live files only, and every other
+   snapshot (from before the request, and the request's own) is expired by id; Iceberg deletes the files
+   only they referenced: the files the erasure's rewrites replaced, and the manifests that named them.
 
-Then, for the whole lake: **reports** (``reports/`` but the receipts, ``athena/`` results, ``logs/``):
-a text object that mentions a subject is rewritten with ``[erased]`` in its place, any other object that
-does is deleted; the local report mirror is scrubbed the same way. **Purge**: every noncurrent object
-version that holds a subject is deleted. **Verify**: every version of every object in the bucket is read
-(``spark_jobs.erasure.objects``) and must hold no subject; for a request limited to some datasets, a
-version in a left-out dataset's own objects is listed apart (``outside_request``), not held against it. The **receipt**
-(``reports/erasure/<request>/receipt.json``) records keyed hashes of the subjects (never the ids), what
-was touched per dataset and layer, the versions removed and the verification scan.
+Then the whole bucket is **swept** (``sweep``): every version of every object is read on the executors,
+streaming; ``artifacts/`` (job code) is skipped and listed. With its findings: **reports** (``reports/``
+but the receipts, ``athena/``, ``logs/``) that name a subject are rewritten without it or deleted, as is
+the local report mirror; noncurrent versions that hold a subject under the request's prefixes, the
+inbox's subject files, and unreferenced table files that hold one are **purged**. **Verify**: the bucket
+is listed again and the versions not read yet are read; none may hold a subject, and none may be
+unreadable, for the receipt to say ``completed``. For a request limited to some datasets, a version in a
+left-out dataset's own objects is listed apart (``outside_request``). The **receipt**
+(``reports/erasure/<request>/receipt.json``; a new id per request, citing earlier requests for the same
+subjects) records keyed hashes of the subjects (never the ids), what was touched and the verification.
 """
 from __future__ import annotations
 
@@ -36,88 +43,26 @@ import json
 import time
 from typing import Any, Callable
 
-from pyspark.sql import Column, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.contract import Contract, load_contract
-from spark_jobs.erasure import INBOX_PREFIX, objects, partitions
-from spark_jobs.erasure.subjects import Subject, SubjectError, load_key, normalised, pseudonym, request_id, subject_hash
+from spark_jobs.erasure import ErasureError, iceberg, objects, purge, receipts, records, reports, rewrites
+from spark_jobs.erasure import sweep as sweeping
+from spark_jobs.erasure.journal import Journal
+from spark_jobs.erasure.matching import Needles
+from spark_jobs.erasure.subjects import (
+    Subject, SubjectError, applies, check_request, load_key, needles, new_request_id, subject_hash, subjects_digest)
 from spark_jobs.io import storage, tables, writers
 from spark_jobs.lake import LakeConfig, gold_table_name
-from spark_jobs.leases import active_request, live_leases, lock_uri
+from spark_jobs.leases import live_leases, lock_holder, lock_uri
 from spark_jobs.transforms import bronze as bronze_tx
 from spark_jobs.transforms import silver as silver_tx
 
-RECEIPTS_PREFIX = "reports/erasure/"
-SCRUBBED_PREFIXES = ("reports/", "athena/", "logs/")
-REPLACEMENT = "[erased]"
-LINEAGE = ("_source_file", "_record_index")
-HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
-class ErasureError(RuntimeError):
-    """The request cannot run as asked; one line saying what to do."""
+__all__ = ["ErasureError", "erase", "receipt_path"]
+receipt_path = receipts.receipt_path
 
 
-# ------------------------------------------------------------------------------------------- journal
-@dataclasses.dataclass
-class Journal:
-    """The request's progress, in the lake (job role only), rewritten after every step."""
-
-    spark: SparkSession
-    uri: str
-    state: dict[str, Any]
-
-    @classmethod
-    def open(cls, spark: SparkSession, uri: str, fresh: dict[str, Any]) -> "Journal":
-        state = json.loads(storage.read_text(spark, uri)) if storage.exists(spark, uri) else fresh
-        return cls(spark, uri, state)
-
-    def done(self, step: str) -> bool:
-        return step in self.state["done"]
-
-    def mark(self, step: str, **facts: Any) -> None:
-        self.state["done"].append(step)
-        for key, value in facts.items():
-            self.state.setdefault("facts", {})[key] = value
-        self.save()
-
-    def fact(self, key: str, default: Any = None) -> Any:
-        return self.state.get("facts", {}).get(key, default)
-
-    def save(self) -> None:
-        storage.write_text(self.spark, self.uri, json.dumps(self.state, indent=1, sort_keys=True))
-
-
-# ------------------------------------------------------------------------------------------- matching
-def _subjects_of(contract: Contract, subjects: list[Subject]) -> list[Subject]:
-    return [s for s in subjects if s.column in (contract.subject_keys or ())]
-
-
-def typed_match(contract: Contract, subjects: list[Subject]) -> Column:
-    """Rows of silver (or parsed bronze) that belong to a subject: the typed column equals the value."""
-    terms = [F.col(s.column) == F.lit(normalised(contract, s)) for s in subjects]
-    condition = terms[0]
-    for term in terms[1:]:
-        condition = condition | term
-    return F.coalesce(condition, F.lit(False))
-
-
-def raw_mention(subjects: list[Subject], malformed_only: Column | None = None) -> Column:
-    """Rows whose raw text mentions a subject's value (case-insensitive); with ``malformed_only``, only
-    among rows where that column is true."""
-    terms = [F.instr(F.lower(F.col("_raw")), s.value.strip().lower()) > 0 for s in subjects]
-    condition = terms[0]
-    for term in terms[1:]:
-        condition = condition | term
-    if malformed_only is not None:
-        condition = malformed_only & condition
-    return F.coalesce(condition, F.lit(False))
-
-
-def _partition_values(spark: SparkSession, uri: str, column: str) -> list[str]:
-    return sorted(name.split("=", 1)[1] for name in storage.list_dir(spark, uri) if name.startswith(f"{column}="))
-
-
-# ------------------------------------------------------------------------------------------- the job
 @dataclasses.dataclass
 class EraseRun:
     spark: SparkSession
@@ -125,8 +70,10 @@ class EraseRun:
     subjects: list[Subject]
     key: bytes
     request: str
+    digest: str
     dry_run: bool
     progress: Callable[[str], None]
+    needles: Needles
     started: float = dataclasses.field(default_factory=time.monotonic)
 
     def say(self, line: str) -> None:
@@ -141,32 +88,45 @@ class EraseRun:
         return f"checkpoints/_erasure/{self.request}/"
 
 
-def _match_dataset(run: EraseRun, contract: Contract, journal: Journal) -> dict[str, Any]:
+def _dataset_tables(spark, lake: LakeConfig, contract: Contract) -> list[tables.Table]:
+    return [tables.table(spark, lake, "silver", contract.dataset)] + [
+        tables.table(spark, lake, "gold", gold_table_name(contract.dataset, g)) for g in contract.gold]
+
+
+def _counts(rows, column: str) -> dict[str, dict[str, int]]:
+    """{partition value: {action: rows}} from (value, action, n) rows."""
+    found: dict[str, dict[str, int]] = {}
+    for row in rows:
+        found.setdefault(str(row[column]), {})[row[records.ACTION]] = int(row["n"])
+    return dict(sorted(found.items()))
+
+
+def _match(run: EraseRun, contract: Contract, journal: Journal) -> dict[str, Any]:
     """Step 3 (and the dry run's whole work): what the subjects touch in this dataset."""
     spark, lake, dataset = run.spark, run.lake, contract.dataset
-    subjects = _subjects_of(contract, run.subjects)
-    matches_uri = f"{run.work_uri}/matches/{dataset}"
-    found: dict[str, Any] = {"bronze_rows": 0, "bronze_batches": {}, "landing_files": [], "event_dates": [],
-                             "quarantine_rows": 0, "quarantine_partitions": {}, "silver_rows": 0}
-    rows: list = []
+    step = f"match:{dataset}"
+    if journal.done(step):
+        return journal.fact(step)
+    frames = records.subject_frames(spark, contract, run.subjects)
+    tokens, keyed = records.token_frame(spark, run.needles), records.keyed_frame(spark, run.needles)
+    matches = f"{run.work_uri}/matches/{dataset}"
+    found: dict[str, Any] = {"bronze": {}, "quarantine": {}, "landing_files": [], "event_dates": [], "silver": {}}
+    bronze = None
     if storage.has_data_files(spark, lake.bronze(dataset)):
-        if run.dry_run or not partitions.staged(spark, matches_uri):
-            bronze = spark.read.schema(bronze_tx.bronze_schema(contract)).parquet(lake.bronze(dataset))
-            parsed = silver_tx.parse_records(bronze, contract)
-            hits = parsed.where(typed_match(contract, subjects) | raw_mention(subjects, F.col("_is_malformed")))
-            hits = hits.select(*LINEAGE, "_batch_id", F.to_date(contract.event_time).cast("string").alias("event_date"))
-            if run.dry_run:
-                rows = hits.collect()
-            else:
-                hits.coalesce(1).write.mode("overwrite").parquet(matches_uri)
+        bronze = records.bronze_actions(spark.read.schema(bronze_tx.bronze_schema(contract)).parquet(lake.bronze(dataset)),
+                                        contract, frames, tokens, keyed)
         if not run.dry_run:
-            rows = spark.read.parquet(matches_uri).collect()
-        found["bronze_rows"] = len(rows)
-        found["bronze_batches"] = _counts(str(r["_batch_id"]) for r in rows)
-        found["landing_files"] = sorted({r["_source_file"] for r in rows})
-        found["event_dates"] = sorted({r["event_date"] for r in rows if r["event_date"]})
-    quarantine_uri = lake.quarantine(dataset)
-    column = silver_tx.quarantine_partition(contract)
+            bronze.write.mode("overwrite").parquet(f"{matches}/bronze")
+            bronze = spark.read.parquet(f"{matches}/bronze")
+        else:
+            bronze = bronze.persist()
+        by_batch = bronze.groupBy("_batch_id", records.ACTION).agg(  # one Spark job for counts, files and dates
+            F.count(F.lit(1)).alias("n"), F.collect_set("_source_file").alias("files"),
+            F.collect_set("event_date").alias("dates")).collect()
+        found["bronze"] = _counts(by_batch, "_batch_id")
+        found["landing_files"] = sorted({f for r in by_batch for f in r["files"]})
+        found["event_dates"] = sorted({d for r in by_batch for d in r["dates"] if d})
+    quarantine_uri, column = lake.quarantine(dataset), silver_tx.quarantine_partition(contract)
     if storage.has_data_files(spark, quarantine_uri):
         from spark_jobs.jobs.silver import other_quarantine_layout
 
@@ -174,124 +134,82 @@ def _match_dataset(run: EraseRun, contract: Contract, journal: Journal) -> dict[
             raise ErasureError(f"{quarantine_uri} holds partitions of both granularities (the contract's "
                                f"partition_granularity changed to {contract.partition_granularity}); run "
                                f"`python -m spark_jobs run --dataset {dataset} --layer silver` once, then the erase command again")
-        quarantine = spark.read.parquet(quarantine_uri)
-        lineage = {(r["_source_file"], int(r["_record_index"])) for r in rows} if found["bronze_rows"] else set()
-        keyed = spark.createDataFrame(sorted(lineage) or [("", -1)], "_source_file string, _record_index long")
-        q_hits = (quarantine.join(F.broadcast(keyed.withColumn("_hit", F.lit(True))), list(LINEAGE), "left")
-                  .where(F.coalesce(F.col("_hit"), F.lit(False)) | raw_mention(subjects)))
-        q_rows = q_hits.select(F.coalesce(F.col(column).cast("string"), F.lit(HIVE_NULL)).alias("p")).collect()
-        found["quarantine_rows"] = len(q_rows)
-        found["quarantine_partitions"] = _counts(r["p"] for r in q_rows)
-    silver_table = tables.table(spark, lake, "silver", dataset)
-    if tables.current_snapshot(spark, silver_table) is not None:
-        silver_hits = tables.read(spark, silver_table).where(typed_match(contract, subjects))
-        dates = silver_hits.select(F.col("event_date").cast("string")).distinct().collect()
-        found["silver_rows"] = silver_hits.count()
-        found["event_dates"] = sorted(set(found["event_dates"]) | {r[0] for r in dates if r[0]})
+        quarantined = records.quarantine_actions(spark.read.parquet(quarantine_uri), column, bronze, tokens, keyed, contract)
+        if not run.dry_run:
+            quarantined.write.mode("overwrite").parquet(f"{matches}/quarantine")
+            quarantined = spark.read.parquet(f"{matches}/quarantine")
+        by_partition = quarantined.groupBy("_partition", records.ACTION).agg(F.count(F.lit(1)).alias("n")).collect()
+        found["quarantine"] = _counts(by_partition, "_partition")
+    if run.dry_run:
+        silver_table = tables.table(spark, lake, "silver", dataset)
+        if tables.current_snapshot(spark, silver_table) is not None:
+            hits = records.silver_actions(tables.read(spark, silver_table), contract, frames, tokens)
+            summary = hits.groupBy(records.ACTION).agg(F.count(F.lit(1)).alias("n"),
+                                                       F.collect_set(F.col("event_date").cast("string")).alias("d")).collect()
+            found["silver"] = {r[records.ACTION]: int(r["n"]) for r in summary}
+            found["event_dates"] = sorted(set(found["event_dates"]) | {d for r in summary for d in r["d"]})
+        if bronze is not None:
+            bronze.unpersist()
+    else:
+        journal.mark(step, **{step: found})
     return found
 
 
-def _counts(values) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for value in values:
-        counts[value] = counts.get(value, 0) + 1
-    return dict(sorted(counts.items()))
+def _total(counts: dict[str, dict[str, int]], action: str) -> int:
+    return sum(c.get(action, 0) for c in counts.values())
 
 
-def _rewrite_partitions(run: EraseRun, journal: Journal, layer: str, dataset: str, uri: str, column: str,
-                        values: dict[str, int], subjects: list[Subject], malformed_only: bool) -> dict[str, int]:
-    """Step 4 for one layer: every touched partition staged and swapped (``partitions``)."""
-    spark = run.spark
-    keyed = spark.read.parquet(f"{run.work_uri}/matches/{dataset}") if storage.has_data_files(
-        spark, f"{run.work_uri}/matches/{dataset}") else None
-    for value in values:
-        step = f"{layer}:{dataset}:{column}={value}"
-        if journal.done(step):
-            continue
-        partition_uri, staging_uri = f"{uri}/{column}={value}", f"{run.work_uri}/staging/{layer}/{dataset}/{column}={value}"
-        if not partitions.staged(spark, staging_uri):  # staged before a kill: only the swap is left
-            mention = raw_mention(subjects, F.col("_is_malformed") if malformed_only else None)
-            if storage.has_data_files(spark, partition_uri):
-                _, gone = partitions.stage(spark, partition_uri, staging_uri, mention, keyed, LINEAGE)
-                if gone == 0:  # swapped before a kill cut the journal entry: nothing left to do here
-                    writers.delete_path(spark, staging_uri)
-                elif gone != values[value]:  # the partition changed since the match: the request is not what it saw
-                    raise ErasureError(f"{layer} {dataset} {column}={value}: {gone} rows to remove, {values[value]} "
-                                       "matched; did a pipeline run write meanwhile? run the erase command again")
-        if partitions.staged(spark, staging_uri):
-            partitions.swap(spark, partition_uri, staging_uri)
-        journal.mark(step)
-    return {"partitions_rewritten": len(values), "rows_removed": sum(values.values())}
-
-
-def _maintain_tables(run: EraseRun, contract: Contract) -> list[dict[str, Any]]:
-    """Step 8: only the current snapshot stays; files no snapshot references are deleted."""
-    spark, lake = run.spark, run.lake
-    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) + dt.timedelta(seconds=1)
-    stamp = f"TIMESTAMP '{now.strftime('%Y-%m-%d %H:%M:%S')}'"
-    done = []
-    names = [("silver", contract.dataset)] + [("gold", gold_table_name(contract.dataset, g)) for g in contract.gold]
-    for layer, name in names:
-        tbl = tables.table(spark, lake, layer, name)
-        if tables.current_snapshot(spark, tbl) is None:
-            continue
-        system, qualified = f"{tbl.catalog.name}.system", f"'{tbl.catalog.namespace(layer)}.{name}'"
-        expire = spark.sql(f"CALL {system}.expire_snapshots(table => {qualified}, older_than => {stamp}, "
-                           "retain_last => 1)").first().asDict()
-        # The procedure refuses an age under 24 h; the action takes any. Safe here: the request holds the
-        # dataset's lock, so no pipeline run writes these tables meanwhile.
-        actions = spark._jvm.org.apache.iceberg.spark.actions.SparkActions.get(spark._jsparkSession)
-        result = (actions.deleteOrphanFiles(tables._iceberg_table(spark, tbl))
-                  .olderThan(int(now.replace(tzinfo=dt.timezone.utc).timestamp() * 1000)).execute())
-        orphans = list(result.orphanFileLocations())
-        done.append({"table": tbl.display, "expired_data_files": int(expire.get("deleted_data_files_count") or 0),
-                     "expired_manifests": int(expire.get("deleted_manifest_files_count") or 0),
-                     "orphan_files_removed": len(orphans)})
-    return done
+def _describe_match(dataset: str, found: dict[str, Any], verb: str = "matched") -> str:
+    bronze, quarantine, silver = found["bronze"], found["quarantine"], found["silver"]
+    text = (f"{dataset}: {verb}: bronze {_total(bronze, records.REMOVE)} rows to remove, {_total(bronze, records.REDACT)} "
+            f"to redact ({len(bronze)} batches); quarantine {_total(quarantine, records.REMOVE)} to remove, "
+            f"{_total(quarantine, records.REDACT)} to redact; {len(found['landing_files'])} landing files")
+    if silver:
+        text += (f"; silver {silver.get(records.REMOVE, 0)} rows to delete, {silver.get(records.REDACT, 0)} to redact; "
+                 f"gold for {len(found['event_dates'])} dates")
+    return text
 
 
 def _erase_dataset(run: EraseRun, contract: Contract, journal: Journal) -> dict[str, Any]:
     from spark_jobs.jobs.layer import run_layer
 
     spark, lake, dataset = run.spark, run.lake, contract.dataset
-    subjects = _subjects_of(contract, run.subjects)
-    facts_key = f"matches:{dataset}"
     if not journal.done(f"catch-up:{dataset}"):
         if storage.has_data_files(spark, lake.landing(dataset)):
             run_layer(spark, lake, dataset, "bronze", erasure_request=run.request, progress=run.progress)
         journal.mark(f"catch-up:{dataset}")
-    if not journal.done(facts_key):
-        found = _match_dataset(run, contract, journal)
-        journal.mark(facts_key, **{facts_key: found})
-    found = journal.fact(facts_key)
-    run.say(f"{dataset}: matched {found['bronze_rows']} bronze rows in {len(found['bronze_batches'])} batches, "
-            f"{found['quarantine_rows']} quarantined, {found['silver_rows']} silver rows, "
-            f"{len(found['event_dates'])} event dates, {len(found['landing_files'])} landing files")
-    touched: dict[str, Any] = {"matched": found}
-    touched["quarantine"] = _rewrite_partitions(run, journal, "quarantine", dataset, lake.quarantine(dataset),
-                                                silver_tx.quarantine_partition(contract), found["quarantine_partitions"],
-                                                subjects, False)
-    touched["bronze"] = _rewrite_partitions(run, journal, "bronze", dataset, lake.bronze(dataset), "_batch_id",
-                                            found["bronze_batches"], subjects, True)
-    run.say(f"{dataset}: quarantine {touched['quarantine']['rows_removed']} rows, "
-            f"bronze {touched['bronze']['rows_removed']} rows removed")
+    snapshots_key = f"snapshots:{dataset}"
+    if journal.fact(snapshots_key) is None:  # before this request's first commit to any of the tables
+        journal.state.setdefault("facts", {})[snapshots_key] = {
+            t.display: iceberg.snapshot_ids(spark, t) for t in _dataset_tables(spark, lake, contract)}
+        journal.save()
+    found = _match(run, contract, journal)
+    run.say(_describe_match(dataset, found))
+    matches = f"{run.work_uri}/matches/{dataset}"
+    touched: dict[str, Any] = {"matched": {"bronze_batches": len(found["bronze"]),
+                                           "quarantine_partitions": found["quarantine"],
+                                           "landing_files": len(found["landing_files"])}}
+    for layer, uri, column, counts in (
+            ("quarantine", lake.quarantine(dataset), silver_tx.quarantine_partition(contract), found["quarantine"]),
+            ("bronze", lake.bronze(dataset), "_batch_id", found["bronze"])):
+        actions = spark.read.parquet(f"{matches}/{layer}") if counts else None
+        touched[layer] = rewrites.rewrite_layer(
+            spark, journal, layer=layer, dataset=dataset, uri=uri, column=column,
+            staging_uri=f"{run.work_uri}/staging/{layer}/{dataset}", actions=actions, counts=counts,
+            needles=run.needles, progress=run.say) if counts else {"partitions_rewritten": 0, "rows_removed": 0,
+                                                                   "rows_redacted": 0}
     silver_table = tables.table(spark, lake, "silver", dataset)
     if not journal.done(f"silver:{dataset}"):
-        snapshot_id = None
-        if tables.current_snapshot(spark, silver_table) is not None and found["silver_rows"]:
-            values = ", ".join("'" + normalised(contract, s).replace("'", "''") + "'" for s in subjects)
-            columns = sorted({s.column for s in subjects})
-            condition = " OR ".join(f"`{c}` IN ({values})" for c in columns)
-            spark.sql(f"DELETE FROM {silver_table.qualified} WHERE {condition}")
-            snapshot_id = (tables.current_snapshot(spark, silver_table) or {}).get("snapshot_id")
-        journal.mark(f"silver:{dataset}", **{f"silver:{dataset}": {"rows_deleted": found["silver_rows"],
-                                                                  "snapshot_id": snapshot_id}})
+        result = rewrites.rewrite_silver(spark, silver_table, contract, records.subject_frames(spark, contract, run.subjects),
+                                         records.token_frame(spark, run.needles), run.needles,
+                                         run_id=f"erase-{run.request}")
+        journal.mark(f"silver:{dataset}", **{f"silver:{dataset}": result})
     touched["silver"] = journal.fact(f"silver:{dataset}")
-    for date in found["event_dates"]:
-        if contract.gold and not journal.done(f"gold:{dataset}:{date}"):
-            run_layer(spark, lake, dataset, "gold", date=date, erasure_request=run.request, progress=run.progress)
-            journal.mark(f"gold:{dataset}:{date}")
-    touched["gold"] = {"event_dates_recomputed": found["event_dates"] if contract.gold else [],
+    dates = sorted(set(found["event_dates"]) | set(touched["silver"]["event_dates"]))
+    if contract.gold and dates and not journal.done(f"gold:{dataset}"):
+        run_layer(spark, lake, dataset, "gold", dates=dates, erasure_request=run.request, progress=run.progress)
+        journal.mark(f"gold:{dataset}")
+    touched["gold"] = {"event_dates_recomputed": dates if contract.gold else [],
                        "tables": [f"gold.{gold_table_name(dataset, g)}" for g in contract.gold]}
     if not journal.done(f"landing:{dataset}"):
         for uri in found["landing_files"]:
@@ -299,85 +217,15 @@ def _erase_dataset(run: EraseRun, contract: Contract, journal: Journal) -> dict[
         journal.mark(f"landing:{dataset}")
     touched["landing"] = {"objects_deleted": len(found["landing_files"])}
     if not journal.done(f"tables:{dataset}"):
-        journal.mark(f"tables:{dataset}", **{f"tables:{dataset}": _maintain_tables(run, contract)})
+        before = journal.fact(snapshots_key)
+        expired = [iceberg.finish(spark, t, before.get(t.display, [])) for t in _dataset_tables(spark, lake, contract)
+                   if tables.exists(spark, t)]
+        journal.mark(f"tables:{dataset}", **{f"tables:{dataset}": expired})
     touched["tables"] = journal.fact(f"tables:{dataset}")
-    run.say(f"{dataset}: silver {touched['silver']['rows_deleted']} rows deleted, gold recomputed for "
-            f"{len(touched['gold']['event_dates_recomputed'])} dates, {len(found['landing_files'])} landing files "
-            "deleted, snapshots expired")
+    run.say(f"{dataset}: silver {touched['silver']['rows_deleted']} rows deleted, {touched['silver']['rows_redacted']} "
+            f"redacted; gold recomputed for {len(touched['gold']['event_dates_recomputed'])} dates; "
+            f"{len(found['landing_files'])} landing files deleted; snapshots from before the request expired")
     return touched
-
-
-def _needles(run: EraseRun, contracts: list[Contract]) -> list[str]:
-    """What the scans look for: each value as given and as silver stores it, and its gold pseudonym."""
-    values = {s.value.strip() for s in run.subjects}
-    for contract in contracts:
-        for subject in _subjects_of(contract, run.subjects):
-            values.add(normalised(contract, subject))
-            if contract.pseudonymise_gold:
-                values.add(pseudonym(run.key, normalised(contract, subject)))
-    return sorted(values)
-
-
-def _scrub_reports(run: EraseRun, s3, forms: list[str]) -> dict[str, int]:
-    """Reports, Athena results, logs: rewrite text that mentions a subject, delete anything else that does."""
-    rewritten = deleted = 0
-    for prefix in SCRUBBED_PREFIXES:
-        for version in list(objects.versions(s3, run.lake.bucket, prefix)):
-            if not version.is_latest or version.key.startswith(RECEIPTS_PREFIX):
-                continue
-            data = objects.read_version(s3, run.lake.bucket, version)
-            if not objects.contains_any(data, forms):
-                continue
-            is_text = prefix == "reports/" and not data.startswith((objects.PARQUET_MAGIC, objects.AVRO_MAGIC,
-                                                                    objects.GZIP_MAGIC))
-            if is_text:
-                objects.put_text(s3, run.lake, version.key, _replace(data.decode("utf-8", errors="replace"), forms))
-                rewritten += 1
-            else:
-                s3.delete_object(Bucket=run.lake.bucket, Key=version.key)
-                deleted += 1
-    return {"objects_rewritten": rewritten, "objects_deleted": deleted}
-
-
-def _replace(text: str, forms: list[str]) -> str:
-    import re
-
-    for form in sorted(forms, key=len, reverse=True):
-        text = re.sub(re.escape(form), REPLACEMENT, text, flags=re.IGNORECASE)
-    return text
-
-
-def _scrub_mirror(tenant: str, forms: list[str]) -> int:
-    """The local copy of the tenant's reports (``make dq-report``'s mirror), scrubbed the same way."""
-    from spark_jobs.quality.report import mirror_root
-
-    root, changed = mirror_root(tenant), 0
-    if not root.is_dir():
-        return 0
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and "erasure" not in p.relative_to(root).parts[:1]):
-        data = path.read_bytes()
-        if objects.contains_any(data, forms):
-            if data.startswith((objects.PARQUET_MAGIC, objects.AVRO_MAGIC, objects.GZIP_MAGIC)):
-                path.unlink()
-            else:
-                path.write_text(_replace(data.decode("utf-8", errors="replace"), forms), encoding="utf-8")
-            changed += 1
-    return changed
-
-
-def _purge(run: EraseRun, s3, prefixes: list[str], forms: list[str]) -> int:
-    """Delete every noncurrent version under ``prefixes`` that holds a subject; returns how many."""
-    found = objects.scan(s3, run.lake.bucket, prefixes, forms)
-    return objects.delete_versions(s3, run.lake.bucket, [(v.key, v.version_id) for v in found.hits if not v.is_latest])
-
-
-def _purge_inbox(run: EraseRun, s3, forms: list[str]) -> int:
-    """Delete every version (current ones too) of the subject files in the inbox that name a subject,
-    and their delete markers: the request has been carried out, and they hold the ids."""
-    found = objects.scan(s3, run.lake.bucket, [INBOX_PREFIX], forms)
-    keys = {v.key for v in found.hits}
-    markers = [(k, v) for k, v in objects.delete_markers(s3, run.lake.bucket, INBOX_PREFIX) if k in keys]
-    return objects.delete_versions(s3, run.lake.bucket, [(v.key, v.version_id) for v in found.hits] + markers)
 
 
 def _dataset_prefixes(contract: Contract) -> list[str]:
@@ -386,54 +234,118 @@ def _dataset_prefixes(contract: Contract) -> list[str]:
             *[f"gold/{gold_table_name(dataset, g)}/" for g in contract.gold]]
 
 
+def _left_out(datasets: list[str] | None) -> list[Contract]:
+    """The datasets a request limited by ``--dataset`` did not cover (none when it covered all)."""
+    from spark_jobs.contract import available_datasets
+
+    return [load_contract(name) for name in available_datasets() if datasets and name not in datasets]
+
+
+def _outside_request(hits: list, left_out: list[Contract]) -> dict[str, list]:
+    """The verification's hits that lie in a left-out dataset's own objects (its landing, bronze,
+    quarantine, silver, gold and checkpoint prefixes), by dataset. Any other hit (a covered dataset, a
+    report, anything outside a dataset) is the request's own."""
+    owners = [(c.dataset, (*_dataset_prefixes(c), f"checkpoints/{c.dataset}/")) for c in left_out]
+    found: dict[str, list] = {}
+    for version in hits:
+        owner = next((name for name, prefixes in owners if version.key.startswith(prefixes)), None)
+        if owner is not None:
+            found.setdefault(owner, []).append(version)
+    return found
+
+
+def _resolve_request(spark, lake: LakeConfig, affected: list[Contract], digest: str) -> str | None:
+    """The id of an unfinished request for the same subjects (its locks say so), to resume; refuses when
+    another request holds one of the datasets."""
+    resumed = None
+    for contract in affected:
+        holder = lock_holder(spark, lake, contract.dataset)
+        if holder is None:
+            continue
+        if holder.get("subjects_digest") != digest:
+            raise ErasureError(f"dataset {contract.dataset} is locked by erasure request {holder.get('request_id')}: "
+                               "finish it first (re-run its erase command)")
+        resumed = holder["request_id"]
+    return resumed
+
+
+def _sweep_and_purge(run: EraseRun, s3, affected: list[Contract], journal: Journal, tenant: str) -> sweeping.Sweep:
+    """Read the whole bucket once; scrub reports, purge versions and unreferenced table files from it."""
+    found = sweeping.sweep(run.spark, run.lake, s3, run.needles, run.say, label="sweep")
+    facts: dict[str, Any] = {"reports": reports.scrub(s3, run.lake, found, run.needles)}
+    facts["reports"]["local_mirror_files_scrubbed"] = reports.scrub_mirror(tenant, run.needles) if tenant else 0
+    run.say(reports.describe(facts["reports"]))
+    prefixes = [p for c in affected for p in _dataset_prefixes(c)] + list(reports.SCRUBBED_PREFIXES) + [run.work_prefix]
+    facts["object_versions_removed"] = purge.noncurrent(s3, run.lake, found, prefixes)
+    facts["subject_files_deleted"] = purge.inbox(s3, run.lake, found)
+    tables_by_prefix = {f"{t.location.split(run.lake.bucket + '/', 1)[1]}/data/": t
+                        for c in affected for t in _dataset_tables(run.spark, run.lake, c)}
+    facts["unreferenced_files_deleted"] = purge.unreferenced_files(
+        s3, run.lake, found, {p: t.display for p, t in tables_by_prefix.items()},
+        lambda name, uris: iceberg.unreferenced(run.spark, next(t for t in tables_by_prefix.values()
+                                                                 if t.display == name), uris))
+    run.say(f"purged {facts['object_versions_removed']} noncurrent object versions and "
+            f"{len(facts['unreferenced_files_deleted'])} unreferenced table files that held a subject")
+    if facts["subject_files_deleted"]:
+        run.say(f"deleted {facts['subject_files_deleted']} versions of subject files in the inbox")
+    for key, value in facts.items():
+        journal.state.setdefault("facts", {})[key] = value
+    journal.save()
+    return found
+
+
+def check(subjects: list[Subject], datasets: list[str] | None = None) -> list[Contract]:
+    """The checks a request must pass before anything starts (no Spark): every subject's column is a subject
+    key somewhere, every id meets its key's rules. Returns the contracts the request touches."""
+    from spark_jobs.contract import available_datasets
+
+    contracts = [load_contract(name) for name in (datasets or available_datasets())]
+    declared = {c for contract in contracts for c in (contract.subject_keys or ())}
+    unknown = sorted({s.column for s in subjects} - declared)
+    if unknown:
+        raise SubjectError(f"no dataset lists '{unknown[0]}' in subject_keys (declared: "
+                           f"{', '.join(sorted(declared)) or 'none'})")
+    affected = [c for c in contracts if any(applies(c, s) for s in subjects)]
+    check_request(affected, subjects)
+    return affected
+
+
 def erase(spark: SparkSession, lake: LakeConfig, subjects: list[Subject], *, tenant: str = "",
           datasets: list[str] | None = None, dry_run: bool = False,
           progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Run (or, with ``dry_run``, plan) one erasure request; returns the receipt (see the module docstring)."""
-    from spark_jobs.contract import available_datasets
-
     if not lake.is_object_store:
         raise ErasureError(f"erase works on an S3 lake (a versioned bucket), not {lake.lake_uri}")
-    contracts = [load_contract(name) for name in (datasets or available_datasets())]
-    columns = {s.column for s in subjects}
-    declared = {c for contract in contracts for c in (contract.subject_keys or ())}
-    unknown = sorted(columns - declared)
-    if unknown:
-        raise SubjectError(f"no dataset lists '{unknown[0]}' in subject_keys (declared: "
-                           f"{', '.join(sorted(declared)) or 'none'})")
-    affected = [c for c in contracts if _subjects_of(c, subjects)]
-    key = load_key(spark, lake, create=not dry_run) if not dry_run or storage.exists(
-        spark, lake.path("checkpoints", "_erasure", "key")) else b"\0" * 32
-    run = EraseRun(spark, lake, subjects, key, request_id(key, subjects), dry_run, progress)
-    for contract in affected:
-        holder = active_request(spark, lake, contract.dataset)
-        if holder not in (None, run.request):
-            raise ErasureError(f"dataset {contract.dataset} is locked by erasure request {holder}: finish it first "
-                               "(re-run its erase command)")
+    affected = check(subjects, datasets)
+    has_key = storage.exists(spark, lake.path("checkpoints", "_erasure", "key"))
+    key = load_key(spark, lake, create=not dry_run) if not dry_run or has_key else b"\0" * 32
+    digest = subjects_digest(key, subjects, affected)
+    resumed = _resolve_request(spark, lake, affected, digest)
+    run = EraseRun(spark, lake, subjects, key, resumed or new_request_id(), digest, dry_run, progress,
+                   needles(affected, subjects, key))
+    earlier = [e["request_id"] for e in receipts.earlier_requests(spark, lake, digest)] if has_key else []
     receipt: dict[str, Any] = {
-        "request_id": run.request, "tenant": tenant, "dry_run": dry_run,
+        "request_id": run.request, "tenant": tenant, "dry_run": dry_run, "subjects_digest": digest,
+        "earlier_requests": earlier,
         "subjects": [{"column": s.column, "subject_hash": subject_hash(key, s)} for s in subjects],
         "requested_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "datasets": {}}
     if dry_run:
         for contract in affected:
-            receipt["datasets"][contract.dataset] = {"would_touch": _match_dataset(run, contract, Journal(spark, "", {"done": []}))}
-            found = receipt["datasets"][contract.dataset]["would_touch"]
-            run.say(f"dry run {contract.dataset}: would remove {found['bronze_rows']} bronze rows "
-                    f"({len(found['bronze_batches'])} batches), {found['quarantine_rows']} quarantined rows, "
-                    f"{found['silver_rows']} silver rows, recompute gold for {len(found['event_dates'])} dates, "
-                    f"delete {len(found['landing_files'])} landing files (landing files not yet ingested are "
-                    "ingested first)")
+            found = _match(run, contract, Journal.in_memory())
+            receipt["datasets"][contract.dataset] = {"would_touch": found}
+            run.say(f"dry run {_describe_match(contract.dataset, found, 'would touch')} (landing files not yet "
+                    "ingested are ingested first)")
         return receipt
 
     journal = Journal.open(spark, f"{run.work_uri}/state.json", {"request_id": run.request, "done": [],
                                                                    "requested_at": receipt["requested_at"]})
     receipt["requested_at"] = journal.state["requested_at"]
-    if journal.state["done"]:
+    if journal.state["done"] or resumed:
         run.say(f"resuming: {len(journal.state['done'])} steps already done")
     for contract in affected:
-        storage.write_text(spark, lock_uri(lake, contract.dataset),
-                           json.dumps({"request_id": run.request, "since": receipt["requested_at"]}))
-    if not journal.state["done"]:  # a resumed request's locks kept every pipeline run out since it began
+        storage.write_text(spark, lock_uri(lake, contract.dataset), json.dumps(
+            {"request_id": run.request, "subjects_digest": digest, "since": receipt["requested_at"]}))
+    if not resumed:  # a resumed request's locks kept every pipeline run out since it began
         busy = [(contract.dataset, uri, lease) for contract in affected
                 for uri, lease in live_leases(spark, lake, contract.dataset)]
         if busy:
@@ -448,80 +360,39 @@ def erase(spark: SparkSession, lake: LakeConfig, subjects: list[Subject], *, ten
         receipt["datasets"][contract.dataset] = _erase_dataset(run, contract, journal)
 
     s3 = objects.s3_client(lake)
-    forms = objects.needle_forms(_needles(run, affected))
-    if not journal.done("reports"):
-        journal.mark("reports", reports={**_scrub_reports(run, s3, forms),
-                                         "local_mirror_files_scrubbed": _scrub_mirror(tenant, forms) if tenant else 0})
-    receipt["reports"] = journal.fact("reports")
-    run.say(f"reports: {receipt['reports']['objects_rewritten']} rewritten, {receipt['reports']['objects_deleted']} deleted")
-    prefixes = [p for c in affected for p in _dataset_prefixes(c)] + list(SCRUBBED_PREFIXES) + [run.work_prefix]
-    removed = int(journal.fact("versions_removed", 0)) + _purge(run, s3, prefixes, forms)
-    journal.state.setdefault("facts", {})["versions_removed"] = removed
-    journal.save()
-    receipt["object_versions_removed"] = removed
-    run.say(f"purged {removed} noncurrent object versions that held a subject")
-    inbox = _purge_inbox(run, s3, forms)
-    if inbox:
-        receipt["subject_files_deleted"] = inbox
-        run.say(f"deleted {inbox} versions of subject files in {INBOX_PREFIX}")
-
-    verification = objects.scan(s3, lake.bucket, [""], forms, progress=run.say)
+    swept = _sweep_and_purge(run, s3, affected, journal, tenant)
+    for key_name in ("reports", "object_versions_removed", "subject_files_deleted", "unreferenced_files_deleted"):
+        receipt[key_name] = journal.fact(key_name)
+    verification = sweeping.sweep(spark, lake, s3, run.needles, run.say, label="verify", known=swept)
     outside = _outside_request(verification.hits, _left_out(datasets))
-    left_out_hits = {id(v) for hits in outside.values() for v in hits}
-    remaining = [v for v in verification.hits if id(v) not in left_out_hits]
-    receipt["verification"] = {**verification.to_dict(), "scope": f"every version of every object in s3://{lake.bucket}",
-                               "status": ("subject data remains" if remaining else "verified" if not outside else
-                                          "verified; subject data remains in datasets outside this request")}
+    set_apart = {id(f) for hits in outside.values() for f in hits}
+    remaining = [f for f in verification.hits if id(f) not in set_apart]
+    unreadable = verification.unreadable
+    status = ("subject data remains" if remaining else "unreadable objects: not verified" if unreadable
+              else "verified" if not outside else "verified; subject data remains in datasets outside this request")
+    receipt["verification"] = {**verification.summary(), "status": status,
+                               "scope": f"every version of every object in s3://{lake.bucket} but "
+                                        f"{', '.join(sweeping.SKIPPED_PREFIXES)} (job code)"}
     if outside:
         receipt["verification"]["outside_request"] = {
-            name: {"versions": len(hits), "keys": sorted({v.key for v in hits})[:20]} for name, hits in outside.items()}
-    receipt["status"] = "completed" if not remaining else "incomplete"
+            name: {"versions": len(hits), "keys": sorted({f.key for f in hits})[:20]} for name, hits in outside.items()}
+    receipt["status"] = "completed" if not remaining and not unreadable else "incomplete"
     receipt["completed_at"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     receipt["personal_data_columns"] = {c.dataset: list(c.personal_data) for c in affected}
-    text = json.dumps(receipt, indent=1, sort_keys=True)
-    objects.put_text(s3, lake, f"{RECEIPTS_PREFIX}{run.request}/receipt.json", text)
-    if tenant:
-        from spark_jobs.quality import index
-        from spark_jobs.quality.report import mirror_root
-
-        mirror = mirror_root(tenant)
-        (mirror / "erasure" / run.request).mkdir(parents=True, exist_ok=True)
-        (mirror / "erasure" / run.request / "receipt.json").write_text(text + "\n", encoding="utf-8")
-        index.build_index(tenant, mirror)
+    written = receipts.write(s3, lake, receipt, tenant)
+    receipts.record(spark, lake, digest, receipt)
     # The work folder (journal, matched lineage, staging) goes last, with its versions: the receipt is written.
     work = [(v.key, v.version_id) for v in objects.versions(s3, lake.bucket, run.work_prefix)]
     objects.delete_versions(s3, lake.bucket, work + list(objects.delete_markers(s3, lake.bucket, run.work_prefix)))
     for contract in affected:
         writers.delete_path(spark, lock_uri(lake, contract.dataset))
-    run.say(f"{receipt['status']}: {verification.versions} object versions scanned, "
-            f"{len(remaining)} hold a subject; receipt {RECEIPTS_PREFIX}{run.request}/receipt.json")
+    run.say(f"{receipt['status']}: {verification.summary()['versions_scanned']} object versions verified, "
+            f"{len(remaining)} hold a subject, {len(unreadable)} unreadable; receipt {written}")
+    if unreadable:
+        run.say(f"unreadable, so not verified: {', '.join(sorted({f.key for f in unreadable})[:5])}")
     if outside:
         names = sorted(outside)
         run.say(f"note: {sum(len(h) for h in outside.values())} object versions of datasets this request left out "
                 f"hold a subject ({', '.join(names)}); to erase it there: the same command with "
                 + " ".join(f"--dataset {n}" for n in names))
     return receipt
-
-
-def _left_out(datasets: list[str] | None) -> list[Contract]:
-    """The datasets a request limited by ``--dataset`` did not cover (none when it covered all)."""
-    from spark_jobs.contract import available_datasets
-
-    return [load_contract(name) for name in available_datasets() if datasets and name not in datasets]
-
-
-def _outside_request(hits: list[objects.Version], left_out: list[Contract]) -> dict[str, list[objects.Version]]:
-    """The verification's hits that lie in a left-out dataset's own objects (its landing, bronze,
-    quarantine, silver, gold and checkpoint prefixes), by dataset. Any other hit (a covered dataset, a
-    report, anything outside a dataset) is the request's own."""
-    owners = [(c.dataset, (*_dataset_prefixes(c), f"checkpoints/{c.dataset}/")) for c in left_out]
-    found: dict[str, list[objects.Version]] = {}
-    for version in hits:
-        owner = next((name for name, prefixes in owners if version.key.startswith(prefixes)), None)
-        if owner is not None:
-            found.setdefault(owner, []).append(version)
-    return found
-
-
-def receipt_path(request: str) -> str:
-    return f"{RECEIPTS_PREFIX}{request}/receipt.json"

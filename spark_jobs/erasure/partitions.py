@@ -1,21 +1,27 @@
-"""Rewriting one Parquet partition (a bronze batch, a quarantine date) without some rows, safely.
+"""Rewriting the touched Parquet partitions of a layer (bronze batches, quarantine dates) without some
+rows, and with others redacted, safely.
 
-A partition is rewritten in two recorded steps, so that a run killed at any moment (SIGKILL) loses no
-other row and a re-run finishes the job:
+A layer is rewritten in two recorded steps, so that a run killed at any moment (SIGKILL) loses no other
+row and a re-run finishes the job:
 
-1. **stage**: the rows to keep are written (one Spark write, its ``_SUCCESS`` marker last) under the
-   request's staging folder ``checkpoints/_erasure/<request>/staging/<layer>/<dataset>/<partition>/``,
-   a prefix no reader of the lake lists;
-2. **swap**: the partition's original files are deleted, then the staged files are moved in, one by
-   one; the staging folder is removed last.
+1. **stage**: the kept rows of every touched partition are written in ONE Spark write, partitioned as
+   the layer (``_SUCCESS`` last), under the request's staging folder
+   ``checkpoints/_erasure/<request>/staging/<layer>/<dataset>/``, a prefix no reader of the lake lists;
+2. **swap**, per partition: its original files are deleted, then its staged files are moved in, one by
+   one (a partition whose rows are all removed has no staged folder: its files are deleted); the
+   staging folder is removed last.
 
 Before ``_SUCCESS`` exists, a re-run stages again (the originals are untouched). Once it exists, a re-run
 only swaps: it deletes the originals that are still there and moves the staged files that are still
-staged, so a kill between the two steps, or in the middle of either, converges.
+staged, so a kill between the two steps, or in the middle of either, converges. The layer's columns are
+whatever its files hold (bronze may gain columns): rows are copied whole, redaction touches every text
+column.
 """
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from typing import Callable
+
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.io import storage, writers
@@ -31,27 +37,33 @@ def staged(spark: SparkSession, staging_uri: str) -> bool:
     return storage.exists(spark, f"{staging_uri}/{SUCCESS}")
 
 
-def stage(spark: SparkSession, partition_uri: str, staging_uri: str, remove: Column,
-          keyed: DataFrame | None = None, keys: tuple[str, ...] = ()) -> tuple[int, int]:
-    """Write the partition's rows that ``remove`` does not select, and that do not match a row of
-    ``keyed`` on ``keys``, to ``staging_uri``; returns (rows kept, rows removed)."""
-    rows = spark.read.parquet(partition_uri)
-    flagged, drop = rows, remove
-    if keyed is not None and keys:
-        flagged = rows.join(F.broadcast(keyed.select(*keys).distinct().withColumn("_erase_by_key", F.lit(True))),
-                            list(keys), "left")
-        drop = drop | F.coalesce(F.col("_erase_by_key"), F.lit(False))
-    flagged = flagged.withColumn("_erase", F.coalesce(drop, F.lit(False))).persist()
+def stage_layer(spark: SparkSession, uri: str, column: str, values: list[str], staging_uri: str,
+                actions: DataFrame, keys: tuple[str, ...], redact: Callable[[DataFrame], DataFrame],
+                action: str = "_erase_action") -> tuple[int, int]:
+    """Write the rows of the partitions ``<column>=<value>`` of ``uri`` to ``staging_uri`` (partitioned by
+    ``column``), without the rows ``actions`` (joined on ``keys``) marks ``remove`` and with those it
+    marks ``redact`` passed through ``redact``; returns (rows read, rows written), from the files' footers."""
+    folders = [f"{uri}/{column}={value}" for value in values if storage.has_data_files(spark, f"{uri}/{column}={value}")]
+    writers.delete_path(spark, staging_uri)
+    if not folders:
+        return 0, 0
+    inference = spark.conf.get("spark.sql.sources.partitionColumnTypeInference.enabled")
+    spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")  # values written back as read
     try:
-        counts = flagged.groupBy("_erase").count().collect()
-        removed = sum(int(r["count"]) for r in counts if r["_erase"])
-        kept_rows = sum(int(r["count"]) for r in counts if not r["_erase"])
-        kept = flagged.where(~F.col("_erase")).select(*rows.columns)
-        writers.delete_path(spark, staging_uri)
-        kept.coalesce(1).write.mode("overwrite").parquet(staging_uri)
+        rows = spark.read.option("basePath", uri).parquet(*folders)
     finally:
-        flagged.unpersist()
-    return kept_rows, removed
+        spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", inference)
+    # Without inference a null partition (``__HIVE_DEFAULT_PARTITION__``, a quarantined record with no event
+    # date) reads as NullType when it is the only folder read, and Spark cannot partition a write by NullType.
+    rows = rows.withColumn(column, F.col(column).cast("string"))
+    flagged = rows.join(F.broadcast(actions.select(*keys, action).distinct()), list(keys), "left")
+    unchanged = flagged.where(F.col(action).isNull()).select(*rows.columns)
+    redacted = redact(flagged.where(F.col(action) == "redact").select(*rows.columns))
+    kept = unchanged.unionByName(redacted)
+    kept.repartition(column).write.mode("overwrite").partitionBy(column).parquet(staging_uri)
+    read = spark.read.option("basePath", uri).parquet(*folders).count()
+    written = spark.read.parquet(staging_uri).count() if storage.has_data_files(spark, staging_uri) else 0
+    return read, written
 
 
 def swap(spark: SparkSession, partition_uri: str, staging_uri: str) -> int:

@@ -1,9 +1,10 @@
-"""Erasure subjects: who is to be erased, and the tenant's erasure key.
+"""Erasure subjects: who is to be erased, the checks a request must pass, and the tenant's erasure key.
 
 A subject is ``<column>=<value>``: a ``subject_keys`` column of the tenant's contracts and the value that
 identifies the person (``user_id=user-0042``). The value is normalised as silver normalises that column
-(trimmed; lower/upper-cased when the contract says ``case``), so ``USER-0042`` and ``user-0042`` are the
-same subject of a lower-cased column.
+(trimmed; lower/upper-cased when the contract says ``case``; a number in its canonical form), so
+``USER-0042`` and ``user-0042`` are the same subject of a lower-cased column. ``check_request`` refuses a
+request whose ids do not meet their subject keys' rules (``matching``), before anything changes.
 
 The erasure key is 32 random bytes per lake at ``checkpoints/_erasure/key`` (the job role's prefix: the
 consumer role cannot read ``checkpoints/``), created on first use and written SSE-KMS with the tenant
@@ -14,16 +15,19 @@ table (the normalised value itself), so a receipt never equals a pseudonym.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+import decimal
 import hashlib
 import hmac
 import os
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from spark_jobs.contract import Contract
+from spark_jobs.contract import Contract, decimal_precision_scale
+from spark_jobs.erasure.matching import IdRuleError, Needles, canonical_number, check_id, is_numeric_looking
 from spark_jobs.io import storage
 from spark_jobs.lake import LakeConfig
 
@@ -87,10 +91,84 @@ def read_subjects(arguments: list[str], files: list[str],
 
 
 def normalised(contract: Contract, subject: Subject) -> str:
-    """The value as silver stores it in ``subject.column`` of ``contract``."""
+    """The value as silver stores it in ``subject.column`` of ``contract``, as text (a number canonical)."""
     value = subject.value.strip()
-    case = contract.column(subject.column).case
-    return value.lower() if case == "lower" else value.upper() if case == "upper" else value
+    column = contract.column(subject.column)
+    if column.type != "string":
+        return canonical_number(value) or value
+    return value.lower() if column.case == "lower" else value.upper() if column.case == "upper" else value
+
+
+_INT_RANGES = {"int": (-(2 ** 31), 2 ** 31 - 1), "long": (-(2 ** 63), 2 ** 63 - 1)}
+
+
+def typed_value(contract: Contract, subject: Subject) -> str | int | decimal.Decimal | None:
+    """The value as a Python value of the column's type (None: no value of that type can equal it)."""
+    text = normalised(contract, subject)
+    kind = contract.column(subject.column).type
+    if kind == "string":
+        return text
+    number = decimal.Decimal(text)
+    if kind in _INT_RANGES:
+        low, high = _INT_RANGES[kind]
+        return int(number) if number == number.to_integral_value() and low <= number <= high else None
+    precision, scale = decimal_precision_scale(kind)
+    scaled = number.quantize(decimal.Decimal(1).scaleb(-scale)) if -number.as_tuple().exponent <= scale else None
+    if scaled is None or len(scaled.as_tuple().digits) > precision:
+        return None
+    return scaled
+
+
+def spark_text(contract: Contract, subject: Subject) -> str:
+    """The value as Spark casts the typed column to string (what a pseudonymised gold hashes)."""
+    value = typed_value(contract, subject)
+    return normalised(contract, subject) if value is None else str(value)
+
+
+def applies(contract: Contract, subject: Subject) -> bool:
+    return subject.column in (contract.subject_keys or ())
+
+
+def check_request(contracts: Iterable[Contract], subjects: list[Subject]) -> None:
+    """Refuse (``SubjectError``, one line) a request with an id its subject key's rules do not admit:
+    not one token, shorter than ``min_length``, not matching ``pattern``, or not a number of a numeric key."""
+    for contract in contracts:
+        for position, subject in enumerate(subjects, 1):
+            if not applies(contract, subject):
+                continue
+            rule = contract.subject_key(subject.column)
+            try:
+                check_id(normalised(contract, subject), column=subject.column,
+                         type_name=contract.column(subject.column).type, pattern=rule.pattern,
+                         min_length=rule.min_length, position=position, dataset=contract.dataset)
+            except IdRuleError as exc:
+                raise SubjectError(str(exc)) from None
+            kind = contract.column(subject.column).type
+            if typed_value(contract, subject) is None:
+                raise SubjectError(f"subject {position} ({subject.label}): not a value of {contract.dataset}."
+                                   f"{subject.column} ({kind}: out of range, or more decimals than its scale); "
+                                   "nothing was changed")
+
+
+def needles(contracts: Iterable[Contract], subjects: list[Subject], key: bytes) -> Needles:
+    """What the scans look for (``matching.Needles``): each string id with a letter as a token, and its gold
+    pseudonym; every other id (numbers, digit strings) keyed by its column's and landing field's names."""
+    tokens: set[str] = set()
+    keyed: dict[str, set[str]] = {}
+    for contract in contracts:
+        for subject in subjects:
+            if not applies(contract, subject):
+                continue
+            column = contract.column(subject.column)
+            value = normalised(contract, subject)
+            if column.type == "string" and not is_numeric_looking(value):
+                tokens.add(value)
+            else:
+                for name in {column.name, column.landing_name or column.name}:
+                    keyed.setdefault(name, set()).add(value)
+            if contract.pseudonymise_gold:
+                tokens.add(pseudonym(key, spark_text(contract, subject)))
+    return Needles.build(tokens, keyed)
 
 
 def key_uri(lake: LakeConfig) -> str:
@@ -130,7 +208,22 @@ def pseudonym_column(key: bytes, column: Column) -> Column:
     return F.when(column.isNotNull(), F.sha2(F.concat(F.lit(outer_pad), F.unhex(inner)), 256))
 
 
-def request_id(key: bytes, subjects: list[Subject]) -> str:
-    """A request's id: the same subjects give the same id, so re-running a killed request resumes it."""
-    message = "\n".join(f"{s.column}={s.value.strip()}" for s in subjects).encode("utf-8")
-    return "er-" + hmac.new(key, b"request:" + message, hashlib.sha256).hexdigest()[:16]
+def subjects_digest(key: bytes, subjects: list[Subject], contracts: Iterable[Contract] = ()) -> str:
+    """A keyed hash of the request's set of subjects, each value as the first of ``contracts`` that lists its
+    column normalises it (``Ann@X.com`` and ``ann@x.com`` of a lower-cased column are one subject): the same
+    subjects give the same digest, so a killed request is resumed and a repeated one cites the earlier (the
+    ids themselves are never stored)."""
+    contracts = list(contracts)
+
+    def value(subject: Subject) -> str:
+        owner = next((c for c in contracts if applies(c, subject)), None)
+        return normalised(owner, subject) if owner is not None else subject.value.strip()
+
+    message = "\n".join(sorted({f"{s.column}={value(s)}" for s in subjects})).encode("utf-8")
+    return hmac.new(key, b"request:" + message, hashlib.sha256).hexdigest()[:32]
+
+
+def new_request_id(now: dt.datetime | None = None) -> str:
+    """A request's id, unique per request: ``er-<UTC time>-<8 random hex digits>``."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return f"er-{now.strftime('%Y%m%dT%H%M%SZ')}-{os.urandom(4).hex()}"

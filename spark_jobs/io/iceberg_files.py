@@ -35,11 +35,14 @@ class IcebergMetadataError(ValueError):
 
 
 # ---------------------------------------------------------------------------- a minimal Avro reader
-def _long(stream: BinaryIO) -> int:
+def _long(stream: BinaryIO, end_ok: bool = False) -> int | None:
+    """A zig-zag varint; with ``end_ok``, None at the end of the stream (before its first byte)."""
     shift, value = 0, 0
     while True:
         byte = stream.read(1)
         if not byte:
+            if end_ok and shift == 0:
+                return None
             raise IcebergMetadataError("truncated Avro data")
         value |= (byte[0] & 0x7F) << shift
         if not byte[0] & 0x80:
@@ -120,7 +123,12 @@ def _read(schema: Any, stream: BinaryIO, names: dict[str, Any]) -> Any:
 
 def read_avro(data: bytes) -> list[dict[str, Any]]:
     """Every record of an Avro object container file (codec ``null`` or ``deflate``)."""
-    stream = io.BytesIO(data)
+    return list(iter_avro(io.BytesIO(data))[1])
+
+
+def iter_avro(stream: BinaryIO) -> tuple[dict[str, bytes], Any]:
+    """(file metadata, iterator of records) of an Avro object container file read from ``stream``, one
+    block in memory at a time (codec ``null`` or ``deflate``)."""
     if stream.read(4) != AVRO_MAGIC:
         raise IcebergMetadataError("not an Avro object container file")
     meta = {_bytes(stream).decode(): _bytes(stream) for count in _blocks(stream) for _ in range(count)}
@@ -130,17 +138,19 @@ def read_avro(data: bytes) -> list[dict[str, Any]]:
     codec = meta.get("avro.codec", b"null").decode()
     if codec not in ("null", "deflate"):
         raise IcebergMetadataError(f"Avro codec {codec} is not supported (null, deflate)")
-    records = []
-    while stream.tell() < len(data):
-        count = _long(stream)
-        block = _bytes(stream)
-        if codec == "deflate":
-            block = zlib.decompress(block, -15)
-        block_stream = io.BytesIO(block)
-        records.extend(_read(schema, block_stream, names) for _ in range(count))
-        if stream.read(16) != sync:
-            raise IcebergMetadataError("Avro sync marker mismatch (corrupt file)")
-    return records
+
+    def records():
+        while (count := _long(stream, end_ok=True)) is not None:
+            block = _bytes(stream)
+            if codec == "deflate":
+                block = zlib.decompress(block, -15)
+            block_stream = io.BytesIO(block)
+            for _ in range(count):
+                yield _read(schema, block_stream, names)
+            if stream.read(16) != sync:
+                raise IcebergMetadataError("Avro sync marker mismatch (corrupt file)")
+
+    return meta, records()
 
 
 # ---------------------------------------------------------------------------- Iceberg metadata

@@ -29,6 +29,7 @@ QUARANTINE_COLUMNS: tuple[str, ...] = (
     "_raw", "_failed_rules", "_source_file", "_batch_id", "_record_index", "_ingested_at", "_run_id", "event_date",
 )
 _INTEGER_TEXT = r"^\s*[-+]?[0-9]+\s*$"
+_DECIMAL_TEXT = r"^\s*[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)\s*$"
 _BOOLEAN_TEXTS = ("true", "false")
 
 
@@ -51,6 +52,8 @@ def _typed(col: ColumnSpec) -> Column:
         return F.when(is_integer_text, F.trim(raw).cast(col.type))
     if col.type == "double":
         return F.trim(raw).cast("double")
+    if col.is_decimal:  # decimal(P,S): a plain number; one that does not fit P digits is null (fails the type rule)
+        return F.when(raw.rlike(_DECIMAL_TEXT), F.trim(raw).cast(col.type))
     if col.type == "boolean":
         is_boolean_text = F.lower(F.trim(raw)).isin(*_BOOLEAN_TEXTS)
         return F.when(is_boolean_text, F.lower(F.trim(raw)).cast("boolean"))

@@ -235,6 +235,8 @@ def test_the_network_endpoint_policies_allow_the_served_tenants_and_the_cluster_
 
 
 def test_job_role_trust_has_the_exact_sub_and_aud(lake, boto_session, cfg):
+    from tenant_model import base36_role_name
+
     iam = boto_session("iam", REGION)
     role_name = lake["job_execution_role_arn"].rsplit("/", 1)[1]
     trust = iam.get_role(RoleName=role_name)["Role"]["AssumeRolePolicyDocument"]
@@ -245,7 +247,8 @@ def test_job_role_trust_has_the_exact_sub_and_aud(lake, boto_session, cfg):
     assert statement["Action"] in ("sts:AssumeRoleWithWebIdentity", ["sts:AssumeRoleWithWebIdentity"])
     assert _values(statement["Principal"]["Federated"]) == [cfg.oidc_provider_arn]
     assert _values(statement["Condition"]["StringLike"][f"{issuer}:sub"]) == [
-        f"system:serviceaccount:emr-{TENANT}:emr-containers-sa-*-*-123456789012-*"]
+        f"system:serviceaccount:emr-{TENANT}:emr-containers-sa-*-*-123456789012-{base36_role_name(role_name)}"]
+    assert base36_role_name(role_name) == base36_role_name(f"{TENANT}-emr-job-execution")  # terraform computed it
     assert _values(statement["Condition"]["StringEquals"][f"{issuer}:aud"]) == ["sts.amazonaws.com"]
 
 

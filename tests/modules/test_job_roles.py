@@ -67,15 +67,53 @@ def test_role_names_and_session_length(tenant_module, role, name):
 
 
 @pytest.mark.parametrize("role", ["job_execution", "erasure"])
-def test_emr_roles_trust_only_the_tenant_namespace_emr_service_accounts(tenant_module, role):
+def test_emr_roles_trust_only_the_service_accounts_of_their_own_runs(tenant_module, role):
     [trust] = document_statements(tenant_module, f"roles_{role}_trust").values()
     assert trust["actions"] == ["sts:AssumeRoleWithWebIdentity"]
     assert trust["principals"] == [{"type": "Federated", "identifiers": ["${local.oidc_provider_arn}"]}]
     assert trust["condition"] == [
         {"test": "StringLike", "variable": "${local.oidc_issuer}:sub",
-         "values": ["system:serviceaccount:${local.namespace}:emr-containers-sa-*-*-${var.account_id}-*"]},
+         "values": ["system:serviceaccount:${local.namespace}:emr-containers-sa-*-*-${var.account_id}-"
+                    f'${{local.emr_role_name_base36["{role}"]}}']},
         {"test": "StringEquals", "variable": "${local.oidc_issuer}:aud", "values": ["sts.amazonaws.com"]}]
     assert tenant_module["locals"]["oidc_issuer"] == '${element(split(":oidc-provider/", local.oidc_provider_arn), 1)}'
+    assert tenant_module["locals"]["emr_role_names"] == {
+        "job_execution": "${var.tenant_id}-emr-job-execution", "erasure": "${var.tenant_id}-emr-erasure"}
+
+
+# The AWS CLI's own test vectors (tests/unit/customizations/emrcontainers/test_base36.py), the longest
+# role names IAM allows, and this project's role names for the longest tenant id.
+BASE36_VECTORS = {"abcdefghijkl": "2x6xx5ubcrus4bplmr0", "+=,.@-_": "3bu5b0xg4tb",
+                  "abcdefghijkl+=,.@-_": "1ll75jdngh5gbk11wbh7h35ji05wtb"}
+
+
+def test_base36_of_a_role_name_is_the_aws_clis():
+    for name, encoded in BASE36_VECTORS.items():
+        assert model.base36_role_name(name) == encoded
+    assert model.base36_role_name("") == "0"
+    assert model.emr_service_account_pattern("emr-acme", "123456789012", "acme-emr-erasure") == (
+        "system:serviceaccount:emr-acme:emr-containers-sa-*-*-123456789012-5rk95hrmqr4w5gssxrhq5ku3p")
+
+
+def test_terraform_computes_the_same_base36_as_the_reference(tmp_path):
+    """The module's locals, evaluated by terraform itself (``terraform console``, no provider), for every
+    kind of name: the CLI's vectors, 64-character names of the smallest and largest bytes, both role names
+    of the longest tenant id."""
+    import json
+    import subprocess
+
+    from modules.job_roles import base36_locals
+
+    tenant = "t" + "z" * 23
+    names = {**{f"v{i}": n for i, n in enumerate(BASE36_VECTORS)}, "low": "+" * 64, "high": "z" * 64,
+             "mixed": ("Aa0+=,.@_-" * 7)[:64],
+             "job": model.render_name("job_execution_role", tenant_id=tenant),
+             "erasure": model.render_name("erasure_role", tenant_id=tenant)}
+    (tmp_path / "main.tf.json").write_text(json.dumps({"locals": base36_locals(names)}))
+    done = subprocess.run(["terraform", "console"], input="jsonencode(local.emr_role_name_base36)\n", cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(json.loads(done.stdout.strip())) == {key: model.base36_role_name(n) for key, n in names.items()}
 
 
 @pytest.mark.parametrize("role", ["ingest_writer", "consumer"])

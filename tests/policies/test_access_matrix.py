@@ -89,6 +89,10 @@ VALID = {"tenants": {"owner": "acme", "other": "globex", "streaming": "initech"}
       "because": "ReadPrefixes"}, "cell 1 (x): because names a statement; an implicit deny has none"),
     ({"id": "x", "principal": "job_role", "action": "s3:GetObject", "key": "a", "expect": "Allowed", "colour": 1},
      "cell 1 (x): unknown field 'colour'"),
+    ({"id": "x", "principal": "job_role", "action": "sts:AssumeRoleWithWebIdentity", "key": "erasure_role",
+      "expect": "Allowed"}, "cell 1 (x): sts:AssumeRoleWithWebIdentity is the action of a pod's service account"),
+    ({"id": "x", "principal": "job_service_account", "action": "sts:AssumeRoleWithWebIdentity", "key": "consumer",
+      "expect": "Allowed"}, "cell 1 (x): key (the role assumed) 'consumer' is not one of job_role, erasure_role"),
 ])
 def test_a_bad_cell_fails_in_one_line_naming_cell_and_field(cell, message):
     with pytest.raises(MatrixError) as err:
@@ -159,6 +163,27 @@ def test_every_cell_decides_as_expected(outcomes):
 def test_no_cell_relies_on_a_context_key_the_simulator_ignored(outcomes):
     ignored = {o.cell.id: sorted(set(o.result.ignored_context_keys) & RELIED_ON_KEYS) for o in outcomes}
     assert {cell: keys for cell, keys in ignored.items() if keys} == {}
+    # A pod's web-identity cells rest on its token's sub and aud (simulate.mjs puts them back).
+    for outcome in (o for o in outcomes if o.cell.principal in access_matrix.SERVICE_ACCOUNT_KINDS):
+        assert outcome.result.ignored_context_keys == (), outcome.cell.id
+        assert sorted(k.rsplit(":", 1)[1] for k in outcome.result.completed_context_keys) == ["aud", "sub"]
+
+
+@pytest.mark.integration
+def test_each_emr_role_trusts_the_service_accounts_of_its_own_runs(matrix, applied):
+    """The trust policies read back from IAM: Terraform computed the base36 of each role's name as the AWS CLI
+    does (``tenant_model.base36_role_name``), so each role admits its own runs' pods only (issue 31)."""
+    import tenant_model
+
+    for tenant in applied.values():
+        patterns = {}
+        for kind in ("job_role", "erasure_role"):
+            role = tenant.roles[kind]
+            (statement,) = role.trust["Statement"]
+            (sub,) = [v for k, v in statement["Condition"]["StringLike"].items() if k.endswith(":sub")]
+            patterns[kind] = sub
+            assert sub == tenant_model.emr_service_account_pattern(tenant.emr_namespace, role.account_id, role.name)
+        assert patterns["job_role"] != patterns["erasure_role"] and not patterns["erasure_role"].endswith("-*")
 
 
 def test_the_pinned_simulator_is_installed():

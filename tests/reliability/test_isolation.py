@@ -12,8 +12,9 @@ Static proof (every statement of every document):
    namespace or streams, and vice versa; every S3/KMS resource an identity policy allows is its own;
 2. no Allow statement grants S3 or KMS actions on ``*`` (key policies' ``Resource: "*"`` means "this
    key" and is exempt), and no tenant role may assume roles or pass them;
-3. every trust policy is scoped: the job role to its own namespace's EMR service accounts (both tenants
-   share the cluster's OIDC provider, so the ``sub`` condition is the boundary), other roles to the
+3. every trust policy is scoped: the job and erasure roles each to the EMR service accounts of its own
+   runs in its own namespace (both tenants share the cluster's OIDC provider, so the ``sub`` condition,
+   ending in the base36 of the role's name, is the boundary), other roles to the
    tenant account or to an AWS service with ``aws:SourceAccount``; no ``*`` principal;
 4. every bucket policy denies plain HTTP, requests not through the tenant's own gateway endpoints, and
    every principal outside the tenant's allow-list (its own roles and admins; admins only on the log bucket).
@@ -30,6 +31,8 @@ import json
 import re
 
 import pytest
+
+import tenant_model
 
 from tests.reliability.test_infra_faults import FAULT_TENANT, OTHER_TENANT, REGION, STATE_BUCKET, ensure_applied
 
@@ -165,10 +168,14 @@ def test_every_trust_policy_is_scoped_to_its_tenant(tenants):
                     conditions = statement["Condition"]
                     (sub_key,) = conditions["StringLike"]
                     patterns = _list(conditions["StringLike"][sub_key])
-                    assert patterns == [f"system:serviceaccount:emr-{tenant}:emr-containers-sa-*-*-{ACCOUNT}-*"]
-                    own = f"system:serviceaccount:emr-{tenant}:emr-containers-sa-spark-driver-{ACCOUNT}-x1"
-                    foreign = f"system:serviceaccount:emr-{other}:emr-containers-sa-spark-driver-{ACCOUNT}-x1"
-                    assert fnmatch.fnmatchcase(own, patterns[0]) and not fnmatch.fnmatchcase(foreign, patterns[0])
+                    # Its own runs' pods only: the base36 of its own name ends the service account (issue 31).
+                    assert patterns == [tenant_model.emr_service_account_pattern(f"emr-{tenant}", ACCOUNT, role)]
+                    own = tenant_model.emr_service_account(f"emr-{tenant}", ACCOUNT, role)
+                    foreign = tenant_model.emr_service_account(f"emr-{other}", ACCOUNT, role.replace(tenant, other, 1))
+                    sibling = tenant_model.emr_service_account(f"emr-{tenant}", ACCOUNT, next(
+                        r for r in (f"{tenant}-emr-job-execution", f"{tenant}-emr-erasure") if r != role))
+                    assert fnmatch.fnmatchcase(own, patterns[0])
+                    assert not fnmatch.fnmatchcase(foreign, patterns[0]) and not fnmatch.fnmatchcase(sibling, patterns[0])
                     assert _list(conditions["StringEquals"][sub_key.replace(":sub", ":aud")]) == ["sts.amazonaws.com"]
                     assert role in (f"{tenant}-emr-job-execution", f"{tenant}-emr-erasure")  # EMR job runs
                 elif "Service" in principal:

@@ -139,6 +139,42 @@ def test_personal_data_fields_are_checked(change, message):
     assert str(err.value).startswith(message)
 
 
+def test_subject_keys_may_carry_id_rules():
+    from spark_jobs.contract import DEFAULT_SUBJECT_ID_MIN_LENGTH, SubjectKey
+
+    raw = copy.deepcopy(MINIMAL)
+    raw["schema"].append({"name": "account", "type": "decimal(12, 2)"})
+    raw["subject_keys"] = [{"column": "id", "pattern": "^u-[0-9]+$", "min_length": 3}, "account"]
+    contract = parse_contract(raw)
+    assert contract.subject_keys == ("id", "account") and contract.column("account").type == "decimal(12,2)"
+    assert contract.subject_key("id") == SubjectKey("id", "^u-[0-9]+$", 3)
+    assert contract.subject_key("account") == SubjectKey("account", None, DEFAULT_SUBJECT_ID_MIN_LENGTH) and \
+        DEFAULT_SUBJECT_ID_MIN_LENGTH == 4
+    assert load_contract("clickstream").subject_key("user_id").pattern is None  # user-001 is asked for, and nobody
+
+
+@pytest.mark.parametrize("keys, message", [
+    ([{"column": "id", "pattern": "("}], "subject_keys[0].pattern: invalid regular expression"),
+    ([{"column": "id", "min_length": 0}], "subject_keys[0].min_length: must be a whole number of at least 1"),
+    ([{"column": "id", "colour": 1}], "subject_keys[0]: unknown field 'colour' (column, pattern, min_length)"),
+    ([{"column": "v"}], "subject_keys[0]: 'v' is double: a subject key is string, int, long or decimal(P,S)"),
+    ([{"pattern": "x"}], "subject_keys[0]: must be a column name or {column: C, pattern: REGEX, min_length: N}"),
+])
+def test_bad_subject_key_rules_are_one_line(keys, message):
+    with pytest.raises(ContractError) as err:
+        parse_contract({**copy.deepcopy(MINIMAL), "subject_keys": keys})
+    assert str(err.value).startswith(f"contract 'mini': {message}")
+
+
+@pytest.mark.parametrize("kind, message", [("decimal(40,2)", "precision must be 1-38"),
+                                           ("decimal(5,6)", "precision must be 1-38 and scale at most")])
+def test_decimal_columns_have_a_precision_and_scale(kind, message):
+    raw = copy.deepcopy(MINIMAL)
+    raw["schema"].append({"name": "amount", "type": kind})
+    with pytest.raises(ContractError, match=message):
+        parse_contract(raw)
+
+
 def test_a_personal_data_tenant_needs_declared_subject_keys():
     undeclared = parse_contract(MINIMAL)
     undeclared.check_personal_data(("internal",))  # nothing required

@@ -57,6 +57,21 @@ def test_local_conf_carries_the_trust_store_and_jars_only_when_given():
     assert "spark.jars" not in bare and "spark.driver.extraJavaOptions" not in bare
 
 
+def test_executors_run_the_drivers_interpreter(spark):
+    """A local session's Python workers run this interpreter (its packages: pyarrow, boto3), unless
+    PYSPARK_PYTHON says otherwise: one of them imports pyarrow."""
+    import sys
+
+    assert spark.sparkContext.pythonExec == sys.executable
+
+    def versions(_):
+        import pyarrow
+
+        yield pyarrow.__version__
+
+    assert spark.sparkContext.parallelize([0], 1).mapPartitions(versions).collect()
+
+
 def test_the_driver_heap_comes_from_the_caller_then_the_environment_then_the_default(monkeypatch):
     monkeypatch.delenv(DRIVER_MEMORY_ENV, raising=False)
     assert driver_heap() == DEFAULT_DRIVER_MEMORY == "2g"

@@ -324,6 +324,15 @@ def test_an_erasure_run_is_the_erase_job_as_the_erasure_role_with_its_subjects_i
     assert request["name"] == "acme-erase-20240501-0123456789ab"
     conf = _conf(request["jobDriver"]["sparkSubmitJobDriver"]["sparkSubmitParameters"])
     assert "spark.tenantlake.contract" not in conf and conf["spark.tenantlake.code_version"] == LOCATION.version
+    # No copy of its plans outside the lake: no persistent App UI, no event log; logs stay where they were.
+    overrides = request["configurationOverrides"]
+    defaults = next(c for c in overrides["applicationConfiguration"] if c["classification"] == "spark-defaults")
+    assert overrides["monitoringConfiguration"]["persistentAppUI"] == "DISABLED"
+    assert defaults["properties"]["spark.eventLog.enabled"] == "false"
+    assert overrides["monitoringConfiguration"]["s3MonitoringConfiguration"]["logUri"] == "s3://acme-eu-west-1-lake/logs/"
+    pipeline = build_request(target, LOCATION, SPEC, "c0ffee")["configurationOverrides"]
+    assert pipeline["monitoringConfiguration"]["persistentAppUI"] == "ENABLED"
+    assert "spark.eventLog.enabled" not in json.dumps(pipeline)
     # Another request token is another run identity (a new request is never taken for a finished one).
     other = erase_spec(target, ["clickstream"], datetime.date(2024, 5, 1), "ba9876543210")
     assert build_request(target, LOCATION, other, "")["clientToken"] != request["clientToken"]

@@ -22,30 +22,16 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from infra.local.network import fixture_ids
 from spark_jobs.io.iceberg_files import read_avro
 from tests import shell
-from tests.conftest import REPO_ROOT, TEST_STATE_DIR, run_make
+from tests.conftest import REPO_ROOT, TEST_STATE_DIR
+from tests.spark_jobs.erasure.conftest import CLICKSTREAM, TENANT, cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
-TENANT = "eraseco"
 SUBJECT = "user-0016"  # in seed 42's data: silver rows, a malformed (quarantined) record, several files
-SCRATCH = TEST_STATE_DIR / "erasure-tenants"
-DATASET = "clickstream"
+DATASET = CLICKSTREAM
 GOLD = ("clickstream_site_hourly", "clickstream_user_sessions")
-
-
-def _tenant_file() -> str:
-    return (f'include "root" {{\n  path = find_in_parent_folders("root.hcl")\n}}\ninputs = {{\n'
-            f'  tenant_id           = "{TENANT}"\n  region              = "eu-west-1"\n'
-            f'  data_classification = ["gdpr"]\n  account_id          = "123456789012"\n'
-            f'  vpc_ids             = ["{fixture_ids.fixture_vpc_id(TENANT)}"]\n}}\n')
-
-
-def _cli(env, *args, timeout=900, expect=0) -> shell.ShellResult:
-    result = shell.run([sys.executable, "-m", "spark_jobs", *args], timeout=timeout, env=env)
-    assert result.returncode == expect, result.tail(40)
-    return result
+_cli = cli
 
 
 def _versions(s3, bucket):
@@ -85,34 +71,6 @@ def _rows(env, sql: str, *lake: str) -> list[str]:
 def _per_user(env, *lake: str) -> dict[str, int]:
     rows = _rows(env, "SELECT user_id AS u, count(*) AS n FROM silver.clickstream GROUP BY user_id", *lake)
     return {json.loads(r)["u"]: json.loads(r)["n"] for r in rows}
-
-
-@pytest.fixture(scope="module")
-def tenant(emulator, aws_env):
-    import boto3
-
-    from infra.local.s3a_jars import ensure_jars
-
-    (SCRATCH / TENANT).mkdir(parents=True, exist_ok=True)
-    (SCRATCH / TENANT / "terragrunt.hcl").write_text(_tenant_file())
-    (SCRATCH / "root.hcl").write_text((REPO_ROOT / "tenants" / "root.hcl").read_text())
-    run_make("apply", f"TENANT={TENANT}", f"TENANTS_DIR={SCRATCH}").check()
-    lake = json.loads((TEST_STATE_DIR / "tenants" / TENANT / "lake.json").read_text())
-    env = {**aws_env, "TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR), "SPARK_LOCAL_IP": "127.0.0.1",
-           "TENANTLAKE_SPARK_JARS": ",".join(str(j) for j in ensure_jars())}
-    s3 = boto3.client("s3", region_name=lake["region"], endpoint_url=aws_env["AWS_ENDPOINT_URL"],
-                      verify=aws_env["AWS_CA_BUNDLE"], aws_access_key_id=aws_env["AWS_ACCESS_KEY_ID"],
-                      aws_secret_access_key=aws_env["AWS_SECRET_ACCESS_KEY"])
-    return {"lake": lake, "env": env, "s3": s3, "bucket": lake["lake_bucket_name"]}
-
-
-@pytest.fixture(scope="module")
-def loaded(tenant):
-    """The tenant's clickstream data through run-all, once for the module."""
-    lake = ["--tenant", TENANT]
-    _cli(tenant["env"], "datagen", *lake, "--dataset", DATASET, "--records", "400", "--bad-rate", "0.03")
-    _cli(tenant["env"], "run-all", *lake, "--dataset", DATASET, "--allow-warn", timeout=1200)
-    return tenant
 
 
 def test_only_hits_in_a_dataset_the_request_left_out_are_set_apart():
@@ -165,7 +123,11 @@ def test_erase_a_user_killed_midway_and_resumed(loaded, tmp_path):
     s3.delete_object(Bucket=bucket, Key=f"{runs_prefix}other.lease")
 
     dry = _cli(env, "erase", *lake, "--subject", f"user_id={SUBJECT}", "--dry-run")
-    assert "dry run, nothing changed" in dry.stdout and "would remove" in dry.stderr
+    assert "dry run, nothing changed" in dry.stdout and "would touch" in dry.stderr
+    # user-001 is nobody: a prefix of user-0010 ... user-0019, whose records stay out of it (issue 31).
+    nobody = json.loads(_cli(env, "erase", *lake, "--subject", "user_id=user-001", "--dry-run", "--json").stdout)
+    assert nobody["datasets"][DATASET]["would_touch"] == {"bronze": {}, "quarantine": {}, "landing_files": [],
+                                                          "event_dates": [], "silver": {}}
     assert _holding(s3, bucket, SUBJECT, tmp_path) == before  # nothing touched
 
     # First attempt: SIGKILL a few seconds into the rewrites (after the matches are recorded).
@@ -227,7 +189,11 @@ def test_the_erasure_run_make_deploy_jobs_submits_runs_with_a_bare_python_and_th
     (describe_job_run): spark-submit with its parameters, the archive unpacked as ./deps, and a Python
     whose only packages are pyspark and py4j (tests/infra/deploy/test_entrypoint.py does the same for a
     pipeline run). What a laptop changes: local paths for the s3:// artifact URIs, the local Iceberg and
-    s3a jars for EMR's own, s3a:// and the emulator's endpoint and CA for EMRFS and AWS's."""
+    s3a jars for EMR's own, s3a:// and the emulator's endpoint and CA for EMRFS and AWS's.
+
+    No id outside the lake: the run logs at INFO and, against the request's own setting, writes Spark's
+    event log (every SQL text and plan); the id is in none of what it wrote (driver and executors share
+    the process here: its stdout and stderr, the Python workers' included, and the event log)."""
     from infra.deploy import job_deps
     from infra.local.iceberg_jar import ensure_jar
     from infra.local.s3a_jars import ensure_jars
@@ -283,6 +249,11 @@ def test_the_erasure_run_make_deploy_jobs_submits_runs_with_a_bare_python_and_th
     truststore = (f"-Djavax.net.ssl.trustStore={outputs['truststore']} -Djavax.net.ssl.trustStoreType=PKCS12 "
                   "-Djavax.net.ssl.trustStorePassword=changeit")
     command[1:1] = ["--conf", f"spark.driver.extraJavaOptions={truststore}"]
+    event_logs = tmp_path / "event-logs"
+    event_logs.mkdir()
+    entry = command.index(local[driver["entryPoint"]])
+    command[entry:entry] = ["--conf", "spark.log.level=INFO", "--conf", "spark.eventLog.enabled=true",
+                            "--conf", f"spark.eventLog.dir=file://{event_logs}"]
     command += ["--s3-endpoint", outputs["s3_endpoint"], "--ca-bundle", outputs["ca_bundle"]]
     run_env = {k: v for k, v in {**os.environ, **env}.items()
                if k not in ("PYTHONPATH", "SPARK_HOME", "VIRTUAL_ENV", "PYSPARK_GATEWAY_PORT", "TENANTLAKE_STATE_DIR",
@@ -292,7 +263,13 @@ def test_the_erasure_run_make_deploy_jobs_submits_runs_with_a_bare_python_and_th
     result = subprocess.run(command, cwd=workdir, env=run_env, capture_output=True, text=True, timeout=1200)
     output = "\n".join(line for line in (result.stdout + result.stderr).splitlines() if " INFO " not in line)
     assert result.returncode == 0, output[-4000:]
-    assert ": completed; receipt" in output and other not in result.stdout
+    assert ": completed; receipt" in output
+    # Every log the run wrote, INFO lines and the event log included: the id is in none of them.
+    logs = {"stdout": result.stdout, "stderr": result.stderr,
+            **{f"event log {p.name}": p.read_text(errors="replace") for p in event_logs.rglob("*") if p.is_file()}}
+    assert len(logs) >= 3 and sum(" INFO " in text for text in logs.values()) >= 1
+    assert "SparkListenerSQLExecutionStart" in "".join(logs.values())  # the plans are in it
+    assert {name: text.count(other) for name, text in logs.items() if other in text} == {}
 
     # The user is gone from every version of every object, the subject file included (all its versions).
     assert _holding(s3, bucket, other, tmp_path) == []

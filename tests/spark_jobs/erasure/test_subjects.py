@@ -7,8 +7,10 @@ import hmac
 import pytest
 
 from spark_jobs.contract import load_contract
+from spark_jobs.contract import parse_contract
 from spark_jobs.erasure.subjects import (
-    Subject, SubjectError, normalised, parse_subject, pseudonym, read_subjects, request_id, subject_hash)
+    Subject, SubjectError, check_request, needles, new_request_id, normalised, parse_subject, pseudonym,
+    read_subjects, subject_hash, subjects_digest, typed_value)
 
 
 def test_subjects_from_arguments_and_files(tmp_path):
@@ -43,5 +45,51 @@ def test_hashes_are_keyed_domain_separated_and_stable():
     assert subject_hash(key, subject) == hmac.new(key, b"receipt:user_id=user-0042", hashlib.sha256).hexdigest()
     assert subject_hash(key, subject) != pseudonym(key, "user-0042")
     assert subject_hash(bytes(32), subject) != subject_hash(key, subject)
-    assert request_id(key, [subject]) == request_id(key, [Subject("user_id", "user-0042 ")])
-    assert request_id(key, [subject]) != request_id(key, [Subject("user_id", "user-0043")])
+    assert subjects_digest(key, [subject]) == subjects_digest(key, [Subject("user_id", "user-0042 ")])
+    assert subjects_digest(key, [subject]) != subjects_digest(key, [Subject("user_id", "user-0043")])
+    two = [Subject("user_id", "user-0042"), Subject("user_id", "user-0043")]
+    assert subjects_digest(key, two) == subjects_digest(key, two[::-1])
+    # The same subject as the contract stores it: one digest (a repeated request cites the first).
+    assert subjects_digest(key, [Subject("email", "Ann@X.com")], [ACCOUNTS]) == \
+        subjects_digest(key, [Subject("email", "ann@x.com")], [ACCOUNTS])
+
+
+def test_every_request_has_its_own_id():
+    ids = {new_request_id() for _ in range(50)}
+    assert len(ids) == 50 and all(i.startswith("er-") and len(i) == 28 for i in ids)
+
+
+ACCOUNTS = parse_contract({
+    "dataset": "accounts", "landing": {"format": "json_lines"}, "key": ["account_id"], "event_time": "ts",
+    "schema": [{"name": "ts", "type": "timestamp"}, {"name": "account_id", "type": "long"},
+               {"name": "iban", "type": "decimal(20,2)"}, {"name": "email", "type": "string", "case": "lower"},
+               {"name": "bytes", "type": "long", "source": "Bytes"}, {"name": "ref", "type": "string", "source": "Ref"}],
+    "subject_keys": [{"column": "account_id", "min_length": 3}, "iban",
+                     {"column": "email", "pattern": "^[a-z.]+@[a-z.]+$"}, "ref"]})
+
+
+def test_ids_are_typed_as_their_columns():
+    assert typed_value(ACCOUNTS, Subject("account_id", " 01042 ")) == 1042
+    assert typed_value(ACCOUNTS, Subject("account_id", "1042.5")) is None
+    assert str(typed_value(ACCOUNTS, Subject("iban", "1042.5"))) == "1042.50"
+    assert typed_value(ACCOUNTS, Subject("iban", "1042.555")) is None
+    assert typed_value(ACCOUNTS, Subject("email", "Ann@X.com")) == "ann@x.com"
+
+
+def test_what_the_scans_look_for():
+    found = needles([ACCOUNTS], [Subject("account_id", "1042"), Subject("email", "Ann@X.com"), Subject("ref", "00042")],
+                    bytes(32))
+    assert found.tokens == {"ann@x.com"}
+    assert dict(found.keyed) == {"account_id": {"1042"}, "ref": {"00042"}}  # "Ref" (its landing name) lower-cased
+
+
+@pytest.mark.parametrize("subject, message", [
+    (Subject("account_id", "42"), r"^subject 2 \(account_id=<2 characters>\): shorter than 3 characters"),
+    (Subject("account_id", "10x42"), r"accounts.account_id is long, and this id is not a number"),
+    (Subject("account_id", "99999999999999999999"), r"not a value of accounts.account_id \(long: out of range"),
+    (Subject("iban", "1042.555"), r"more decimals than its scale"),
+    (Subject("email", "ann+1@x.com"), r"does not match the pattern of accounts.email"),
+])
+def test_a_request_outside_the_rules_is_refused_before_anything(subject, message):
+    with pytest.raises(SubjectError, match=message):
+        check_request([ACCOUNTS], [Subject("account_id", "1042"), subject])

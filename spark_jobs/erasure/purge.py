@@ -1,0 +1,55 @@
+"""Deleting for good the object versions that still hold a subject after the rewrites (from the sweep's
+findings, ``sweep.py``):
+
+- **noncurrent versions** under the request's prefixes (each covered dataset's landing, bronze,
+  quarantine, silver and gold folders, the scrubbed prefixes, the request's work folder): S3 keeps every
+  overwritten or deleted object as one; versions without subject data stay (versioning is the pipeline's
+  recovery mechanism);
+- **the subject files in the inbox** (``checkpoints/_erasure/inbox/``, how an EMR run gets its ids):
+  every version and delete marker of a file that names a subject;
+- **a table data file no snapshot references** (a killed write's) that holds a subject, under a covered
+  table's ``data/`` (``iceberg.unreferenced``): all its versions. Nothing else unreferenced is touched.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from spark_jobs.erasure import INBOX_PREFIX, objects
+from spark_jobs.erasure.sweep import Sweep
+from spark_jobs.lake import LakeConfig
+
+
+def noncurrent(s3, lake: LakeConfig, sweep: Sweep, prefixes: list[str]) -> int:
+    """Delete the noncurrent versions under ``prefixes`` that hold a subject; returns how many."""
+    doomed = [(f.key, f.version_id) for f in sweep.hits
+              if (f.key, f.version_id) not in sweep.current and f.key.startswith(tuple(prefixes))]
+    return objects.delete_versions(s3, lake.bucket, doomed)
+
+
+def inbox(s3, lake: LakeConfig, sweep: Sweep) -> int:
+    """Every version and delete marker of the inbox's subject files that name a subject."""
+    keys = {f.key for f in sweep.hits if f.key.startswith(INBOX_PREFIX)}
+    if not keys:
+        return 0
+    versions = [(v.key, v.version_id) for v in objects.versions(s3, lake.bucket, INBOX_PREFIX) if v.key in keys]
+    markers = [(k, v) for k, v in objects.delete_markers(s3, lake.bucket, INBOX_PREFIX) if k in keys]
+    return objects.delete_versions(s3, lake.bucket, versions + markers)
+
+
+def unreferenced_files(s3, lake: LakeConfig, sweep: Sweep, data_prefixes: dict[str, str],
+                       unreferenced: Callable[[str, list[str]], list[str]]) -> list[str]:
+    """Delete (every version of) the current files under a covered table's ``data/`` prefix that hold a
+    subject and that no snapshot of the table references. ``data_prefixes``: key prefix -> table;
+    ``unreferenced(table, uris)`` says which URIs no snapshot references. Returns the keys deleted."""
+    deleted = []
+    for prefix, table in sorted(data_prefixes.items()):
+        keys = sorted({f.key for f in sweep.hits if (f.key, f.version_id) in sweep.current and f.key.startswith(prefix)})
+        if not keys:
+            continue
+        uris = {lake.path(*key.split("/")): key for key in keys}
+        for uri in unreferenced(table, sorted(uris)):
+            key = uris[uri]
+            objects.delete_versions(s3, lake.bucket, [(v.key, v.version_id) for v in objects.versions(s3, lake.bucket, key)
+                                                      if v.key == key])
+            deleted.append(key)
+    return deleted

@@ -1,0 +1,113 @@
+"""spark_jobs/erasure/records.py and rewrites.py in Spark: the same exact rules as matching.py, ids only as
+joined DataFrames. Bronze rows of a JSON dataset are classified (typed equality, malformed records that
+name a subject, mentions in another's record), and a silver table (local Iceberg) loses the subjects'
+rows and has the mention redacted in ONE commit, the rest untouched."""
+from __future__ import annotations
+
+import datetime as dt
+
+from pyspark.sql import functions as F
+
+from spark_jobs.contract import parse_contract
+from spark_jobs.erasure import records, rewrites
+from spark_jobs.erasure.subjects import Subject, needles
+from spark_jobs.io import tables
+from spark_jobs.lake import LakeConfig
+
+CONTRACT = parse_contract({
+    "dataset": "people", "landing": {"format": "json_lines"}, "key": ["email", "ts"], "event_time": "ts",
+    "schema": [{"name": "ts", "type": "timestamp", "required": True},
+               {"name": "email", "type": "string", "required": True, "case": "lower"},
+               {"name": "customer_id", "type": "long", "required": True},
+               {"name": "note", "type": "string"}],
+    "subject_keys": ["email", "customer_id"]})
+SUBJECTS = [Subject("email", "Ann@X.com"), Subject("customer_id", "1042")]
+RAW = [
+    '{"ts": "2024-03-01T10:00:00Z", "email": "ANN@x.com", "customer_id": 7, "note": "a"}',          # hers: email
+    '{"ts": "2024-03-01T10:01:00Z", "email": "zed@y.org", "customer_id": 1042, "note": "b"}',       # hers: customer
+    '{"ts": "2024-03-01T10:02:00Z", "email": "joann@x.com", "customer_id": 10420, "note": "cc ann@x.com"}',  # redact
+    '{"ts": "2024-03-01T10:03:00Z", "email": "ann@x.com.au", "customer_id": 21042, "note": "1042"}',
+    '{"ts": "2024-03-01T10:04:00Z", "email": "bob@x.com", "customer_id": 5, "note": "customer_id 1042"}',
+    '{"ts": "2024-03-01T10:05:00Z", "email": "x@x.com", "customer_id": 1042',                       # malformed: hers
+    '{"ts": "2024-03-01T10:06:00Z", "email": "y@x.com", "customer_id": 10420',                      # malformed
+]
+
+
+def _bronze(spark):
+    rows = [(raw, False, "s3a://b/landing/people/f.jsonl", index, dt.datetime(2024, 3, 1, 11), 0)
+            for index, raw in enumerate(RAW)]
+    return spark.createDataFrame(rows, "_raw string, _is_malformed boolean, _source_file string, _record_index long, "
+                                       "_ingested_at timestamp, _batch_id int")
+
+
+def test_bronze_rows_are_classified_by_the_exact_rules(spark):
+    found = needles([CONTRACT], SUBJECTS, bytes(32))
+    actions = records.bronze_actions(_bronze(spark), CONTRACT, records.subject_frames(spark, CONTRACT, SUBJECTS),
+                                     records.token_frame(spark, found), records.keyed_frame(spark, found))
+    got = {r["_record_index"]: r[records.ACTION] for r in actions.collect()}
+    assert got == {0: "remove", 1: "remove", 2: "redact", 5: "remove"}
+    redacted = records.redact(_bronze(spark).where(F.col("_record_index") == 2), found).first()["_raw"]
+    assert redacted == RAW[2].replace("cc ann@x.com", "cc [erased]")
+
+
+def test_silver_loses_the_subjects_and_the_mention_in_one_commit(spark, tmp_path):
+    tbl = tables.table(spark, LakeConfig(lake_uri=str(tmp_path)), "silver", "people")
+    silver = (spark.createDataFrame([(RAW_ROW[0], RAW_ROW[1], RAW_ROW[2], RAW_ROW[3]) for RAW_ROW in SILVER],
+                                    "ts timestamp, email string, customer_id long, note string")
+              .withColumn("event_date", F.to_date("ts")))
+    silver.writeTo(tbl.qualified).using("iceberg").partitionedBy(F.days("ts")).tableProperty(
+        "write.spark.accept-any-schema", "true").create()  # as the lake's tables are
+    before = tables.current_snapshot(spark, tbl)["snapshot_id"]
+    found = needles([CONTRACT], SUBJECTS, bytes(32))
+    result = rewrites.rewrite_silver(spark, tbl, CONTRACT, records.subject_frames(spark, CONTRACT, SUBJECTS),
+                                     records.token_frame(spark, found), found, run_id="erase-test")
+    assert (result["rows_deleted"], result["rows_redacted"], result["event_dates"]) == (2, 1, ["2024-03-01"])
+    snapshot = tables.current_snapshot(spark, tbl)
+    assert snapshot["parent_id"] == before and result["snapshot_id"] == snapshot["snapshot_id"]  # one commit
+    assert snapshot["run_id"] == "erase-test"
+    rows = sorted((r["email"], r["customer_id"], r["note"]) for r in tables.read(spark, tbl).collect())
+    assert rows == [("ann@x.com.au", 21042, "1042"), ("bob@x.com", 5, "customer_id 1042"),
+                    ("joann@x.com", 10420, "cc [erased]")]
+
+
+SILVER = [(dt.datetime(2024, 3, 1, 10, m), email, customer, note) for m, email, customer, note in (
+    (0, "ann@x.com", 7, "a"), (1, "zed@y.org", 1042, "b"), (2, "joann@x.com", 10420, "cc ann@x.com"),
+    (3, "ann@x.com.au", 21042, "1042"), (4, "bob@x.com", 5, "customer_id 1042"))]
+
+
+def test_a_decimal_subject_key_is_typed_and_matched_by_value(spark):
+    """``decimal(P,S)`` (the contract type of an account number): parsed by silver, compared by value."""
+    import decimal
+
+    from spark_jobs.transforms.silver import parse_records
+
+    contract = parse_contract({
+        "dataset": "accounts", "landing": {"format": "json_lines"}, "key": ["account"], "event_time": "ts",
+        "schema": [{"name": "ts", "type": "timestamp"}, {"name": "account", "type": "decimal(10,2)"}],
+        "subject_keys": ["account"]})
+    raw = ['{"ts": "2024-03-01T10:00:00Z", "account": 1042.5}', '{"ts": "2024-03-01T10:00:00Z", "account": "01042.50"}',
+           '{"ts": "2024-03-01T10:00:00Z", "account": 10425}', '{"ts": "2024-03-01T10:00:00Z", "account": "12x"}']
+    bronze = spark.createDataFrame([(r, False, "f", i, dt.datetime(2024, 3, 1), 0) for i, r in enumerate(raw)],
+                                   "_raw string, _is_malformed boolean, _source_file string, _record_index long, "
+                                   "_ingested_at timestamp, _batch_id int")
+    parsed = {r["_record_index"]: r["account"] for r in parse_records(bronze, contract).collect()}
+    assert parsed == {0: decimal.Decimal("1042.50"), 1: decimal.Decimal("1042.50"), 2: decimal.Decimal("10425.00"), 3: None}
+    subjects = [Subject("account", "1042.5")]
+    found = needles([contract], subjects, bytes(32))
+    actions = records.bronze_actions(bronze, contract, records.subject_frames(spark, contract, subjects),
+                                     records.token_frame(spark, found), records.keyed_frame(spark, found))
+    assert sorted(r["_record_index"] for r in actions.collect()) == [0, 1]
+
+
+def test_redaction_reaches_bronze_parsed_fields_and_lists_of_text(spark):
+    """Bronze keeps each record parsed once (``_fields``, a struct of strings; ``_unknown_fields``, a list):
+    redacting ``_raw`` alone would leave the id in the copy silver reads."""
+    found = needles([CONTRACT], SUBJECTS, bytes(32))
+    row = ('{"note": "cc ann@x.com"}', ("joann@x.com", "cc ann@x.com"), ["ann@x.com", "other"])
+    df = spark.createDataFrame([row, (None, None, None)],
+                               "_raw string, _fields struct<email:string,note:string>, _unknown_fields array<string>")
+    redacted, empty = records.redact(df, found).collect()
+    assert "ann@x.com" not in redacted["_raw"] and redacted["_fields"]["email"] == "joann@x.com"
+    assert redacted["_fields"]["note"] == redacted["_raw"].split('"')[3] != "cc ann@x.com"
+    assert redacted["_unknown_fields"][1] == "other" and "ann@x.com" not in redacted["_unknown_fields"][0]
+    assert empty["_raw"] is None and empty["_fields"] is None and empty["_unknown_fields"] is None

@@ -1,0 +1,99 @@
+"""spark_jobs/erasure/scan.py: a subject's id is found in every form the lake holds, and only there.
+
+Every format the scan reads (JSON text, gzip, CSV with a header, Parquet strings, dictionaries, nested
+columns, numeric and decimal columns, bronze's CSV ``_raw``, Iceberg manifests' column bounds), each
+with its near miss; an object that does not parse is unreadable, never clean.
+"""
+from __future__ import annotations
+
+import decimal
+import gzip
+import io
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from spark_jobs.erasure.matching import Needles
+from spark_jobs.erasure.scan import CHUNK_BYTES, Matcher, scan_chunks
+
+STRING = Matcher(Needles.build(["user-0042", "ann@x.com"], {}))
+NUMERIC = Matcher(Needles.build([], {"customer_id": ["1042"], "amount_id": ["1042.5"]}))
+
+
+def _parquet(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="snappy")
+    return sink.getvalue()
+
+
+def _scan(data: bytes, matcher: Matcher, chunk: int = 1 << 16) -> tuple[bool, str]:
+    return scan_chunks([data[i:i + chunk] for i in range(0, len(data), chunk)] or [b""], matcher)
+
+
+@pytest.mark.parametrize("data, matcher, expected", [
+    (b'{"user_id": "USER-0042"}\n', STRING, True),
+    (b'{"user_id": "user-00420"}\n', STRING, False),
+    (gzip.compress(b"user_id,n\nuser-0042,1\n"), STRING, True),
+    (gzip.compress(b"user_id,n\nuser-0043,1\n"), STRING, False),
+    (b"<td>joann@x.com</td>", STRING, False),
+    (_parquet(pa.table({"user_id": pa.array(["user-0001", "user-0042"] * 50).dictionary_encode()})), STRING, True),
+    (_parquet(pa.table({"user_id": pa.array(["user-0001", "user-0043"] * 50).dictionary_encode()})), STRING, False),
+    (_parquet(pa.table({"tags": pa.array([[{"k": "a", "v": "x user-0042"}]])})), STRING, True),
+    (_parquet(pa.table({"m": pa.array([[("user-0042", 1)]], pa.map_(pa.string(), pa.int64()))})), STRING, True),
+    # numbers: the keyed column by value; the same number in another column is not the id
+    (_parquet(pa.table({"customer_id": pa.array([7, 1042], pa.int32()), "bytes": [1, 2]})), NUMERIC, True),
+    (_parquet(pa.table({"customer_id": pa.array([7, 10420], pa.int64()), "bytes": [1042, 21042]})), NUMERIC, False),
+    (_parquet(pa.table({"amount_id": pa.array([decimal.Decimal("1042.50")], pa.decimal128(10, 2))})), NUMERIC, True),
+    (_parquet(pa.table({"amount_id": pa.array([decimal.Decimal("1042.55")], pa.decimal128(10, 2))})), NUMERIC, False),
+    (_parquet(pa.table({"_raw": ['{"customer_id": 1042, "bytes": 5}']})), NUMERIC, True),
+    (_parquet(pa.table({"_raw": ['{"customer_id": 5, "bytes": 1042}']})), NUMERIC, False),
+    # bronze of a CSV dataset: the record, and its file's header next to it
+    (_parquet(pa.table({"_raw": ['5,1042', '"1042",7'], "_header": ["bytes,customer_id", "customer_id,bytes"]})), NUMERIC, True),
+    (_parquet(pa.table({"_raw": ['1042,5'], "_header": ["bytes,customer_id"]})), NUMERIC, False),
+    # a CSV text with a header (a landing file, an Athena result)
+    (b'"bytes","customer_id"\n"1042","7"\n"5","01042"\n', NUMERIC, True),
+    (b'"bytes","customer_id"\n"1042","7"\n', NUMERIC, False),
+    (b"customer_id=1042 in a log line\n", NUMERIC, True),
+])
+def test_found_in_its_form_and_not_in_a_near_miss(data, matcher, expected):
+    assert _scan(data, matcher) == (expected, "")
+
+
+def test_text_is_cut_between_tokens_only():
+    filler = b'{"user_id": "user-0001"},' * (CHUNK_BYTES // 25)
+    data = filler + b'{"user_id": "user-0042"}' + filler  # the id lands near a chunk seam
+    assert _scan(data, STRING, chunk=1 << 20) == (True, "")
+    assert _scan(filler + b'{"user_id": "user-00420"}' + filler, STRING, chunk=1 << 20) == (False, "")
+
+
+def test_an_object_that_does_not_parse_is_unreadable_and_still_searched():
+    hit, reason = _scan(b"PAR1 not parquet user-0042 PAR1", STRING)
+    assert hit and reason.startswith("Parquet: ")
+    hit, reason = _scan(b"Obj\x01garbage", STRING)
+    assert not hit and reason.startswith("Avro: ")
+
+
+def test_iceberg_manifest_bounds_hold_numeric_and_truncated_string_ids(spark, tmp_path):
+    """A real Iceberg table (local Hadoop catalog): its manifests keep each data file's column lower and
+    upper bounds; the subject that is a file's min or max is found there, by value, and a string id
+    longer than the 16 characters Iceberg keeps, by its prefix."""
+    from spark_jobs.catalog import register
+    from spark_jobs.lake import LakeConfig
+
+    table = register(spark, LakeConfig(lake_uri=str(tmp_path))).qualified("silver", "scan_bounds")
+    spark.sql(f"CREATE TABLE {table} (customer_id bigint, email string, bytes bigint) USING iceberg")
+    spark.sql(f"INSERT INTO {table} VALUES (1042, 'annabelle.smith@example.com', 5), (5000, 'bob@example.com', 1043)")
+    manifests = [p for p in (tmp_path / "silver" / "scan_bounds" / "metadata").iterdir()
+                 if p.suffix == ".avro" and not p.name.startswith("snap-")]
+    data = manifests[0].read_bytes()
+    for needles, expected in [
+        (Needles.build([], {"customer_id": ["1042"]}), True),      # the lower bound
+        (Needles.build([], {"customer_id": ["5000"]}), True),      # the upper bound
+        (Needles.build([], {"customer_id": ["1043"]}), False),     # another column's bound
+        (Needles.build([], {"customer_id": ["3000"]}), False),     # between the bounds: not in the manifest
+        (Needles.build(["annabelle.smith@example.com"], {}), True),  # truncated to 16 characters
+        (Needles.build(["annabelle.smith@example.org"], {}), True),  # (a prefix names it too)
+        (Needles.build(["carol@example.com"], {}), False),
+    ]:
+        assert _scan(data, Matcher(needles)) == (expected, ""), needles
