@@ -16,6 +16,7 @@ INTERFACE_OUTPUTS = {
     "erasure_role_arn",  # the executionRoleArn of erase runs (modules/job_roles.py ROLE_ACCESS["erasure"])
     # issue 29: table maintenance (modules/maintenance_schedule.py; the deploy's snapshot retention)
     "emr_virtual_cluster_arn", "retention_days", "maintenance_scheduler_role_arn", "maintenance_schedule_name",
+    "inventory",  # issue 30: the lake's S3 Inventory (modules/inventory.py), which `usage` reads
 }
 
 
@@ -97,7 +98,7 @@ def test_resource_inventory(tenant_module):
         # + per-stream (for_each) Firehose role, 2 policies; + the maintenance scheduler's role and policy (count)
         "aws_iam_role": 4 + 1 + 1, "aws_iam_role_policy": 4 + 2 + 1, "aws_scheduler_schedule": 1,
         "aws_kinesis_stream": 1, "aws_kinesis_firehose_delivery_stream": 1, "aws_kms_alias": 1, "aws_kms_key": 1, "aws_s3_bucket": 2,
-        "aws_s3_bucket_lifecycle_configuration": 2, "aws_s3_bucket_logging": 1,  # the lake only: the log bucket does not log itself
+        "aws_s3_bucket_inventory": 1, "aws_s3_bucket_lifecycle_configuration": 2, "aws_s3_bucket_logging": 1,  # the lake only: the log bucket does not log itself
         "aws_s3_bucket_notification": 2,
         "aws_s3_bucket_ownership_controls": 2, "aws_s3_bucket_policy": 2, "aws_s3_bucket_public_access_block": 2,
         "aws_s3_bucket_server_side_encryption_configuration": 2, "aws_s3_bucket_versioning": 2,
