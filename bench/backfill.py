@@ -82,18 +82,11 @@ def generate(work: Path, days: int, rows_per_day: int) -> Path:
 def provision(work: Path, variants: list[str], landing: Path):
     """A dedicated emulator, a key, and one bucket per variant holding the landing files; returns
     (emulator state dir, state, {variant: lake.json path})."""
-    import boto3
-
-    from infra.local import emulator
+    from bench.common import dedicated_emulator
 
     state_dir = work / "emulator"
-    state, _ = emulator.start(state_dir)
-    aws = emulator.env_vars(state)
-    session = boto3.session.Session(aws_access_key_id=aws["AWS_ACCESS_KEY_ID"],
-                                    aws_secret_access_key=aws["AWS_SECRET_ACCESS_KEY"], region_name=REGION)
-    kms = session.client("kms", endpoint_url=state.endpoint, verify=state.ca_bundle)
-    s3 = session.client("s3", endpoint_url=state.endpoint, verify=state.ca_bundle)
-    key_arn = kms.create_key(Description="tenantlake backfill bench key")["KeyMetadata"]["Arn"]
+    dedicated = dedicated_emulator(state_dir, REGION, "tenantlake backfill bench key")
+    state, aws, s3, key_arn = dedicated.state, dedicated.aws, dedicated.s3, dedicated.key_arn
     configs = {}
     for variant in variants:
         bucket = f"tenantlake-backfill-{variant}"

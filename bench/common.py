@@ -6,6 +6,7 @@ renders that table from them.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -201,3 +202,30 @@ def target_line(label: str, value: float, target: float, *, higher_is_better: bo
             f"{'' if met else '  BELOW TARGET'}")
     return {"label": label, "value": value, "target": target, "higher_is_better": higher_is_better,
             "unit": unit, "met": met, "text": text}
+
+
+@dataclasses.dataclass
+class DedicatedEmulator:
+    """A benchmark's own emulator (started by its PID, stopped by the caller), with S3 and KMS clients on
+    it and a fresh KMS key: what every s3a benchmark provisions before its lake."""
+
+    state: Any
+    aws: dict[str, str]
+    s3: Any
+    kms: Any
+    key_arn: str
+
+
+def dedicated_emulator(state_dir: Path, region: str, key_description: str) -> DedicatedEmulator:
+    import boto3
+
+    from infra.local import emulator
+
+    state, _ = emulator.start(state_dir)
+    aws = emulator.env_vars(state)
+    session = boto3.session.Session(aws_access_key_id=aws["AWS_ACCESS_KEY_ID"],
+                                    aws_secret_access_key=aws["AWS_SECRET_ACCESS_KEY"], region_name=region)
+    kms = session.client("kms", endpoint_url=state.endpoint, verify=state.ca_bundle)
+    s3 = session.client("s3", endpoint_url=state.endpoint, verify=state.ca_bundle)
+    key_arn = kms.create_key(Description=key_description)["KeyMetadata"]["Arn"]
+    return DedicatedEmulator(state, aws, s3, kms, key_arn)

@@ -67,18 +67,11 @@ def _run(cmd: list[str], env: dict[str, str], log: Path, timeout: float = RUN_TI
 
 def provision(work: Path, landing: Path):
     """A dedicated emulator, a key and a versioned bucket holding the landing files."""
-    import boto3
-
-    from infra.local import emulator
+    from bench.common import dedicated_emulator
 
     state_dir = work / "emulator"
-    state, _ = emulator.start(state_dir)
-    aws = emulator.env_vars(state)
-    session = boto3.session.Session(aws_access_key_id=aws["AWS_ACCESS_KEY_ID"],
-                                    aws_secret_access_key=aws["AWS_SECRET_ACCESS_KEY"], region_name=REGION)
-    kms = session.client("kms", endpoint_url=state.endpoint, verify=state.ca_bundle)
-    s3 = session.client("s3", endpoint_url=state.endpoint, verify=state.ca_bundle)
-    key_arn = kms.create_key(Description="tenantlake erasure bench key")["KeyMetadata"]["Arn"]
+    dedicated = dedicated_emulator(state_dir, REGION, "tenantlake erasure bench key")
+    state, aws, s3, key_arn = dedicated.state, dedicated.aws, dedicated.s3, dedicated.key_arn
     s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
     s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
     for path in sorted(landing.iterdir()):

@@ -164,21 +164,14 @@ def _median(times: list[float]) -> float | None:
 
 def _dedicated_lake(work: Path):
     """A dedicated emulator with a KMS key and a bucket; returns (state dir, env, LakeConfig)."""
-    import boto3
-
-    from infra.local import emulator
+    from bench.common import dedicated_emulator
     from spark_jobs.lake import LakeConfig
 
     state_dir = work / "emulator"
-    state, _ = emulator.start(state_dir)
-    aws = emulator.env_vars(state)
-    session = boto3.session.Session(aws_access_key_id=aws["AWS_ACCESS_KEY_ID"],
-                                    aws_secret_access_key=aws["AWS_SECRET_ACCESS_KEY"], region_name=REGION)
-    key_arn = session.client("kms", endpoint_url=state.endpoint, verify=state.ca_bundle).create_key(
-        Description="tenantlake maintenance bench key")["KeyMetadata"]["Arn"]
+    dedicated = dedicated_emulator(state_dir, REGION, "tenantlake maintenance bench key")
+    state, aws, key_arn = dedicated.state, dedicated.aws, dedicated.key_arn
     bucket = "tenantlake-bench-maintenance"
-    session.client("s3", endpoint_url=state.endpoint, verify=state.ca_bundle).create_bucket(
-        Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION})
+    dedicated.s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION})
     lake = LakeConfig(lake_uri=f"s3a://{bucket}", kms_key_arn=key_arn, region=REGION, s3_endpoint=state.endpoint,
                       truststore=state.truststore, ca_bundle=state.ca_bundle)
     return state_dir, aws, lake

@@ -329,19 +329,12 @@ REGION = "eu-west-1"
 
 def start_s3a(ctx: Context) -> tuple[Any, dict[str, str], Path]:
     """A dedicated emulator, a bucket and a KMS key; returns (state, env for workers, lake.json)."""
-    import boto3
-
-    from infra.local import emulator
+    from bench.common import dedicated_emulator
     from infra.local.s3a_jars import ensure_jars
 
     state_dir = ctx.work / "emulator"
-    state, _ = emulator.start(state_dir)
-    aws = emulator.env_vars(state)
-    session = boto3.session.Session(aws_access_key_id=aws["AWS_ACCESS_KEY_ID"],
-                                    aws_secret_access_key=aws["AWS_SECRET_ACCESS_KEY"], region_name=REGION)
-    kms = session.client("kms", endpoint_url=state.endpoint, verify=state.ca_bundle)
-    s3 = session.client("s3", endpoint_url=state.endpoint, verify=state.ca_bundle)
-    key_arn = kms.create_key(Description="tenantlake bench lake key")["KeyMetadata"]["Arn"]
+    dedicated = dedicated_emulator(state_dir, REGION, "tenantlake bench lake key")
+    state, aws, s3, key_arn = dedicated.state, dedicated.aws, dedicated.s3, dedicated.key_arn
     s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
     lake_json = ctx.work / "s3a-lake.json"
     lake_json.write_text(json.dumps({

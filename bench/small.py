@@ -183,19 +183,12 @@ def worker_main(spec_json: str) -> int:
 def start_lake(work: Path) -> tuple[dict[str, str], Path]:
     """A dedicated emulator, a versioned bucket and a KMS key (a tenant lake's settings that change the
     request count: versioning, SSE-KMS); returns (env for the CLI and the worker, lake.json)."""
-    import boto3
-
-    from infra.local import emulator
+    from bench.common import dedicated_emulator
     from infra.local.s3a_jars import ensure_jars
 
-    state, _ = emulator.start(work / "emulator")
-    aws = emulator.env_vars(state)
+    dedicated = dedicated_emulator(work / "emulator", REGION, "tenantlake bench-small lake key")
+    state, aws, s3, key_arn = dedicated.state, dedicated.aws, dedicated.s3, dedicated.key_arn
     aws["TENANTLAKE_BENCH_EMULATOR_PID"] = str(state.pid)
-    session = boto3.session.Session(aws_access_key_id=aws["AWS_ACCESS_KEY_ID"],
-                                    aws_secret_access_key=aws["AWS_SECRET_ACCESS_KEY"], region_name=REGION)
-    kms = session.client("kms", endpoint_url=state.endpoint, verify=state.ca_bundle)
-    s3 = session.client("s3", endpoint_url=state.endpoint, verify=state.ca_bundle)
-    key_arn = kms.create_key(Description="tenantlake bench-small lake key")["KeyMetadata"]["Arn"]
     s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
     s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
     lake_json = work / "lake.json"

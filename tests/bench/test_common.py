@@ -37,3 +37,21 @@ def test_a_forked_jvm_child_is_not_counted_twice(tmp_path):
     assert marker.read_text() == "forked"  # the fork existed while sampled
     assert 290 <= rss.peak_jvm_mb < 450, rss.peak_jvm_mb  # the 300 MB once, not twice
     assert rss.peak_total_mb < rss.peak_jvm_mb + rss.peak_python_mb + 50
+
+
+def test_a_dedicated_emulator_has_clients_and_a_key_and_stops_by_its_pid(tmp_path):
+    """bench/common.py dedicated_emulator: what every s3a benchmark provisions before its lake."""
+    import psutil
+
+    from bench.common import dedicated_emulator
+    from infra.local import emulator
+
+    dedicated = dedicated_emulator(tmp_path / "emulator", "eu-west-1", "bench test key")
+    try:
+        assert dedicated.kms.describe_key(KeyId=dedicated.key_arn)["KeyMetadata"]["Description"] == "bench test key"
+        dedicated.s3.create_bucket(Bucket="bench-common", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        assert [b["Name"] for b in dedicated.s3.list_buckets()["Buckets"]] == ["bench-common"]
+        assert psutil.pid_exists(dedicated.state.pid)
+    finally:
+        emulator.stop(tmp_path / "emulator")
+    assert not psutil.pid_exists(dedicated.state.pid) or psutil.Process(dedicated.state.pid).status() == psutil.STATUS_ZOMBIE
