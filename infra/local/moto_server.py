@@ -44,7 +44,8 @@ setting; ``ResultConfigurationUpdates`` change the result configuration); an unk
 A seventh: S3 Inventory configurations. ``DeleteBucketInventoryConfiguration`` (``DELETE /?inventory&id=``)
 fell through to ``DeleteBucket`` in moto 5.2.5: terraform destroying an ``aws_s3_bucket_inventory`` deleted
 the lake bucket itself when it was empty, and failed with ``BucketNotEmpty`` when it was not. It now
-deletes the one configuration (an unknown id answers 404, moto's ``NoSuchInventoryConfig``). Moto also answered
+deletes the one configuration (an unknown id answers 404 ``NoSuchConfiguration``, AWS's code, which the
+AWS provider's destroy waits for; moto said ``NoSuchInventoryConfig``). Moto also answered
 ``IncludedObjectVersions: All`` whatever was stored, and ``ListBucketInventoryConfigurations`` gave the
 optional fields as ``["Field"]``; both now return what was put.
 
@@ -259,6 +260,12 @@ def _correct_bucket_inventory_configurations() -> None:
         del bucket.inventory_configs[id]
 
     S3Backend.delete_bucket_inventory_configuration = delete_bucket_inventory_configuration
+    # AWS answers an unknown inventory id with 404 ``NoSuchConfiguration`` (as for analytics and metrics
+    # configurations); moto said ``NoSuchInventoryConfig``, which the AWS provider does not know: its destroy
+    # waits for ``NoSuchConfiguration`` after the delete, and failed instead.
+    no_such_configuration = (404, {"Content-Type": "application/xml"},
+                             '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>NoSuchConfiguration</Code>'
+                             "<Message>The specified configuration does not exist.</Message></Error>")
     deletes_the_bucket = S3Response._bucket_response_delete
 
     def _bucket_response_delete(self, bucket_name, querystring):
@@ -266,7 +273,10 @@ def _correct_bucket_inventory_configurations() -> None:
             return deletes_the_bucket(self, bucket_name, querystring)
         self._set_action("BUCKET", "DELETE", querystring)
         self._authenticate_and_authorize_s3_action(bucket_name=bucket_name)
-        self.backend.delete_bucket_inventory_configuration(bucket_name, querystring["id"][0])
+        try:
+            self.backend.delete_bucket_inventory_configuration(bucket_name, querystring["id"][0])
+        except MissingInventoryConfig:
+            return no_such_configuration
         return 204, {}, ""
 
     S3Response._bucket_response_delete = _bucket_response_delete
@@ -287,7 +297,10 @@ def _correct_bucket_inventory_configurations() -> None:
 
     def with_stored_versions(method):
         def answer(self):
-            status, headers, body = method(self)
+            try:
+                status, headers, body = method(self)
+            except MissingInventoryConfig:
+                return no_such_configuration
             stored = self.backend.get_bucket(self.bucket_name).inventory_configs
             if isinstance(body, str) and stored:
                 for config in stored.values():  # each <Id> is followed by moto's fixed <IncludedObjectVersions>

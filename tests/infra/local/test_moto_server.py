@@ -186,6 +186,11 @@ def test_inventory_configurations_are_deleted_alone_and_read_back_as_put(boto_se
     with pytest.raises(ClientError) as missing:
         s3.delete_bucket_inventory_configuration(Bucket=bucket, Id="lake-daily")
     assert missing.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    # AWS's code for an unknown id, which terraform's destroy waits for after the delete (read as gone).
+    assert missing.value.response["Error"]["Code"] == "NoSuchConfiguration"
+    with pytest.raises(ClientError) as gone:
+        s3.get_bucket_inventory_configuration(Bucket=bucket, Id="lake-daily")
+    assert gone.value.response["Error"]["Code"] == "NoSuchConfiguration"
 
 
 def test_stock_moto_deletes_the_bucket_for_delete_bucket_inventory_configuration():
