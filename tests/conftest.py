@@ -148,11 +148,7 @@ def applied_tenant(emulator):
 
 
 def pytest_collection_modifyitems(config, items):
-    """A test marked ``last_in_module`` (one that destroys what its module's tests look at) moves to the end of
-    its module, after pytest-randomly's shuffle (``make test-shuffled``: it reorders before every plain hook);
-    every other test keeps its place, so each module still runs as one contiguous group."""
-    first_seen: dict[object, int] = {}
-    for index, item in enumerate(items):
-        first_seen.setdefault(getattr(item, "module", None), index)
-    items[:] = sorted(items, key=lambda item: (first_seen[getattr(item, "module", None)],
-                                               item.get_closest_marker("last_in_module") is not None))
+    """A test marked ``last_in_session`` (one that destroys tenants other modules share) moves to the end of the
+    run, also after pytest-randomly's shuffle (``make test-shuffled``: it reorders before every plain hook);
+    every other test keeps its place."""
+    items.sort(key=lambda item: item.get_closest_marker("last_in_session") is not None)

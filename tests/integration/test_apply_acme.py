@@ -2,8 +2,9 @@
 user runs.  `make apply TENANT=acme` applies the platform network unit (tenants/_platform/network) first,
 then acme; `globex` is applied alongside on the same VPC; the network and both tenants re-plan clean;
 `make destroy-all` destroys the tenants, then the network; nothing is left.  One apply per unit, against this
-session's emulator (tests/conftest.py); globex's apply is a module fixture the tests that need it ask for, and
-the destroy is marked to run last in the module, so the tests pass in any order (make test-shuffled).
+session's emulator (tests/conftest.py); globex's apply is a fixture the tests that need it ask for, and the
+destroy runs last in the whole run (``last_in_session``: other modules share these tenants), so the tests pass
+in any order (make test-shuffled).
 """
 from __future__ import annotations
 
@@ -311,14 +312,17 @@ def _tag_dict(tags, key="Key", value="Value"):
 
 
 # ---- globex alongside, on the same VPC; everything re-plans clean ----------------------------------
-@pytest.fixture(scope="module")
-def globex(lake, aws_env):
+@pytest.fixture(scope="session")
+def globex(applied_tenant, aws_env):
     """globex applied alongside acme on the same VPC, acme re-planned while globex's terraform applies; what
-    the state bucket and acme's bucket held before and right after. A module fixture: the tests that need
-    globex applied ask for it, so they pass in any order (make test-shuffled)."""
+    the state bucket and acme's bucket held before and right after. The tests that need globex applied ask
+    for it, so they pass in any order (make test-shuffled); session-scoped, since the destroy at the end of
+    the run looks at it too."""
     import os
 
     import boto3
+
+    lake = applied_tenant(TENANT)
 
     s3 = boto3.client("s3", region_name=REGION, endpoint_url=aws_env["AWS_ENDPOINT_URL"], verify=aws_env["AWS_CA_BUNDLE"],
                       aws_access_key_id=aws_env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=aws_env["AWS_SECRET_ACCESS_KEY"])
@@ -403,7 +407,9 @@ def _wait_for(path, proc, timeout_s=300.0):
 
 
 # ---- destroy -------------------------------------------------------------------------------------
-@pytest.mark.last_in_module  # it destroys what the module's tests look at: last, in any order (tests/conftest.py)
+# It destroys acme, globex, initech and the network, which other modules share (applied_tenant): last in the
+# run (tests/conftest.py), so no later test applies them again (about 2 minutes each time).
+@pytest.mark.last_in_session
 def test_destroy_all_removes_the_tenants_then_the_network(lake, network, globex, boto_session, cfg):
     result = run_make("destroy-all")
     assert result.returncode == 0, result.tail()
@@ -412,7 +418,9 @@ def test_destroy_all_removes_the_tenants_then_the_network(lake, network, globex,
             for unit in (TENANT, "globex", NETWORK)}
     first_network_line = min(i for i, line in enumerate(lines) if line.startswith(f"[{NETWORK}] "))
     assert done[TENANT] < first_network_line and done["globex"] < first_network_line < done[NETWORK]
-    assert "[initech] unit 'initech': not applied (its state holds no resources); nothing to destroy" in lines
+    # initech is applied when the streaming tests ran (tests/integration/test_streaming_initech.py), else not.
+    assert ("[initech] unit 'initech': not applied (its state holds no resources); nothing to destroy" in lines
+            or any(line.startswith("[initech] ") and "Destroy complete" in line for line in lines))
     assert lines[-1] == f"destroy {NETWORK}=0, acme=0, globex=0, initech=0"
     assert not (TEST_STATE_DIR / "tenants" / TENANT / "lake.json").exists()
 
