@@ -55,8 +55,14 @@ def _say(text: str) -> None:
 def _run(cmd: list[str], env: dict[str, str], log: Path, timeout: float = RUN_TIMEOUT_S) -> tuple[subprocess.CompletedProcess, float, PeakRss]:
     started = time.perf_counter()
     with subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
-        with PeakRss(pid=proc.pid) as rss:
-            stdout, stderr = proc.communicate(timeout=timeout)
+        try:
+            with PeakRss(pid=proc.pid) as rss:
+                stdout, stderr = proc.communicate(timeout=timeout)
+        except BaseException:  # a timeout (or ^C): the worker and its JVM go, not only the wait
+            from bench.pipeline import _kill_tree
+
+            _kill_tree(proc.pid)
+            raise
     wall = time.perf_counter() - started
     log.write_text(f"$ {' '.join(cmd)}\n--- stdout\n{stdout}\n--- stderr\n{stderr}")
     done = subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)

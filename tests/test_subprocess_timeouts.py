@@ -15,6 +15,7 @@ BOUNDED_POPEN = {
     "bench/infra.py:run_logged": "a timer kills the command after its timeout",
     "bench/pipeline.py:run_measured": "communicate(timeout=WORKER_TIMEOUT_S); the worker tree is killed on timeout",
     "bench/ingest.py:run_measured": "communicate(timeout=WORKER_TIMEOUT_S); the worker tree is killed on timeout",
+    "bench/erasure.py:_run": "communicate(timeout=RUN_TIMEOUT_S); the worker tree is killed on timeout",
 }
 BLOCKING = {"run", "call", "check_call", "check_output"}
 
