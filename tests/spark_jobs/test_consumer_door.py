@@ -122,7 +122,7 @@ def test_on_aws_the_jobs_register_each_table_where_consumers_look(applied_tenant
         def sql(self, text):
             statements.append(text)
 
-    monkeypatch.setattr(tables, "exists", lambda spark, tbl: False)
+    monkeypatch.setattr(tables, "load", lambda spark, tbl: None)  # no such table yet (ensure_table looks it up once)
     monkeypatch.setattr(tables, "check_no_legacy_files", lambda spark, tbl: None)
     from pyspark.sql import types as T
 
