@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import REPO_ROOT, target_line, utc_now, write_result
+from bench.pipeline import _interrupt
 
 DATASETS = ("iot", "clickstream", "inventory")  # the demo's (infra/local/demo.py)
 RECORDS = 2000
@@ -357,10 +358,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--work-dir", default="", help="scratch folder (default: a temporary one, removed at the end)")
     parser.add_argument("--result", default="small", help="result name: bench/results/<name>.json (default: small)")
     return parser
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"stopped by signal {signum}")
 
 
 def main(argv: list[str] | None = None) -> int:
