@@ -154,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=20_000, help="events per landing file (default: 20,000)")
     parser.add_argument("--work-dir", default="", help="keep the work here (default: a temporary folder, removed)")
     parser.add_argument("--no-write", action="store_true", help="print the figures; do not write bench/results/erasure.json")
+    parser.add_argument("--result", default="erasure",
+                        help="result name: bench/results/<name>.json (default: erasure; a second size, e.g. erasure-2.5M)")
     args = parser.parse_args(argv)
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="tenantlake-erasure-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -173,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         print(line, file=sys.stderr)
     print(json.dumps(row, indent=1))
     if not args.no_write:
-        path = write_result("erasure", {"rows": [row], "checks": checks, "targets": targets,
+        path = write_result(args.result, {"rows": [row], "checks": checks, "targets": targets,
                                         "notes": [f"{row['subjects']} subjects in one request against {row['events']:,} "
                                                   f"events of {row['users']:,} users; peak total (the whole process "
                                                   f"tree, Python workers included) {row['peak_total_mb']:.0f} MB"]},

@@ -134,7 +134,7 @@ def _section(title: str, result: dict[str, Any], path: Path, columns: list[tuple
     if result.get("benchmark") == "backfill" and result.get("requests"):
         lines += ["", "S3 requests per lake prefix (the emulator's log), in all and per daily partition:", "",
                   *_table(result["requests"], BACKFILL_REQUEST_COLUMNS)]
-    elif result.get("benchmark") == "ingest" and ratios:
+    elif result.get("benchmark", "").startswith("ingest") and ratios:
         lines += ["", "Ratios (throughput, same rows: DuckDB time / ours; x2 = time(2n) / time(n), n = the row's size):",
                   "", *_table(ratios, INGEST_RATIO_COLUMNS, digits=3)]
         checks = result.get("checks") or []
@@ -150,7 +150,7 @@ def _section(title: str, result: dict[str, Any], path: Path, columns: list[tuple
         with_ratios = [row for row in ratios if any(row.get(key) is not None for key in ratio_keys)]
         lines += ["", "Ratios (throughput ratios; validation overhead = time with / without expectations − 1):", "",
                   *_table(with_ratios, RATIO_COLUMNS, digits=3)]
-    if result.get("benchmark") == "erasure" and result.get("checks"):
+    if result.get("benchmark", "").startswith("erasure") and result.get("checks"):
         lines += ["", "Checks: " + ", ".join(f"{c['check']} {'yes' if c.get('equal') else 'NO'}"
                                                for c in result["checks"])]
     lines += _targets(result)
