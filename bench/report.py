@@ -109,7 +109,7 @@ BACKFILL_COLUMNS = [("round", "round"), ("variant", "code"), ("layer", "layer"),
 EXPORT_COLUMNS = [("variant", "partitions"), ("rows", "rows"), ("mb", "MB"), ("infer_s", "contract infer s"),
                   ("land_s", "land s"), ("run_all_s", "run-all s"), ("peak_total_mb", "peak RSS MB"),
                   ("silver_rows", "silver rows"), ("quarantined", "quarantined"), ("gold_rows", "gold rows")]
-ERASURE_COLUMNS = [("events", "events"), ("subjects", "subjects"), ("erase_s", "erase wall s"), ("status", "status"),
+ERASURE_COLUMNS = [("events", "events"), ("subjects", "subjects"), ("erase_driver_memory", "erase heap"), ("erase_s", "erase wall s"), ("status", "status"),
                    ("silver_rows_deleted", "silver rows deleted"), ("versions_read", "versions read"),
                    ("gb_read", "GB read"), ("versions_per_s", "versions/s"), ("mb_per_s", "MB/s"),
                    ("versions_skipped", "versions skipped"), ("peak_python_mb", "peak Python MB"),
