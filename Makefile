@@ -171,8 +171,8 @@ INGEST_SIZES    ?= 100000,200000,1000000,2000000,5000000,10000000
 # ERASURE_EVENTS / ERASURE_SUBJECTS: the erasure benchmark's lake and request.
 ERASURE_EVENTS   ?= 5000000
 ERASURE_SUBJECTS ?= 1000
-.PHONY: bench bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest bench-small bench-erasure
-bench: bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest bench-small bench-erasure ## Run every benchmark, then update the table in bench/README.md
+.PHONY: bench bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest bench-small bench-export bench-erasure
+bench: bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest bench-small bench-export bench-erasure ## Run every benchmark, then update the table in bench/README.md
 	@$(PY) -m bench.report
 bench-pipeline: setup ## Pipeline benchmark vs DuckDB (BENCH_SIZES=1000000,5000000) -> bench/results/pipeline.json
 	@$(PY) -m bench.pipeline --sizes "$(BENCH_SIZES)"
@@ -182,6 +182,8 @@ bench-maintenance: setup ## MAINTENANCE_RUNS=365 daily commits to a table on s3a
 	@$(PY) -m bench.maintenance --runs "$(MAINTENANCE_RUNS)"
 bench-small: setup ## Fixed cost per layer on 2,000 records (steps, Spark jobs, S3 requests) on s3a -> bench/results/small.json
 	@$(PY) -m bench.small
+bench-export: setup ## One 26,115-row CSV export through contract infer, land and run-all (by day, by month) on s3a -> bench/results/export.json
+	@$(PY) -m bench.export
 bench-backfill: setup ## 365 days through run-all on s3a, this code (by day and by month) vs BASELINE_REF=main -> bench/results/backfill.json
 	@$(PY) -m bench.backfill --baseline-ref "$(or $(BASELINE_REF),main)" --month
 bench-ingest: setup ## One CSV / JSON-lines file (plain, gzip) through bronze and silver vs DuckDB (INGEST_SIZES) -> bench/results/ingest.json

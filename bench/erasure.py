@@ -97,7 +97,8 @@ def _per_user(env: dict[str, str], config: Path, log: Path) -> dict[str, int]:
     return {row["u"]: int(row["n"]) for row in json.loads(done.stdout)}
 
 
-def run(events: int, subjects: int, users: int, batch_size: int, work: Path) -> dict[str, Any]:
+def run(events: int, subjects: int, users: int, batch_size: int, work: Path,
+        erase_driver_memory: str = "") -> dict[str, Any]:
     landing_root = work / "generated"
     cmd = [sys.executable, "-m", "spark_jobs", "datagen", "--dataset", DATASET, "--records", str(events),
            "--users", str(users), "--batch-size", str(batch_size), "--bad-rate", "0.01", "--seed", "42",
@@ -115,9 +116,11 @@ def run(events: int, subjects: int, users: int, batch_size: int, work: Path) -> 
         subject_file.write_text("".join(f"user_id={user}\n" for user in chosen))
         load_before = _load()
         _say(f"erase: {len(chosen)} subjects in one request (load {load_before}) ...")
+        # --erase-driver-memory: the erase run's local heap only (run-all keeps the default it needs at 5M).
+        erase_env = {**env, "TENANTLAKE_DRIVER_MEMORY": erase_driver_memory} if erase_driver_memory else env
         done, erase_s, rss = _run([sys.executable, "-m", "spark_jobs", "erase", "--lake-config", str(config),
                                    "--subject-file", str(subject_file), "--dataset", DATASET, "--json"],
-                                  env, work / "erase.log")
+                                  erase_env, work / "erase.log")
         receipt = json.loads(done.stdout)
         after = _per_user(env, config, work / "query-after.log")
     finally:
@@ -130,6 +133,7 @@ def run(events: int, subjects: int, users: int, batch_size: int, work: Path) -> 
     return {
         "events": events, "subjects": len(chosen), "users": len(before), "run_all_s": round(run_all_s, 1),
         "erase_s": round(erase_s, 1), "status": receipt["status"],
+        "erase_driver_memory": erase_driver_memory or "default",
         "silver_rows_deleted": touched["silver"]["rows_deleted"], "bronze_rows_removed": touched["bronze"]["rows_removed"],
         "quarantine_rows_removed": touched["quarantine"]["rows_removed"],
         "gold_dates_recomputed": len(touched["gold"]["event_dates_recomputed"]),
@@ -154,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=20_000, help="events per landing file (default: 20,000)")
     parser.add_argument("--work-dir", default="", help="keep the work here (default: a temporary folder, removed)")
     parser.add_argument("--no-write", action="store_true", help="print the figures; do not write bench/results/erasure.json")
+    parser.add_argument("--erase-driver-memory", default="",
+                        help="the erase run's local driver heap (TENANTLAKE_DRIVER_MEMORY, e.g. 1g; default: the "
+                             "project's): locally that heap holds the executors too")
     parser.add_argument("--result", default="erasure",
                         help="result name: bench/results/<name>.json (default: erasure; a second size, e.g. erasure-2.5M)")
     args = parser.parse_args(argv)
@@ -161,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     started = utc_now()
     try:
-        row = run(args.events, args.subjects, args.users, args.batch_size, work)
+        row = run(args.events, args.subjects, args.users, args.batch_size, work, args.erase_driver_memory)
     except (RuntimeError, subprocess.SubprocessError) as exc:
         print(f"bench.erasure: {exc}", file=sys.stderr)
         return 1

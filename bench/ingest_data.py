@@ -33,8 +33,9 @@ def _h(salt: int) -> str:
     return f"(hash(i * 7919 + {salt}) % 2147483647)"
 
 
-def rows_sql(records: int) -> str:
-    """The N records as a DuckDB query, in row order (i = 0 .. N-1)."""
+def rows_sql(records: int, stations: int = STATIONS, step_seconds: int = 60) -> str:
+    """The N records as a DuckDB query, in row order (i = 0 .. N-1): ``stations`` stations, each reporting
+    every ``step_seconds`` from 2024-01-01 (the defaults: 500 stations a minute, 10M rows span 14 days)."""
     def num(salt: int, low: float, span: float, null_every: int | None = None, digits: int = 1) -> str:
         value = f"round({low} + ({_h(salt)} % 100000) / 100000.0 * {span}, {digits})"
         return f"CASE WHEN {_h(salt + 1)} % {null_every} = 0 THEN NULL ELSE {value} END" if null_every else value
@@ -43,8 +44,8 @@ def rows_sql(records: int) -> str:
                f"WHEN 2 THEN 'line one' || chr(10) || 'line two' WHEN 3 THEN NULL ELSE 'ok' END")
     return f"""
         SELECT
-            'ws-' || lpad(CAST(i % {STATIONS} AS VARCHAR), 4, '0') AS station_id,
-            strftime(TIMESTAMP '2024-01-01 00:00:00' + to_seconds(CAST((i // {STATIONS}) * 60 AS BIGINT)),
+            'ws-' || lpad(CAST(i % {int(stations)} AS VARCHAR), 4, '0') AS station_id,
+            strftime(TIMESTAMP '2024-01-01 00:00:00' + to_seconds(CAST((i // {int(stations)}) * {int(step_seconds)} AS BIGINT)),
                      '%Y-%m-%d %H:%M:%S') AS observed_at,
             CASE WHEN i % 1009 = 5 THEN NULL ELSE {num(10, -20, 60)} END AS temperature,
             {num(20, -30, 50)} AS dew_point,
@@ -64,8 +65,10 @@ def rows_sql(records: int) -> str:
     """
 
 
-def write_file(path: Path, records: int, landing_format: str, gzip: bool = False, threads: int = 2) -> Path:
-    """Write N records to ``path`` (``.csv``/``.jsonl``, ``.gz`` added when ``gzip``); returns the path."""
+def write_file(path: Path, records: int, landing_format: str, gzip: bool = False, threads: int = 2,
+               stations: int = STATIONS, step_seconds: int = 60) -> Path:
+    """Write N records to ``path`` (``.csv``/``.jsonl``, ``.gz`` added when ``gzip``); returns the path.
+    ``stations`` and ``step_seconds`` set the span of event time (``rows_sql``)."""
     if landing_format not in DATASETS:
         raise ValueError(f"landing format {landing_format!r}: one of {', '.join(DATASETS)}")
     path = Path(path)
@@ -78,7 +81,7 @@ def write_file(path: Path, records: int, landing_format: str, gzip: bool = False
         options = f"FORMAT csv, HEADER true, NULLSTR 'NA', COMPRESSION {compression}"
     else:
         options = f"FORMAT json, COMPRESSION {compression}"
-    con.execute(f"COPY ({rows_sql(records)}) TO '{path}' ({options})")
+    con.execute(f"COPY ({rows_sql(records, stations, step_seconds)}) TO '{path}' ({options})")
     con.close()
     return path
 

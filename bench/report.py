@@ -106,7 +106,10 @@ SMALL_RUN_COLUMNS = [("round", "round"), ("run", "run"), ("small_inputs", "small
 BACKFILL_COLUMNS = [("round", "round"), ("variant", "code"), ("layer", "layer"), ("wall_s", "wall s"), ("publish_s", "publish s"),
                     ("table_commit_s", "table commit s"), ("after_commit_s", "after commit s"),
                     ("rows_in", "rows in"), ("rows_out", "rows out"), ("load", "load average before -> after")]
-ERASURE_COLUMNS = [("events", "events"), ("subjects", "subjects"), ("erase_s", "erase wall s"), ("status", "status"),
+EXPORT_COLUMNS = [("variant", "partitions"), ("rows", "rows"), ("mb", "MB"), ("infer_s", "contract infer s"),
+                  ("land_s", "land s"), ("run_all_s", "run-all s"), ("peak_total_mb", "peak RSS MB"),
+                  ("silver_rows", "silver rows"), ("quarantined", "quarantined"), ("gold_rows", "gold rows")]
+ERASURE_COLUMNS = [("events", "events"), ("subjects", "subjects"), ("erase_driver_memory", "erase heap"), ("erase_s", "erase wall s"), ("status", "status"),
                    ("silver_rows_deleted", "silver rows deleted"), ("versions_read", "versions read"),
                    ("gb_read", "GB read"), ("versions_per_s", "versions/s"), ("mb_per_s", "MB/s"),
                    ("versions_skipped", "versions skipped"), ("peak_python_mb", "peak Python MB"),
@@ -150,7 +153,7 @@ def _section(title: str, result: dict[str, Any], path: Path, columns: list[tuple
         with_ratios = [row for row in ratios if any(row.get(key) is not None for key in ratio_keys)]
         lines += ["", "Ratios (throughput ratios; validation overhead = time with / without expectations − 1):", "",
                   *_table(with_ratios, RATIO_COLUMNS, digits=3)]
-    if result.get("benchmark", "").startswith("erasure") and result.get("checks"):
+    if result.get("benchmark", "").startswith(("erasure", "export")) and result.get("checks"):
         lines += ["", "Checks: " + ", ".join(f"{c['check']} {'yes' if c.get('equal') else 'NO'}"
                                                for c in result["checks"])]
     lines += _targets(result)
@@ -165,7 +168,7 @@ def render(results_dir: Path = RESULTS_DIR) -> str:
     known = {"pipeline": ("Pipeline", PIPELINE_COLUMNS), "infra": ("Infrastructure", INFRA_COLUMNS),
              "backfill": ("Backfill", BACKFILL_COLUMNS), "maintenance": ("Maintenance", MAINTENANCE_COLUMNS),
              "ingest": ("Ingest", INGEST_COLUMNS), "small": ("Small inputs", SMALL_COLUMNS),
-             "erasure": ("Erasure", ERASURE_COLUMNS)}
+             "export": ("A first export", EXPORT_COLUMNS), "erasure": ("Erasure", ERASURE_COLUMNS)}
     for name, (title, columns) in known.items():
         path = results_dir / f"{name}.json"
         if path.exists():

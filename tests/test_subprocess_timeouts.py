@@ -16,6 +16,7 @@ BOUNDED_POPEN = {
     "bench/pipeline.py:run_measured": "communicate(timeout=WORKER_TIMEOUT_S); the worker tree is killed on timeout",
     "bench/ingest.py:run_measured": "communicate(timeout=WORKER_TIMEOUT_S); the worker tree is killed on timeout",
     "bench/erasure.py:_run": "communicate(timeout=RUN_TIMEOUT_S); the worker tree is killed on timeout",
+    "bench/export.py:_step": "communicate(timeout=STEP_TIMEOUT_S); the step's process tree is killed on timeout",
 }
 BLOCKING = {"run", "call", "check_call", "check_output"}
 
