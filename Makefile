@@ -77,12 +77,16 @@ lock: ## Re-resolve requirements/*.in into the pinned requirements/*.txt
 demo: setup ## Run the platform end to end on the embedded emulator
 	@$(PY) -m infra.local.demo
 
-.PHONY: test test-shuffled
+.PHONY: test test-shuffled test-parallel
 test: setup browser ## Run the whole test suite (unit, integration, browser); prints its wall time (budget 30 min)
 	@start=$$(date +%s); $(PY) -m pytest && rc=0 || rc=$$?; took=$$(( $$(date +%s) - start )); \
 	  echo "make test: pytest took $$((took / 60)) min $$((took % 60)) s (budget 30 min; time per module in .local/test-times.json)"; \
 	  exit $$rc
 
+test-parallel: setup browser ## The suite on WORKERS=2 pytest-xdist workers (a module per unit; each worker its own emulator and tenants); prints its wall time
+	@start=$$(date +%s); $(PY) -m pytest -n $(or $(WORKERS),2) --dist loadfile && rc=0 || rc=$$?; took=$$(( $$(date +%s) - start )); \
+	  echo "make test-parallel: pytest took $$((took / 60)) min $$((took % 60)) s on $(or $(WORKERS),2) workers (budget 30 min)"; \
+	  exit $$rc
 test-shuffled: setup browser ## The suite in a random order (pytest-randomly; SEED=N repeats an order), to prove tests do not depend on it
 	@$(PY) -m pytest -p randomly $(if $(SEED),--randomly-seed=$(SEED))
 

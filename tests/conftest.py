@@ -150,5 +150,7 @@ def applied_tenant(emulator):
 def pytest_collection_modifyitems(config, items):
     """A test marked ``last_in_session`` (one that destroys tenants other modules share) moves to the end of the
     run, also after pytest-randomly's shuffle (``make test-shuffled``: it reorders before every plain hook);
-    every other test keeps its place."""
+    every other test keeps its place. Under ``make test-parallel`` (pytest-xdist, ``--dist loadfile``) a module
+    is one unit of work, handed out in this order: such a test sits in a module of its own
+    (tests/integration/test_destroy_all.py), the last unit, so the worker that takes it runs nothing after it."""
     items.sort(key=lambda item: item.get_closest_marker("last_in_session") is not None)

@@ -42,7 +42,7 @@ def pytest_runtest_logreport(report) -> None:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
-    if not _seconds:
+    if not _seconds or hasattr(config, "workerinput"):  # an xdist worker: the controller sums every worker's reports
         return
     rows = module_table(_seconds, _tests)
     wall = time.monotonic() - _started

@@ -121,7 +121,7 @@ def build_artifact(
     out_dir = Path(build_dir) / version
     out_dir.mkdir(parents=True, exist_ok=True)
     zip_path = out_dir / ARCHIVE_NAME
-    tmp = zip_path.with_suffix(".zip.tmp")
+    tmp = zip_path.with_suffix(f".zip.{os.getpid()}.tmp")  # two builds at once (two deploys, test workers): each its own
     with zipfile.ZipFile(tmp, "w") as archive:
         for arcname, data in contents:
             info = zipfile.ZipInfo(arcname, date_time=ZIP_EPOCH)
@@ -132,7 +132,9 @@ def build_artifact(
     tmp.replace(zip_path)
     entry_data = dict(contents)[ENTRYPOINT_NAME]
     entry_path = out_dir / ENTRYPOINT_NAME
-    entry_path.write_bytes(entry_data)
+    entry_tmp = entry_path.with_name(f"{ENTRYPOINT_NAME}.{os.getpid()}.tmp")
+    entry_tmp.write_bytes(entry_data)
+    entry_tmp.replace(entry_path)
     return Artifact(
         zip_path=zip_path,
         entrypoint_path=entry_path,

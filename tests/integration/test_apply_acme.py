@@ -3,8 +3,8 @@ user runs.  `make apply TENANT=acme` applies the platform network unit (tenants/
 then acme; `globex` is applied alongside on the same VPC; the network and both tenants re-plan clean;
 `make destroy-all` destroys the tenants, then the network; nothing is left.  One apply per unit, against this
 session's emulator (tests/conftest.py); globex's apply is a fixture the tests that need it ask for, and the
-destroy runs last in the whole run (``last_in_session``: other modules share these tenants), so the tests pass
-in any order (make test-shuffled).
+destroy is a module of its own, last in the whole run (tests/integration/test_destroy_all.py); the fixtures
+both use are in tests/integration/conftest.py. The tests pass in any order (make test-shuffled).
 """
 from __future__ import annotations
 
@@ -19,44 +19,9 @@ from infra import terragrunt as tg
 from infra.local.network import fixture_ids
 from infra.terragrunt.cli import load_layout
 from tests.conftest import REPO_ROOT, TEST_STATE_DIR, run_make
+from tests.integration.conftest import NETWORK, REGION, STATE_BUCKET, TENANT
 
 pytestmark = pytest.mark.integration
-
-TENANT = "acme"
-REGION = "eu-west-1"
-STATE_BUCKET = "tenantlake-tfstate-123456789012-eu-west-1"
-NETWORK = "_platform/network"
-NETWORK_STATE_KEY = f"tenants/{NETWORK}/terraform.tfstate"
-
-
-def _config():
-    import os
-
-    os.environ.setdefault("TENANTLAKE_STATE_ACCOUNT_ID", tg.LOCAL_ACCOUNT_ID)  # what the runner exports
-    return tg.load_tenant(TENANT).config
-
-
-@pytest.fixture(scope="module")
-def cfg():
-    return _config()
-
-
-@pytest.fixture(scope="module")
-def lake(applied_tenant):
-    return applied_tenant(TENANT)
-
-
-@pytest.fixture
-def s3(boto_session):
-    return boto_session("s3", REGION)
-
-
-@pytest.fixture
-def network(lake, s3):
-    """The platform network's outputs, read from its state (make apply TENANT=acme applied it first)."""
-    state = json.loads(s3.get_object(Bucket=STATE_BUCKET, Key=NETWORK_STATE_KEY)["Body"].read())
-    return {name: item["value"] for name, item in state["outputs"].items()}
-
 
 # ---- bad input first: nothing may reach the emulator --------------------------------------------
 def test_bad_tenant_file_fails_before_terraform_and_creates_nothing(emulator, boto_session):
@@ -312,41 +277,6 @@ def _tag_dict(tags, key="Key", value="Value"):
 
 
 # ---- globex alongside, on the same VPC; everything re-plans clean ----------------------------------
-@pytest.fixture(scope="session")
-def globex(applied_tenant, aws_env):
-    """globex applied alongside acme on the same VPC, acme re-planned while globex's terraform applies; what
-    the state bucket and acme's bucket held before and right after. The tests that need globex applied ask
-    for it, so they pass in any order (make test-shuffled); session-scoped, since the destroy at the end of
-    the run looks at it too."""
-    import os
-
-    import boto3
-
-    lake = applied_tenant(TENANT)
-
-    s3 = boto3.client("s3", region_name=REGION, endpoint_url=aws_env["AWS_ENDPOINT_URL"], verify=aws_env["AWS_CA_BUNDLE"],
-                      aws_access_key_id=aws_env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=aws_env["AWS_SECRET_ACCESS_KEY"])
-
-    def snapshot() -> dict:
-        return {"acme_state": s3.head_object(Bucket=STATE_BUCKET, Key=f"tenants/{TENANT}/terraform.tfstate"),
-                "network_state": s3.head_object(Bucket=STATE_BUCKET, Key=NETWORK_STATE_KEY),
-                "acme_policy": s3.get_bucket_policy(Bucket=lake["lake_bucket_name"])["Policy"]}
-
-    before = snapshot()
-    env = {"TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR)}
-    proc = subprocess.Popen(["make", "-s", "apply", "TENANT=globex"], cwd=REPO_ROOT, env={**os.environ, **env},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        # Overlap acme's plan with globex's terraform apply (watching the file system touches no emulator state).
-        _wait_for(TEST_STATE_DIR / "tenants" / "globex" / "main.tf.json", proc)
-        replan = run_make("plan", f"TENANT={TENANT}", "TF_ARGS=-detailed-exitcode")
-    finally:
-        out, _ = proc.communicate(timeout=900)
-    lake_json = TEST_STATE_DIR / "tenants" / "globex" / "lake.json"
-    return {"before": before, "after": snapshot(), "replan": replan, "out": out, "returncode": proc.returncode,
-            "lake": json.loads(lake_json.read_text()) if lake_json.is_file() else None}
-
-
 def test_globex_applied_alongside_on_the_same_vpc_leaves_acme_untouched_and_acme_replans_clean(lake, s3, network, globex):
     replan, globex_out = globex["replan"], globex["out"]
     assert replan.returncode == 0, replan.tail()  # 0 = no changes
@@ -394,58 +324,3 @@ def test_destroying_the_network_under_its_tenants_is_refused(lake, globex):
     assert result.returncode != 0
     assert ours == [f"error: unit '{NETWORK}': acme, globex still depend on it and are applied; destroy them first "
                     "(make destroy-all destroys every unit, dependents first)"]
-
-
-def _wait_for(path, proc, timeout_s=300.0):
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    while not path.exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.5)
-    if not path.exists() and proc.poll() is None:  # an exited process is judged by its exit code later
-        pytest.fail(f"{path} did not appear within {timeout_s:.0f} s while {' '.join(proc.args)} ran")
-
-
-# ---- destroy -------------------------------------------------------------------------------------
-# It destroys acme, globex, initech and the network, which other modules share (applied_tenant): last in the
-# run (tests/conftest.py), so no later test applies them again (about 2 minutes each time).
-@pytest.mark.last_in_session
-def test_destroy_all_removes_the_tenants_then_the_network(lake, network, globex, boto_session, cfg):
-    result = run_make("destroy-all")
-    assert result.returncode == 0, result.tail()
-    lines = result.stdout.splitlines()
-    done = {unit: max(i for i, line in enumerate(lines) if line.startswith(f"[{unit}] ") and "Destroy complete" in line)
-            for unit in (TENANT, "globex", NETWORK)}
-    first_network_line = min(i for i, line in enumerate(lines) if line.startswith(f"[{NETWORK}] "))
-    assert done[TENANT] < first_network_line and done["globex"] < first_network_line < done[NETWORK]
-    # initech is applied when the streaming tests ran (tests/integration/test_streaming_initech.py), else not.
-    assert ("[initech] unit 'initech': not applied (its state holds no resources); nothing to destroy" in lines
-            or any(line.startswith("[initech] ") and "Destroy complete" in line for line in lines))
-    assert lines[-1] == f"destroy {NETWORK}=0, acme=0, globex=0, initech=0"
-    assert not (TEST_STATE_DIR / "tenants" / TENANT / "lake.json").exists()
-
-    for tenant in (TENANT, "globex"):
-        s3 = boto_session("s3", REGION)
-        assert not [b["Name"] for b in s3.list_buckets()["Buckets"] if b["Name"].startswith(f"{tenant}-")]
-        iam = boto_session("iam", REGION)
-        assert not [r["RoleName"] for r in iam.list_roles()["Roles"] if tenant in r["RoleName"]]
-        kms = boto_session("kms", REGION)
-        assert not [a for a in kms.list_aliases()["Aliases"] if a["AliasName"] == f"alias/{tenant}-lake"]
-        logs = boto_session("logs", REGION)
-        assert not [g for g in logs.describe_log_groups()["logGroups"] if tenant in g["logGroupName"]]
-        emr = boto_session("emr-containers", REGION)
-        assert not [c for c in emr.list_virtual_clusters()["virtualClusters"]
-                    if c["state"] == "RUNNING" and tenant in c["name"]]
-        ec2 = boto_session("ec2", REGION)
-        endpoints = ec2.describe_vpc_endpoints(Filters=[{"Name": "tag:tenant", "Values": [tenant]}])["VpcEndpoints"]
-        assert [e for e in endpoints if e["State"].lower() not in ("deleted", "deleting")] == []
-        groups = ec2.describe_security_groups(Filters=[{"Name": "tag:tenant", "Values": [tenant]}])["SecurityGroups"]
-        assert groups == []
-    # The network: no endpoint of it left anywhere, and its fixture VPC is gone.
-    ec2 = boto_session("ec2", REGION)
-    left = ec2.describe_vpc_endpoints(Filters=[{"Name": "tag:component", "Values": ["platform-network"]}])["VpcEndpoints"]
-    assert [e["VpcEndpointId"] for e in left if e["State"].lower() not in ("deleted", "deleting")] == []
-    assert ec2.describe_vpcs(Filters=[{"Name": "vpc-id", "Values": network["vpc_ids"]}])["Vpcs"] == []
-    # The tenant key cannot vanish at once: AWS (and moto) schedule it for deletion.
-    key = boto_session("kms", REGION).describe_key(KeyId=lake["kms_key_arn"])["KeyMetadata"]
-    assert key["KeyState"] == "PendingDeletion"
