@@ -229,3 +229,23 @@ def dedicated_emulator(state_dir: Path, region: str, key_description: str) -> De
     s3 = session.client("s3", endpoint_url=state.endpoint, verify=state.ca_bundle)
     key_arn = kms.create_key(Description=key_description)["KeyMetadata"]["Arn"]
     return DedicatedEmulator(state, aws, s3, kms, key_arn)
+
+
+def run_sampled(cmd: list[str], env: dict[str, str], log: Path, header: str,
+                timeout: float) -> tuple[int, str, "PeakRss"]:
+    """One command in a process of its own, its stderr appended to ``log`` after a ``header`` line, its process
+    tree sampled for peak RSS; bounded by ``timeout`` (the tree is killed on a timeout or ^C). Returns the exit
+    code, stdout and the sampler."""
+    from bench.pipeline import _kill_tree
+
+    with open(log, "a") as err:
+        err.write(f"\n===== {utc_now()} {header}\n")
+        err.flush()
+        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+        try:
+            with PeakRss(pid=proc.pid) as rss:
+                out, _ = proc.communicate(timeout=timeout)
+        except BaseException:
+            _kill_tree(proc.pid)
+            raise
+    return proc.returncode, out, rss

@@ -41,9 +41,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO_ROOT, PeakRss, target_line, utc_now, write_result
+from bench.common import REPO_ROOT, run_sampled, target_line, utc_now, write_result
 from bench.ingest_data import CONTRACTS_DIR, expected_counts, write_file
-from bench.pipeline import _interrupt, _kill_tree
+from bench.pipeline import _interrupt
 
 ROWS = 26_115  # the export issue 32 measured
 STATIONS = 10
@@ -83,22 +83,14 @@ def _step(label: str, args: list[str], env: dict[str, str], log: Path) -> dict[s
     """One ``python -m spark_jobs`` command in a process of its own: wall time, exit code, peak RSS, stdout."""
     print(f"[bench.export] {label} ...", file=sys.stderr, flush=True)
     started = time.perf_counter()
+    returncode, out, rss = run_sampled([sys.executable, "-m", "spark_jobs", *args], env, log,
+                                       f"{label}: {' '.join(args)}", STEP_TIMEOUT_S)
     with open(log, "a") as err:
-        err.write(f"\n===== {utc_now()} {label}: {' '.join(args)}\n")
-        err.flush()
-        proc = subprocess.Popen([sys.executable, "-m", "spark_jobs", *args], cwd=REPO_ROOT, env=env,
-                                stdout=subprocess.PIPE, stderr=err, text=True)
-        try:
-            with PeakRss(pid=proc.pid) as rss:
-                out, _ = proc.communicate(timeout=STEP_TIMEOUT_S)
-        except BaseException:
-            _kill_tree(proc.pid)
-            raise
         err.write(out)
     wall = round(time.perf_counter() - started, 2)
-    print(f"[bench.export] {label}: exit {proc.returncode} in {wall} s", file=sys.stderr, flush=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{label} exited {proc.returncode}; see {log}")
+    print(f"[bench.export] {label}: exit {returncode} in {wall} s", file=sys.stderr, flush=True)
+    if returncode != 0:
+        raise RuntimeError(f"{label} exited {returncode}; see {log}")
     return {"wall_s": wall, "stdout": out, **rss.as_dict()}
 
 

@@ -35,13 +35,12 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO_ROOT, RESULTS_DIR, PeakRss, target_line, utc_now, write_result
+from bench.common import REPO_ROOT, RESULTS_DIR, run_sampled, target_line, utc_now, write_result
 from bench.ingest_data import CONTRACTS_DIR, DATASETS, file_name, write_file
 
 SIZES = (100_000, 200_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000)
@@ -108,25 +107,14 @@ class JobError(RuntimeError):
 
 def run_measured(spec: dict[str, Any], env: dict[str, str], log: Path) -> dict[str, Any]:
     """One worker subprocess: its result plus the peak RSS of its process tree."""
-    from bench.pipeline import _kill_tree
-
     cmd = [sys.executable, "-m", "bench.ingest", "_worker", json.dumps(spec)]
     label = f"{spec['format']} {spec['compression']} {spec['size']:,} {spec['layer']}"
     print(f"[bench] {label} ...", file=sys.stderr, flush=True)
     started = time.perf_counter()
-    with open(log, "a") as out_log:
-        out_log.write(f"\n===== {utc_now()} {label}\n")
-        out_log.flush()
-        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=out_log, text=True)
-        try:
-            with PeakRss(pid=proc.pid) as rss:
-                out, _ = proc.communicate(timeout=WORKER_TIMEOUT_S)
-        except BaseException:
-            _kill_tree(proc.pid)
-            raise
+    returncode, out, rss = run_sampled(cmd, env, log, label, WORKER_TIMEOUT_S)
     lines = [line for line in out.splitlines() if line.startswith(RESULT_PREFIX)]
-    if proc.returncode != 0 or not lines:
-        raise JobError(f"{label}: worker exited {proc.returncode}; see {log}")
+    if returncode != 0 or not lines:
+        raise JobError(f"{label}: worker exited {returncode}; see {log}")
     result = json.loads(lines[-1][len(RESULT_PREFIX):])
     row = {key: spec[key] for key in ("format", "compression", "size", "layer")}
     row.update({key: (round(value, 2) if isinstance(value, float) else value) for key, value in result.items()

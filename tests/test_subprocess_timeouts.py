@@ -14,9 +14,8 @@ BOUNDED_POPEN = {
     "infra/local/emulator.py:start": "a server: its start waits for health until a deadline; stop() ends it by PID",
     "bench/infra.py:run_logged": "a timer kills the command after its timeout",
     "bench/pipeline.py:run_measured": "communicate(timeout=WORKER_TIMEOUT_S); the worker tree is killed on timeout",
-    "bench/ingest.py:run_measured": "communicate(timeout=WORKER_TIMEOUT_S); the worker tree is killed on timeout",
     "bench/erasure.py:_run": "communicate(timeout=RUN_TIMEOUT_S); the worker tree is killed on timeout",
-    "bench/export.py:_step": "communicate(timeout=STEP_TIMEOUT_S); the step's process tree is killed on timeout",
+    "bench/common.py:run_sampled": "communicate(timeout=timeout); the process tree is killed on timeout",
 }
 BLOCKING = {"run", "call", "check_call", "check_output"}
 
