@@ -83,7 +83,7 @@ test: setup browser ## Run the whole test suite (unit, integration, browser); pr
 	  echo "make test: pytest took $$((took / 60)) min $$((took % 60)) s (budget 30 min; time per module in .local/test-times.json)"; \
 	  exit $$rc
 
-test-parallel: setup browser ## The suite on WORKERS=2 pytest-xdist workers (a module per unit; each worker its own emulator and tenants); prints its wall time
+test-parallel: setup browser ## The suite on WORKERS=2 pytest-xdist workers (a module, or the modules sharing a tenant, per unit, slowest first; each worker its own emulator and tenants); prints its wall time
 	@start=$$(date +%s); $(PY) -m pytest -n $(or $(WORKERS),2) --dist loadfile && rc=0 || rc=$$?; took=$$(( $$(date +%s) - start )); \
 	  echo "make test-parallel: pytest took $$((took / 60)) min $$((took % 60)) s on $(or $(WORKERS),2) workers (budget 30 min)"; \
 	  exit $$rc

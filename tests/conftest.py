@@ -147,10 +147,63 @@ def applied_tenant(emulator):
     return apply
 
 
+# The units pytest-xdist workers take (make test-parallel), in the order they are handed out: the slowest
+# first, so the long ones run side by side instead of one of them starting last (longest processing time
+# first), then every other module in its usual order, a unit each. A unit of several modules keeps what
+# they share on one worker: a tenant applied once (each worker has its own emulator, so a tenant two
+# workers need is applied twice). Figures: tests/README.md, "Parallel workers" (.local/test-times.json).
+SCHEDULE_UNITS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("eraseco: a killed erase resumed; exact matching", (
+        "tests/spark_jobs/erasure/test_job.py", "tests/spark_jobs/erasure/test_exact.py")),
+    ("acme, globex and the network, destroyed last", (
+        "tests/policies/test_access_matrix.py", "tests/integration/test_apply_acme.py",
+        "tests/integration/test_maintenance_schedule.py", "tests/spark_jobs/test_consumer_door.py",
+        "tests/infra/deploy/test_applied_tenant.py", "tests/integration/test_destroy_all.py")),
+    ("eraseco: the deployed erase; a dataset by month", (
+        "tests/spark_jobs/erasure/test_job_deploy.py", "tests/spark_jobs/erasure/test_job_by_month.py")),
+    ("200 daily commits, maintained", ("tests/spark_jobs/test_maintain_daily_runs.py",)),
+    ("initech", ("tests/spark_jobs/test_land_real_data.py", "tests/integration/test_streaming_initech.py")),
+    ("two s3a run-alls", ("tests/spark_jobs/test_pipeline_e2e.py",)),
+    ("killed Spark jobs", ("tests/reliability/test_pipeline_faults.py",)),
+    ("the infrastructure-fault scenario's tenants", (
+        "tests/reliability/test_isolation.py", "tests/reliability/test_infra_faults.py")),
+)
+
+
+def schedule_unit(nodeid: str, units=SCHEDULE_UNITS) -> tuple[int, str]:
+    """A test's unit of work under pytest-xdist: ``(rank, name)``, the rank being its unit's place in
+    ``units``; a module in no unit is a unit of its own, after all of them."""
+    module = nodeid.split("::", 1)[0]
+    for rank, (name, modules) in enumerate(units):
+        if module in modules:
+            return rank, name
+    return len(units), module
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` (make test-parallel), with ``SCHEDULE_UNITS``: a unit is a module, or several
+    modules that share a tenant; the workers take the units in collection order (see
+    pytest_collection_modifyitems), not reordered by their number of tests as xdist would."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleUnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return schedule_unit(nodeid)[1]
+
+    config.option.loadscopereorder = False
+    return ModuleUnitScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     """A test marked ``last_in_session`` (one that destroys tenants other modules share) moves to the end of the
     run, also after pytest-randomly's shuffle (``make test-shuffled``: it reorders before every plain hook);
     every other test keeps its place. Under ``make test-parallel`` (pytest-xdist, ``--dist loadfile``) a module
-    is one unit of work, handed out in this order: such a test sits in a module of its own
-    (tests/integration/test_destroy_all.py), the last unit, so the worker that takes it runs nothing after it."""
+    (or a unit of modules, ``SCHEDULE_UNITS``) is one unit of work, handed out in the order of this list:
+    ``SCHEDULE_UNITS`` first, slowest first, then the other modules in their usual order. The destroy of
+    the shared tenants (tests/integration/test_destroy_all.py) is the last module of the unit of every module
+    that uses them, so nothing on its worker needs them after it."""
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: its collection is the scheduler's order
+        items.sort(key=lambda item: schedule_unit(item.nodeid)[0])
     items.sort(key=lambda item: item.get_closest_marker("last_in_session") is not None)
