@@ -77,16 +77,14 @@ lock: ## Re-resolve requirements/*.in into the pinned requirements/*.txt
 demo: setup ## Run the platform end to end on the embedded emulator
 	@$(PY) -m infra.local.demo
 
-.PHONY: test test-shuffled test-parallel
-test: setup browser ## Run the whole test suite (unit, integration, browser); prints its wall time (budget 30 min)
-	@start=$$(date +%s); $(PY) -m pytest && rc=0 || rc=$$?; took=$$(( $$(date +%s) - start )); \
-	  echo "make test: pytest took $$((took / 60)) min $$((took % 60)) s (budget 30 min; time per module in .local/test-times.json)"; \
+.PHONY: test test-shuffled
+test: setup browser ## Run the whole test suite on WORKERS=2 pytest-xdist workers (WORKERS=1: one process); prints its wall time (budget 30 min)
+	@workers=$(or $(WORKERS),2); start=$$(date +%s); \
+	  if [ "$$workers" = 1 ]; then $(PY) -m pytest; else $(PY) -m pytest -n "$$workers" --dist loadfile; fi && rc=0 || rc=$$?; \
+	  took=$$(( $$(date +%s) - start )); \
+	  echo "make test: pytest took $$((took / 60)) min $$((took % 60)) s on $$workers worker(s) (budget 30 min; time per module in .local/test-times.json)"; \
 	  exit $$rc
 
-test-parallel: setup browser ## The suite on WORKERS=2 pytest-xdist workers (a module, or the modules sharing a tenant, per unit, slowest first; each worker its own emulator and tenants); prints its wall time
-	@start=$$(date +%s); $(PY) -m pytest -n $(or $(WORKERS),2) --dist loadfile && rc=0 || rc=$$?; took=$$(( $$(date +%s) - start )); \
-	  echo "make test-parallel: pytest took $$((took / 60)) min $$((took % 60)) s on $(or $(WORKERS),2) workers (budget 30 min)"; \
-	  exit $$rc
 test-shuffled: setup browser ## The suite in a random order (pytest-randomly; SEED=N repeats an order), to prove tests do not depend on it
 	@$(PY) -m pytest -p randomly $(if $(SEED),--randomly-seed=$(SEED))
 

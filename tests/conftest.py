@@ -147,7 +147,7 @@ def applied_tenant(emulator):
     return apply
 
 
-# The units pytest-xdist workers take (make test-parallel), in the order they are handed out: the slowest
+# The units pytest-xdist workers take (make test), in the order they are handed out: the slowest
 # first, so the long ones run side by side instead of one of them starting last (longest processing time
 # first), then every other module in its usual order, a unit each. A unit of several modules keeps what
 # they share on one worker: a tenant applied once (each worker has its own emulator, so a tenant two
@@ -155,14 +155,14 @@ def applied_tenant(emulator):
 SCHEDULE_UNITS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("eraseco: a killed erase resumed; exact matching", (
         "tests/spark_jobs/erasure/test_job.py", "tests/spark_jobs/erasure/test_exact.py")),
-    ("acme, globex and the network, destroyed last", (
+    ("acme, globex, initech and the network, destroyed last", (
         "tests/policies/test_access_matrix.py", "tests/integration/test_apply_acme.py",
         "tests/integration/test_maintenance_schedule.py", "tests/spark_jobs/test_consumer_door.py",
-        "tests/infra/deploy/test_applied_tenant.py", "tests/integration/test_destroy_all.py")),
+        "tests/infra/deploy/test_applied_tenant.py", "tests/spark_jobs/test_land_real_data.py",
+        "tests/integration/test_streaming_initech.py", "tests/integration/test_destroy_all.py")),
     ("eraseco: the deployed erase; a dataset by month", (
         "tests/spark_jobs/erasure/test_job_deploy.py", "tests/spark_jobs/erasure/test_job_by_month.py")),
     ("200 daily commits, maintained", ("tests/spark_jobs/test_maintain_daily_runs.py",)),
-    ("initech", ("tests/spark_jobs/test_land_real_data.py", "tests/integration/test_streaming_initech.py")),
     ("two s3a run-alls", ("tests/spark_jobs/test_pipeline_e2e.py",)),
     ("killed Spark jobs", ("tests/reliability/test_pipeline_faults.py",)),
     ("the infrastructure-fault scenario's tenants", (
@@ -181,7 +181,7 @@ def schedule_unit(nodeid: str, units=SCHEDULE_UNITS) -> tuple[int, str]:
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """``--dist loadfile`` (make test-parallel), with ``SCHEDULE_UNITS``: a unit is a module, or several
+    """``--dist loadfile`` (make test), with ``SCHEDULE_UNITS``: a unit is a module, or several
     modules that share a tenant; the workers take the units in collection order (see
     pytest_collection_modifyitems), not reordered by their number of tests as xdist would."""
     if config.getoption("dist") != "loadfile":
@@ -199,7 +199,7 @@ def pytest_xdist_make_scheduler(config, log):
 def pytest_collection_modifyitems(config, items):
     """A test marked ``last_in_session`` (one that destroys tenants other modules share) moves to the end of the
     run, also after pytest-randomly's shuffle (``make test-shuffled``: it reorders before every plain hook);
-    every other test keeps its place. Under ``make test-parallel`` (pytest-xdist, ``--dist loadfile``) a module
+    every other test keeps its place. Under ``make test`` (pytest-xdist, ``--dist loadfile``) a module
     (or a unit of modules, ``SCHEDULE_UNITS``) is one unit of work, handed out in the order of this list:
     ``SCHEDULE_UNITS`` first, slowest first, then the other modules in their usual order. The destroy of
     the shared tenants (tests/integration/test_destroy_all.py) is the last module of the unit of every module

@@ -1,4 +1,4 @@
-"""The units pytest-xdist workers take under `make test-parallel` (tests/conftest.py, SCHEDULE_UNITS)."""
+"""The units pytest-xdist workers take under `make test` (tests/conftest.py, SCHEDULE_UNITS)."""
 from tests.conftest import REPO_ROOT, SCHEDULE_UNITS, schedule_unit
 
 
@@ -19,7 +19,7 @@ def test_a_test_goes_with_its_module_unit_in_the_units_order_and_other_modules_a
 
 def test_the_destroy_of_the_shared_tenants_is_in_the_unit_of_the_modules_that_use_them():
     """test_destroy_all runs last in its unit (it is the collection's last test); every module whose tests ask
-    for acme, globex or the network is in that unit, so none runs after the destroy on the same worker."""
+    for acme, globex, initech or the network is in that unit, so none runs after the destroy on the same worker."""
     (unit,) = [modules for _, modules in SCHEDULE_UNITS if "tests/integration/test_destroy_all.py" in modules]
     users = sorted(str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "tests").rglob("test_*.py")
                    if p.name != "test_schedule.py" and _uses_the_shared_tenants(p))
@@ -27,12 +27,12 @@ def test_the_destroy_of_the_shared_tenants_is_in_the_unit_of_the_modules_that_us
 
 
 def _uses_the_shared_tenants(path) -> bool:
-    """``applied_tenant`` in a module that names acme or globex, or tests/integration/conftest.py's ``lake``
+    """``applied_tenant`` in a module that names acme, globex or initech, or tests/integration/conftest.py's ``lake``
     (acme), ``globex`` or ``network`` fixture as a test's argument (unless the module defines its own)."""
     import re
 
     text = path.read_text()
-    if re.search(r"\bapplied_tenant\b", text) and re.search(r"[\"'](acme|globex)[\"']", text):
+    if re.search(r"\bapplied_tenant\b", text) and re.search(r"[\"'](acme|globex|initech)[\"']", text):
         return True
     return path.parent.name == "integration" and any(
         re.search(rf"^def test_\w+\([^)]*\b{name}\b", text, re.M) and not re.search(rf"^def {name}\(", text, re.M)

@@ -3,7 +3,7 @@ configuration, the platform network's outputs, and globex applied alongside on t
 
 ``globex`` is session-scoped: tests/integration/test_apply_acme.py checks its apply, and
 tests/integration/test_destroy_all.py (last in the run) destroys it with the rest. One definition here, so
-the apply runs once per session (per worker under ``make test-parallel``).
+the apply runs once per session (per pytest-xdist worker that runs them, ``make test``).
 """
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
 """`make destroy-all` of the shared tenants: acme, globex, initech and the platform network, dependents first.
 
-Other modules share these tenants (``applied_tenant``), so this module runs last in the whole run: its one
-test is marked ``last_in_session`` (tests/conftest.py moves it to the end, also after a shuffle). Under
-``make test-parallel`` (pytest-xdist, ``--dist loadfile``) a module is one unit of work and this one is the
-last in the queue, so the worker that takes it runs nothing after it. Each worker has its own emulator, so
-it destroys only that worker's tenants (the fixtures apply them first where that worker had not).
+Other modules share these tenants (``applied_tenant``), so this module runs after them: its one test is
+marked ``last_in_session`` (tests/conftest.py moves it to the end, also after a shuffle). Under ``make test``
+(pytest-xdist workers, ``--dist loadfile``) it is the last module of the unit that holds every module using
+these tenants (tests/conftest.py, ``SCHEDULE_UNITS``; tests/test_schedule.py checks the unit), so on its
+worker nothing needs them after it. Each worker has its own emulator, so it destroys only that worker's
+tenants (the fixtures apply them first where that worker had not).
 """
 from __future__ import annotations
 

@@ -16,7 +16,9 @@ import pytest
 from tests import shell
 from tests.conftest import REPO_ROOT, TEST_STATE_DIR
 
-pytestmark = pytest.mark.integration
+# One test of about 6 to 9 minutes on a busy 2-core machine (200 commits): more than the suite's 900 s default
+# leaves no margin beside another worker or a `make demo` loop.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 RUNS, ROWS_PER_RUN = 200, 20
 BUCKET = "tenantlake-test-daily-runs"
 REGION = "eu-west-1"

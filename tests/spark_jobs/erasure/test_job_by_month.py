@@ -1,5 +1,10 @@
 """Erasure of a dataset stored by month (``partition_granularity: month``), a copy of clickstream landed
-in the shared eraseco lake beside it (conftest.py's ``loaded``)."""
+in the shared eraseco lake beside it (conftest.py's ``loaded``).
+
+The copy holds clickstream's user ids, which the lake's other tests must not meet: an erase request reads
+the whole bucket, and a hit in a dataset whose contract the request does not know (the other tests run
+with the shipped contracts, clickmonth's is this test's own) counts against it. So the test removes every
+version of every clickmonth object when it ends, passed or failed (``clickmonth_removed_after``)."""
 from __future__ import annotations
 
 import json
@@ -10,9 +15,26 @@ from tests.spark_jobs.erasure.conftest import TENANT, cli
 from tests.spark_jobs.erasure.readers import DATASET, GOLD, holding, per_user, per_user_of, query_rows, texts
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
+MONTH_DATASET = "clickmonth"
 
 
-def test_erasure_of_a_dataset_stored_by_month(loaded, tmp_path):
+@pytest.fixture
+def clickmonth_removed_after(loaded):
+    """The lake, and afterwards every version (and delete marker) of every object of ``clickmonth`` gone."""
+    yield loaded
+    s3, bucket = loaded["s3"], loaded["bucket"]
+    left = []
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+        left += [{"Key": v["Key"], "VersionId": v["VersionId"]} for v in page.get("Versions", []) + page.get("DeleteMarkers", [])
+                 if MONTH_DATASET in v["Key"]]
+    for start in range(0, len(left), 1000):
+        s3.delete_objects(Bucket=bucket, Delete={"Objects": left[start:start + 1000], "Quiet": True})
+    remaining = [v["Key"] for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket)
+                 for v in page.get("Versions", []) if MONTH_DATASET in v["Key"]]
+    assert remaining == [], remaining[:10]
+
+
+def test_erasure_of_a_dataset_stored_by_month(clickmonth_removed_after, tmp_path):
     """A copy of clickstream with ``partition_granularity: month``: the quarantine's month folders are
     rewritten without the subject, gold months are recomputed with their other days kept, and gold then
     equals the pipeline's gold from the same landing files without the subject (a folder lake). The
@@ -24,7 +46,7 @@ def test_erasure_of_a_dataset_stored_by_month(loaded, tmp_path):
 
     from spark_jobs.contract import CONTRACTS_DIR
 
-    tenant, dataset = loaded, "clickmonth"
+    tenant, dataset = clickmonth_removed_after, MONTH_DATASET
     contracts = tmp_path / "contracts"
     contracts.mkdir()
     raw = yaml.safe_load((CONTRACTS_DIR / "clickstream.yaml").read_text())
