@@ -151,7 +151,7 @@ def applied_tenant(emulator):
 # first, so the long ones run side by side instead of one of them starting last (longest processing time
 # first), then every other module in its usual order, a unit each. A unit of several modules keeps what
 # they share on one worker: a tenant applied once (each worker has its own emulator, so a tenant two
-# workers need is applied twice). Figures: tests/README.md, "Parallel workers" (.local/test-times.json).
+# workers need is applied twice). Figures: tests/README.md, "The time budget" (.local/test-times.json).
 SCHEDULE_UNITS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("eraseco: a killed erase resumed; exact matching", (
         "tests/spark_jobs/erasure/test_job.py", "tests/spark_jobs/erasure/test_exact.py")),

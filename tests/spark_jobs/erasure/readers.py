@@ -66,8 +66,8 @@ def gold_and_users(env, *lake: str) -> tuple[list[tuple[str, str]], dict[str, in
 
 
 def per_user(env, *lake: str) -> dict[str, int]:
-    rows = query_rows(env, "SELECT user_id AS u, count(*) AS n FROM silver.clickstream GROUP BY user_id", *lake)
-    return {json.loads(r)["u"]: json.loads(r)["n"] for r in rows}
+    """Silver clickstream's rows per user."""
+    return per_user_of(env, DATASET, *lake)
 
 
 def per_user_of(env, dataset: str, *lake: str) -> dict[str, int]:

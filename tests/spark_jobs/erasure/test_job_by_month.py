@@ -12,7 +12,7 @@ import json
 import pytest
 
 from tests.spark_jobs.erasure.conftest import TENANT, cli
-from tests.spark_jobs.erasure.readers import DATASET, GOLD, holding, per_user, per_user_of, query_rows, texts
+from tests.spark_jobs.erasure.readers import DATASET, GOLD, holding, per_user, per_user_of, query_rows, texts, versions
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 MONTH_DATASET = "clickmonth"
@@ -29,8 +29,7 @@ def clickmonth_removed_after(loaded):
                  if MONTH_DATASET in v["Key"]]
     for start in range(0, len(left), 1000):
         s3.delete_objects(Bucket=bucket, Delete={"Objects": left[start:start + 1000], "Quiet": True})
-    remaining = [v["Key"] for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket)
-                 for v in page.get("Versions", []) if MONTH_DATASET in v["Key"]]
+    remaining = [v["Key"] for v in versions(s3, bucket) if MONTH_DATASET in v["Key"]]
     assert remaining == [], remaining[:10]
 
 
@@ -59,7 +58,7 @@ def test_erasure_of_a_dataset_stored_by_month(clickmonth_removed_after, tmp_path
     # Three files a day apart across a month end, with bad records (some quarantined with a user id in them).
     local = tmp_path / "local"
     cli(env, "datagen", "--lake-uri", str(local), "--dataset", DATASET, "--records", "300", "--batch-size", "100",
-         "--interval", "86400", "--start", "2024-01-30T00:00:00Z", "--bad-rate", "0.1")
+        "--interval", "86400", "--start", "2024-01-30T00:00:00Z", "--bad-rate", "0.1")
     cli(env, "land", *lake, "--dataset", dataset, str(local / "landing" / DATASET))
     cli(env, "run-all", *lake, "--dataset", dataset, "--allow-warn", timeout=1200)
     quarantine_keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix=f"quarantine/{dataset}/")["Contents"]
