@@ -282,7 +282,7 @@ def _cmd_erase(args: argparse.Namespace) -> int:
     for dataset in args.dataset or available_datasets():
         load_contract(dataset).check_personal_data(lake.data_classification)
     check(subjects, args.dataset)  # before Spark starts: a request that fails it changes nothing
-    spark, created = _open_session(args, lake, "tenantlake-erase")
+    spark, created = _open_session(args, lake, "tenantlake-erase", reads=[""], versions=True)  # every version
     try:
         # OpenLineage START, then COMPLETE naming the tables changed (never a subject) or FAIL; a dry run changes nothing.
         with _lineage(spark, lake, "erase", track=not args.dry_run) as changed:
@@ -403,9 +403,15 @@ def _cmd_datagen(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _open_session(args: argparse.Namespace, lake: LakeConfig, app: str, small_inputs: bool = False):
+def _open_session(args: argparse.Namespace, lake: LakeConfig, app: str, small_inputs: bool = False,
+                  reads: list[str] | None = None, versions: bool = False):
+    """The command's session. ``reads``: the lake folders the command reads (relative to the lake root, ``""``
+    for all of it; ``versions``: every version of their objects): a session it starts itself is sized from
+    their bytes (``_reads_small_folders``) unless ``small_inputs`` decided already."""
     from spark_jobs.jobs.runtime import session_for
 
+    if reads is not None and not small_inputs:
+        small_inputs = _reads_small_folders(lake, reads, versions=versions)
     jars = [j for j in args.jars.split(",") if j] if args.jars else None
     return session_for(lake, app, jars, small_inputs=small_inputs)
 
@@ -416,9 +422,35 @@ LAYER_INPUTS = {"bronze": "landing", "silver": "bronze", "gold": "silver"}
 
 def _reads_small_inputs(lake: LakeConfig, plan: list[tuple[str, str]], continuous: bool = False) -> bool:
     """Whether every layer of ``plan`` reads small inputs: the bytes stored under their inputs (landing,
-    bronze, the silver table) at most ``jobs.runtime.SMALL_INPUT_BYTES`` together. Only asked for a session this
-    command starts itself (not under spark-submit, not in a running session) and when ``$TENANTLAKE_JIT`` does
-    not decide already; a continuous ingest reads without end, so it never is small."""
+    bronze, the silver table) at most ``jobs.runtime.SMALL_INPUT_BYTES`` together; a continuous ingest reads
+    without end, so it never is small (``_reads_small_folders`` says when the question is asked at all)."""
+    folders = sorted({f"{LAYER_INPUTS[layer]}/{dataset}" for dataset, layer in plan})
+    return _reads_small_folders(lake, folders, continuous=continuous)
+
+
+def _dataset_folders(datasets: list[str]) -> list[str]:
+    """Every folder a dataset's data lives in, relative to the lake root: landing, bronze, silver, the
+    quarantine and each gold table of its contract (what `counts` reads)."""
+    from spark_jobs.lake import gold_table_name
+
+    folders = []
+    for dataset in datasets:
+        folders += [f"{layer}/{dataset}" for layer in ("landing", "bronze", "silver", "quarantine")]
+        folders += [f"gold/{gold_table_name(dataset, name)}" for name in load_contract(dataset).gold]
+    return folders
+
+
+def _table_folders(datasets: list[str]) -> list[str]:
+    """The Iceberg tables' folders of the datasets (silver and each gold table): what `maintain` reads."""
+    return [f for f in _dataset_folders(datasets) if f.startswith(("silver/", "gold/"))]
+
+
+def _reads_small_folders(lake: LakeConfig, folders: list[str], versions: bool = False,
+                         continuous: bool = False) -> bool:
+    """Whether ``folders`` (relative to the lake root; ``versions``: every version of their objects) hold at
+    most ``jobs.runtime.SMALL_INPUT_BYTES`` together, so the command's session can be one for small inputs.
+    Only asked for a session this command starts itself (not under spark-submit, not in a running session)
+    and when ``$TENANTLAKE_JIT`` does not decide already."""
     import os
 
     from pyspark.sql import SparkSession
@@ -433,8 +465,7 @@ def _reads_small_inputs(lake: LakeConfig, plan: list[tuple[str, str]], continuou
     check_endpoint(lake)
     if continuous or os.environ.get(JIT_ENV):
         return False
-    folders = sorted({f"{LAYER_INPUTS[layer]}/{dataset}" for dataset, layer in plan})
-    size = stored_bytes(lake, folders, SMALL_INPUT_BYTES)
+    size = stored_bytes(lake, folders, SMALL_INPUT_BYTES, versions=versions)
     if size is None or size > SMALL_INPUT_BYTES:
         return False
     amount = f"{size / 2**20:.1f} MB" if size >= 2**20 else f"{size / 2**10:.0f} KB"
@@ -494,9 +525,10 @@ def _cmd_counts(args: argparse.Namespace) -> int:
     from spark_jobs.report import format_counts_table, layer_counts
 
     lake = _resolve(args)
-    spark, created = _open_session(args, lake, "tenantlake-counts")
+    datasets = args.dataset or available_datasets()
+    spark, created = _open_session(args, lake, "tenantlake-counts", reads=_dataset_folders(datasets))
     try:
-        rows = layer_counts(spark, lake, args.dataset or available_datasets())
+        rows = layer_counts(spark, lake, datasets)
     finally:
         if created:
             spark.stop()
@@ -508,7 +540,8 @@ def _cmd_recover(args: argparse.Namespace) -> int:
     from spark_jobs.jobs.checkpoint import recover_checkpoint
 
     lake = _resolve(args)
-    spark, created = _open_session(args, lake, "tenantlake-recover")
+    spark, created = _open_session(args, lake, "tenantlake-recover",
+                                   reads=[f"bronze/{args.dataset}", f"checkpoints/{args.dataset}"])
     try:
         recovery = recover_checkpoint(spark, lake, args.dataset)
     finally:
@@ -523,7 +556,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
     lake = _resolve(args)
     as_of = query.parse_as_of(args.as_of) if args.as_of else None
-    spark, created = _open_session(args, lake, "tenantlake-query")
+    spark, created = _open_session(args, lake, "tenantlake-query", reads=["silver", "gold"])
     try:
         result = query.run_query(spark, catalog.register(spark, lake), args.sql, as_of=as_of, max_rows=args.max_rows,
                                  consumer=catalog.register_consumer_names(spark, lake))
@@ -546,10 +579,11 @@ def _cmd_maintain(args: argparse.Namespace) -> int:
         snapshot_retention_days=maintain.DEFAULT_SNAPSHOT_RETENTION_DAYS if retention is None else retention,
         retain_last=args.retain_last, orphan_age_days=args.orphan_age_days, rewrite_all=args.rewrite_all)
     options.validate()
-    spark, created = _open_session(args, lake, "tenantlake-maintain")
+    datasets = args.dataset or available_datasets()
+    spark, created = _open_session(args, lake, "tenantlake-maintain", reads=_table_folders(datasets))
     try:
         with _lineage(spark, lake, "maintain") as changed:  # OpenLineage START, COMPLETE or FAIL
-            report = maintain.run_maintenance(spark, lake, args.dataset or available_datasets(), options,
+            report = maintain.run_maintenance(spark, lake, datasets, options,
                                               tenant=args.tenant,
                                               progress=lambda line: print(line, file=sys.stderr, flush=True))
             changed(_maintenance_outputs(lake, report))

@@ -363,6 +363,9 @@ def _counts_table(stdout: str) -> dict[tuple[str, str], int | None]:
 def test_query_counts_what_the_counts_table_says(pipeline):
     counts = _counts_table(pipeline["first"].stdout)
     assert json.loads(pipeline["query"].stdout) == [{"n": counts[("iot", "gold iot_hourly")]}]
+    # Sized like run-all's: the bytes of silver and gold, listed before the JVM starts.
+    assert any(line.startswith("session: ") and line.endswith("a session for small inputs (TENANTLAKE_JIT=full to change)")
+               for line in pipeline["query"].stderr.splitlines()), pipeline["query"].stderr
     assert counts[("iot", "gold iot_hourly")] > 0
 
 

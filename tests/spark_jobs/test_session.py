@@ -197,6 +197,49 @@ def test_the_cli_sizes_its_session_from_the_bytes_its_layers_read(tmp_path, monk
     assert SMALL_INPUT_BYTES == 16 * 2**20
 
 
+def test_the_other_commands_name_the_folders_they_read():
+    """erase reads the whole lake (every version), counts every folder of its datasets, maintain their
+    tables, query silver and gold: the folders each sizes its session from."""
+    from spark_jobs import cli
+
+    assert cli._dataset_folders(["iot"]) == ["landing/iot", "bronze/iot", "silver/iot", "quarantine/iot",
+                                             "gold/iot_hourly"]
+    assert cli._table_folders(["iot", "clickstream"]) == [
+        "silver/iot", "gold/iot_hourly", "silver/clickstream", "gold/clickstream_site_hourly",
+        "gold/clickstream_user_sessions"]
+
+
+def test_the_listing_counts_every_version_of_the_whole_lake(emulator, aws_env, boto_session, monkeypatch):
+    """On a versioned bucket, ``versions`` adds the noncurrent versions an erase reads too; ``""`` is the
+    whole lake, under a root folder or not."""
+    from pyspark.sql import SparkSession
+
+    from spark_jobs import cli
+    from spark_jobs.io.lake_bytes import stored_bytes
+    from spark_jobs.lake import LakeConfig
+
+    for name, value in aws_env.items():  # the credentials the CLI's listing takes from the environment
+        monkeypatch.setenv(name, value)
+    s3 = boto_session("s3")
+    s3.create_bucket(Bucket="tenantlake-test-lake-bytes", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    s3.put_bucket_versioning(Bucket="tenantlake-test-lake-bytes", VersioningConfiguration={"Status": "Enabled"})
+    for key, size in (("lake/silver/iot/a", 100), ("lake/silver/iot/a", 300), ("lake/landing/iot/b", 50),
+                      ("other/c", 7)):
+        s3.put_object(Bucket="tenantlake-test-lake-bytes", Key=key, Body=b"x" * size)
+    lake = LakeConfig(lake_uri="s3a://tenantlake-test-lake-bytes/lake", s3_endpoint=emulator.endpoint,
+                      ca_bundle=emulator.ca_bundle, region="eu-west-1")
+    assert stored_bytes(lake, [""], 10_000) == 350
+    assert stored_bytes(lake, [""], 10_000, versions=True) == 450
+    assert stored_bytes(lake, ["silver"], 10_000, versions=True) == 400
+    whole = LakeConfig(lake_uri="s3a://tenantlake-test-lake-bytes", s3_endpoint=emulator.endpoint,
+                       ca_bundle=emulator.ca_bundle, region="eu-west-1")
+    assert stored_bytes(whole, [""], 10_000, versions=True) == 457
+    monkeypatch.delenv(JIT_ENV, raising=False)
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))  # as a CLI process starts
+    monkeypatch.setattr("spark_jobs.jobs.runtime.SMALL_INPUT_BYTES", 420)
+    assert cli._reads_small_folders(lake, [""]) and not cli._reads_small_folders(lake, [""], versions=True)
+
+
 def test_the_quick_jit_reaches_the_driver_jvm(tmp_path):
     script = ("from spark_jobs.session import build_session\n"
               "spark = build_session('jit-test', driver_memory='512m', small_inputs=True)\n"
