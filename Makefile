@@ -30,7 +30,7 @@ help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^##@/ {printf "\n%s\n", substr($$0, 5)} /^[a-zA-Z_%-]+:.*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: setup
-setup: $(VENV)/.installed $(CHECKOV_VENV)/.installed $(LOCAL_DIR)/jars/.verified iceberg-jar $(SIMULATOR_DIR)/node_modules/.installed ## Create the venvs, fetch the s3a jars, build the Iceberg jar, install the IAM policy simulator (idempotent)
+setup: $(VENV)/.installed $(CHECKOV_VENV)/.installed $(LOCAL_DIR)/jars/.verified iceberg-jar jvm-archive $(SIMULATOR_DIR)/node_modules/.installed ## Create the venvs, fetch the s3a jars, build the Iceberg jar and the driver's class archive, install the IAM policy simulator (idempotent)
 
 $(VENV)/.installed: requirements/project.txt
 	@echo "setup: creating $(VENV) from requirements/project.txt (first run takes a few minutes)"
@@ -64,6 +64,14 @@ iceberg-jar: $(VENV)/.installed
 	  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libjarjar-java >/dev/null; }
 	@$(PY) -m infra.local.iceberg_jar >/dev/null
 
+# The local Spark driver's class-data-sharing archive (infra/local/jvm_archive.py): a training run writes it once
+# per JDK and class path (~50 s, 170 MB in .local/jvm/); `make demo` and `make test` hand it to every local
+# session (TENANTLAKE_JVM_ARCHIVE). A failed training run is reported and the sessions start without it.
+JVM_ARCHIVE = $$($(PY) -m infra.local.jvm_archive 2>/dev/null || true)
+.PHONY: jvm-archive
+jvm-archive: $(VENV)/.installed iceberg-jar $(LOCAL_DIR)/jars/.verified
+	@$(PY) -m infra.local.jvm_archive >/dev/null || echo "setup: no class archive for the Spark driver; local sessions start without one"
+
 .PHONY: lock
 lock: ## Re-resolve requirements/*.in into the pinned requirements/*.txt
 	@rm -rf $(LOCAL_DIR)/lock && mkdir -p $(LOCAL_DIR)/lock
@@ -75,18 +83,19 @@ lock: ## Re-resolve requirements/*.in into the pinned requirements/*.txt
 
 .PHONY: demo
 demo: setup ## Run the platform end to end on the embedded emulator
-	@$(PY) -m infra.local.demo
+	@archive=$(JVM_ARCHIVE); TENANTLAKE_JVM_ARCHIVE="$${TENANTLAKE_JVM_ARCHIVE-$$archive}" $(PY) -m infra.local.demo
 
 .PHONY: test test-shuffled
 test: setup browser ## Run the whole test suite on WORKERS=2 pytest-xdist workers (WORKERS=1: one process); prints its wall time (budget 30 min)
-	@workers=$(or $(WORKERS),2); start=$$(date +%s); \
+	@workers=$(or $(WORKERS),2); archive=$(JVM_ARCHIVE); export TENANTLAKE_JVM_ARCHIVE="$${TENANTLAKE_JVM_ARCHIVE-$$archive}"; \
+	  start=$$(date +%s); \
 	  if [ "$$workers" = 1 ]; then $(PY) -m pytest; else $(PY) -m pytest -n "$$workers" --dist loadfile; fi && rc=0 || rc=$$?; \
 	  took=$$(( $$(date +%s) - start )); \
 	  echo "make test: pytest took $$((took / 60)) min $$((took % 60)) s on $$workers worker(s) (budget 30 min; time per module in .local/test-times.json)"; \
 	  exit $$rc
 
 test-shuffled: setup browser ## The suite in a random order (pytest-randomly; SEED=N repeats an order), to prove tests do not depend on it
-	@$(PY) -m pytest -p randomly $(if $(SEED),--randomly-seed=$(SEED))
+	@archive=$(JVM_ARCHIVE); TENANTLAKE_JVM_ARCHIVE="$${TENANTLAKE_JVM_ARCHIVE-$$archive}" $(PY) -m pytest -p randomly $(if $(SEED),--randomly-seed=$(SEED))
 
 ##@ Embedded AWS emulator (moto server on 127.0.0.1)
 .PHONY: emulator-up emulator-down emulator-status

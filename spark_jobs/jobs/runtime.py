@@ -22,8 +22,8 @@ from spark_jobs.io import storage
 from spark_jobs.jobs.counters import RunCounters
 from spark_jobs.lake import LakeConfig
 from spark_jobs.manifest import RunManifest, code_version, new_run_id
-from spark_jobs.session import (S3aSettings, apply_bucket_settings, build_session, driver_heap, launched_by_spark_submit,
-                                quick_jit)
+from spark_jobs.session import (S3aSettings, apply_bucket_settings, build_session, driver_heap, jvm_archive,
+                                launched_by_spark_submit, quick_jit)
 
 JARS_ENV = "TENANTLAKE_SPARK_JARS"
 ENDPOINT_CONNECT_TIMEOUT_S = 5.0  # a TCP connect to the S3 endpoint before the JVM starts
@@ -104,11 +104,12 @@ def check_endpoint(lake: LakeConfig, timeout_s: float = ENDPOINT_CONNECT_TIMEOUT
 
 
 def check_local_settings() -> None:
-    """A bad ``$TENANTLAKE_DRIVER_MEMORY`` or ``$TENANTLAKE_JIT`` for a session this process starts: one line
-    and exit 2 (``JobFailed``), before anything else runs, not a JVM that fails to start."""
+    """A bad ``$TENANTLAKE_DRIVER_MEMORY``, ``$TENANTLAKE_JIT`` or ``$TENANTLAKE_JVM_ARCHIVE`` for a session this
+    process starts: one line and exit 2 (``JobFailed``), before anything else runs, not a JVM that fails to start."""
     try:
         driver_heap()
         quick_jit(False)
+        jvm_archive()
     except ValueError as exc:
         raise JobFailed(str(exc), 2) from None
 

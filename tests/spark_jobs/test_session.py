@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.session import (DEFAULT_DRIVER_MEMORY, DRIVER_MEMORY_ENV, JIT_ENV, LOCAL_DRIVER_HOST,
+from spark_jobs.session import (DEFAULT_DRIVER_MEMORY, DRIVER_MEMORY_ENV, JIT_ENV, JVM_ARCHIVE_ENV, LOCAL_DRIVER_HOST,
                                 LOCAL_SHUFFLE_PARTITIONS, QUICK_JIT_OPTIONS, S3aSettings, driver_heap, local_conf)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,7 +48,8 @@ def test_a_session_tenantlake_starts_is_local_and_tuned(spark):
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
 
 
-def test_local_conf_carries_the_trust_store_and_jars_only_when_given():
+def test_local_conf_carries_the_trust_store_and_jars_only_when_given(monkeypatch):
+    monkeypatch.delenv(JVM_ARCHIVE_ENV, raising=False)  # `make test` sets it (its own test is below)
     s3a = S3aSettings(endpoint="https://127.0.0.1:1", region="eu-west-1", kms_key_arn="k", truststore="/t.p12")
     conf = local_conf("1g", 8, jars=["/a.jar", "/b.jar"], s3a=s3a)
     assert conf["spark.jars"] == "/a.jar,/b.jar"
@@ -153,6 +154,7 @@ def test_the_cli_refuses_a_bad_driver_heap_in_one_line_before_spark_starts(tmp_p
 
 def test_a_session_for_small_inputs_compiles_with_the_quick_jit_unless_told_otherwise(monkeypatch):
     monkeypatch.delenv(JIT_ENV, raising=False)
+    monkeypatch.delenv(JVM_ARCHIVE_ENV, raising=False)
     s3a = S3aSettings(endpoint="https://127.0.0.1:1", region="eu-west-1", kms_key_arn="k", truststore="/t.p12")
     small = local_conf("1g", 8, s3a=s3a, small_inputs=True)["spark.driver.extraJavaOptions"]
     assert "-Djavax.net.ssl.trustStore=/t.p12" in small and small.endswith(QUICK_JIT_OPTIONS)
@@ -240,15 +242,39 @@ def test_the_listing_counts_every_version_of_the_whole_lake(emulator, aws_env, b
     assert cli._reads_small_folders(lake, [""]) and not cli._reads_small_folders(lake, [""], versions=True)
 
 
-def test_the_quick_jit_reaches_the_driver_jvm(tmp_path):
+def test_the_quick_jit_and_the_class_archive_reach_the_driver_jvm(tmp_path):
+    """A session for small inputs runs C1 only, and maps the class-data-sharing archive: Spark's classes come
+    from it (the JVM's class-load log names the archive as their source), not from the jars."""
+    from infra.local.jvm_archive import ensure_archive
+
+    archive = ensure_archive()  # built by `make setup`; a run without it builds it here, once
+    load_log = tmp_path / "class-load.log"
     script = ("from spark_jobs.session import build_session\n"
               "spark = build_session('jit-test', driver_memory='512m', small_inputs=True)\n"
               "args = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()\n"
               "print('JVM', ' '.join(str(a) for a in args))\n"
               "spark.stop()\n")
     env = {k: v for k, v in os.environ.items() if k not in (JIT_ENV, "PYSPARK_GATEWAY_PORT")}
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env={**env, "PYTHONPATH": str(REPO)},
-                          capture_output=True, text=True, timeout=240)
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=240,
+                          env={**env, "PYTHONPATH": str(REPO), JVM_ARCHIVE_ENV: str(archive),
+                               "SPARK_SUBMIT_OPTS": f"-Xlog:class+load=info:file={load_log}"})
     line = next(line for line in done.stdout.splitlines() if line.startswith("JVM "))
     assert set(QUICK_JIT_OPTIONS.split()) <= set(line.split()), done.stderr[-2000:]
     assert "-XX:ReservedCodeCacheSize=240m" in line.split()  # C1 alone would reserve 48 MB, too few for a run-all
+    assert f"-XX:SharedArchiveFile={archive}" in line.split()
+    loads = load_log.read_text()
+    assert "org.apache.spark.SparkContext source: shared objects file (top)" in loads, loads[-2000:]
+    assert "[cds" not in done.stdout + done.stderr  # the JVM's own lines about the archive are off
+
+
+def test_a_class_archive_that_is_not_a_file_is_refused_before_the_jvm_starts(tmp_path, monkeypatch):
+    from spark_jobs.jobs.runtime import JobFailed, check_local_settings
+
+    monkeypatch.setenv(JVM_ARCHIVE_ENV, str(tmp_path / "missing.jsa"))
+    with pytest.raises(JobFailed, match="TENANTLAKE_JVM_ARCHIVE=.*missing.jsa' is not a file"):
+        check_local_settings()
+    monkeypatch.delenv(JVM_ARCHIVE_ENV)
+    assert "SharedArchiveFile" not in local_conf("1g", 8).get("spark.driver.extraJavaOptions", "")
+    (tmp_path / "a.jsa").write_bytes(b"not an archive")  # a file the JVM cannot map: it starts without it
+    monkeypatch.setenv(JVM_ARCHIVE_ENV, str(tmp_path / "a.jsa"))
+    assert f"-XX:SharedArchiveFile={tmp_path / 'a.jsa'}" in local_conf("1g", 8)["spark.driver.extraJavaOptions"]
