@@ -273,10 +273,11 @@ def _add_erase_parser(commands, datasets: list[str]) -> None:
 
 def _cmd_erase(args: argparse.Namespace) -> int:
     from spark_jobs.erasure import objects
-    from spark_jobs.erasure.job import check, erase
+    from spark_jobs.erasure.job import check, check_lake, erase
     from spark_jobs.erasure.subjects import read_subjects
 
     lake = _resolve(args)
+    check_lake(lake)  # before the subjects are read and any JVM starts
     subjects = read_subjects(args.subject, args.subject_file,
                              read_remote=lambda uri: objects.read_uri(objects.s3_client(lake), uri))
     for dataset in args.dataset or available_datasets():

@@ -312,12 +312,17 @@ def check(subjects: list[Subject], datasets: list[str] | None = None) -> list[Co
     return affected
 
 
+def check_lake(lake: LakeConfig) -> None:
+    """An erasure needs object versions: a lake on a plain folder is refused (before any Spark starts)."""
+    if not lake.is_object_store:
+        raise ErasureError(f"erase works on an S3 lake (a versioned bucket), not {lake.lake_uri}")
+
+
 def erase(spark: SparkSession, lake: LakeConfig, subjects: list[Subject], *, tenant: str = "",
           datasets: list[str] | None = None, dry_run: bool = False,
           progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Run (or, with ``dry_run``, plan) one erasure request; returns the receipt (see the module docstring)."""
-    if not lake.is_object_store:
-        raise ErasureError(f"erase works on an S3 lake (a versioned bucket), not {lake.lake_uri}")
+    check_lake(lake)
     affected = check(subjects, datasets)
     has_key = storage.exists(spark, lake.path("checkpoints", "_erasure", "key"))
     key = load_key(spark, lake, create=not dry_run) if not dry_run or has_key else b"\0" * 32

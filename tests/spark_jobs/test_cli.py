@@ -73,3 +73,9 @@ def test_a_refused_connection_with_the_driver_alive_is_not_a_dead_driver():
     wrapped = RuntimeError("call failed")
     wrapped.__cause__ = Py4JNetworkError("Answer from Java side is empty")
     assert _driver_gone(wrapped)
+
+
+def test_erase_on_a_folder_lake_is_one_line_before_any_jvm(capsys, tmp_path):
+    """An erasure needs object versions; a folder lake is refused first (no session line: no JVM started)."""
+    assert main(["erase", "--lake-uri", str(tmp_path / "lake"), "--subject", "user_id=user-0001"]) == 2
+    assert capsys.readouterr().err.strip() == f"error: erase works on an S3 lake (a versioned bucket), not {tmp_path / 'lake'}"
