@@ -40,11 +40,24 @@ def texts(data: bytes, tmp: Path):
         yield data.decode("utf-8", "replace")
 
 
+# What each object version holds, by the reading above: a version's bytes never change (an overwrite or a
+# rewrite makes a new version; a removed one leaves the listing), so a version read once is not read again.
+_READ: dict[tuple[str, str, str], list[str]] = {}
+
+
+def version_texts(s3, bucket: str, version: dict, tmp: Path) -> list[str]:
+    key = (bucket, version["Key"], version["VersionId"])
+    if key not in _READ:
+        data = s3.get_object(Bucket=bucket, Key=version["Key"], VersionId=version["VersionId"])["Body"].read()
+        _READ[key] = list(texts(data, tmp))
+    return _READ[key]
+
+
 def holding(s3, bucket, needle: str, tmp: Path) -> list[str]:
+    """Every object version in the bucket (current or not) whose text holds ``needle`` (lower case)."""
     found = []
     for version in versions(s3, bucket):
-        data = s3.get_object(Bucket=bucket, Key=version["Key"], VersionId=version["VersionId"])["Body"].read()
-        if any(needle in text.lower() for text in texts(data, tmp)):
+        if any(needle in text.lower() for text in version_texts(s3, bucket, version, tmp)):
             found.append(f"{version['Key']}@{'current' if version['IsLatest'] else 'noncurrent'}")
     return found
 
