@@ -46,6 +46,7 @@ def test_maintain_after_200_daily_runs_keeps_every_row(lake_config, aws_env, bot
     assert done.returncode == 0, done.tail()
     result = json.loads(done.stdout)
     before, after = result["before"], result["after"]
+    assert result["small_input_session"] is True  # sized as `maintain` sizes it: 4,000 rows are small
     # 200 runs: one file and one snapshot each (plus nothing else: the table was created empty).
     assert result["files"] == RUNS and (before["snapshots"], before["data_files"]) == (RUNS, RUNS)
     assert before["retained_data_files"] == RUNS and before["manifests"] > 1
