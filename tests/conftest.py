@@ -51,8 +51,10 @@ def platform_module() -> dict:
 
 
 @pytest.fixture(scope="session")
-def emulator():
-    """A moto server for this test session: yields its EmulatorState, stops it afterwards."""
+def emulator(request):
+    """A moto server for this test session: yields its EmulatorState, stops it afterwards. When a test of
+    the session failed, the state dir's logs (the emulator's request log among them) are kept in
+    ``.local/test-logs/<pid>/`` before the state dir goes."""
     from infra.local import emulator as emu
 
     # A crashed earlier session may have left its emulator behind: stop those whose pytest is gone.
@@ -65,7 +67,17 @@ def emulator():
         yield state
     finally:
         emu.stop(TEST_STATE_DIR)
+        if request.session.testsfailed:
+            _keep_logs(TEST_STATE_DIR, TEST_STATE_ROOT.parent / "test-logs" / TEST_STATE_DIR.name)
         shutil.rmtree(TEST_STATE_DIR, ignore_errors=True)
+
+
+def _keep_logs(state_dir: Path, dest: Path) -> None:
+    """Copy every ``*.log`` under ``state_dir`` to ``dest`` (same relative paths)."""
+    for log in state_dir.rglob("*.log"):
+        target = dest / log.relative_to(state_dir)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(log, target)
 
 
 @pytest.fixture(scope="module")

@@ -56,6 +56,13 @@ every folder a job ever deleted stayed a phantom sub-folder for s3a: each run fo
 ``.spark-staging-*`` folders again, "removed" them (a delete of nothing) and paid the requests, more with
 every run.
 
+A ninth, the fifth's twin: ``CreateRouteTable`` is idempotent on its ``ClientToken`` too. The AWS provider sends
+one (``terraform-<timestamp>...``, seen in its debug log) and retries with it; moto 5.2.5 ignored it, and once
+in five whole test runs on a busy machine the fixture VPC held a second ``tenantlake-private-b`` route table,
+untracked by Terraform: the route-table check counted 4, and ``make destroy-all`` could not delete the VPC
+(the provider retries ``DeleteVpc`` on ``DependencyViolation`` for many minutes). A retry now gets the table
+the first request made, as on AWS; a token reused for another VPC fails with ``IdempotentParameterMismatch``.
+
 And one addition for the local fixture network: ``CreateVpc`` with the tag ``tenantlake:fixture-vpc-id``
 creates the VPC with exactly that id (moto cannot be told a VPC id otherwise), so a tenant file can name
 its local VPC by id.  Nothing else in moto is changed.
@@ -107,6 +114,40 @@ def _make_create_vpc_endpoint_idempotent() -> None:
             return original(self, vpc_id, service_name, *args, client_token=client_token, **kwargs)
 
     VPCBackend.create_vpc_endpoint = create_vpc_endpoint
+
+
+def _make_create_route_table_idempotent() -> None:
+    import threading
+
+    from moto.core.responses import ActionResult
+    from moto.ec2.exceptions import EC2ClientError
+    from moto.ec2.responses.route_tables import RouteTables
+
+    original = RouteTables.create_route_table
+    lock = threading.Lock()  # two retries of one request must not both miss the token
+    made: dict[tuple[str, str, str], str] = {}  # (account, region, token) -> the route table it created
+
+    def create_route_table(self):
+        token = self._get_param("ClientToken")
+        if not token:
+            return original(self)
+        vpc_id = self._get_param("VpcId")
+        with lock:
+            key = (self.current_account, self.region, token)
+            known = self.ec2_backend.route_tables.get(made.get(key, ""))
+            if known is not None:
+                if known.vpc_id != vpc_id:
+                    raise EC2ClientError("IdempotentParameterMismatch",
+                                         f"The client token {token} was used for a different request.")
+                return ActionResult({"RouteTable": known})
+            before = set(self.ec2_backend.route_tables)
+            result = original(self)
+            created = [rt for rt in self.ec2_backend.route_tables if rt not in before]
+            if len(created) == 1:
+                made[key] = created[0]
+            return result
+
+    RouteTables.create_route_table = create_route_table
 
 
 FIXTURE_VPC_ID_TAG = "tenantlake:fixture-vpc-id"  # CreateVpc: create the VPC with this id (local fixture network)
@@ -320,6 +361,7 @@ def main(argv: list[str] | None = None) -> None:
     _disable_context_free_bucket_policy_evaluation()
     _give_delete_markers_a_dispose()
     _make_create_vpc_endpoint_idempotent()
+    _make_create_route_table_idempotent()
     _let_create_vpc_take_a_fixture_id()
     _report_eventbridge_notifications()
     _free_namespaces_of_terminated_virtual_clusters()

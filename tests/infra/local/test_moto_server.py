@@ -57,6 +57,45 @@ def test_stock_moto_creates_a_second_endpoint_on_a_retry():
         assert len(ec2.describe_vpc_endpoints()["VpcEndpoints"]) == 2
 
 
+def _route_table_request(vpc_id: str, token: str) -> dict:
+    return dict(VpcId=vpc_id, ClientToken=token,
+                TagSpecifications=[{"ResourceType": "route-table", "Tags": [{"Key": "Name", "Value": "retried"}]}])
+
+
+def test_a_retried_create_route_table_returns_the_table_it_created(boto_session):
+    """The AWS provider sends a ClientToken with CreateRouteTable and retries with it; a second table would be
+    untracked by Terraform and keep the VPC from being deleted."""
+    ec2 = boto_session("ec2", REGION)
+    vpc, _ = _network(ec2)
+    token = uuid.uuid4().hex
+    first = ec2.create_route_table(**_route_table_request(vpc, token))["RouteTable"]["RouteTableId"]
+    retried = ec2.create_route_table(**_route_table_request(vpc, token))["RouteTable"]
+    assert retried["RouteTableId"] == first and retried["VpcId"] == vpc
+    tables = ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["RouteTables"]
+    assert sorted(t["RouteTableId"] for t in tables if not any(a.get("Main") for a in t.get("Associations", []))) \
+        == [first]
+    # A new token is a new table; a token reused for another VPC is refused, as on AWS.
+    assert ec2.create_route_table(**_route_table_request(vpc, uuid.uuid4().hex))["RouteTable"]["RouteTableId"] != first
+    other_vpc, _ = _network(ec2)
+    with pytest.raises(ClientError, match="IdempotentParameterMismatch"):
+        ec2.create_route_table(**_route_table_request(other_vpc, token))
+    # A table deleted since is not returned again: the token makes a new one.
+    ec2.delete_route_table(RouteTableId=first)
+    assert ec2.create_route_table(**_route_table_request(vpc, token))["RouteTable"]["RouteTableId"] != first
+
+
+def test_stock_moto_creates_a_second_route_table_on_a_retry():
+    """Why the correction exists (moto 5.2.5 ignores the token). If this fails, moto honours it itself."""
+    from moto import mock_aws
+
+    with mock_aws():
+        ec2 = boto3.client("ec2", region_name=REGION)
+        vpc, _ = _network(ec2)
+        for _ in range(2):
+            ec2.create_route_table(**_route_table_request(vpc, "same-token"))
+        assert len(ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["RouteTables"]) == 3
+
+
 def test_create_vpc_takes_the_fixture_id_from_its_tag(boto_session):
     ec2 = boto_session("ec2", REGION)
     wanted = "vpc-0" + uuid.uuid4().hex[:16]
