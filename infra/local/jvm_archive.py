@@ -4,12 +4,13 @@ every local session (``TENANTLAKE_JVM_ARCHIVE``, spark_jobs/session.py).
 A local session's JVM loads and verifies some 10,000 classes of Spark, Iceberg and Hadoop before it runs
 anything, and every ``python -m spark_jobs`` command starts one. A dynamic AppCDS archive
 (``-XX:ArchiveClassesAtExit``, JDK 13+) holds those classes parsed and verified, and a JVM started with
-``-XX:SharedArchiveFile`` maps it instead: on this machine a ``query`` of a small table took 8.6 CPU s with the
-archive against 11.4 without (three runs each, in turns; ``bench/README.md``, "JVM options of a local session").
+``-XX:SharedArchiveFile`` maps it instead: on this machine a ``query`` of a small table took 9.1 and 9.6 CPU s with
+the archive against 14.6 and 13.7 without (two runs each, in turns; infra/local/README.md, "The Spark driver's
+class archive").
 
 The training run is ``datagen`` and ``run-all`` of 200 iot records on a temporary folder lake, in a
 local session of the project's own settings, whose JVM is told to write the archive when it exits; it
-then exits normally (an archive is written only then, never on a kill). About 20 to 40 s, once.
+then exits normally (an archive is written only then, never on a kill). About 50 s here, once.
 
 The archive is only valid for the JDK and class path that wrote it; the file name carries a hash of both
 (the ``java`` binary, pyspark's version and its ``jars/`` listing, and the local jars), so a change writes
