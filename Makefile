@@ -67,7 +67,10 @@ iceberg-jar: $(VENV)/.installed
 # The local Spark driver's class-data-sharing archive (infra/local/jvm_archive.py): a training run writes it once
 # per JDK and class path (~50 s, 170 MB in .local/jvm/); `make demo` and `make test` hand it to every local
 # session (TENANTLAKE_JVM_ARCHIVE). A failed training run is reported and the sessions start without it.
-JVM_ARCHIVE = $$($(PY) -m infra.local.jvm_archive 2>/dev/null || true)
+# WITH_JVM_ARCHIVE starts a recipe line: it exports the archive's path unless TENANTLAKE_JVM_ARCHIVE is set already
+# (set and empty: no archive).
+WITH_JVM_ARCHIVE = archive=$$($(PY) -m infra.local.jvm_archive 2>/dev/null || true); \
+  export TENANTLAKE_JVM_ARCHIVE="$${TENANTLAKE_JVM_ARCHIVE-$$archive}";
 .PHONY: jvm-archive
 jvm-archive: $(VENV)/.installed iceberg-jar $(LOCAL_DIR)/jars/.verified
 	@$(PY) -m infra.local.jvm_archive >/dev/null || echo "setup: no class archive for the Spark driver; local sessions start without one"
@@ -83,19 +86,18 @@ lock: ## Re-resolve requirements/*.in into the pinned requirements/*.txt
 
 .PHONY: demo
 demo: setup ## Run the platform end to end on the embedded emulator
-	@archive=$(JVM_ARCHIVE); TENANTLAKE_JVM_ARCHIVE="$${TENANTLAKE_JVM_ARCHIVE-$$archive}" $(PY) -m infra.local.demo
+	@$(WITH_JVM_ARCHIVE) $(PY) -m infra.local.demo
 
 .PHONY: test test-shuffled
 test: setup browser ## Run the whole test suite on WORKERS=2 pytest-xdist workers (WORKERS=1: one process); prints its wall time (budget 30 min)
-	@workers=$(or $(WORKERS),2); archive=$(JVM_ARCHIVE); export TENANTLAKE_JVM_ARCHIVE="$${TENANTLAKE_JVM_ARCHIVE-$$archive}"; \
-	  start=$$(date +%s); \
+	@$(WITH_JVM_ARCHIVE) workers=$(or $(WORKERS),2); start=$$(date +%s); \
 	  if [ "$$workers" = 1 ]; then $(PY) -m pytest; else $(PY) -m pytest -n "$$workers" --dist loadfile; fi && rc=0 || rc=$$?; \
 	  took=$$(( $$(date +%s) - start )); \
 	  echo "make test: pytest took $$((took / 60)) min $$((took % 60)) s on $$workers worker(s) (budget 30 min; time per module in .local/test-times.json)"; \
 	  exit $$rc
 
 test-shuffled: setup browser ## The suite in a random order (pytest-randomly; SEED=N repeats an order), to prove tests do not depend on it
-	@archive=$(JVM_ARCHIVE); TENANTLAKE_JVM_ARCHIVE="$${TENANTLAKE_JVM_ARCHIVE-$$archive}" $(PY) -m pytest -p randomly $(if $(SEED),--randomly-seed=$(SEED))
+	@$(WITH_JVM_ARCHIVE) $(PY) -m pytest -p randomly $(if $(SEED),--randomly-seed=$(SEED))
 
 ##@ Embedded AWS emulator (moto server on 127.0.0.1)
 .PHONY: emulator-up emulator-down emulator-status

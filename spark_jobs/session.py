@@ -47,6 +47,9 @@ JIT_ENV = "TENANTLAKE_JIT"
 # Spark's classes again (a small query: 9.1 and 9.6 CPU s against 14.6 and 13.7). A JVM that cannot use the archive (another JDK or
 # class path) starts without it, silently; a path that is not a file is refused before the JVM starts.
 JVM_ARCHIVE_ENV = "TENANTLAKE_JVM_ARCHIVE"
+# The JVM's own lines about the archive (a class it skips, an archive it cannot map) stay out of the commands'
+# output: several print JSON on stdout. The training run (infra/local/jvm_archive.py) writes with the same.
+JVM_ARCHIVE_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 # What the spark-submit line reports: where the driver is and how the job is sized.
 REPORTED_CONF = ("spark.master", "spark.submit.deployMode", "spark.driver.host", "spark.driver.bindAddress",
                  "spark.sql.shuffle.partitions", "spark.executor.instances", "spark.executor.memory")
@@ -172,7 +175,7 @@ def local_conf(driver_memory: str, shuffle_partitions: int, jars: list[str] | No
         java_options.append(QUICK_JIT_OPTIONS)
     archive = jvm_archive()
     if archive:
-        java_options.append(f"-XX:SharedArchiveFile={archive} -Xlog:cds=off -Xlog:cds+dynamic=off")
+        java_options.append(f"-XX:SharedArchiveFile={archive} {JVM_ARCHIVE_QUIET}")
     if java_options:
         conf["spark.driver.extraJavaOptions"] = " ".join(java_options)
     return conf

@@ -36,9 +36,6 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = REPO_ROOT / ".local" / "jvm"
 TRAINING_RECORDS = 200
 TRAINING_TIMEOUT_S = 600
-# The JVM's own lines about the archive (a class it skips, an archive it cannot map) stay out of the
-# commands' output: several print JSON on stdout.
-QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
 class ArchiveError(RuntimeError):
@@ -46,7 +43,9 @@ class ArchiveError(RuntimeError):
 
 
 def _local_jars() -> list[Path]:
-    return sorted((REPO_ROOT / ".local" / "jars").glob("*.jar"))
+    from infra.local.s3a_jars import DEFAULT_CACHE_DIR  # the s3a and Iceberg jars' cache
+
+    return sorted(DEFAULT_CACHE_DIR.glob("*.jar"))
 
 
 def archive_key() -> str:
@@ -100,8 +99,10 @@ def ensure_archive(directory: Path = DEFAULT_DIR, progress=print) -> Path:
 def _train(archive: str, lake: str) -> int:
     """The training run (its own process): datagen + run-all on a folder lake, in a local session whose JVM
     writes ``archive`` when it exits; then the JVM exits normally and this process waits for the archive."""
+    from spark_jobs.session import JVM_ARCHIVE_QUIET
+
     os.environ["SPARK_SUBMIT_OPTS"] = f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} " \
-                                      f"-XX:ArchiveClassesAtExit={archive} {QUIET}".strip()
+                                      f"-XX:ArchiveClassesAtExit={archive} {JVM_ARCHIVE_QUIET}".strip()
     from pyspark import SparkContext
 
     from spark_jobs import cli

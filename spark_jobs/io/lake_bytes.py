@@ -4,8 +4,9 @@
 A listing of the lake's folders the command reads (``landing/<ds>/``, ``bronze/<ds>/``, ``silver/<ds>/``;
 ``""`` is the whole lake): on an object store through boto3 (one request per 1,000 objects, or object
 versions when the command reads every version, as ``erase`` does; stopped as soon as the total passes the
-limit), on a plain folder through the file system (which keeps no versions). Anything that cannot be listed (no credentials, an
-endpoint that does not answer in a few seconds) gives None, and the caller sizes for large inputs.
+limit), on a plain folder through the file system (which keeps no versions). Anything that cannot be
+listed (no credentials, an endpoint that does not answer in a few seconds) gives None, and the caller
+sizes for large inputs.
 """
 from __future__ import annotations
 
