@@ -276,3 +276,99 @@ def test_stock_moto_lists_a_deleted_folder_as_a_common_prefix():
         _folder_whose_only_object_was_deleted(s3, "stock-listing")
         listed = s3.list_objects_v2(Bucket="stock-listing", Prefix="q/", Delimiter="/")
         assert "q/.spark-staging-1/" in [p["Prefix"] for p in listed["CommonPrefixes"]]
+
+
+_AUTH = {"Authorization": "AWS4-HMAC-SHA256 Credential=testing/20260101/eu-west-1/s3/aws4_request, "
+                          "SignedHeaders=host, Signature=0"}
+
+
+def _https(emulator):
+    import http.client
+    import ssl
+    from urllib.parse import urlsplit
+
+    url = urlsplit(emulator.endpoint)
+    return http.client.HTTPSConnection(url.hostname, url.port, timeout=30,
+                                       context=ssl.create_default_context(cafile=emulator.ca_bundle))
+
+
+def test_requests_share_one_connection_and_a_body_moto_refuses_unread_does_not_reach_the_next(emulator,
+                                                                                              boto_session):
+    bucket = f"keepalive-{uuid.uuid4().hex[:8]}"
+    boto_session("s3").create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    conn = _https(emulator)
+    try:
+        conn.request("PUT", f"/{bucket}/one", body=b"hello", headers=_AUTH)
+        first = conn.getresponse()
+        assert (first.status, first.read(), first.getheader("Connection")) == (200, b"", None)
+        sock = conn.sock
+        # A body sent to a bucket that does not exist: moto answers 404 before it needs the body. The 100 kB
+        # are read anyway, so the next request on the connection starts where this one ended.
+        conn.request("PUT", f"/{bucket}-missing/two", body=b"x" * 100_000, headers=_AUTH)
+        refused = conn.getresponse()
+        assert refused.status == 404 and b"NoSuchBucket" in refused.read()
+        conn.request("GET", f"/{bucket}/one", headers=_AUTH)
+        again = conn.getresponse()
+        assert (again.status, again.read()) == (200, b"hello")
+        assert conn.sock is sock  # http.client reopens a closed connection: the same socket is the same one
+        # A client that asks to close gets its answer, then the connection closes.
+        conn.request("GET", f"/{bucket}/one", headers={**_AUTH, "Connection": "close"})
+        last = conn.getresponse()
+        assert (last.status, last.read(), last.getheader("Connection")) == (200, b"hello", "close")
+        assert conn.sock is None
+    finally:
+        conn.close()
+
+
+def test_stock_moto_server_closes_the_connection_after_every_response(tmp_path):
+    """Why the keep-alive exists (werkzeug 3.1 under moto 5.2.5 sends ``Connection: close`` on every
+    response). If this fails, the stock server keeps connections itself."""
+    import http.client
+    import subprocess
+    import sys
+    import time
+
+    from infra.local.emulator import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        for _ in range(100):
+            try:
+                conn.request("GET", "/moto-api/data.json")
+                break
+            except ConnectionRefusedError:
+                conn.close()
+                time.sleep(0.1)
+        answer = conn.getresponse()
+        assert answer.status == 200 and answer.getheader("Connection") == "close"
+        answer.read()
+        assert conn.sock is None
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_backend_lookups_are_made_once_per_host_and_route_as_before():
+    """Run in a process of its own: the cache is installed on moto's classes."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import os\n"
+        "from infra.local.moto_server import _cache_backend_lookups\n"
+        "from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app\n"
+        "_cache_backend_lookups()\n"
+        "app = DomainDispatcherApplication(create_backend_app)\n"
+        "first = [app.get_backend_for_host(h) for h in ('s3.eu-west-1.amazonaws.com', 'kms.eu-west-1.amazonaws.com',"
+        " 'ec2', 'example.org')]\n"
+        "def refuse(*a): raise AssertionError('the module folder was listed again')\n"
+        "os.listdir = refuse\n"
+        "again = [app.get_backend_for_host(h) for h in ('s3.eu-west-1.amazonaws.com', 'kms.eu-west-1.amazonaws.com',"
+        " 'ec2', 'example.org')]\n"
+        "print(first, again)\n"
+        "assert first == again == ['s3', 'kms', 'ec2', None], first\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
