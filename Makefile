@@ -89,8 +89,8 @@ demo: setup ## Run the platform end to end on the embedded emulator
 	@$(WITH_JVM_ARCHIVE) $(PY) -m infra.local.demo
 
 .PHONY: test test-shuffled
-test: setup browser ## Run the whole test suite on WORKERS=2 pytest-xdist workers (WORKERS=1: one process); prints its wall time (budget 30 min)
-	@$(WITH_JVM_ARCHIVE) workers=$(or $(WORKERS),2); start=$$(date +%s); \
+test: setup browser ## Run the whole test suite on WORKERS=3 pytest-xdist workers (WORKERS=1: one process); prints its wall time (budget 30 min)
+	@$(WITH_JVM_ARCHIVE) workers=$(or $(WORKERS),3); start=$$(date +%s); \
 	  if [ "$$workers" = 1 ]; then $(PY) -m pytest; else $(PY) -m pytest -n "$$workers" --dist loadfile; fi && rc=0 || rc=$$?; \
 	  took=$$(( $$(date +%s) - start )); \
 	  echo "make test: pytest took $$((took / 60)) min $$((took % 60)) s on $$workers worker(s) (budget 30 min; time per module in .local/test-times.json)"; \
