@@ -458,6 +458,7 @@ def _keep_connections_alive() -> None:
     werkzeug.serving.selectors = _NoDrain
     server.MotoRequestHandler = KeepAliveRequestHandler
 
+
 def main(argv: list[str] | None = None) -> None:
     _disable_context_free_bucket_policy_evaluation()
     _give_delete_markers_a_dispose()

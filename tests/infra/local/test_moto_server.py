@@ -310,7 +310,7 @@ def test_requests_share_one_connection_and_a_body_moto_refuses_unread_does_not_r
         conn.request("GET", f"/{bucket}/one", headers=_AUTH)
         again = conn.getresponse()
         assert (again.status, again.read()) == (200, b"hello")
-        assert conn.sock is sock  # http.client reopens a closed connection: the same socket is the same one
+        assert conn.sock is sock  # http.client reopens a closed connection itself: the same socket, no reconnect
         # A client that asks to close gets its answer, then the connection closes.
         conn.request("GET", f"/{bucket}/one", headers={**_AUTH, "Connection": "close"})
         last = conn.getresponse()
