@@ -372,3 +372,18 @@ def test_backend_lookups_are_made_once_per_host_and_route_as_before():
         "assert first == again == ['s3', 'kms', 'ec2', None], first\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_request_whose_length_cannot_be_read_ends_its_connection(emulator):
+    """Where such a request's body ends is unknown, so nothing after it on the connection could be read right:
+    the answer says ``Connection: close`` and the connection closes."""
+    conn = _https(emulator)
+    try:
+        conn.putrequest("GET", "/moto-api/data.json")
+        conn.putheader("Content-Length", "not-a-number")
+        conn.endheaders()
+        answer = conn.getresponse()
+        answer.read()
+        assert answer.getheader("Connection") == "close" and conn.sock is None
+    finally:
+        conn.close()
