@@ -379,11 +379,12 @@ def _cache_backend_lookups() -> None:
     found: dict[str | None, object] = {}
 
     def get_backend_for_host(self, host):
-        if host not in found:
+        backend = found.get(host, found)  # (the table itself: not looked up yet; a backend may be None)
+        if backend is found:
             if len(found) > 4096:  # hosts come from clients: keep the table bounded
                 found.clear()
-            found[host] = looks_up(self, host)
-        return found[host]
+            backend = found[host] = looks_up(self, host)
+        return backend
 
     DomainDispatcherApplication.get_backend_for_host = get_backend_for_host
 
@@ -391,6 +392,15 @@ def _cache_backend_lookups() -> None:
 # A kept-alive connection that sends nothing for this long is closed by the server. Every client here reconnects
 # on its own (botocore and the AWS SDKs check or retry an idle connection).
 IDLE_TIMEOUT_S = 120
+
+
+# The AWS SDK for Go (terraform's AWS provider) gets a connection per request, as from stock moto: once on CI
+# (stop 37), a kept-alive connection failed the provider's read of a 200 response's body with "use of closed
+# network connection", its own side having closed the socket (Go's transport does that when it fails to write
+# the request after a response has arrived, golang/go#21760); twice in a row, so the apply failed. Not
+# reproduced here (infra/local/README.md); a retried create can fail an apply with "already exists", so the
+# provider keeps the behaviour every earlier run had until the cause is known.
+GO_SDK = "aws-sdk-go"
 
 
 class _NoDrain:
@@ -416,9 +426,10 @@ def _keep_connections_alive() -> None:
     """Werkzeug's development server (moto's) closes the connection after every response, so every request
     cost a TCP connection and a TLS handshake on both sides (the server's in its accepting thread, one at a
     time), and s3a makes dozens of requests for each file it commits. Connections now stay open (HTTP/1.1
-    keep-alive) unless the client asks to close: each request's body is read whole before moto sees it, so
-    the next request starts where this one ended, and every response carries its length (``Content-Length``,
-    or chunked, as werkzeug already sends it). A connection idle for ``IDLE_TIMEOUT_S`` is closed."""
+    keep-alive) unless the client asks to close or is the AWS SDK for Go (``GO_SDK``): each request's body is
+    read whole before moto sees it, so the next request starts where this one ended, and every response
+    carries its length (``Content-Length``, or chunked, as werkzeug already sends it). A connection idle for
+    ``IDLE_TIMEOUT_S`` is closed."""
     import io
 
     import werkzeug.serving
@@ -434,6 +445,8 @@ def _keep_connections_alive() -> None:
         timeout = IDLE_TIMEOUT_S
 
         def make_environ(self):
+            if GO_SDK in self.headers.get("User-Agent", ""):
+                self.close_connection = True  # GO_SDK: this response closes the connection
             environ = super().make_environ()
             stream = environ["wsgi.input"]
             if isinstance(stream, DechunkedInput):
@@ -450,7 +463,7 @@ def _keep_connections_alive() -> None:
 
         def send_header(self, keyword: str, value: str) -> None:
             # Werkzeug's unconditional close is sent only when the connection closes anyway: the client asked
-            # (parse_request read its Connection header) or the request's length was unreadable.
+            # (parse_request read its Connection header), is the Go SDK, or the request's length was unreadable.
             if keyword.lower() == "connection" and value.lower() == "close" and not self.close_connection:
                 return
             super().send_header(keyword, value)
