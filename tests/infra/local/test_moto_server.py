@@ -182,12 +182,16 @@ def test_terraform_applies_a_workgroup_adopted_by_import(aws_env, tmp_path):
 
     name = f"wg-{uuid.uuid4().hex[:8]}"
     (tmp_path / "main.tf").write_text(WORKGROUP_TF % {"region": REGION, "name": name})
-    env = {**os.environ, **aws_env, "TF_CLI_CONFIG_FILE": cli_config(), "TF_IN_AUTOMATION": "1"}
+    log = tmp_path / "provider.log"  # the provider's requests and responses, for a failure's message
+    env = {**os.environ, **aws_env, "TF_CLI_CONFIG_FILE": cli_config(), "TF_IN_AUTOMATION": "1",
+           "TF_LOG_PROVIDER": "DEBUG", "TF_LOG_PATH": str(log)}
 
     def terraform(*args: str) -> subprocess.CompletedProcess:
+        log.unlink(missing_ok=True)
         result = subprocess.run(["terraform", *args], cwd=tmp_path, env=env,
                                 capture_output=True, text=True, timeout=300)
-        assert result.returncode in (0, 2), f"terraform {args[0]}: {result.stdout[-2000:]}{result.stderr[-2000:]}"
+        assert result.returncode in (0, 2), (f"terraform {args[0]}: {result.stdout[-2000:]}{result.stderr[-2000:]}\n"
+                                             f"provider log:\n{_http_lines(log)}")
         return result
 
     quiet = ("-no-color", "-input=false")
@@ -200,6 +204,15 @@ def test_terraform_applies_a_workgroup_adopted_by_import(aws_env, tmp_path):
     terraform("apply", "-auto-approve", *quiet)
     assert terraform("plan", "-detailed-exitcode", *quiet).returncode == 0
     terraform("destroy", "-auto-approve", *quiet)
+
+
+def _http_lines(log, keep: int = 60) -> str:
+    """The last ``keep`` lines of a provider debug log about HTTP (requests, responses, errors), shortened."""
+    if not log.is_file():
+        return "(no log)"
+    lines = [line[:400] for line in log.read_text(errors="replace").splitlines()
+             if any(word in line for word in ("HTTP Re", "http.", "error", "Unsolicited", "retry", "attempt"))]
+    return "\n".join(lines[-keep:])
 
 
 def _inventory(bucket: str, versions: str = "All", fields=("Size",)) -> dict:
@@ -385,5 +398,31 @@ def test_a_request_whose_length_cannot_be_read_ends_its_connection(emulator):
         answer = conn.getresponse()
         answer.read()
         assert answer.getheader("Connection") == "close" and conn.sock is None
+    finally:
+        conn.close()
+
+
+# What terraform's AWS provider 5.100.0 sends (its first words; the rest names the SDK's service and modules).
+PROVIDER_AGENT = ("APN/1.0 HashiCorp/1.0 Terraform/1.11.4 (+https://www.terraform.io) terraform-provider-aws/5.100.0 "
+                  "(+https://registry.terraform.io/providers/hashicorp/aws) aws-sdk-go-v2/1.36.3 ua/2.1 os/linux "
+                  "lang/go#1.24.3 md/GOOS#linux md/GOARCH#amd64 api/athena#1.50.4")
+
+
+def test_the_aws_sdk_for_go_gets_a_connection_per_request_and_other_clients_keep_theirs(emulator):
+    """infra/local/moto_server.py, ``GO_SDK``: terraform's provider gets ``Connection: close`` on every answer, as
+    from stock moto; a client of another SDK on the same server keeps its connection."""
+    conn = _https(emulator)
+    try:
+        conn.request("GET", "/moto-api/data.json", headers={"User-Agent": PROVIDER_AGENT})
+        answer = conn.getresponse()
+        assert (answer.status, answer.getheader("Connection")) == (200, "close")
+        answer.read()
+        assert conn.sock is None
+        for _ in range(2):
+            conn.request("GET", "/moto-api/data.json", headers={"User-Agent": "Boto3/1.35.0 md/Botocore#1.35.0"})
+            answer = conn.getresponse()
+            assert (answer.status, answer.getheader("Connection")) == (200, None)
+            answer.read()
+            assert conn.sock is not None
     finally:
         conn.close()
