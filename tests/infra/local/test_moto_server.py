@@ -408,21 +408,23 @@ PROVIDER_AGENT = ("APN/1.0 HashiCorp/1.0 Terraform/1.11.4 (+https://www.terrafor
                   "lang/go#1.24.3 md/GOOS#linux md/GOARCH#amd64 api/athena#1.50.4")
 
 
-def test_the_aws_sdk_for_go_gets_a_connection_per_request_and_other_clients_keep_theirs(emulator):
+def test_the_aws_sdk_for_go_gets_a_connection_per_request_and_other_clients_keep_theirs(emulator, boto_session):
     """infra/local/moto_server.py, ``GO_SDK``: terraform's provider gets ``Connection: close`` on every answer, as
     from stock moto; a client of another SDK on the same server keeps its connection."""
+    bucket = f"go-sdk-{uuid.uuid4().hex[:8]}"
+    s3 = boto_session("s3")
+    s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    s3.put_object(Bucket=bucket, Key="one", Body=b"hello")
     conn = _https(emulator)
     try:
-        conn.request("GET", "/moto-api/data.json", headers={"User-Agent": PROVIDER_AGENT})
+        conn.request("GET", f"/{bucket}/one", headers={**_AUTH, "User-Agent": PROVIDER_AGENT})
         answer = conn.getresponse()
-        assert (answer.status, answer.getheader("Connection")) == (200, "close")
-        answer.read()
+        assert (answer.status, answer.read(), answer.getheader("Connection")) == (200, b"hello", "close")
         assert conn.sock is None
         for _ in range(2):
-            conn.request("GET", "/moto-api/data.json", headers={"User-Agent": "Boto3/1.35.0 md/Botocore#1.35.0"})
+            conn.request("GET", f"/{bucket}/one", headers={**_AUTH, "User-Agent": "Boto3/1.35.0 md/Botocore#1.35.0"})
             answer = conn.getresponse()
-            assert (answer.status, answer.getheader("Connection")) == (200, None)
-            answer.read()
+            assert (answer.status, answer.read(), answer.getheader("Connection")) == (200, b"hello", None)
             assert conn.sock is not None
     finally:
         conn.close()
