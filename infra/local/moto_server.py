@@ -461,9 +461,16 @@ def _keep_connections_alive() -> None:
             environ["wsgi.input"] = io.BytesIO(body)
             return environ
 
+        def send_error(self, code, message=None, explain=None) -> None:
+            # http.server answers a request it could not parse (a header line too long, too many headers)
+            # before reading its body, which would then be read as the next request: the connection ends.
+            self.close_connection = True
+            super().send_error(code, message, explain)
+
         def send_header(self, keyword: str, value: str) -> None:
             # Werkzeug's unconditional close is sent only when the connection closes anyway: the client asked
-            # (parse_request read its Connection header), is the Go SDK, or the request's length was unreadable.
+            # (parse_request read its Connection header), is the Go SDK, the request's length was unreadable,
+            # or the request could not be parsed (send_error).
             if keyword.lower() == "connection" and value.lower() == "close" and not self.close_connection:
                 return
             super().send_header(keyword, value)

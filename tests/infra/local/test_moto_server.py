@@ -428,3 +428,16 @@ def test_the_aws_sdk_for_go_gets_a_connection_per_request_and_other_clients_keep
             assert conn.sock is not None
     finally:
         conn.close()
+
+
+def test_a_request_the_server_cannot_parse_ends_its_connection(emulator):
+    """A header line over http.server's 65,536 bytes is answered 431 before its body is read; the body would
+    be read as the next request on the connection, so the answer says ``Connection: close`` and it closes."""
+    conn = _https(emulator)
+    try:
+        conn.request("PUT", "/any-bucket/key", body=b"GET / HTTP/1.1\r\n\r\n", headers={**_AUTH, "X-Long": "x" * 70_000})
+        answer = conn.getresponse()
+        answer.read()
+        assert (answer.status, answer.getheader("Connection")) == (431, "close") and conn.sock is None
+    finally:
+        conn.close()
