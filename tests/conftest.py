@@ -165,14 +165,15 @@ def applied_tenant(emulator):
 # they share on one worker: a tenant applied once (each worker has its own emulator, so a tenant two
 # workers need is applied twice). Figures: tests/README.md, "The time budget" (.local/test-times.json).
 SCHEDULE_UNITS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("eraseco: exact matching, a killed erase resumed, a dataset by month, the deployed erase", (
-        "tests/spark_jobs/erasure/test_exact.py", "tests/spark_jobs/erasure/test_job.py",
-        "tests/spark_jobs/erasure/test_job_by_month.py", "tests/spark_jobs/erasure/test_job_deploy.py")),
+    ("eraseco: a killed erase resumed; exact matching", (
+        "tests/spark_jobs/erasure/test_job.py", "tests/spark_jobs/erasure/test_exact.py")),
     ("acme, globex, initech and the network, destroyed last", (
         "tests/policies/test_access_matrix.py", "tests/integration/test_apply_acme.py",
         "tests/integration/test_maintenance_schedule.py", "tests/spark_jobs/test_consumer_door.py",
         "tests/infra/deploy/test_applied_tenant.py", "tests/spark_jobs/test_land_real_data.py",
         "tests/integration/test_streaming_initech.py", "tests/integration/test_destroy_all.py")),
+    ("eraseco: the deployed erase; a dataset by month", (
+        "tests/spark_jobs/erasure/test_job_deploy.py", "tests/spark_jobs/erasure/test_job_by_month.py")),
     ("200 daily commits, maintained", ("tests/spark_jobs/test_maintain_daily_runs.py",)),
     ("two s3a run-alls", ("tests/spark_jobs/test_pipeline_e2e.py",)),
     ("killed Spark jobs", ("tests/reliability/test_pipeline_faults.py",)),
