@@ -377,10 +377,11 @@ def _cache_backend_lookups() -> None:
     backends.list_of_moto_modules = lambda: modules
     looks_up = DomainDispatcherApplication.get_backend_for_host
     found: dict[str | None, object] = {}
+    missing = object()  # a backend may be None
 
     def get_backend_for_host(self, host):
-        backend = found.get(host, found)  # (the table itself: not looked up yet; a backend may be None)
-        if backend is found:
+        backend = found.get(host, missing)
+        if backend is missing:
             if len(found) > 4096:  # hosts come from clients: keep the table bounded
                 found.clear()
             backend = found[host] = looks_up(self, host)
@@ -394,12 +395,8 @@ def _cache_backend_lookups() -> None:
 IDLE_TIMEOUT_S = 120
 
 
-# The AWS SDK for Go (terraform's AWS provider) gets a connection per request, as from stock moto: once on CI
-# (stop 37), a kept-alive connection failed the provider's read of a 200 response's body with "use of closed
-# network connection", its own side having closed the socket (Go's transport does that when it fails to write
-# the request after a response has arrived, golang/go#21760); twice in a row, so the apply failed. Not
-# reproduced here (infra/local/README.md); a retried create can fail an apply with "already exists", so the
-# provider keeps the behaviour every earlier run had until the cause is known.
+# The AWS SDK for Go (terraform's AWS provider) gets a connection per request, as from stock moto: a kept-alive
+# connection once failed its read of an answer on CI, cause not found (infra/local/README.md).
 GO_SDK = "aws-sdk-go"
 
 
