@@ -164,8 +164,8 @@ def applied_tenant(emulator):
 # first), then every other module in its usual order, a unit each. A unit of several modules keeps what
 # they share on one worker: a tenant applied once (each worker has its own emulator, so a tenant two
 # workers need is applied twice). Figures: tests/README.md, "The time budget" (.local/test-times.json).
-# eraseco's four modules are two units on purpose: as one unit (run 10) they saved an apply but each erase
-# request then read a larger lake, about 420 CPU s more in Spark JVMs, and the run was longer (run 11).
+# eraseco's four modules are two units on purpose: as one unit (runs 9 and 10) they saved an apply, but each
+# erase request then read a larger lake, about 420 CPU s more in Spark JVMs than as two units (run 11).
 SCHEDULE_UNITS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("eraseco: a killed erase resumed; exact matching", (
         "tests/spark_jobs/erasure/test_job.py", "tests/spark_jobs/erasure/test_exact.py")),
