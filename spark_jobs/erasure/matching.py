@@ -48,7 +48,8 @@ REPLACEMENT = "[erased]"
 TOKEN_RE = re.compile(r"[^\W_]+(?:[-_.@+]+[^\W_]+)*")
 _J = r"[\-_.@+]"
 _SPACE = r"[ \t\n\r\f]"  # RE2's \s and Python's differ; both engines get this class
-_SEPARATOR = rf"""\\?["']?{_SPACE}*[:=]{_SPACE}*\\?["']?"""  # "k": 1, k=1, 'k': '1', \"k\":\"1\" (JSON in JSON)
+# "k": 1, k=1, 'k': '1', \"k\":\"1\" (JSON in JSON), ""k"": 1 (JSON in a quoted CSV field)
+_SEPARATOR = rf"""(?:\\?["']){{0,2}}{_SPACE}*[:=]{_SPACE}*(?:\\?["']){{0,2}}"""
 # JSON string escapes; a surrogate pair first, so that it becomes one character.
 _ESCAPE = re.compile(r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})"
                      r"|\\u([0-9a-fA-F]{4})|\\([\"\\/bfnrt])")

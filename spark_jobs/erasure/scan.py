@@ -215,7 +215,10 @@ def _csv_column(header: str, matcher: "Matcher") -> tuple[str, int, str] | None:
 
 def _raw_csv_mask(batch, matcher: Matcher):
     """Bronze of a CSV dataset: ``_raw`` records with their file's header in ``_header``; per row, whether
-    the keyed subject key's field holds an id, by value."""
+    the keyed subject key's field holds an id, by value. A record with a quote is split by Python's CSV
+    reader (a quoted field may hold the delimiter), any other on the delimiter."""
+    import csv
+
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -225,20 +228,25 @@ def _raw_csv_mask(batch, matcher: Matcher):
     if "_raw" not in names or "_header" not in names or not matcher.needles.keyed:
         return found
     raw, header = batch.column(names.index("_raw")), batch.column(names.index("_header"))
+    quoted = pc.fill_null(pc.match_substring(raw, '"'), False).to_numpy(zero_copy_only=False)
     for value in pc.unique(header).to_pylist():
         column = _csv_column(value or "", matcher)
         if column is None:
             continue
         delimiter, index, name = column
-        parts = pc.split_pattern(raw, delimiter)
         same = pc.fill_null(pc.equal(header, pa.scalar(value, header.type)), False).to_numpy(zero_copy_only=False)
+        parts = pc.split_pattern(raw, delimiter)
         wide = pc.fill_null(pc.greater(pc.list_value_length(parts), index), False).to_numpy(zero_copy_only=False)
-        rows = np.flatnonzero(same & wide)
-        if not len(rows):
-            continue
-        fields = pc.list_element(pc.take(parts, pa.array(rows)), index)
-        hit = matcher.value_mask(name, pc.utf8_trim(pc.utf8_trim_whitespace(fields), "\"'"))
-        found[rows[hit]] = True
+        rows = np.flatnonzero(same & wide & ~quoted)
+        if len(rows):
+            fields = pc.list_element(pc.take(parts, pa.array(rows)), index)
+            hit = matcher.value_mask(name, pc.utf8_trim(pc.utf8_trim_whitespace(fields), "'"))
+            found[rows[hit]] = True
+        rows = np.flatnonzero(same & quoted)
+        if len(rows):
+            records = [next(csv.reader([text or ""], delimiter=delimiter), []) for text in pc.take(raw, pa.array(rows)).to_pylist()]
+            fields = pa.array([r[index].strip() if len(r) > index else None for r in records], pa.large_string())
+            found[rows[matcher.value_mask(name, fields)]] = True
     return found
 
 
