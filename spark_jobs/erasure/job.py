@@ -9,10 +9,10 @@ idempotent, so a run killed at any point is finished by running the same command
 1. **lock** the dataset (``checkpoints/<ds>/erasure.lock``): pipeline and maintenance runs of it are
    refused until the request completes;
 2. **catch up bronze** (one ``availableNow`` bronze run), so every landing file is ingested;
-3. **match** (``records``): bronze rows whose contract-typed subject column equals an id, or that are
-   malformed and hold one as a whole token (or keyed, for numbers), are removed; another subject's row
-   whose text holds one as a token is redacted (``[erased]`` in its place). Lineage and actions are
-   saved in the journal folder;
+3. **match** (``records``): bronze rows whose contract-typed subject column equals an id, or whose text
+   holds one (``scan.batch_hits``, the verification's own reading) while their subject columns cannot be
+   read (malformed, or untyped), are removed; another subject's row whose text holds one is redacted
+   (``[erased]`` in its place). Lineage and actions are saved in the journal folder;
 4. **quarantine**, then **bronze**: the touched partitions are staged in one write and swapped in one by
    one (``rewrites``, ``partitions``);
 5. **silver**: the touched event dates replaced in one commit: without the subjects' rows, the
