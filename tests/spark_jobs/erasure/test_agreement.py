@@ -167,16 +167,20 @@ def _landing_hit(lines: list[str]) -> bool:
     return scan_chunks([data[i:i + 7] for i in range(0, len(data), 7)], MATCHER) == (True, "")
 
 
+def _assert_agree(landing: list[str], batch: pa.RecordBatch, expected: list[bool | None]) -> None:
+    """The module's three properties for one landing file and its bronze rows."""
+    text, value = batch_hits(batch, MATCHER)
+    found = (text | value).tolist()
+    assert _landing_hit(landing) == any(found)                                              # 1
+    assert not any(h for t, v in zip(*batch_hits(_after_erase(batch), MATCHER)) for h in (t, v))  # 2
+    assert [f for f, e in zip(found, expected) if e is not None] == [e for e in expected if e is not None]  # 3
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(json_lines())
 def test_json_lines_erase_and_verify_agree(case):
     lines, expected = case
-    batch = _bronze_json(lines)
-    text, value = batch_hits(batch, MATCHER)
-    found = (text | value).tolist()
-    assert _landing_hit(lines) == any(found)                                            # 1
-    assert not any(h for t, v in zip(*batch_hits(_after_erase(batch), MATCHER)) for h in (t, v))  # 2
-    assert [f for f, e in zip(found, expected) if e is not None] == [e for e in expected if e is not None]  # 3
+    _assert_agree(lines, _bronze_json(lines), expected)
 
 
 CSV_HEADER = ["note", "email", "customer_id", "handle"]  # a quoted note may hold the delimiter
@@ -217,9 +221,4 @@ def _bronze_csv(lines: list[str]) -> pa.RecordBatch:
 @given(csv_files())
 def test_csv_erase_and_verify_agree(case):
     lines, expected = case
-    batch = _bronze_csv(lines)
-    text, value = batch_hits(batch, MATCHER)
-    found = (text | value).tolist()
-    assert _landing_hit([",".join(CSV_HEADER), *lines]) == any(found)
-    assert not any(h for t, v in zip(*batch_hits(_after_erase(batch), MATCHER)) for h in (t, v))
-    assert [f for f, e in zip(found, expected) if e is not None] == [e for e in expected if e is not None]
+    _assert_agree([",".join(CSV_HEADER), *lines], _bronze_csv(lines), expected)
