@@ -41,6 +41,9 @@ def _lake_args(parser: argparse.ArgumentParser, spark: bool = True) -> None:
     group.add_argument("--data-classification", default=(), type=_classification, metavar="CLASS[,CLASS]",
                        help="the tenant's data classification (the tenant output data_classification); with pii "
                             "or gdpr every contract must declare subject_keys")
+    group.add_argument("--lf-classification-tag", default="", metavar="KEY",
+                       help="the tenant's Lake Formation classification tag (the tenant output "
+                            "lake_formation.classification_tag): silver and gold runs tag their tables' columns")
     if spark:
         parser.add_argument("--jars", default="", help="comma-separated extra jars for s3a (default: "
                             "$TENANTLAKE_SPARK_JARS or .local/jars/)")
@@ -86,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     commands = parser.add_subparsers(dest="command", required=True,
-                                     metavar="{datagen,land,contract,run,run-all,counts,recover,creds,query,maintain,erase,usage}")
+                                     metavar="{datagen,land,contract,run,run-all,counts,recover,creds,query,maintain,erase,usage,sync-tags}")
     datasets = available_datasets()
 
     gen = commands.add_parser("datagen", help="write deterministic sample data into landing/<dataset>/",
@@ -151,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_maintain_parser(commands, datasets)
     _add_erase_parser(commands, datasets)
     _add_usage_parser(commands)
+    from spark_jobs import lf_tags
+
+    lf_tags.add_parser(commands, datasets, _lake_args)
     return parser
 
 
@@ -373,7 +379,8 @@ def _resolve(args: argparse.Namespace) -> LakeConfig:
                         s3_endpoint=args.s3_endpoint, truststore=args.truststore, ca_bundle=args.ca_bundle,
                         lake_config=args.lake_config, tenant=args.tenant,
                         glue_databases=getattr(args, "glue_databases", ()),
-                        data_classification=getattr(args, "data_classification", ()))
+                        data_classification=getattr(args, "data_classification", ()),
+                        lf_classification_tag=getattr(args, "lf_classification_tag", ""))
 
 
 def _cmd_datagen(args: argparse.Namespace) -> int:
@@ -487,8 +494,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         datasets = args.dataset or available_datasets()
         plan = [(d, layer) for d in datasets for layer in LAYERS]
+    from spark_jobs import lf_tags
+
     for dataset in datasets:  # every contract before Spark starts and any layer runs
         load_contract(dataset).check_personal_data(lake.data_classification)
+        if lake.lf_classification_tag:
+            lf_tags.check_contract(load_contract(dataset))
     small = _reads_small_inputs(lake, plan, continuous=bool(getattr(args, "continuous", False)))
     spark, created = _open_session(args, lake, f"tenantlake-{args.command}", small_inputs=small)
     try:
@@ -514,6 +525,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
                   f"late={manifest['late']} ({manifest['duration_seconds']}s) manifest: "
                   f"{lake.report_dir(layer, dataset, manifest['run_id'])}/manifest.json")
             statuses.append(run_status(manifest.get("validation")))
+            tagged = lf_tags.tag_after_run(spark, lake, dataset, layer)  # the new tables' columns, for Lake Formation
+            if tagged:
+                print(tagged)
         if args.command == "run-all":
             print(format_counts_table(layer_counts(spark, lake, datasets)))
     finally:
@@ -612,8 +626,9 @@ def _table_command_errors() -> tuple[type, ...]:
     from spark_jobs.query import QueryError
     from spark_jobs.usage import UsageError
     from spark_jobs.usage.cost import PriceError
+    from spark_jobs.lf_tags import LfTagError
 
-    return CatalogError, MaintainError, QueryError, ErasureError, SubjectError, UsageError, PriceError
+    return CatalogError, MaintainError, QueryError, ErasureError, SubjectError, UsageError, PriceError, LfTagError
 
 
 def _lake_selection(args: argparse.Namespace) -> str:
@@ -697,6 +712,10 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_erase(args)
         if args.command == "usage":
             return _cmd_usage(args)
+        if args.command == "sync-tags":
+            from spark_jobs import lf_tags
+
+            return lf_tags.run(args, _resolve, _open_session)
         return _cmd_run(args)
     except (LakeConfigError, ContractError, DatagenError, _producer_error(), *_table_command_errors()) as exc:
         print(f"error: {exc}", file=sys.stderr)
