@@ -203,10 +203,11 @@ class TenantLakeStack(TerraformStack):
             "lake_formation": ({"classification_tag": lake_formation.tag_keys["classification"],
                                 "layer_tag": lake_formation.tag_keys["layer"], "personal": model.LF_PERSONAL,
                                 "not_personal": model.LF_NOT_PERSONAL, "data_access_role_arn": lake_formation.role_arn,
-                                "registered_locations": lake_formation.location_arns},
+                                "registered_locations": lake_formation.location_arns,
+                                "personal_data_readers": inputs.lake_formation["personal_data_reader_arns"]},
                                "Lake Formation: the tenant's LF-tag keys and values (spark_jobs/lf_tags.py tags the columns of "
                                "the tables the jobs create), the role Lake Formation reads the registered locations with, "
-                               "and those locations."),
+                               "those locations, and the readers of personal data."),
             "kinesis_stream_names": (streams.stream_names, "Kinesis data stream name per streamed dataset (var.streams)."),
             "firehose_delivery_stream_names": (streams.delivery_stream_names,
                                                "Firehose delivery stream (into landing/<dataset>/) per streamed dataset."),

@@ -5,7 +5,7 @@ construct makes that decide access, with Lake Formation tag-based access control
 
 | resource | name / target | what |
 |---|---|---|
-| ``aws_lakeformation_data_lake_settings`` (only with ``lake_formation.manage_settings``) | the account's settings in the region | the deployer and the IAM ARNs of ``admin_principal_arns`` are the Lake Formation administrators (the apply creates tags and grants); new databases and tables get no ``IAMAllowedPrincipals`` default, so Lake Formation permissions decide, not IAM alone. One unit per account and region manages them (destroying them empties the administrators) |
+| ``aws_lakeformation_data_lake_settings`` (only with ``lake_formation.manage_settings``) | the account's settings in the region | the deployer and ``admin_principal_arns`` (but role sessions and federated users) are the Lake Formation administrators (the apply creates tags and grants); new databases and tables get no ``IAMAllowedPrincipals`` default, so Lake Formation permissions decide, not IAM alone. One unit per account and region manages them (destroying them empties the administrators) |
 | ``aws_lakeformation_lf_tag`` x2 | ``<tenant>-classification`` (``pii``, ``none``), ``<tenant>-layer`` (``silver``, ``gold``) | the tenant's own tag keys: LF-tag keys are account-wide and tenants share accounts, so a key named ``tenant`` would have one owner for every tenant's values |
 | ``aws_lakeformation_resource_lf_tags`` per Glue database | ``<tenant_key>_<layer>`` | ``classification=pii`` and ``layer=<layer>``. Tables and columns inherit the database's tags until a lower level assigns the key a value of its own, so a table or column nobody tagged is ``pii``: closed to the consumer |
 | IAM role + inline policy | ``<tenant>-lakeformation-access`` | trusted by ``lakeformation.amazonaws.com``; reads the registered locations (``s3:GetObject``, ``s3:ListBucket`` under them); the key policy lets it decrypt. Lake Formation reads the data with it when it vends credentials to Athena for the columns a caller was granted |
@@ -46,6 +46,7 @@ import tenant_model as model
 from modules.policy_document import Condition, ListExpr, Principal, Statement, policy_document
 
 LAKE_FORMATION_SERVICE = "lakeformation.amazonaws.com"
+STS_SESSION_ARN_RE = ":sts::[0-9]{12}:(assumed-role|federated-user)/"
 LOCATION_READ_ACTIONS: tuple[str, ...] = ("s3:GetObject",)
 TABLE_READ: tuple[str, ...] = ("SELECT", "DESCRIBE")
 # What the pipeline does to its tables: Iceberg commits (ALTER: UpdateTable), reads, overwrites, maintenance.
@@ -156,10 +157,11 @@ class LakeFormation(Construct):
                             description="tenantlake: Lake Formation reads the registered table locations with it")
         self.role_arn = self.role.arn
         count = Token.as_number(f"${{{cfg.manage_settings[2:-1]} ? 1 : 0}}")
-        # LF administrators are IAM users and roles: an STS ARN among the admin principals is left out.
+        # LF administrators are IAM users and roles: a role session or federated user among the admin principals
+        # (admin_principal_arns takes STS ARNs for the bucket policies) is left out.
         self.settings = LakeformationDataLakeSettings(
             self, "settings", count=count,
-            admins=Token.as_list(f'${{[for a in {cfg.admin_arns[2:-1]} : a if can(regex(":iam::", a))]}}'))
+            admins=Token.as_list(f'${{[for a in {cfg.admin_arns[2:-1]} : a if !can(regex("{STS_SESSION_ARN_RE}", a))]}}'))
         self.tags = {name: LakeformationLfTag(self, f"tag_{name}", key=cfg.tag_keys[name],
                                               values=list(TAG_VALUES[name]), depends_on=[self.settings])
                      for name in cfg.tag_keys}

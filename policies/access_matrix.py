@@ -49,6 +49,9 @@ PRINCIPAL_KINDS: dict[str, str] = {
     "job_service_account": "a pipeline run's pod (job role's service account)",
     "erasure_service_account": "an erase run's pod (erasure role's service account)",
     "other_tenant_job_service_account": "another tenant's pipeline run pod",
+    # Lake Formation's data-access role (modules/lake_formation.py): Athena reads the registered gold location with
+    # the credentials Lake Formation vends from it.
+    "lake_formation_role": "Lake Formation's data-access role",
 }
 # Kinds that are a pod's service account: a web-identity request from the EKS cluster's OIDC provider,
 # with no identity policy; the cell's key names the role it assumes (a key of ASSUMABLE_ROLES).
@@ -58,7 +61,7 @@ ASSUMABLE_ROLES: tuple[str, ...] = ("job_role", "erasure_role")
 # Kinds that are a session of one of the tenants' own roles (identity policies read back from IAM).
 ROLE_KINDS: tuple[str, ...] = ("job_role", "ingest_writer", "consumer", "erasure_role", "firehose_role",
                                "other_tenant_job_role", "other_tenant_consumer", "other_tenant_erasure_role",
-                               "scheduler_role", "other_tenant_scheduler_role")
+                               "scheduler_role", "other_tenant_scheduler_role", "lake_formation_role")
 ACTIONS: dict[str, str] = {
     "s3:GetObject": "Get", "s3:PutObject": "Put", "s3:DeleteObject": "Delete", "s3:ListBucket": "List",
     "s3:GetObjectVersion": "Get version", "s3:DeleteObjectVersion": "Delete version",
@@ -68,6 +71,7 @@ ACTIONS: dict[str, str] = {
     "athena:StartQueryExecution": "Athena StartQueryExecution",
     "emr-containers:StartJobRun": "EMR StartJobRun", "iam:PassRole": "IAM PassRole",
     "sts:AssumeRoleWithWebIdentity": "AssumeRoleWithWebIdentity",
+    "lakeformation:GetDataAccess": "Lake Formation GetDataAccess",  # no resource: Lake Formation's grants decide what
 }
 # iam:PassRole cells name the passed role by its kind (a role of the cell's tenant) in ``key``.
 PASSABLE_ROLES: tuple[str, ...] = ("job_role", "ingest_writer", "consumer", "erasure_role")
@@ -237,6 +241,8 @@ def parse(raw: Any, source: str = "access_matrix.yaml") -> Matrix:
         if action.startswith(("emr-containers:", "athena:")) and key:
             raise _err(where, f"{action} names the tenant's {'virtual cluster' if 'emr' in action else 'workgroup'}; "
                               "key does not apply")
+        if action.startswith("lakeformation:") and key:
+            raise _err(where, f"{action} names no resource (Lake Formation's grants decide what); key does not apply")
         if (action == "sts:AssumeRoleWithWebIdentity") != (principal in SERVICE_ACCOUNT_KINDS):
             raise _err(where, f"sts:AssumeRoleWithWebIdentity is the action of a pod's service account "
                               f"({', '.join(SERVICE_ACCOUNT_KINDS)}), and theirs only")
@@ -306,7 +312,7 @@ _RELEVANT: dict[str, tuple[str, ...]] = {
 def _relevant_fields(cell: Cell) -> tuple[str, ...]:
     if cell.action.startswith("kms:"):
         return _RELEVANT["kms"]
-    if cell.action.startswith(("glue:", "athena:", "iam:", "sts:")):
+    if cell.action.startswith(("glue:", "athena:", "iam:", "sts:", "lakeformation:")):
         return _RELEVANT["catalog"]
     if cell.action.startswith("emr-containers:"):
         return _RELEVANT["emr"]
@@ -364,6 +370,8 @@ def render_table(matrix: Matrix) -> str:
             target = f"{tenant} {PRINCIPAL_KINDS[cell.key]}"
         elif cell.action.startswith("sts:"):
             target = f"{tenant} {PRINCIPAL_KINDS[cell.key]} (its trust policy)"
+        elif cell.action.startswith("lakeformation:"):
+            target = "- (Lake Formation's grants decide which columns)"
         else:
             bucket = "lake" if cell.bucket == "lake" else "log bucket"
             target = f"{tenant} {bucket} `{cell.key or '(root)'}`"

@@ -36,7 +36,8 @@ def test_outputs_are_the_interface_and_described(tenant_module):
         "classification_tag": "${aws_lakeformation_lf_tag.lf_tag_classification.key}",
         "layer_tag": "${aws_lakeformation_lf_tag.lf_tag_layer.key}", "personal": "pii", "not_personal": "none",
         "data_access_role_arn": "${aws_iam_role.lf_role.arn}",
-        "registered_locations": {"gold": "${aws_lakeformation_resource.lf_location_gold.arn}"}}
+        "registered_locations": {"gold": "${aws_lakeformation_resource.lf_location_gold.arn}"},
+        "personal_data_readers": "${var.lake_formation.personal_data_reader_arns}"}
     # The tenant's own endpoints and a shared network's (tests/modules/test_vpc_endpoints.py, test_synth.py)
     assert outputs["gateway_endpoint_ids"]["value"] == (
         "${merge(var.shared_gateway_endpoint_ids, tomap({ for k, e in aws_vpc_endpoint.endpoints_gateway : e.vpc_id => e.id }))}")

@@ -20,9 +20,10 @@ def _lf(module: dict, type_: str) -> dict:
 def test_the_settings_are_this_units_only_when_it_manages_them(tenant_module):
     settings = resource(tenant_module, "aws_lakeformation_data_lake_settings", "lf_settings")
     assert settings["count"] == "${var.lake_formation.manage_settings ? 1 : 0}"
-    # The deployer and the IAM principals of admin_principal_arns (LF administrators are IAM users and roles).
+    # The deployer and admin_principal_arns but their role sessions (LF administrators are IAM users and roles).
     assert settings["admins"] == ("${[for a in concat([data.aws_iam_session_context.deployer_session.issuer_arn], "
-                                  'var.admin_principal_arns) : a if can(regex(":iam::", a))]}')
+                                  'var.admin_principal_arns) : a if !can(regex(":sts::[0-9]{12}:(assumed-role|'
+                                  'federated-user)/", a))]}')
     # No create_*_default_permissions: new databases and tables get no IAMAllowedPrincipals grant.
     assert not {"create_database_default_permissions", "create_table_default_permissions"} & set(settings)
     # The databases are created after the settings, so AWS gives them Lake Formation's defaults.
