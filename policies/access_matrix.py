@@ -180,11 +180,15 @@ def _one_of(where: str, field: str, value: Any, allowed) -> Any:
 
 def load(path: Path = MATRIX_FILE) -> Matrix:
     """Read and check the matrix file; raise ``MatrixError`` on the first broken rule."""
+    return parse(read_file(path), str(path))
+
+
+def read_file(path: Path = MATRIX_FILE) -> Any:
+    """The matrix file as YAML data; a ``MatrixError`` in one line when it cannot be read."""
     try:
-        raw = yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise MatrixError(f"{path}: cannot read the matrix ({str(exc).splitlines()[0]})") from exc
-    return parse(raw, str(path))
 
 
 def parse(raw: Any, source: str = "access_matrix.yaml") -> Matrix:
@@ -383,37 +387,46 @@ def render_table(matrix: Matrix) -> str:
     return "\n".join(lines)
 
 
-def replace_between_marks(text: str, table: str, where: str = "modules/README.md") -> str:
+def replace_between_marks(text: str, table: str, where: str = "modules/README.md", begin: str = BEGIN_MARK,
+                          end: str = END_MARK) -> str:
     try:
-        head, rest = text.split(BEGIN_MARK, 1)
-        _, tail = rest.split(END_MARK, 1)
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
     except ValueError:
-        raise MatrixError(f"{where}: the markers {BEGIN_MARK!r} and {END_MARK!r} are missing") from None
-    return f"{head}{BEGIN_MARK}\n{table}\n{END_MARK}{tail}"
+        raise MatrixError(f"{where}: the markers {begin!r} and {end!r} are missing") from None
+    return f"{head}{begin}\n{table}\n{end}{tail}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m policies.access_matrix",
-                                     description="Render policies/access_matrix.yaml into modules/README.md.")
+def render_main(argv: list[str] | None, name: str, module: str, description: str, load_cells, render,
+                begin: str = BEGIN_MARK, end: str = END_MARK) -> int:
+    """The CLI that renders a table of the matrix file into modules/README.md between ``begin`` and ``end``
+    (``--check``: exit 1 when the committed table is stale); ``load_cells()`` returns what ``render`` takes, with
+    its ``cells``."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed table is not current")
     args = parser.parse_args(argv)
     try:
-        matrix = load()
+        matrix = load_cells()
         current = README.read_text()
-        updated = replace_between_marks(current, render_table(matrix))
+        updated = replace_between_marks(current, render(matrix), begin=begin, end=end)
     except (MatrixError, OSError) as exc:
-        print(f"access matrix: {exc}", file=sys.stderr)
+        print(f"{name}: {exc}", file=sys.stderr)
         return 2
     if args.check:
         if updated != current:
-            print("access matrix: modules/README.md is stale; run `python -m policies.access_matrix`", file=sys.stderr)
+            print(f"{name}: modules/README.md is stale; run `python -m {module}`", file=sys.stderr)
             return 1
-        print(f"access matrix: modules/README.md is current ({len(matrix.cells)} cells)")
+        print(f"{name}: modules/README.md is current ({len(matrix.cells)} cells)")
         return 0
     if updated != current:
         README.write_text(updated)
-    print(f"access matrix: {len(matrix.cells)} cells rendered into modules/README.md")
+    print(f"{name}: {len(matrix.cells)} cells rendered into modules/README.md")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return render_main(argv, "access matrix", "policies.access_matrix",
+                       "Render policies/access_matrix.yaml into modules/README.md.", load, render_table)
 
 
 if __name__ == "__main__":

@@ -466,11 +466,16 @@ def validate(cfg: TenantConfig) -> TenantConfig:
     return cfg
 
 
+def _refuse_unknown_keys(t: str, field: str, given: Mapping[str, Any], defaults: Mapping[str, Any], rule: str) -> None:
+    """An object input (a map with documented keys and defaults): its first unknown key, in one line."""
+    unknown = sorted(set(dict(given)) - set(defaults))
+    if unknown:
+        raise TenantConfigError(t, field, f"'{unknown[0]}': " + rule)
+
+
 def _validate_lake_formation(t: str, cfg: TenantConfig) -> None:
     rule = RULE_TEXTS["lake_formation"].format(lake_formation_keys=", ".join(LAKE_FORMATION_DEFAULTS))
-    unknown = sorted(set(dict(cfg.lake_formation)) - set(LAKE_FORMATION_DEFAULTS))
-    if unknown:
-        raise TenantConfigError(t, "lake_formation", f"'{unknown[0]}': " + rule)
+    _refuse_unknown_keys(t, "lake_formation", cfg.lake_formation, LAKE_FORMATION_DEFAULTS, rule)
     options = cfg.effective_lake_formation
     readers = options["personal_data_reader_arns"]
     if not (isinstance(options["manage_settings"], bool) and isinstance(readers, (list, tuple))
@@ -481,9 +486,7 @@ def _validate_lake_formation(t: str, cfg: TenantConfig) -> None:
 
 def _validate_maintenance_schedule(t: str, cfg: TenantConfig) -> None:
     rule = RULE_TEXTS["maintenance_schedule"].format(schedule_keys=", ".join(MAINTENANCE_SCHEDULE_DEFAULTS))
-    unknown = sorted(set(dict(cfg.maintenance_schedule)) - set(MAINTENANCE_SCHEDULE_DEFAULTS))
-    if unknown:
-        raise TenantConfigError(t, "maintenance_schedule", f"'{unknown[0]}': " + rule)
+    _refuse_unknown_keys(t, "maintenance_schedule", cfg.maintenance_schedule, MAINTENANCE_SCHEDULE_DEFAULTS, rule)
     schedule = cfg.effective_maintenance_schedule
     window = schedule["flexible_window_minutes"]
     if not (isinstance(schedule["enabled"], bool)
