@@ -68,7 +68,7 @@ class TenantLakeStack(TerraformStack):
         # lake and the key: it reads gold for Athena, from AWS's network).
         lake_formation = LakeFormation(self, "lf", LakeFormationConfig(
             tag_keys={"classification": names["lf_tag_classification"], "layer": names["lf_tag_layer"]},
-            role_name=names["lake_formation_role"],
+            role_name=names["lake_formation_role"], account_id=inputs.account_id,
             role_arns={role: roles.arns[role] for role in ("job_execution", "erasure", "consumer")},
             reader_arns=ListExpr(inputs.lake_formation["personal_data_reader_arns"]), admin_arns=ListExpr(f"${{{admins}}}"),
             manage_settings=inputs.lake_formation["manage_settings"], tags=tags))

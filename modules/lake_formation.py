@@ -8,7 +8,7 @@ construct makes that decide access, with Lake Formation tag-based access control
 | ``aws_lakeformation_data_lake_settings`` (only with ``lake_formation.manage_settings``) | the account's settings in the region | the deployer and ``admin_principal_arns`` (but role sessions and federated users) are the Lake Formation administrators (the apply creates tags and grants); new databases and tables get no ``IAMAllowedPrincipals`` default, so Lake Formation permissions decide, not IAM alone. One unit per account and region manages them (destroying them empties the administrators) |
 | ``aws_lakeformation_lf_tag`` x2 | ``<tenant>-classification`` (``pii``, ``none``), ``<tenant>-layer`` (``silver``, ``gold``) | the tenant's own tag keys: LF-tag keys are account-wide and tenants share accounts, so a key named ``tenant`` would have one owner for every tenant's values |
 | ``aws_lakeformation_resource_lf_tags`` per Glue database | ``<tenant_key>_<layer>`` | ``classification=pii`` and ``layer=<layer>``. Tables and columns inherit the database's tags until a lower level assigns the key a value of its own, so a table or column nobody tagged is ``pii``: closed to the consumer |
-| IAM role + inline policy | ``<tenant>-lakeformation-access`` | trusted by ``lakeformation.amazonaws.com``; reads the registered locations (``s3:GetObject``, ``s3:ListBucket`` under them); the key policy lets it decrypt. Lake Formation reads the data with it when it vends credentials to Athena for the columns a caller was granted |
+| IAM role + inline policy | ``<tenant>-lakeformation-access`` | trusted by ``lakeformation.amazonaws.com`` of the tenant account (``aws:SourceAccount``); reads the registered locations (``s3:GetObject``, ``s3:ListBucket`` under them); the key policy lets it decrypt. Lake Formation reads the data with it when it vends credentials to Athena for the columns a caller was granted |
 | ``aws_lakeformation_resource`` per consumer layer | ``s3://<lake>/gold`` | the location registered with that role |
 | ``aws_lakeformation_permissions`` | see ``GRANTS`` | by LF-tag expression (``DATA_LOCATION_ACCESS`` and the tag ``ASSOCIATE`` by name) |
 
@@ -101,6 +101,7 @@ class LakeFormationConfig:
         tag_keys: the tenant's tag keys, ``{"classification": ..., "layer": ...}`` (``NAME_TEMPLATES``
             ``lf_tag_classification``, ``lf_tag_layer``).
         role_name: the data-access role, ``<tenant>-lakeformation-access``.
+        account_id: the tenant account (the role trusts Lake Formation of this account only).
         role_arns: the ARN of each tenant role a grant names (``job_execution``, ``erasure``, ``consumer``).
         reader_arns: list expression of the readers of personal data (``var.lake_formation.personal_data_reader_arns``).
         admin_arns: list expression of the Lake Formation administrators the settings name (IAM role or user ARNs).
@@ -112,6 +113,7 @@ class LakeFormationConfig:
 
     tag_keys: Mapping[str, str]
     role_name: str
+    account_id: str
     role_arns: Mapping[str, str]
     reader_arns: ListExpr
     admin_arns: ListExpr
@@ -150,9 +152,11 @@ class LakeFormation(Construct):
     def __init__(self, scope: Construct, id_: str, cfg: LakeFormationConfig) -> None:
         super().__init__(scope, id_)
         self.cfg = cfg
+        # Lake Formation of this account only (the confused-deputy condition every service trust here carries).
         trust = policy_document(self, "role_trust", [Statement(
             "LakeFormationVendsCredentials", ["sts:AssumeRole"], [],
-            principals=[Principal("Service", [LAKE_FORMATION_SERVICE])])])
+            principals=[Principal("Service", [LAKE_FORMATION_SERVICE])],
+            conditions=[Condition("StringEquals", "aws:SourceAccount", [cfg.account_id])])])
         self.role = IamRole(self, "role", name=cfg.role_name, assume_role_policy=trust.json, tags=cfg.tags,
                             description="tenantlake: Lake Formation reads the registered table locations with it")
         self.role_arn = self.role.arn

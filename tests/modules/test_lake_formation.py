@@ -58,6 +58,7 @@ def test_the_data_access_role_reads_the_registered_gold_location_only(tenant_mod
     trust = document_statements(tenant_module, "lf_role_trust")["LakeFormationVendsCredentials"]
     assert trust["principals"] == [{"type": "Service", "identifiers": ["lakeformation.amazonaws.com"]}]
     assert trust["actions"] == ["sts:AssumeRole"]
+    assert trust["condition"] == [{"test": "StringEquals", "variable": "aws:SourceAccount", "values": ["${var.account_id}"]}]
     s = document_statements(tenant_module, "lf_role_permissions")
     assert s["ReadRegisteredLocations"]["actions"] == ["s3:GetObject"]
     assert s["ReadRegisteredLocations"]["resources"] == [f"{LAKE}/gold/*"]

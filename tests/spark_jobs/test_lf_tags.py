@@ -46,6 +46,9 @@ def test_a_derived_column_reading_a_personal_column_is_personal_and_one_reading_
                                   {"name": "host_length", "expr": "length(url_host)"},  # reads a personal derived one
                                   {"name": "long_visit", "expr": "on_site_seconds > 600"}])
     assert lf_tags.personal_silver_columns(contract) == {"user_id", "url", "url_host", "host_length"}
+    # An expression sqlglot cannot read counts as reading every column: personal when any column is.
+    assert "odd" in lf_tags.personal_silver_columns(_contract(derived=[{"name": "odd", "expr": "((("}]))
+    assert lf_tags.personal_silver_columns(load_contract("iot")) == set()  # no personal column to read
 
 
 def test_gold_columns_from_the_module_declaration():
