@@ -46,7 +46,7 @@ def text(usage: dict[str, Any]) -> str:
 
 
 def emr_vcpu_hours(usage: dict[str, Any], row: dict[str, Any]) -> str:
-    """A layer's EMR vCPU-hours, the quantity the estimate prices: '-' when no EMR job run was read."""
+    """A layer's EMR vCPU-hours, the quantity the estimate prices: '-' when EMR was not read (``source`` none)."""
     return f"{row['vcpu_hours']:.3f}" if usage["emr"]["source"] != "none" else "-"
 
 
