@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_jobs.usage import cost, layer_totals, render
+from spark_jobs.usage import cost, render
 
 
 def _usage(emr_rows: list[dict], emr_source: str) -> dict:
@@ -29,7 +29,7 @@ def test_the_table_shows_the_emr_vcpu_hours_the_estimate_prices():
     usage = _usage([{"layer": "pipeline", "dataset": "iot", "job_runs": 1, "hours": 0.5, "vcpu_hours": 2.5,
                      "memory_gb_hours": 7.0}], "describe_job_run")
     priced = {line["item"]: line["quantity"] for line in usage["cost"]["lines"]}
-    assert sum(r["vcpu_hours"] for r in layer_totals(usage)) == priced["EMR on EKS vCPU"] == 2.5
+    assert sum(r["vcpu_hours"] for r in render.layer_totals(usage)) == priced["EMR on EKS vCPU"] == 2.5
     text = render.text(usage)
     assert _row(text, "pipeline")[-1] == "2.500" and _row(text, "silver")[-1] == "0.000"
     assert "hypothetical" not in text and "hypothetical" not in render.page(usage)
