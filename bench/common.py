@@ -1,8 +1,8 @@
 """What every benchmark shares: the machine and commit a figure was measured on, result files, peak RSS.
 
-Result files are ``bench/results/<name>.json`` (the latest run of each benchmark, committed, so the
-table in bench/README.md can always be traced to a machine and a commit). ``bench/report.py``
-renders that table from them.
+Result files are ``bench/results/<name>.json`` (the latest run of each benchmark, committed, so every
+figure can be traced to a machine and a commit). ``bench/report.py`` renders a page of each beside it
+(``bench/results/<name>.md``) and their list in bench/README.md.
 """
 from __future__ import annotations
 

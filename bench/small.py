@@ -21,7 +21,7 @@ This benchmark measures that cost the way ``make demo`` pays it:
 5. checks: every round's silver rows, quarantined rows, duplicates and late rows equal what datagen
    says it generated, and every re-run's counts equal the first run's.
 
-Writes ``bench/results/small.json`` and prints the table; ``bench/report.py`` renders it in bench/README.md.
+Writes ``bench/results/small.json`` and prints the table; ``bench/report.py`` renders it as bench/results/small.md.
 Exit code: 0, or 1 when a check or a job failed (a missed target never fails the run).
 """
 from __future__ import annotations
