@@ -280,6 +280,8 @@ class _ObjectStore:
         try:
             self.client.abort_multipart_upload(Bucket=self.lake.bucket, Key=key, UploadId=upload_id)
         except BaseException as exc:  # noqa: BLE001 - a second Ctrl-C included: say what stays, then go on
+            if getattr(exc, "response", {}).get("Error", {}).get("Code") == "NoSuchUpload":
+                return  # gone already: completed (its answer lost on the way) or aborted
             report.say(f"could not abort multipart upload {upload_id} ({_first_line(exc) or type(exc).__name__}): "
                        "its parts stay until the bucket's lifecycle rule aborts it, or: aws s3api "
                        f"abort-multipart-upload --bucket {self.lake.bucket} --key {key} --upload-id {upload_id}")
