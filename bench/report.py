@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -158,7 +159,8 @@ KINDS = {"pipeline": ("Pipeline", PIPELINE_COLUMNS, "pipeline"), "infra": ("Infr
          "backfill": ("Backfill", BACKFILL_COLUMNS, "backfill"),
          "maintenance": ("Maintenance", MAINTENANCE_COLUMNS, "maintenance"),
          "ingest": ("Ingest", INGEST_COLUMNS, "ingest"), "small": ("Small inputs", SMALL_COLUMNS, "small-inputs"),
-         "export": ("A first export", EXPORT_COLUMNS, "a-first-export"), "erasure": ("Erasure", ERASURE_COLUMNS, "erasure")}
+         "export": ("A first export", EXPORT_COLUMNS, "a-first-export"), "erasure": ("Erasure", ERASURE_COLUMNS, "erasure"),
+         "land": ("Land", [], "land")}
 
 
 def _checks(result: dict[str, Any]) -> str:
@@ -196,10 +198,30 @@ def _body(result: dict[str, Any], path: Path, columns: list[tuple[str, str]], hi
                   *_table(with_ratios, RATIO_COLUMNS, digits=3, hidden=hidden)]
     if benchmark.startswith(("erasure", "export")) and result.get("checks"):
         lines += ["", _checks(result)]
+    if "rows" not in result:
+        lines += _other_figures(result, hidden)
     lines += _targets(result)
     notes = result.get("notes") or []
     if notes:
         lines += ["", *[f"- {note}" for note in notes]]
+    return lines
+
+
+RECORD_KEYS = {"benchmark", "started_at", "finished_at", "machine", "git", "complete", "rows", "ratios", "requests",
+               "runs", "checks", "targets", "rounds", "notes"}
+
+
+def _other_figures(result: dict[str, Any], hidden: frozenset[str]) -> list[str]:
+    """A result laid out in its own way (no ``rows``): each list of records as a table under its key, then each
+    plain value as a line."""
+    lines: list[str] = []
+    for key, value in result.items():
+        if key not in RECORD_KEYS and isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            lines += ["", f"{key.replace('_', ' ').capitalize()}:", "", *_table(value, [], hidden=hidden)]
+    plain = [(key, value) for key, value in result.items()
+             if key not in RECORD_KEYS and key not in hidden and not isinstance(value, (list, dict))]
+    if plain:
+        lines += ["", *[f"- {key.replace('_', ' ')}: {_num(value)}" for key, value in plain]]
     return lines
 
 
@@ -220,7 +242,7 @@ def render_result(path: Path) -> str:
     lines = [f"# {title}", "", f"{GENERATED_NOTE} The method: [bench/README.md]({method}); every run's figures: "
              f"[`{path.name}`]({path.name}).", ""]
     lines += _body(json.loads(path.read_text()), path, columns, DETAIL_KEYS.get(kind, frozenset()))
-    return "\n".join(lines).rstrip() + "\n"
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).rstrip() + "\n"
 
 
 def _result_files(results_dir: Path) -> list[Path]:

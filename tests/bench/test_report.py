@@ -86,6 +86,18 @@ def test_new_rows_and_new_figures_flow_through_to_the_page(results_dir):
     assert "[Wide](results/wide.md)" in report.render(results_dir)
 
 
+def test_a_result_laid_out_in_its_own_way_shows_its_records_and_values(results_dir):
+    """No ``rows`` (bench/land.py writes ``results``): each list of records a table, each plain value a line."""
+    write_result("land", {"results": [{"variant": "folder", "wall_s": 26.9, "stdout": ["x"]},
+                                      {"variant": "emulator", "wall_s": 63.8, "emulator_VmHWM": 392.5}],
+                          "file_bytes": 985760192, "ok": True}, started_at="2026-01-06T00:00:00+00:00",
+                 results_dir=results_dir)
+    text = report.render_result(results_dir / "land.json")
+    assert text.startswith("# Land\n") and "(../README.md#land)" in text
+    assert "Results:\n\n| variant | wall s | emulator VmHWM |\n|---|---|---|\n| folder | 26.9 | – |\n" in text
+    assert "- file bytes: 985,760,192\n- ok: yes" in text and "\n\n\n" not in text
+
+
 def test_update_replaces_only_the_generated_block(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{report.BEGIN}\nold table\n{report.END}\nmethod\n")
