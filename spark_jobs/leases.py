@@ -34,9 +34,9 @@ import os
 import socket
 import sys
 import threading
-import uuid
 from typing import Any, Callable, Iterator
 
+from spark_jobs.io import create_only
 from spark_jobs.jobs.runtime import JobFailed, check_endpoint
 from spark_jobs.lake import LakeConfig
 
@@ -97,24 +97,12 @@ class _S3Store:
     def __init__(self, lake: LakeConfig):
         from spark_jobs.erasure.objects import s3_client
 
-        self.client, self.bucket = s3_client(lake), lake.bucket
-        self.extra = {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": lake.kms_key_arn} if lake.kms_key_arn else {}
+        self.lake, self.client, self.bucket = lake, s3_client(lake), lake.bucket
 
-    @staticmethod
-    def _code(exc: Exception) -> str:
-        return str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
+    _code = staticmethod(create_only.error_code)
 
     def create(self, key: str, text: str) -> str | None:
-        from botocore.exceptions import ClientError
-
-        try:
-            return self.client.put_object(Bucket=self.bucket, Key=key, Body=text.encode(), IfNoneMatch="*",
-                                          ContentType="application/json", **self.extra)["ETag"]
-        except ClientError as exc:
-            # 412: the name exists; 409: another conditional write of it is under way (it wins or fails).
-            if self._code(exc) in ("PreconditionFailed", "412", "ConditionalRequestConflict", "409"):
-                return None
-            raise
+        return create_only.put_if_absent(self.client, self.lake, key, text.encode(), ContentType="application/json")
 
     def read(self, key: str) -> Stored | None:
         from botocore.exceptions import ClientError
@@ -133,10 +121,9 @@ class _S3Store:
 
         try:
             return self.client.put_object(Bucket=self.bucket, Key=key, Body=text.encode(), IfMatch=tag,
-                                          ContentType="application/json", **self.extra)["ETag"]
+                                          ContentType="application/json", **create_only.sse_kms(self.lake))["ETag"]
         except ClientError as exc:
-            if self._code(exc) in ("PreconditionFailed", "412", "ConditionalRequestConflict", "409", "NoSuchKey",
-                                   "404"):
+            if self._code(exc) in (*create_only.PRECONDITION_CODES, "NoSuchKey", "404"):
                 return None
             raise
 
@@ -171,12 +158,6 @@ class _FolderStore:
     def _tag(data: bytes) -> str:
         return hashlib.sha256(data).hexdigest()
 
-    def _temporary(self, path, text: str):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
-        tmp.write_bytes(text.encode())
-        return tmp
-
     @contextlib.contextmanager
     def _locked(self, path) -> Iterator[None]:
         import fcntl
@@ -190,15 +171,7 @@ class _FolderStore:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def create(self, key: str, text: str) -> str | None:
-        path = self.root / key
-        tmp = self._temporary(path, text)
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            return None
-        finally:
-            tmp.unlink(missing_ok=True)
-        return self._tag(text.encode())
+        return self._tag(text.encode()) if create_only.link_if_absent(self.root / key, text.encode()) else None
 
     def read(self, key: str) -> Stored | None:
         path = self.root / key
@@ -215,7 +188,7 @@ class _FolderStore:
             current = self.read(key)
             if current is None or current.tag != tag:
                 return None
-            os.replace(self._temporary(path, text), path)
+            os.replace(create_only.temporary_beside(path, text.encode()), path)
         return self._tag(text.encode())
 
     def delete(self, key: str, tag: str) -> bool:

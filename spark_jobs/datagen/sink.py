@@ -13,10 +13,9 @@ first (one listing, and a read of each name that exists), so a refused run write
 from __future__ import annotations
 
 import dataclasses
-import os
-import uuid
 
 from spark_jobs.datagen.generate import DatagenError
+from spark_jobs.io import create_only
 from spark_jobs.lake import LakeConfig
 
 # Conflicting names shown in the refusal (the count covers every one).
@@ -83,11 +82,8 @@ class _S3Landing:
 
         self.lake, self.prefix = lake, f"landing/{dataset}/"
         self.client = s3_client(lake)
-        self.extra = {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": lake.kms_key_arn} if lake.kms_key_arn else {}
 
-    @staticmethod
-    def _code(exc) -> str:
-        return str(exc.response.get("Error", {}).get("Code", ""))
+    _code = staticmethod(create_only.error_code)
 
     def existing(self) -> set[str] | None:
         """The names under the prefix (None: this caller may not list, e.g. write-only ingest credentials)."""
@@ -115,16 +111,7 @@ class _S3Landing:
             raise
 
     def create(self, name: str, body: bytes) -> bool:
-        from botocore.exceptions import ClientError
-
-        try:
-            self.client.put_object(Bucket=self.lake.bucket, Key=self.prefix + name, Body=body, IfNoneMatch="*",
-                                   **self.extra)
-        except ClientError as exc:
-            if self._code(exc) in ("PreconditionFailed", "412", "ConditionalRequestConflict", "409"):
-                return False
-            raise
-        return True
+        return create_only.put_if_absent(self.client, self.lake, self.prefix + name, body) is not None
 
 
 class _FolderLanding:
@@ -141,13 +128,4 @@ class _FolderLanding:
             return None
 
     def create(self, name: str, body: bytes) -> bool:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.folder / f".{name}.{uuid.uuid4().hex[:8]}.tmp"
-        tmp.write_bytes(body)
-        try:
-            os.link(tmp, self.folder / name)  # fails when the name exists: create-only, and never half a file
-        except FileExistsError:
-            return False
-        finally:
-            tmp.unlink()
-        return True
+        return create_only.link_if_absent(self.folder / name, body)
