@@ -104,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--users", type=_positive_int, default=59,
                      help="clickstream: distinct users user-0001..user-<N>, at most 9999 (default: 59)")
     gen.add_argument("--start", default="2020-11-16T22:00:00Z", help="event time of the first file (UTC)")
+    gen.add_argument("--name-prefix", default="", help="put this in front of every file name (landing writes are "
+                     "create-only: data of another seed or options needs names of its own)")
     gen.add_argument("--truth-file", default="", help="also write the ground truth (bad records, valid rows) as JSON here")
     gen.add_argument("--sink", choices=["landing", "kinesis"], default="landing",
                      help="landing: files under landing/<dataset>/ (default); kinesis: put_records into the "
@@ -384,7 +386,8 @@ def _cmd_datagen(args: argparse.Namespace) -> int:
     lake = _resolve(args)
     config = DatagenConfig(dataset=args.dataset, sources=args.sources, records=args.records,
                            batch_size=args.batch_size, interval_seconds=args.interval, bad_rate=args.bad_rate,
-                           late_rate=args.late_rate, seed=args.seed, start=args.start, users=args.users)
+                           late_rate=args.late_rate, seed=args.seed, start=args.start, users=args.users,
+                           name_prefix=args.name_prefix)
     data = generate(config)
     if args.sink == "kinesis":
         from spark_jobs.contract import load_contract
@@ -425,9 +428,7 @@ from spark_jobs.jobs.sizing import table_folders as _table_folders  # noqa: E402
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from spark_jobs.jobs.layer import run_layer
-    from spark_jobs.quality import exit_code, run_status
-    from spark_jobs.report import format_counts_table, layer_counts
+    from spark_jobs.leases import held_leases
 
     lake = _resolve(args)
     if args.command == "run":
@@ -438,6 +439,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
         plan = [(d, layer) for d in datasets for layer in LAYERS]
     for dataset in datasets:  # every contract before Spark starts and any layer runs
         load_contract(dataset).check_personal_data(lake.data_classification)
+    # The leases of every layer the command writes, for the whole command, before its JVM starts: a second
+    # run of a layer stops here, in one line naming the holder (spark_jobs/leases.py).
+    with held_leases(lake, plan, label=args.command if args.command == "run-all" else args.layer,
+                     command=args.command) as run_id:
+        return _run_plan(args, lake, datasets, plan, run_id)
+
+
+def _run_plan(args: argparse.Namespace, lake: LakeConfig, datasets: list[str], plan: list[tuple[str, str]],
+              run_id: str) -> int:
+    """``run``/``run-all`` under their leases: the layers of ``plan`` in order, then (run-all) the counts."""
+    from spark_jobs.jobs.layer import run_layer
+    from spark_jobs.quality import exit_code, run_status
+    from spark_jobs.report import format_counts_table, landing_warnings, layer_counts
+
     small = _reads_small_inputs(lake, plan, continuous=bool(getattr(args, "continuous", False)))
     spark, created = _open_session(args, lake, f"tenantlake-{args.command}", small_inputs=small)
     try:
@@ -455,7 +470,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         for dataset, layer in plan:
             manifest = run_layer(spark, lake, dataset, layer, date=args.date, continuous=args.continuous,
                                  trigger_seconds=args.trigger_seconds, max_runtime=args.max_runtime,
-                                 max_files_per_trigger=args.max_files_per_trigger, dates=silver_dates.get(dataset))
+                                 max_files_per_trigger=args.max_files_per_trigger, dates=silver_dates.get(dataset),
+                                 lease_held=True, run_id=run_id if args.command == "run" else None)
             if args.command == "run-all" and layer == "silver" and not args.date:
                 silver_dates[dataset] = list(manifest.get("event_dates") or [])
             print(f"{layer} {dataset}: rows_in={manifest['rows_in']} rows_out={manifest['rows_out']} "
@@ -464,7 +480,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
                   f"{lake.report_dir(layer, dataset, manifest['run_id'])}/manifest.json")
             statuses.append(run_status(manifest.get("validation")))
         if args.command == "run-all":
-            print(format_counts_table(layer_counts(spark, lake, datasets)))
+            rows = layer_counts(spark, lake, datasets)
+            print(format_counts_table(rows))
+            for line in landing_warnings(rows):
+                print(line, file=sys.stderr)
     finally:
         if created:
             spark.stop()
@@ -472,7 +491,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_counts(args: argparse.Namespace) -> int:
-    from spark_jobs.report import format_counts_table, layer_counts
+    from spark_jobs.report import format_counts_table, landing_warnings, layer_counts
 
     lake = _resolve(args)
     datasets = args.dataset or available_datasets()
@@ -483,6 +502,8 @@ def _cmd_counts(args: argparse.Namespace) -> int:
         if created:
             spark.stop()
     print(json.dumps(rows, indent=2) if args.json else format_counts_table(rows))
+    for line in landing_warnings(rows):
+        print(line, file=sys.stderr)
     return EXIT_OK
 
 
