@@ -204,10 +204,11 @@ def _columns_problem(what: str, names: list[str], contract: Contract, hint: str 
     shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
     if missing:
         return f"has no column {', '.join(missing)} in its {what} ({hint}{what}: {shown})"
-    unknown = [n for n in names if n not in contract.landing_fields]
+    unknown = [n for n in names if n not in contract.landing_fields and n not in contract.ignored_fields]
     if unknown and not contract.allow_extra_fields:
         return (f"has {what} column(s) the contract does not know: {', '.join(unknown)} (allow_extra_fields is "
-                f"false; add them to the schema, or name the contract column's `source`)")
+                f"false; add them to the schema, name the contract column's `source`, or list them under "
+                f"ignored_fields)")
     return None
 
 

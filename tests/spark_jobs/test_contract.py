@@ -156,7 +156,7 @@ def test_subject_keys_may_carry_id_rules():
 @pytest.mark.parametrize("keys, message", [
     ([{"column": "id", "pattern": "("}], "subject_keys[0].pattern: invalid regular expression"),
     ([{"column": "id", "min_length": 0}], "subject_keys[0].min_length: must be a whole number of at least 1"),
-    ([{"column": "id", "colour": 1}], "subject_keys[0]: unknown field 'colour' (column, pattern, min_length)"),
+    ([{"column": "id", "colour": 1}], "subject_keys[0].colour: is not a subject key field (known: column, pattern, min_length)"),
     ([{"column": "v"}], "subject_keys[0]: 'v' is double: a subject key is string, int, long or decimal(P,S)"),
     ([{"pattern": "x"}], "subject_keys[0]: must be a column name or {column: C, pattern: REGEX, min_length: N}"),
 ])
