@@ -212,14 +212,23 @@ def _add_land_parser(commands) -> None:
 
 
 def _add_contract_parser(commands) -> None:
-    from spark_jobs import contract_infer
+    from spark_jobs import contract_infer, contract_plan
 
-    contract_parser = commands.add_parser("contract", help="draft a contract from a sample file (contract infer)",
-                                          description="Dataset contract tools.")
-    contract_commands = contract_parser.add_subparsers(dest="contract_command", required=True, metavar="{infer}")
+    contract_parser = commands.add_parser("contract", help="draft a contract (infer), compare it with the tables "
+                                          "(plan), print its JSON Schema (schema)", description="Dataset contract tools.")
+    contract_commands = contract_parser.add_subparsers(dest="contract_command", required=True,
+                                                       metavar="{infer,plan,schema}")
     infer = contract_commands.add_parser("infer", help="draft a contract YAML from a sample CSV, Parquet or JSON file",
                                          description=contract_infer.__doc__.split("\n\n")[0])
     contract_infer.add_arguments(infer)
+    plan = contract_commands.add_parser("plan", help="what the contract changes in the dataset's live tables; exit 2 "
+                                        "when its evolution policy refuses a change",
+                                        description=contract_plan.__doc__.split("\n\n")[0],
+                                        epilog="See spark_jobs/README.md, 'Schema evolution'.")
+    contract_plan.add_arguments(plan)
+    _lake_args(plan)
+    contract_commands.add_parser("schema", help="print the contract file's JSON Schema (for editors)",
+                                 description="Print the JSON Schema of a contract file (draft 2020-12).")
 
 
 def _cmd_land(args: argparse.Namespace) -> int:
@@ -231,6 +240,22 @@ def _cmd_land(args: argparse.Namespace) -> int:
 
 
 def _cmd_contract(args: argparse.Namespace) -> int:
+    if args.contract_command == "schema":
+        from spark_jobs.contract import contract_json_schema
+
+        print(json.dumps(contract_json_schema(), indent=1))
+        return EXIT_OK
+    if args.contract_command == "plan":
+        from spark_jobs import contract_plan
+
+        load_contract(args.dataset)  # a bad contract: its one line before Spark starts
+        lake = _resolve(args)
+        spark, created = _open_session(args, lake, "tenantlake-contract-plan", small_inputs=True)
+        try:
+            return contract_plan.run(args, spark, lake)
+        finally:
+            if created:
+                spark.stop()
     from spark_jobs import contract_infer
 
     return contract_infer.run(args)
@@ -501,6 +526,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 print(f"error: no landing data under {lake.path('landing')}; run `python -m spark_jobs datagen` first",
                       file=sys.stderr)
                 return EXIT_FAILED
+        # Every contract change against the live tables before any layer runs: a refused one stops here.
+        from spark_jobs.contract_plan import check_datasets
+
+        check_datasets(spark, lake, sorted({d for d, layer in plan if layer in ("silver", "gold")}))
         statuses = []
         silver_dates: dict[str, list[str]] = {}
         for dataset, layer in plan:
@@ -699,10 +728,10 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_usage(args)
         return _cmd_run(args)
     except (LakeConfigError, ContractError, DatagenError, _producer_error(), *_table_command_errors()) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc}{_details(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except InvariantViolation as exc:
-        print(f"error: counts invariant violated: {exc}", file=sys.stderr)
+        print(f"error: counts invariant violated: {exc}{_details(exc)}", file=sys.stderr)
         return EXIT_INVARIANT
     except Exception as exc:  # one actionable line, not a JVM stack trace
         from spark_jobs.io.readers import MissingInputError
@@ -713,7 +742,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc.message(_lake_selection(args))}", file=sys.stderr)
             return exc.exit_code
         if isinstance(exc, JobFailed):
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {exc}{_details(exc)}", file=sys.stderr)
             return exc.exit_code
         from spark_jobs.quality import ReportNotWritten
 
@@ -743,8 +772,19 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: the lake bucket does not exist ({first_line}); if the emulator was restarted, its "
                   f"in-memory state is gone: run `make apply TENANT={tenant}` again", file=sys.stderr)
             return EXIT_FAILED
-        print(f"error: {name}: {first_line}", file=sys.stderr)
+        from spark_jobs.jobs.runtime import one_line
+
+        print(f"error: {one_line(exc)}{_details(exc)}", file=sys.stderr)
         return EXIT_FAILED
+
+
+def _details(exc: BaseException) -> str:
+    """`` (details: <manifest>)`` for an error that ended a layer run (its manifest holds the whole text and the
+    run's stages; the data-quality report is beside it), else ""."""
+    from spark_jobs.jobs.runtime import DETAILS_ATTRIBUTE
+
+    where = getattr(exc, DETAILS_ATTRIBUTE, None)
+    return f" (details: {where})" if where else ""
 
 
 if __name__ == "__main__":

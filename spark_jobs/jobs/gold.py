@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
+from spark_jobs.contract_plan import evolve_for_write
 from spark_jobs.io import readers, tables
 from spark_jobs.jobs.runtime import JobRun
 from spark_jobs.jobs.silver import silver_partitioning
@@ -128,8 +129,11 @@ def run_gold(run: JobRun) -> None:
         run.stage(f"validated {spec.name}")
     for spec, partitioning, output in built:
         gold_table = tables.table(spark, lake, "gold", gold_table_name(dataset, spec.name))
-        created = manifest.tables[spec.name] = tables.publish(output, gold_table, partitioning, covered_dates,
-                                                              not manifest.date, run.run_id, gold_tables[spec.name])
+        # The gold's output schema changed with the contract: the table evolves first (spark_jobs/contract_plan.py).
+        aligned, loaded, manifest.evolution[spec.name] = evolve_for_write(run, gold_table, output, "gold", partitioning,
+                                                                          gold_tables[spec.name])
+        created = manifest.tables[spec.name] = tables.publish(aligned, gold_table, partitioning, covered_dates,
+                                                              not manifest.date, run.run_id, loaded)
         manifest.published = True
         # The commit's own record count (from its manifests) must be the rows computed (plus, at month
         # granularity, the rows of a month's other dates written again); a scan per gold table would add
