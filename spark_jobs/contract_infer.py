@@ -30,7 +30,6 @@ Everything inferred is a guess about the dataset (the next file may differ): rea
 from __future__ import annotations
 
 import argparse
-import array
 import csv
 import dataclasses
 import datetime as dt

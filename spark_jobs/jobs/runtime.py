@@ -7,6 +7,7 @@ import dataclasses
 import datetime as dt
 import glob
 import os
+import re
 import socket
 import sys
 import time
@@ -102,16 +103,21 @@ def error_text(exc: BaseException) -> str:
 def one_line(exc: BaseException, limit: int = ERROR_LINE_CHARS) -> str:
     """The error as ONE line that is never cut mid-thought: ``Name: message`` with its lines joined (a JVM
     exception's stack frames left out). Iceberg's "Cannot write incompatible dataset" (a table schema, the
-    data's schema, then the problems, over many lines) becomes its problems alone."""
+    data's schema, then the problems, over many lines) becomes its problems alone, and its "Field x not found
+    in source schema" says which column the table lacks; both say where to look next."""
     name, _ = describe_error(exc)
     text = error_text(exc)
     message = text.split(": ", 1)[1] if ": " in text.split("\n", 1)[0] else text
     lines = [ln.strip() for ln in message.splitlines() if ln.strip() and not ln.strip().startswith("at ")]
-    if lines and lines[0].startswith("Cannot write incompatible dataset") and "Problems:" in lines:
-        problems = [ln.lstrip("* ") for ln in lines[lines.index("Problems:") + 1:] if ln.startswith("*")]
-        return (f"{name}: the data does not match the table's schema: {'; '.join(problems)} (the table was not "
-                "changed; `python -m spark_jobs contract plan` shows how the contract and the table differ)")
     joined = " ".join(" ".join(lines).split())
+    problems = None
+    if lines and lines[0].startswith("Cannot write incompatible dataset") and "Problems:" in lines:
+        problems = "; ".join(ln.lstrip("* ") for ln in lines[lines.index("Problems:") + 1:] if ln.startswith("*"))
+    elif re.fullmatch(r"Field \S+ not found in source schema", joined):  # a column the table does not have
+        problems = f"column {joined.split()[1]} is not in the table"
+    if problems is not None:
+        return (f"{name}: the data does not match the table's schema: {problems} (the table was not changed; "
+                "`python -m spark_jobs contract plan` shows how the contract and the table differ)")
     if len(joined) > limit:
         joined = joined[:limit].rsplit(" ", 1)[0] + " [...]"
     return f"{name}: {joined}" if joined else name

@@ -149,7 +149,10 @@ def scenario(request, tmp_path_factory):
     steps = [
         ("land v1", {"env": {"TENANTLAKE_CONTRACTS_DIR": v1}, "argv": ["land", *LAKE_ARGS, "--dataset", DATASET,
                                                                          str(files["v1"])]}),
-        ("run-all v1", {"argv": ["run-all", *LAKE_ARGS, "--dataset", DATASET, "--allow-warn"]}),
+        # Validation is off until the last run (its blocked publish is the point there): GX's suites are tested
+        # elsewhere and cost a minute here.
+        ("run-all v1", {"env": {"TENANTLAKE_VALIDATION": "off"},
+                        "argv": ["run-all", *LAKE_ARGS, "--dataset", DATASET, "--allow-warn"]}),
         *state("v1"),
         ("v1 published", {"mark": "v1"}),
         ("plan v2", {"env": {"TENANTLAKE_CONTRACTS_DIR": v2}, "argv": plan}),
@@ -171,7 +174,8 @@ def scenario(request, tmp_path_factory):
                                             "argv": ["land", *LAKE_ARGS, "--dataset", DATASET, str(files["v4"])]}),
         # A producer that writes into landing/ itself (an S3 copy, a stream) is not checked by `land`.
         ("put unknown field", {"put": str(files["v4"] / "v4.csv"), "key": f"landing/{DATASET}/upstream-v4.csv"}),
-        ("run-all unknown field", {"argv": ["run-all", *LAKE_ARGS, "--dataset", DATASET, "--date", UNKNOWN_DAY,
+        ("run-all unknown field", {"env": {"TENANTLAKE_VALIDATION": "on"},
+                                   "argv": ["run-all", *LAKE_ARGS, "--dataset", DATASET, "--date", UNKNOWN_DAY,
                                             "--allow-warn"]}),
     ]
     steps_file = work / "steps.json"
