@@ -6,9 +6,10 @@ Lake selection, in order of precedence: ``--lake-uri`` (+ ``--kms-key-arn``, ``-
 ``$TENANTLAKE_STATE_DIR/tenants/T/lake.json``). s3a credentials come from the standard AWS env vars
 or default chain.
 
-Exit codes: 0 success, 1 job failed, 2 bad arguments or configuration, 3 counts invariant violated,
-4 validation blocked a publish (an error-severity expectation failed), 5 only warn-severity expectations
-failed (0 with --allow-warn). See README "Data quality".
+Exit codes: 0 success, 1 job failed, 2 bad arguments or configuration (also a contract change its evolution
+policy refuses: README "Schema evolution"), 3 counts invariant violated, 4 validation blocked a publish (an
+error-severity expectation failed), 5 only warn-severity expectations failed (0 with --allow-warn). See
+README "Data quality". Every error is one line; one that ended a layer run says where its manifest is.
 """
 from __future__ import annotations
 
@@ -529,7 +530,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         # Every contract change against the live tables before any layer runs: a refused one stops here.
         from spark_jobs.contract_plan import check_datasets
 
-        check_datasets(spark, lake, sorted({d for d, layer in plan if layer in ("silver", "gold")}))
+        for checked in check_datasets(spark, lake, sorted({d for d, layer in plan if layer in ("silver", "gold")})):
+            steps = sum(len(table.steps) for table in checked.tables)
+            if steps:
+                print(f"[contract {checked.dataset}] {steps} table change(s) allowed by evolution: {checked.evolution}, "
+                      "applied before each write (`contract plan` lists them)", file=sys.stderr, flush=True)
         statuses = []
         silver_dates: dict[str, list[str]] = {}
         for dataset, layer in plan:

@@ -233,6 +233,7 @@ def test_run_all_applies_the_changes_without_rewriting_data_files(scenario):
     assert v2_snapshots[:len(v1_snapshots)] == v1_snapshots and len(v2_snapshots) == len(v1_snapshots) + 1
     # The evolution made no snapshot (the run's data commit is the one new snapshot), only metadata commits.
     assert len(_rows(scenario["v2 silver metadata"])) >= len(_rows(scenario["v1 silver metadata"])) + 2
+    assert "[contract weather] 14 table change(s) allowed by evolution: permissive" in scenario["run-all v2"]["stderr"]
     assert "[silver weather] evolved silver.weather" in scenario["run-all v2"]["stderr"]
     assert "[gold weather] evolved gold.weather_period_summary" in scenario["run-all v2"]["stderr"]
 
