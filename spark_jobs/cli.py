@@ -443,62 +443,11 @@ def _open_session(args: argparse.Namespace, lake: LakeConfig, app: str, small_in
     return session_for(lake, app, jars, small_inputs=small_inputs)
 
 
-# What each layer reads, relative to the lake root: the bytes a run will read (sizing its session).
-LAYER_INPUTS = {"bronze": "landing", "silver": "bronze", "gold": "silver"}
-
-
-def _reads_small_inputs(lake: LakeConfig, plan: list[tuple[str, str]], continuous: bool = False) -> bool:
-    """Whether every layer of ``plan`` reads small inputs: the bytes stored under their inputs (landing,
-    bronze, the silver table) at most ``jobs.runtime.SMALL_INPUT_BYTES`` together; a continuous ingest reads
-    without end, so it never is small (``_reads_small_folders`` says when the question is asked at all)."""
-    folders = sorted({f"{LAYER_INPUTS[layer]}/{dataset}" for dataset, layer in plan})
-    return _reads_small_folders(lake, folders, continuous=continuous)
-
-
-def _dataset_folders(datasets: list[str]) -> list[str]:
-    """Every folder a dataset's data lives in, relative to the lake root: landing, bronze, silver, the
-    quarantine and each gold table of its contract (what `counts` reads)."""
-    from spark_jobs.lake import gold_table_name
-
-    folders = []
-    for dataset in datasets:
-        folders += [f"{layer}/{dataset}" for layer in ("landing", "bronze", "silver", "quarantine")]
-        folders += [f"gold/{gold_table_name(dataset, name)}" for name in load_contract(dataset).gold]
-    return folders
-
-
-def _table_folders(datasets: list[str]) -> list[str]:
-    """The Iceberg tables' folders of the datasets (silver and each gold table): what `maintain` reads."""
-    return [f for f in _dataset_folders(datasets) if f.startswith(("silver/", "gold/"))]
-
-
-def _reads_small_folders(lake: LakeConfig, folders: list[str], versions: bool = False,
-                         continuous: bool = False) -> bool:
-    """Whether ``folders`` (relative to the lake root; ``versions``: every version of their objects) hold at
-    most ``jobs.runtime.SMALL_INPUT_BYTES`` together, so the command's session can be one for small inputs.
-    Only asked for a session this command starts itself (not under spark-submit, not in a running session)
-    and when ``$TENANTLAKE_JIT`` does not decide already."""
-    import os
-
-    from pyspark.sql import SparkSession
-
-    from spark_jobs.io.lake_bytes import stored_bytes
-    from spark_jobs.jobs.runtime import SMALL_INPUT_BYTES, check_endpoint, check_local_settings
-    from spark_jobs.session import JIT_ENV, launched_by_spark_submit
-
-    if launched_by_spark_submit() or SparkSession.getActiveSession():
-        return False
-    check_local_settings()  # a bad setting or a stopped emulator: its one line, before any listing
-    check_endpoint(lake)
-    if continuous or os.environ.get(JIT_ENV):
-        return False
-    size = stored_bytes(lake, folders, SMALL_INPUT_BYTES, versions=versions)
-    if size is None or size > SMALL_INPUT_BYTES:
-        return False
-    amount = f"{size / 2**20:.1f} MB" if size >= 2**20 else f"{size / 2**10:.0f} KB"
-    print(f"session: {amount} of input: a session for small inputs ({JIT_ENV}=full to change)",
-          file=sys.stderr, flush=True)
-    return True
+# Session sizing has its home in spark_jobs/jobs/sizing.py (the benchmarks size their sessions with it too).
+from spark_jobs.jobs.sizing import dataset_folders as _dataset_folders  # noqa: E402
+from spark_jobs.jobs.sizing import reads_small_folders as _reads_small_folders  # noqa: E402
+from spark_jobs.jobs.sizing import reads_small_inputs as _reads_small_inputs  # noqa: E402
+from spark_jobs.jobs.sizing import table_folders as _table_folders  # noqa: E402
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

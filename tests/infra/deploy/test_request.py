@@ -184,6 +184,22 @@ def test_date_goes_to_silver_and_gold_only_and_no_date_means_everything():
     assert request["tags"]["event_date"] == "all" and request["tags"]["run_date"] == "2024-05-01"
 
 
+def test_submit_parameters_read_back_as_shell_words_and_a_value_that_needs_quoting_is_refused():
+    """The string is split back into words by shell rules (spark-submit, spark_jobs.usage.emr): each word the
+    deploy writes reads back as itself, the archive's ``#deps`` included; a quote or backslash is refused."""
+    options = RequestOptions(job_deps_uri="s3://acme-eu-west-1-lake/artifacts/job_deps/0123/job_deps.tar.gz",
+                             python="/usr/bin/python3.11")
+    params = build_request(TARGET, LOCATION, SPEC, "c0ffee", options)["jobDriver"]["sparkSubmitJobDriver"][
+        "sparkSubmitParameters"]
+    assert shlex.split(params) == params.split(" ")
+    assert f"{options.job_deps_uri}#deps" in shlex.split(params)
+    for memory in ("4 g", "4g'", '"4g"', "4\\g"):
+        options = RequestOptions(sizing=JobSizing(executor_memory=memory))
+        with pytest.raises(DeployError, match=r"sparkSubmitParameters: 'spark.executor.memory=.*' must not be empty or "
+                                              r"contain spaces or quotes"):
+            build_request(TARGET, LOCATION, SPEC, "c0ffee", options)
+
+
 def test_readme_states_the_defaults_the_code_uses():
     from pathlib import Path
 
@@ -254,7 +270,7 @@ def test_the_request_carries_the_glue_catalog_and_emrs_iceberg():
     driver = request["jobDriver"]["sparkSubmitJobDriver"]
     args = driver["entryPointArguments"]
     assert args[args.index("--glue-databases") + 1] == "gold=acme_gold,silver=acme_silver"
-    params = driver["sparkSubmitParameters"].split(" ")
+    params = shlex.split(driver["sparkSubmitParameters"])
     assert params[params.index("--jars") + 1] == "local:///usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
     defaults = next(c for c in request["configurationOverrides"]["applicationConfiguration"]
                     if c["classification"] == "spark-defaults")["properties"]
