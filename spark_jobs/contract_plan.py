@@ -362,8 +362,7 @@ def _partition_change(tbl: tables.Table, loaded, partitioning: tables.Partitioni
 # ------------------------------------------------------------------------------------------ a dataset
 def plan_dataset(spark, lake, contract: Contract) -> Plan:
     """The plan of the dataset's silver table and every gold table of its contract."""
-    from spark_jobs.jobs.gold import gold_partitioning
-    from spark_jobs.jobs.silver import silver_partitioning
+    from spark_jobs.jobs.partitioning import gold_partitioning, silver_partitioning
     from spark_jobs.lake import gold_table_name
     from spark_jobs.transforms.gold import load_gold
 

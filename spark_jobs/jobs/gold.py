@@ -15,24 +15,11 @@ from pyspark.sql import functions as F
 
 from spark_jobs.contract_plan import evolve_for_write
 from spark_jobs.io import readers, tables
+from spark_jobs.jobs.partitioning import GoldPartitioningError, gold_partitioning, silver_partitioning  # noqa: F401
 from spark_jobs.jobs.runtime import JobRun
-from spark_jobs.jobs.silver import silver_partitioning
 from spark_jobs.lake import gold_table_name
 from spark_jobs.manifest import InvariantViolation
-from spark_jobs.transforms.gold import GoldSpec, load_gold
-
-
-class GoldPartitioningError(ValueError):
-    """A gold module declares a partitioning the tables do not support."""
-
-
-def gold_partitioning(spec: GoldSpec, granularity: str = "day") -> tables.Partitioning:
-    """Identity on the gold's ``event_date`` column (``PARTITION_BY``): the column is the event date
-    itself, so a ``days()`` transform would give the same partitions; ``months(event_date)`` at the
-    contract's ``partition_granularity: month``."""
-    if len(spec.partition_by) != 1:
-        raise GoldPartitioningError(f"gold {spec.name}: PARTITION_BY must name one date column, got {spec.partition_by}")
-    return tables.Partitioning.of(spec.partition_by[0], "date", granularity)
+from spark_jobs.transforms.gold import load_gold
 
 
 def pseudonymised(silver, run: JobRun):

@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from spark_jobs.contract import MALFORMED_RULE, UNKNOWN_FIELDS_RULE, Contract
 from spark_jobs.contract_plan import evolve_for_write
 from spark_jobs.io import readers, storage, tables, writers
+from spark_jobs.jobs.partitioning import silver_partitioning
 from spark_jobs.jobs.runtime import JobFailed, JobRun
 from spark_jobs.manifest import InvariantViolation
 from spark_jobs.transforms import bronze as bronze_tx
@@ -28,14 +29,6 @@ from spark_jobs.transforms import silver as silver_tx
 
 
 QUARANTINE_PARTITION_COLUMNS = ("event_date", "event_month")
-
-
-def silver_partitioning(contract: Contract) -> tables.Partitioning:
-    """``days(<event time>)`` (hidden: readers filter on the column itself), or ``months(<event time>)``
-    at the contract's ``partition_granularity: month``."""
-    kind = contract.column(contract.event_time).type
-    return tables.Partitioning.of(contract.event_time, "timestamp" if kind == "timestamp" else "date",
-                                  contract.partition_granularity)
 
 
 def other_quarantine_layout(spark, uri: str, contract: Contract) -> list[str]:
