@@ -44,7 +44,8 @@ class Change:
         metadata_only: Iceberg makes the change without rewriting a data file.
         refused: why the change is refused ("" when it is allowed).
         fix: the way forward when refused. @default - ""
-        gold: what the change does to the gold tables (silver changes). @default - ""
+        effect: what the change does besides: to the gold tables (a silver change), to the rows (a kept
+            column, a partition change). @default - ""
         step: the schema step that applies it (``tables.SchemaStep``), None when there is nothing to commit.
     """
 
@@ -56,7 +57,7 @@ class Change:
     metadata_only: bool
     refused: str = ""
     fix: str = ""
-    gold: str = ""
+    effect: str = ""
     step: tables.SchemaStep | None = None
 
     @property
@@ -235,7 +236,7 @@ def diff_columns(table: str, live: list[tuple[str, str]], expected: list[tuple[s
                 f"then ignored), or put it back"))
         elif policy == "additive":
             changes.append(Change(table, "keep", name, kind, None, True,
-                                  gold="kept in the table: rows written from now on read null in it"))
+                                  effect="kept in the table: rows written from now on read null in it"))
         else:
             why, fix = _policy_refusal(policy, "drop", name, kind)
             changes.append(Change(table, "drop", name, kind, None, True, why, fix,
@@ -353,8 +354,8 @@ def _partition_change(tbl: tables.Table, loaded, partitioning: tables.Partitioni
     same_column = len(current) == 1 and current[0].rstrip(")").split("(")[-1] in (source, old_source)
     if same_column:  # a partition_granularity change: existing behaviour, one rewrite of every file
         return [Change(tbl.display, "partition", source, ", ".join(current), partitioning.spec, False,
-                       gold="partition_granularity changed: every data file is rewritten once into the new "
-                            "partitions (rewrite_data_files) before the run's commit")]
+                       effect="partition_granularity changed: every data file is rewritten once into the new "
+                              "partitions (rewrite_data_files) before the run's commit")]
     return [Change(tbl.display, "partition", source, ", ".join(current) or "nothing", partitioning.spec, False,
                    "the partition column changes (the event time)", f"keep the event time, or {rebuild}")]
 
@@ -377,7 +378,8 @@ def plan_dataset(spark, lake, contract: Contract) -> Plan:
         partitioning = gold_partitioning(load_gold(name), contract.partition_granularity)
         gold_plans.append(table_plan(spark, gold_tbl, tables.load(spark, gold_tbl), expected, contract, "gold",
                                      partitioning))
-    silver_plan.changes = [dataclasses.replace(c, gold=c.gold or _gold_effect(c, gold_plans)) for c in silver_plan.changes]
+    silver_plan.changes = [dataclasses.replace(c, effect=c.effect or _gold_effect(c, gold_plans))
+                           for c in silver_plan.changes]
     return Plan(contract.dataset, contract.version, contract.evolution, [silver_plan, *gold_plans])
 
 
@@ -464,8 +466,8 @@ def format_plan(plan: Plan) -> str:
             how = "metadata only" if change.metadata_only else "rewrites data files"
             verdict = f"REFUSED: {change.refused}; way forward: {change.fix}" if change.refused else "allowed"
             lines.append(f"  {change.what:<48} {how:<20} {verdict}")
-            if change.gold and change.allowed:
-                lines.append(f"  {'':<48} effect: {change.gold}")
+            if change.effect and change.allowed:
+                lines.append(f"  {'':<48} effect: {change.effect}")
     allowed = [c for c in plan.changes if c.allowed and c.step is not None]
     if plan.refused:
         lines.append(f"{len(plan.refused)} change(s) refused: run and run-all stop before any work until the contract "
