@@ -114,3 +114,30 @@ def test_a_plan_on_a_lake_without_tables_creates_them_as_the_contract_says(spark
         assert not plan.changes and not plan.refused and not any(t.exists for t in plan.tables)
     text = format_plan(plans["inventory"])
     assert "silver.inventory: not created yet" in text and text.endswith("nothing to change")
+
+
+def test_a_changed_key_or_event_time_is_refused_and_an_unrecorded_key_is_recorded(spark, tmp_path):
+    """The key silver deduplicates on is a table property; a contract with another key, or another event time
+    (the partition column), is refused with a rebuild as the way forward."""
+    from spark_jobs.contract_plan import KEY_PROPERTY, silver_schema, table_plan
+    from spark_jobs.io import tables
+    from spark_jobs.jobs.partitioning import silver_partitioning
+    from spark_jobs.lake import LakeConfig
+
+    iot = load_contract("iot")
+    schema = silver_schema(spark, iot)
+    expected = [(f.name, f.dataType.simpleString()) for f in schema.fields]
+    tbl = tables.table(spark, LakeConfig(lake_uri=str(tmp_path / "lake")), "silver", "iot")
+    tables.ensure_table(spark, tbl, schema, silver_partitioning(iot), properties={KEY_PROPERTY: "sensor_id,event_ts"})
+    loaded = tables.load(spark, tbl)
+    plan = table_plan(spark, tbl, loaded, expected, iot, "silver", silver_partitioning(iot))
+    [key] = plan.refused
+    assert (key.kind, key.before, key.after) == ("key", "sensor_id,event_ts", "event_id")
+    assert "silver's rows are deduplicated on it" in key.refused and "move " in key.fix and "without --date" in key.fix
+    moved = tables.Partitioning.of("_ingested_at", "timestamp", "day")
+    refused = {c.kind: c for c in table_plan(spark, tbl, loaded, expected, iot, "silver", moved).refused}
+    assert set(refused) == {"key", "partition"} and refused["partition"].before == "days(event_ts)"
+    unrecorded = tables.table(spark, LakeConfig(lake_uri=str(tmp_path / "lake2")), "silver", "iot")
+    tables.ensure_table(spark, unrecorded, schema, silver_partitioning(iot))
+    fresh = table_plan(spark, unrecorded, tables.load(spark, unrecorded), expected, iot, "silver", silver_partitioning(iot))
+    assert not fresh.changes and fresh.properties == {KEY_PROPERTY: "event_id", "tenantlake.contract-version": iot.version}
