@@ -690,7 +690,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # one actionable line, not a JVM stack trace
         from spark_jobs.io.readers import MissingInputError
         from spark_jobs.jobs.checkpoint import CheckpointCorruptError
-        from spark_jobs.jobs.runtime import JobFailed, describe_error, unreachable_message
+        from spark_jobs.jobs.runtime import JobFailed, describe_error, error_text, unreachable_message
 
         if isinstance(exc, CheckpointCorruptError):
             print(f"error: {exc.message(_lake_selection(args))}", file=sys.stderr)
@@ -704,7 +704,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_FAILED
         if isinstance(exc, MissingInputError):
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {exc}{_details(exc)}", file=sys.stderr)
             return EXIT_FAILED
         if _driver_gone(exc):
             from spark_jobs.session import DRIVER_MEMORY_ENV, driver_heap
@@ -721,7 +721,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {unreachable_message(endpoint, 'connection refused')}", file=sys.stderr)
             return EXIT_FAILED
         name, first_line = describe_error(exc)
-        if "UnknownStoreException" in name or "NoSuchBucket" in first_line:
+        whole = error_text(exc)  # the causes too: Iceberg's catalog wraps s3a's error in its own
+        if "UnknownStoreException" in name or "NoSuchBucket" in first_line or "UnknownStoreException" in whole:
             tenant = getattr(args, "tenant", "") or "<tenant>"
             print(f"error: the lake bucket does not exist ({first_line}); if the emulator was restarted, its "
                   f"in-memory state is gone: run `make apply TENANT={tenant}` again", file=sys.stderr)

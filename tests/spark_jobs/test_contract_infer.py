@@ -107,7 +107,7 @@ def test_a_large_file_is_read_whole_sampled_across_and_its_key_checked_over_ever
 def test_a_file_without_a_unique_key_says_so_and_a_json_array_streams_across_chunks(tmp_path):
     rows = [{"site": f"s{i % 3}", "at": "2024-01-01 00:00:00", "text": "x" * 60} for i in range(30_000)]
     array_file = tmp_path / "events.json"
-    array_file.write_text("[\n" + ",\n".join(json.dumps(r) for r in rows) + "\n]\n")  # about 2.7 MB: 3 chunks
+    array_file.write_text("[\n" + ",\n".join(json.dumps(r) for r in rows) + "\n]\n")  # about 3.5 MB: 4 chunks of 1 MiB
     text = infer(array_file, rows=100)
     assert "30,000 records read" in text and "# TODO: no column, pair or triple of columns is unique" in text
     contract = parse_contract(yaml.safe_load(text))
