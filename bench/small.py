@@ -63,7 +63,7 @@ STEPS = (
     ("read + transform", ("read + parsed", "deduped + split", "silver read", "built ")),
     ("bronze batches", ("batch ",)),
     ("validation (GX)", ("validated", "validated ")),
-    ("Iceberg commit", ("committed silver", "published ")),
+    ("Iceberg commit", ("committed silver", "published ", "evolved ")),
     ("quarantine write", ("quarantine written",)),
     ("read-back", ("published",)),
     ("manifest + report", ("done",)),

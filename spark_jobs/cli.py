@@ -6,9 +6,10 @@ Lake selection, in order of precedence: ``--lake-uri`` (+ ``--kms-key-arn``, ``-
 ``$TENANTLAKE_STATE_DIR/tenants/T/lake.json``). s3a credentials come from the standard AWS env vars
 or default chain.
 
-Exit codes: 0 success, 1 job failed, 2 bad arguments or configuration, 3 counts invariant violated,
-4 validation blocked a publish (an error-severity expectation failed), 5 only warn-severity expectations
-failed (0 with --allow-warn). See README "Data quality".
+Exit codes: 0 success, 1 job failed, 2 bad arguments or configuration (also a contract change its evolution
+policy refuses: README "Schema evolution"), 3 counts invariant violated, 4 validation blocked a publish (an
+error-severity expectation failed), 5 only warn-severity expectations failed (0 with --allow-warn). See
+README "Data quality". Every error is one line; one that ended a layer run says where its manifest is.
 """
 from __future__ import annotations
 
@@ -214,14 +215,23 @@ def _add_land_parser(commands) -> None:
 
 
 def _add_contract_parser(commands) -> None:
-    from spark_jobs import contract_infer
+    from spark_jobs import contract_infer, contract_plan
 
-    contract_parser = commands.add_parser("contract", help="draft a contract from a sample file (contract infer)",
-                                          description="Dataset contract tools.")
-    contract_commands = contract_parser.add_subparsers(dest="contract_command", required=True, metavar="{infer}")
+    contract_parser = commands.add_parser("contract", help="draft a contract (infer), compare it with the tables "
+                                          "(plan), print its JSON Schema (schema)", description="Dataset contract tools.")
+    contract_commands = contract_parser.add_subparsers(dest="contract_command", required=True,
+                                                       metavar="{infer,plan,schema}")
     infer = contract_commands.add_parser("infer", help="draft a contract YAML from a sample CSV, Parquet or JSON file",
                                          description=contract_infer.__doc__.split("\n\n")[0])
     contract_infer.add_arguments(infer)
+    plan = contract_commands.add_parser("plan", help="what the contract changes in the dataset's live tables; exit 2 "
+                                        "when its evolution policy refuses a change",
+                                        description=contract_plan.__doc__.split("\n\n")[0],
+                                        epilog="See spark_jobs/README.md, 'Schema evolution'.")
+    contract_plan.add_arguments(plan)
+    _lake_args(plan)
+    contract_commands.add_parser("schema", help="print the contract file's JSON Schema (for editors)",
+                                 description="Print the JSON Schema of a contract file (draft 2020-12).")
 
 
 def _cmd_land(args: argparse.Namespace) -> int:
@@ -233,6 +243,22 @@ def _cmd_land(args: argparse.Namespace) -> int:
 
 
 def _cmd_contract(args: argparse.Namespace) -> int:
+    if args.contract_command == "schema":
+        from spark_jobs.contract import contract_json_schema
+
+        print(json.dumps(contract_json_schema(), indent=1))
+        return EXIT_OK
+    if args.contract_command == "plan":
+        from spark_jobs import contract_plan
+
+        load_contract(args.dataset)  # a bad contract: its one line before Spark starts
+        lake = _resolve(args)
+        spark, created = _open_session(args, lake, "tenantlake-contract-plan", small_inputs=True)
+        try:
+            return contract_plan.run(args, spark, lake)
+        finally:
+            if created:
+                spark.stop()
     from spark_jobs import contract_infer
 
     return contract_infer.run(args)
@@ -465,6 +491,14 @@ def _run_plan(args: argparse.Namespace, lake: LakeConfig, datasets: list[str], p
                 print(f"error: no landing data under {lake.path('landing')}; run `python -m spark_jobs datagen` first",
                       file=sys.stderr)
                 return EXIT_FAILED
+        # Every contract change against the live tables before any layer runs: a refused one stops here.
+        from spark_jobs.contract_plan import check_datasets
+
+        for checked in check_datasets(spark, lake, sorted({d for d, layer in plan if layer in ("silver", "gold")})):
+            steps = sum(len(table.steps) for table in checked.tables)
+            if steps:
+                print(f"[contract {checked.dataset}] {steps} table change(s) allowed by evolution: {checked.evolution}, "
+                      "applied before each write (`contract plan` lists them)", file=sys.stderr, flush=True)
         statuses = []
         silver_dates: dict[str, list[str]] = {}
         for dataset, layer in plan:
@@ -669,21 +703,21 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_usage(args)
         return _cmd_run(args)
     except (LakeConfigError, ContractError, DatagenError, _producer_error(), *_table_command_errors()) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc}{_details(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except InvariantViolation as exc:
-        print(f"error: counts invariant violated: {exc}", file=sys.stderr)
+        print(f"error: counts invariant violated: {exc}{_details(exc)}", file=sys.stderr)
         return EXIT_INVARIANT
     except Exception as exc:  # one actionable line, not a JVM stack trace
         from spark_jobs.io.readers import MissingInputError
         from spark_jobs.jobs.checkpoint import CheckpointCorruptError
-        from spark_jobs.jobs.runtime import JobFailed, describe_error, unreachable_message
+        from spark_jobs.jobs.runtime import JobFailed, describe_error, error_text, unreachable_message
 
         if isinstance(exc, CheckpointCorruptError):
             print(f"error: {exc.message(_lake_selection(args))}", file=sys.stderr)
             return exc.exit_code
         if isinstance(exc, JobFailed):
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {exc}{_details(exc)}", file=sys.stderr)
             return exc.exit_code
         from spark_jobs.quality import ReportNotWritten
 
@@ -691,7 +725,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_FAILED
         if isinstance(exc, MissingInputError):
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {exc}{_details(exc)}", file=sys.stderr)
             return EXIT_FAILED
         if _driver_gone(exc):
             from spark_jobs.session import DRIVER_MEMORY_ENV, driver_heap
@@ -708,13 +742,25 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {unreachable_message(endpoint, 'connection refused')}", file=sys.stderr)
             return EXIT_FAILED
         name, first_line = describe_error(exc)
-        if "UnknownStoreException" in name or "NoSuchBucket" in first_line:
+        whole = error_text(exc)  # the causes too: Iceberg's catalog wraps s3a's error in its own
+        if "UnknownStoreException" in name or "NoSuchBucket" in first_line or "UnknownStoreException" in whole:
             tenant = getattr(args, "tenant", "") or "<tenant>"
             print(f"error: the lake bucket does not exist ({first_line}); if the emulator was restarted, its "
                   f"in-memory state is gone: run `make apply TENANT={tenant}` again", file=sys.stderr)
             return EXIT_FAILED
-        print(f"error: {name}: {first_line}", file=sys.stderr)
+        from spark_jobs.jobs.runtime import one_line
+
+        print(f"error: {one_line(exc)}{_details(exc)}", file=sys.stderr)
         return EXIT_FAILED
+
+
+def _details(exc: BaseException) -> str:
+    """`` (details: <manifest>)`` for an error that ended a layer run (its manifest holds the whole text and the
+    run's stages; the data-quality report is beside it), else ""."""
+    from spark_jobs.jobs.runtime import DETAILS_ATTRIBUTE
+
+    where = getattr(exc, DETAILS_ATTRIBUTE, None)
+    return f" (details: {where})" if where else ""
 
 
 if __name__ == "__main__":
