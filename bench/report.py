@@ -134,6 +134,9 @@ BACKFILL_REQUEST_COLUMNS = [("round", "round"), ("variant", "code"), ("prefix", 
                             ("per_partition", "per partition")]
 BACKFILL_RATIO_COLUMNS = [("round", "round"), ("order", "order"), ("layer", "layer"), ("ours_over_baseline", "ratio (wall)"),
                           ("publish_ours_over_baseline", "ratio (publish)")]
+CONTRACT_INFER_COLUMNS = [("records", "records"), ("mb", "MB"), ("infer_s", "contract infer s"),
+                          ("infer_peak_mb", "peak RSS MB"), ("duckdb_summarize_s", "DuckDB SUMMARIZE s"),
+                          ("ratio_to_duckdb", "ours / DuckDB"), ("key", "key proposed")]
 MAINTENANCE_COLUMNS = [("stage", "table"), ("runs", "daily runs"), ("rows", "rows"), ("snapshots", "snapshots"),
                        ("data_files", "data files"), ("data_mb", "data MB"), ("retained_data_files", "files kept"),
                        ("retained_mb", "MB kept"), ("manifests", "manifests"), ("scan_s", "full scan s (median)"),
@@ -160,7 +163,7 @@ KINDS = {"pipeline": ("Pipeline", PIPELINE_COLUMNS, "pipeline"), "infra": ("Infr
          "maintenance": ("Maintenance", MAINTENANCE_COLUMNS, "maintenance"),
          "ingest": ("Ingest", INGEST_COLUMNS, "ingest"), "small": ("Small inputs", SMALL_COLUMNS, "small-inputs"),
          "export": ("A first export", EXPORT_COLUMNS, "a-first-export"), "erasure": ("Erasure", ERASURE_COLUMNS, "erasure"),
-         "land": ("Land", [], "land")}
+         "land": ("Land", [], "land"), "contract_infer": ("Contract infer", CONTRACT_INFER_COLUMNS, "contract-infer")}
 
 
 def _checks(result: dict[str, Any]) -> str:

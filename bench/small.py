@@ -58,11 +58,12 @@ LAYERS = ("bronze", "silver", "gold")
 # the previous stage of the same run (spark_jobs.jobs.runtime.JobRun.stage).
 STEPS = (
     ("lease", ("lease taken", "lease released")),
-    ("listing", ("start", "removed leftovers", "inputs listed", "silver located", "no new landing files")),
+    ("listing", ("start", "removed leftovers", "inputs listed", "silver located", "no new landing files",
+                 "landing reconciled")),
     ("read + transform", ("read + parsed", "deduped + split", "silver read", "built ")),
     ("bronze batches", ("batch ",)),
     ("validation (GX)", ("validated", "validated ")),
-    ("Iceberg commit", ("committed silver", "published ")),
+    ("Iceberg commit", ("committed silver", "published ", "evolved ")),
     ("quarantine write", ("quarantine written",)),
     ("read-back", ("published",)),
     ("manifest + report", ("done",)),

@@ -121,6 +121,10 @@ class TenantLakeStack(TerraformStack):
             endpoint_exempt_principal_arns=ListExpr(f"${{concat({admins}, {firehose_roles}, [{lake_formation_role}])}}"),
             # Athena reads gold and writes results for the consumer from AWS's network.
             athena_principal_arns=ListExpr(f"${{[{address(roles.roles['consumer'])}.arn]}}"),
+            # Landing writes are create-only (If-None-Match), except Firehose's: it writes unique keys.
+            create_only_prefixes=model.INGEST_WRITER_PUT_PREFIXES, create_only_exempt_principal_arns=[
+                f"arn:{partition}:iam::{inputs.account_id}:role/"
+                + model.stream_name("firehose_role", "*", tenant_id="${var.tenant_id}")],
             kms_key_arn=key.arn), depends_on=[lake.public_access_block])
         log_policy = BucketPolicy(self, "log_policy", BucketPolicyConfig(
             bucket=log_bucket.id, bucket_arn=log_bucket.arn, vpc_endpoint_ids=gateway_ids,

@@ -95,11 +95,14 @@ CONTEXT_FIELDS: dict[str, tuple[Any, ...]] = {
     "source_account": ("own", "other"),            # aws:SourceAccount of a service principal's request
     "called_via": ("none", "athena"),              # aws:CalledVia*: a request Athena makes for its caller
     "execution_role": ("job_role", "erasure_role"),  # emr-containers:ExecutionRoleArn: the run's role (StartJobRun)
+    # s3:PutObject: an object creation without a conditional header, with If-None-Match: * (create-only), or
+    # a part of a multipart upload (s3:ObjectCreationOperation false: it cannot carry the header)
+    "write_condition": ("none", "if_none_match", "upload_part"),
 }
 CONTEXT_DEFAULTS: dict[str, Any] = {
     "tls": True, "endpoint": "own", "sse": "aws:kms", "sse_key": "own", "via_aws_service": False,
     "kms_via": "s3", "kms_context": "bucket", "source": "lake", "source_account": "own", "called_via": "none",
-    "execution_role": "job_role",
+    "execution_role": "job_role", "write_condition": "none",
 }
 CELL_FIELDS = {"id", "principal", "action", "tenant", "bucket", "key", "context", "identity", "expect",
                "because", "note"}
@@ -301,11 +304,13 @@ _CONTEXT_TEXT: dict[tuple[str, Any], str] = {
     ("source_account", "other"): "source account: another",
     ("called_via", "athena"): "made by Athena for the caller (aws:CalledVia)",
     ("execution_role", "erasure_role"): "the erasure role as the run's execution role",
+    ("write_condition", "if_none_match"): "If-None-Match: * (create-only)",
+    ("write_condition", "upload_part"): "a part of a multipart upload",
 }
 # Which context fields matter for which actions (the others are not shown).
 _RELEVANT: dict[str, tuple[str, ...]] = {
     "s3:PutObject": ("tls", "endpoint", "sse", "sse_key", "via_aws_service", "source", "source_account",
-                     "called_via"),
+                     "called_via", "write_condition"),
     "kms": ("kms_via", "kms_context"),
     "s3": ("tls", "endpoint", "via_aws_service", "source", "source_account", "called_via"),
     "catalog": (),

@@ -15,6 +15,10 @@ tenants' policies (``policies.tenant_policies.AppliedTenant``):
 * a request through the tenant's S3 gateway endpoint carries ``aws:SourceVpce`` and is also
   evaluated against that endpoint's policy; one from elsewhere carries no ``aws:SourceVpce`` (or
   another VPC's endpoint id, whose policy we do not have);
+* an ``s3:PutObject`` that creates an object (a PUT, a multipart completion) carries
+  ``s3:ObjectCreationOperation = true``, and ``s3:if-none-match = *`` when it sends ``If-None-Match: *``
+  (create-only); a part of a multipart upload (``CreateMultipartUpload``, ``UploadPart``, also
+  ``s3:PutObject``) carries ``s3:ObjectCreationOperation = false`` and cannot carry the header;
 * SSE-KMS calls S3 makes for a put or get are ``kms:ViaService = s3.<region>.amazonaws.com`` with
   the bucket ARN as ``aws:s3:arn`` encryption context (S3 Bucket Key is on for the lake); those
   Kinesis makes for an encrypted stream are ``kinesis.<region>.amazonaws.com`` with the stream's
@@ -232,6 +236,10 @@ class RequestBuilder:
                 context["aws:SourceVpce"] = FOREIGN_ENDPOINT
             if cell.principal not in ("anonymous", "s3_log_delivery"):
                 context["aws:ViaAWSService"] = _bool(ctx["via_aws_service"] or ctx["called_via"] != "none")
+            if cell.action == "s3:PutObject":
+                context["s3:ObjectCreationOperation"] = _bool(ctx["write_condition"] != "upload_part")
+                if ctx["write_condition"] == "if_none_match":
+                    context["s3:if-none-match"] = "*"
             if cell.action == "s3:PutObject" and ctx["sse"] != "none":
                 context["s3:x-amz-server-side-encryption"] = ctx["sse"]
                 if ctx["sse"] == "aws:kms" and ctx["sse_key"] != "none":

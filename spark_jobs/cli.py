@@ -6,9 +6,10 @@ Lake selection, in order of precedence: ``--lake-uri`` (+ ``--kms-key-arn``, ``-
 ``$TENANTLAKE_STATE_DIR/tenants/T/lake.json``). s3a credentials come from the standard AWS env vars
 or default chain.
 
-Exit codes: 0 success, 1 job failed, 2 bad arguments or configuration, 3 counts invariant violated,
-4 validation blocked a publish (an error-severity expectation failed), 5 only warn-severity expectations
-failed (0 with --allow-warn). See README "Data quality".
+Exit codes: 0 success, 1 job failed, 2 bad arguments or configuration (also a contract change its evolution
+policy refuses: README "Schema evolution"), 3 counts invariant violated, 4 validation blocked a publish (an
+error-severity expectation failed), 5 only warn-severity expectations failed (0 with --allow-warn). See
+README "Data quality". Every error is one line; one that ended a layer run says where its manifest is.
 """
 from __future__ import annotations
 
@@ -107,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--users", type=_positive_int, default=59,
                      help="clickstream: distinct users user-0001..user-<N>, at most 9999 (default: 59)")
     gen.add_argument("--start", default="2020-11-16T22:00:00Z", help="event time of the first file (UTC)")
+    gen.add_argument("--name-prefix", default="", help="put this in front of every file name (landing writes are "
+                     "create-only: data of another seed or options needs names of its own)")
     gen.add_argument("--truth-file", default="", help="also write the ground truth (bad records, valid rows) as JSON here")
     gen.add_argument("--sink", choices=["landing", "kinesis"], default="landing",
                      help="landing: files under landing/<dataset>/ (default); kinesis: put_records into the "
@@ -218,14 +221,23 @@ def _add_land_parser(commands) -> None:
 
 
 def _add_contract_parser(commands) -> None:
-    from spark_jobs import contract_infer
+    from spark_jobs import contract_infer, contract_plan
 
-    contract_parser = commands.add_parser("contract", help="draft a contract from a sample file (contract infer)",
-                                          description="Dataset contract tools.")
-    contract_commands = contract_parser.add_subparsers(dest="contract_command", required=True, metavar="{infer}")
+    contract_parser = commands.add_parser("contract", help="draft a contract (infer), compare it with the tables "
+                                          "(plan), print its JSON Schema (schema)", description="Dataset contract tools.")
+    contract_commands = contract_parser.add_subparsers(dest="contract_command", required=True,
+                                                       metavar="{infer,plan,schema}")
     infer = contract_commands.add_parser("infer", help="draft a contract YAML from a sample CSV, Parquet or JSON file",
                                          description=contract_infer.__doc__.split("\n\n")[0])
     contract_infer.add_arguments(infer)
+    plan = contract_commands.add_parser("plan", help="what the contract changes in the dataset's live tables; exit 2 "
+                                        "when its evolution policy refuses a change",
+                                        description=contract_plan.__doc__.split("\n\n")[0],
+                                        epilog="See spark_jobs/README.md, 'Schema evolution'.")
+    contract_plan.add_arguments(plan)
+    _lake_args(plan)
+    contract_commands.add_parser("schema", help="print the contract file's JSON Schema (for editors)",
+                                 description="Print the JSON Schema of a contract file (draft 2020-12).")
 
 
 def _cmd_land(args: argparse.Namespace) -> int:
@@ -237,6 +249,22 @@ def _cmd_land(args: argparse.Namespace) -> int:
 
 
 def _cmd_contract(args: argparse.Namespace) -> int:
+    if args.contract_command == "schema":
+        from spark_jobs.contract import contract_json_schema
+
+        print(json.dumps(contract_json_schema(), indent=1))
+        return EXIT_OK
+    if args.contract_command == "plan":
+        from spark_jobs import contract_plan
+
+        load_contract(args.dataset)  # a bad contract: its one line before Spark starts
+        lake = _resolve(args)
+        spark, created = _open_session(args, lake, "tenantlake-contract-plan", small_inputs=True)
+        try:
+            return contract_plan.run(args, spark, lake)
+        finally:
+            if created:
+                spark.stop()
     from spark_jobs import contract_infer
 
     return contract_infer.run(args)
@@ -391,7 +419,8 @@ def _cmd_datagen(args: argparse.Namespace) -> int:
     lake = _resolve(args)
     config = DatagenConfig(dataset=args.dataset, sources=args.sources, records=args.records,
                            batch_size=args.batch_size, interval_seconds=args.interval, bad_rate=args.bad_rate,
-                           late_rate=args.late_rate, seed=args.seed, start=args.start, users=args.users)
+                           late_rate=args.late_rate, seed=args.seed, start=args.start, users=args.users,
+                           name_prefix=args.name_prefix)
     data = generate(config)
     if args.sink == "kinesis":
         from spark_jobs.contract import load_contract
@@ -432,9 +461,7 @@ from spark_jobs.jobs.sizing import table_folders as _table_folders  # noqa: E402
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from spark_jobs.jobs.layer import run_layer
-    from spark_jobs.quality import exit_code, run_status
-    from spark_jobs.report import format_counts_table, layer_counts
+    from spark_jobs.leases import held_leases
 
     lake = _resolve(args)
     if args.command == "run":
@@ -449,6 +476,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
         load_contract(dataset).check_personal_data(lake.data_classification)
         if lake.lf_classification_tag:
             lf_tags.check_contract(load_contract(dataset))
+    # The leases of every layer the command writes, for the whole command, before its JVM starts: a second
+    # run of a layer stops here, in one line naming the holder (spark_jobs/leases.py).
+    with held_leases(lake, plan, label=args.command if args.command == "run-all" else args.layer,
+                     command=args.command) as run_id:
+        return _run_plan(args, lake, datasets, plan, run_id)
+
+
+def _run_plan(args: argparse.Namespace, lake: LakeConfig, datasets: list[str], plan: list[tuple[str, str]],
+              run_id: str) -> int:
+    """``run``/``run-all`` under their leases: the layers of ``plan`` in order, then (run-all) the counts."""
+    from spark_jobs import lf_tags
+    from spark_jobs.jobs.layer import run_layer
+    from spark_jobs.quality import exit_code, run_status
+    from spark_jobs.report import format_counts_table, landing_warnings, layer_counts
+
     small = _reads_small_inputs(lake, plan, continuous=bool(getattr(args, "continuous", False)))
     spark, created = _open_session(args, lake, f"tenantlake-{args.command}", small_inputs=small)
     try:
@@ -461,12 +503,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 print(f"error: no landing data under {lake.path('landing')}; run `python -m spark_jobs datagen` first",
                       file=sys.stderr)
                 return EXIT_FAILED
+        # Every contract change against the live tables before any layer runs: a refused one stops here.
+        from spark_jobs.contract_plan import check_datasets
+
+        for checked in check_datasets(spark, lake, sorted({d for d, layer in plan if layer in ("silver", "gold")})):
+            steps = sum(len(table.steps) for table in checked.tables)
+            if steps:
+                print(f"[contract {checked.dataset}] {steps} table change(s) allowed by evolution: {checked.evolution}, "
+                      "applied before each write (`contract plan` lists them)", file=sys.stderr, flush=True)
         statuses = []
         silver_dates: dict[str, list[str]] = {}
         for dataset, layer in plan:
             manifest = run_layer(spark, lake, dataset, layer, date=args.date, continuous=args.continuous,
                                  trigger_seconds=args.trigger_seconds, max_runtime=args.max_runtime,
-                                 max_files_per_trigger=args.max_files_per_trigger, dates=silver_dates.get(dataset))
+                                 max_files_per_trigger=args.max_files_per_trigger, dates=silver_dates.get(dataset),
+                                 lease_held=True, run_id=run_id if args.command == "run" else None)
             if args.command == "run-all" and layer == "silver" and not args.date:
                 silver_dates[dataset] = list(manifest.get("event_dates") or [])
             print(f"{layer} {dataset}: rows_in={manifest['rows_in']} rows_out={manifest['rows_out']} "
@@ -478,7 +529,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             if tagged:
                 print(tagged)
         if args.command == "run-all":
-            print(format_counts_table(layer_counts(spark, lake, datasets)))
+            rows = layer_counts(spark, lake, datasets)
+            print(format_counts_table(rows))
+            for line in landing_warnings(rows):
+                print(line, file=sys.stderr)
     finally:
         if created:
             spark.stop()
@@ -486,7 +540,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_counts(args: argparse.Namespace) -> int:
-    from spark_jobs.report import format_counts_table, layer_counts
+    from spark_jobs.report import format_counts_table, landing_warnings, layer_counts
 
     lake = _resolve(args)
     datasets = args.dataset or available_datasets()
@@ -497,6 +551,8 @@ def _cmd_counts(args: argparse.Namespace) -> int:
         if created:
             spark.stop()
     print(json.dumps(rows, indent=2) if args.json else format_counts_table(rows))
+    for line in landing_warnings(rows):
+        print(line, file=sys.stderr)
     return EXIT_OK
 
 
@@ -667,21 +723,21 @@ def main(argv: list[str] | None = None) -> int:
             return lf_tags.run(args, _resolve, _open_session)
         return _cmd_run(args)
     except (LakeConfigError, ContractError, DatagenError, _producer_error(), *_table_command_errors()) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc}{_details(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except InvariantViolation as exc:
-        print(f"error: counts invariant violated: {exc}", file=sys.stderr)
+        print(f"error: counts invariant violated: {exc}{_details(exc)}", file=sys.stderr)
         return EXIT_INVARIANT
     except Exception as exc:  # one actionable line, not a JVM stack trace
         from spark_jobs.io.readers import MissingInputError
         from spark_jobs.jobs.checkpoint import CheckpointCorruptError
-        from spark_jobs.jobs.runtime import JobFailed, describe_error, unreachable_message
+        from spark_jobs.jobs.runtime import JobFailed, describe_error, error_text, unreachable_message
 
         if isinstance(exc, CheckpointCorruptError):
             print(f"error: {exc.message(_lake_selection(args))}", file=sys.stderr)
             return exc.exit_code
         if isinstance(exc, JobFailed):
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {exc}{_details(exc)}", file=sys.stderr)
             return exc.exit_code
         from spark_jobs.quality import ReportNotWritten
 
@@ -689,7 +745,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_FAILED
         if isinstance(exc, MissingInputError):
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {exc}{_details(exc)}", file=sys.stderr)
             return EXIT_FAILED
         if _driver_gone(exc):
             from spark_jobs.session import DRIVER_MEMORY_ENV, driver_heap
@@ -706,13 +762,25 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {unreachable_message(endpoint, 'connection refused')}", file=sys.stderr)
             return EXIT_FAILED
         name, first_line = describe_error(exc)
-        if "UnknownStoreException" in name or "NoSuchBucket" in first_line:
+        whole = error_text(exc)  # the causes too: Iceberg's catalog wraps s3a's error in its own
+        if "UnknownStoreException" in name or "NoSuchBucket" in first_line or "UnknownStoreException" in whole:
             tenant = getattr(args, "tenant", "") or "<tenant>"
             print(f"error: the lake bucket does not exist ({first_line}); if the emulator was restarted, its "
                   f"in-memory state is gone: run `make apply TENANT={tenant}` again", file=sys.stderr)
             return EXIT_FAILED
-        print(f"error: {name}: {first_line}", file=sys.stderr)
+        from spark_jobs.jobs.runtime import one_line
+
+        print(f"error: {one_line(exc)}{_details(exc)}", file=sys.stderr)
         return EXIT_FAILED
+
+
+def _details(exc: BaseException) -> str:
+    """`` (details: <manifest>)`` for an error that ended a layer run (its manifest holds the whole text and the
+    run's stages; the data-quality report is beside it), else ""."""
+    from spark_jobs.jobs.runtime import DETAILS_ATTRIBUTE
+
+    where = getattr(exc, DETAILS_ATTRIBUTE, None)
+    return f" (details: {where})" if where else ""
 
 
 if __name__ == "__main__":

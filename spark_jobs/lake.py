@@ -72,6 +72,12 @@ class LakeConfig:
     def bucket(self) -> str:
         return urlparse(self.lake_uri).netloc
 
+    @property
+    def folder(self) -> Path:
+        """The lake's folder when it is not an object store (``file:///x`` or a plain path ``/x``)."""
+        parsed = urlparse(self.lake_uri)
+        return Path(parsed.path if parsed.scheme == "file" else self.lake_uri)
+
     def path(self, *parts: str) -> str:
         return "/".join([self.lake_uri, *[p.strip("/") for p in parts if p]])
 

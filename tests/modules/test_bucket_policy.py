@@ -26,7 +26,8 @@ def test_lake_policy_statements(tenant_module):
     assert policy["bucket"] == "${aws_s3_bucket.lake_bucket.id}"
     assert policy["depends_on"] == ["aws_s3_bucket_public_access_block.lake_public_access_block"]
     assert list(s) == ["DenyInsecureTransport", "DenyUnencryptedUploads", "DenyNonKmsUploads", "DenyWrongKeyUploads",
-                       "DenyPrincipalsOutsideTenant", "DenyOutsideTenantVpcEndpoints", "DenyAthenaOutsideConsumers"]
+                       "DenyUnconditionalLandingWrites", "DenyPrincipalsOutsideTenant", "DenyOutsideTenantVpcEndpoints",
+                       "DenyAthenaOutsideConsumers"]
     assert all(st["Effect"] == "Deny" and st["Principal"] == {"AWS": "*"} for st in s.values())
     assert s["DenyInsecureTransport"]["Action"] == ["s3:*"]
     assert s["DenyInsecureTransport"]["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]
@@ -38,6 +39,15 @@ def test_lake_policy_statements(tenant_module):
         "StringNotEqualsIfExists": {"s3:x-amz-server-side-encryption": ["aws:kms"]}}
     assert s["DenyWrongKeyUploads"]["Condition"] == {
         "StringNotEquals": {"s3:x-amz-server-side-encryption-aws-kms-key-id": ["${aws_kms_key.kms_key.arn}"]}}
+    # Landing writes are create-only: an object creation under landing/ without If-None-Match is denied to
+    # everyone (admins too) but the Firehose roles, which write unique keys (matched by their name pattern).
+    create_only = s["DenyUnconditionalLandingWrites"]
+    assert create_only["Action"] == ["s3:PutObject"] and create_only["Resource"] == [f"{LAKE_ARN}/landing/*"]
+    assert create_only["Condition"] == {
+        "Null": {"s3:if-none-match": ["true"]}, "Bool": {"s3:ObjectCreationOperation": ["true"]},
+        "ArnNotLike": {"aws:PrincipalArn": [
+            "arn:${data.aws_partition.inputs_partition.partition}:iam::${var.account_id}:role/"
+            "${var.tenant_id}-lake-*-firehose"]}}
     # Defence in depth: every principal but the tenant's roles, its Firehose roles and the admins is denied.
     principals = s["DenyPrincipalsOutsideTenant"]
     assert principals["Action"] == ["s3:*"] and principals["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]

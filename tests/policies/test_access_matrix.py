@@ -27,7 +27,9 @@ RELIED_ON_KEYS = {"aws:SecureTransport", "aws:SourceVpce", "aws:PrincipalArn", "
                   "s3:x-amz-server-side-encryption-aws-kms-key-id", "kms:ViaService",
                   "kms:EncryptionContext:aws:s3:arn", "kms:EncryptionContext:aws:kinesis:arn", "aws:ViaAWSService",
                   # the maintenance scheduler's cells (a run's execution role, the service a role is passed to)
-                  "emr-containers:ExecutionRoleArn", "iam:PassedToService"}
+                  "emr-containers:ExecutionRoleArn", "iam:PassedToService",
+                  # create-only landing writes (issue 41)
+                  "s3:if-none-match", "s3:ObjectCreationOperation"}
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +60,20 @@ def test_the_three_defects_of_issue_16_have_cells(matrix):
     assert cells["firehose-put-landing"].expect == "Allowed"
     assert cells["other-tenant-misscoped-get-silver"].expect == "ExplicitlyDenied"
     assert cells["other-tenant-misscoped-get-silver"].because == "DenyPrincipalsOutsideTenant"
+
+
+def test_create_only_landing_writes_have_cells(matrix):
+    """Issue 41: a landing PUT without If-None-Match is denied to the ingest writer and to admins, not to
+    Firehose (unique keys, no header); a create-only PUT and the parts of a multipart upload pass."""
+    cells = {c.id: c for c in matrix.cells}
+    denied = [cells["ingest-put-landing-unconditional"], cells["admin-put-landing-unconditional"]]
+    assert all(c.expect == "ExplicitlyDenied" and c.because == "DenyUnconditionalLandingWrites"
+               and c.context["write_condition"] == "none" and c.key.startswith("landing/") for c in denied)
+    assert cells["ingest-put-landing"].context["write_condition"] == "if_none_match"
+    assert cells["ingest-put-landing"].expect == cells["admin-put-landing-create-only"].expect == "Allowed"
+    assert cells["ingest-put-landing-upload-part"].expect == "Allowed"
+    firehose = cells["firehose-put-landing"]
+    assert (firehose.context["write_condition"], firehose.expect) == ("none", "Allowed")
 
 
 def test_rendered_table_in_modules_readme_is_current(matrix, capsys):
