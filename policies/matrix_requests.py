@@ -27,7 +27,9 @@ tenants' policies (``policies.tenant_policies.AppliedTenant``):
   ``aws:CalledVia = [athena.amazonaws.com]`` (and ``aws:CalledViaFirst``/``Last``),
   ``aws:ViaAWSService = true`` and no ``aws:SourceVpce``: it comes from AWS's network;
 * Glue and Athena requests name the table (``table/<database>/<table>``) or the workgroup; no resource
-  policy applies (the module sets none), so the identity policies decide;
+  policy applies (the module sets none), so the identity policies decide; ``lakeformation:GetDataAccess`` names
+  no resource (``*``): the identity policy decides whether a principal may ask, Lake Formation's grants what it gets
+  (``policies.lake_formation``);
 * ``emr-containers:StartJobRun`` names the tenant's virtual cluster and carries
   ``emr-containers:ExecutionRoleArn`` (the run's role); ``iam:PassRole`` names the passed role and carries
   ``iam:PassedToService = emr-containers.amazonaws.com``: identity policies alone decide both.
@@ -106,6 +108,11 @@ class RequestBuilder:
             return self.tenants[other_tenant(self.matrix, tenant.tenant_id)].roles["consumer"]
         if cell.principal == "other_tenant_erasure_role":
             return self.tenants[other_tenant(self.matrix, tenant.tenant_id)].roles["erasure_role"]
+        if cell.principal == "lake_formation_role":
+            if tenant.lake_formation_role is None:
+                raise ValueError(f"cell {cell.id}: tenant {tenant.tenant_id}'s outputs name no Lake Formation role "
+                                 "(lake_formation.data_access_role_arn)")
+            return tenant.lake_formation_role
         if cell.principal in ("scheduler_role", "other_tenant_scheduler_role"):
             owner = tenant if cell.principal == "scheduler_role" else \
                 self.tenants[other_tenant(self.matrix, tenant.tenant_id)]
@@ -182,6 +189,8 @@ class RequestBuilder:
             resource, resource_policy = tenant.glue_table_arn(*cell.key.split("/")), None
         elif cell.action.startswith("athena:"):
             resource, resource_policy = tenant.athena_workgroup_arn, None
+        elif cell.action.startswith("lakeformation:"):
+            resource, resource_policy = "*", None  # GetDataAccess has no resource; identity policies decide
         elif cell.action.startswith("emr-containers:"):
             if not tenant.virtual_cluster_arn:
                 raise ValueError(f"cell {cell.id}: tenant {tenant.tenant_id}'s outputs name no emr_virtual_cluster_arn")

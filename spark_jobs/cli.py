@@ -42,6 +42,9 @@ def _lake_args(parser: argparse.ArgumentParser, spark: bool = True) -> None:
     group.add_argument("--data-classification", default=(), type=_classification, metavar="CLASS[,CLASS]",
                        help="the tenant's data classification (the tenant output data_classification); with pii "
                             "or gdpr every contract must declare subject_keys")
+    group.add_argument("--lf-classification-tag", default="", metavar="KEY",
+                       help="the tenant's Lake Formation classification tag (the tenant output "
+                            "lake_formation.classification_tag): silver and gold runs tag their tables' columns")
     if spark:
         parser.add_argument("--jars", default="", help="comma-separated extra jars for s3a (default: "
                             "$TENANTLAKE_SPARK_JARS or .local/jars/)")
@@ -87,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     commands = parser.add_subparsers(dest="command", required=True,
-                                     metavar="{datagen,land,contract,run,run-all,counts,recover,creds,query,maintain,erase,usage}")
+                                     metavar="{datagen,land,contract,run,run-all,counts,recover,creds,query,maintain,erase,usage,sync-tags}")
     datasets = available_datasets()
 
     gen = commands.add_parser("datagen", help="write deterministic sample data into landing/<dataset>/",
@@ -154,6 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_maintain_parser(commands, datasets)
     _add_erase_parser(commands, datasets)
     _add_usage_parser(commands)
+    from spark_jobs import lf_tags
+
+    lf_tags.add_parser(commands, datasets, _lake_args)
     return parser
 
 
@@ -401,7 +407,8 @@ def _resolve(args: argparse.Namespace) -> LakeConfig:
                         s3_endpoint=args.s3_endpoint, truststore=args.truststore, ca_bundle=args.ca_bundle,
                         lake_config=args.lake_config, tenant=args.tenant,
                         glue_databases=getattr(args, "glue_databases", ()),
-                        data_classification=getattr(args, "data_classification", ()))
+                        data_classification=getattr(args, "data_classification", ()),
+                        lf_classification_tag=getattr(args, "lf_classification_tag", ""))
 
 
 def _cmd_datagen(args: argparse.Namespace) -> int:
@@ -463,8 +470,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         datasets = args.dataset or available_datasets()
         plan = [(d, layer) for d in datasets for layer in LAYERS]
+    from spark_jobs import lf_tags
+
     for dataset in datasets:  # every contract before Spark starts and any layer runs
         load_contract(dataset).check_personal_data(lake.data_classification)
+        if lake.lf_classification_tag:
+            lf_tags.check_contract(load_contract(dataset))
     # The leases of every layer the command writes, for the whole command, before its JVM starts: a second
     # run of a layer stops here, in one line naming the holder (spark_jobs/leases.py).
     with held_leases(lake, plan, label=args.command if args.command == "run-all" else args.layer,
@@ -475,6 +486,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _run_plan(args: argparse.Namespace, lake: LakeConfig, datasets: list[str], plan: list[tuple[str, str]],
               run_id: str) -> int:
     """``run``/``run-all`` under their leases: the layers of ``plan`` in order, then (run-all) the counts."""
+    from spark_jobs import lf_tags
     from spark_jobs.jobs.layer import run_layer
     from spark_jobs.quality import exit_code, run_status
     from spark_jobs.report import format_counts_table, landing_warnings, layer_counts
@@ -513,6 +525,9 @@ def _run_plan(args: argparse.Namespace, lake: LakeConfig, datasets: list[str], p
                   f"late={manifest['late']} ({manifest['duration_seconds']}s) manifest: "
                   f"{lake.report_dir(layer, dataset, manifest['run_id'])}/manifest.json")
             statuses.append(run_status(manifest.get("validation")))
+            tagged = lf_tags.tag_after_run(spark, lake, dataset, layer)  # the new tables' columns, for Lake Formation
+            if tagged:
+                print(tagged)
         if args.command == "run-all":
             rows = layer_counts(spark, lake, datasets)
             print(format_counts_table(rows))
@@ -616,8 +631,9 @@ def _table_command_errors() -> tuple[type, ...]:
     from spark_jobs.query import QueryError
     from spark_jobs.usage import UsageError
     from spark_jobs.usage.cost import PriceError
+    from spark_jobs.lf_tags import LfTagError
 
-    return CatalogError, MaintainError, QueryError, ErasureError, SubjectError, UsageError, PriceError
+    return CatalogError, MaintainError, QueryError, ErasureError, SubjectError, UsageError, PriceError, LfTagError
 
 
 def _lake_selection(args: argparse.Namespace) -> str:
@@ -701,6 +717,10 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_erase(args)
         if args.command == "usage":
             return _cmd_usage(args)
+        if args.command == "sync-tags":
+            from spark_jobs import lf_tags
+
+            return lf_tags.run(args, _resolve, _open_session)
         return _cmd_run(args)
     except (LakeConfigError, ContractError, DatagenError, _producer_error(), *_table_command_errors()) as exc:
         print(f"error: {exc}{_details(exc)}", file=sys.stderr)

@@ -199,6 +199,8 @@ def entrypoint_arguments(target: DeployTarget, spec: RunSpec, lake_uri: str | No
         args += ["--glue-databases", ",".join(f"{layer}={db}" for layer, db in target.glue_databases)]
     if target.data_classification:
         args += ["--data-classification", ",".join(target.data_classification)]
+    if target.lf_classification_tag and set(spec.layers) & {"silver", "gold"}:
+        args += ["--lf-classification-tag", target.lf_classification_tag]  # the runs tag their tables' columns
     return args
 
 

@@ -63,6 +63,13 @@ untracked by Terraform: the route-table check counted 4, and ``make destroy-all`
 (the provider retries ``DeleteVpc`` on ``DependencyViolation`` for many minutes). A retry now gets the table
 the first request made, as on AWS; a token reused for another VPC fails with ``IdempotentParameterMismatch``.
 
+A tenth: Lake Formation's grants and tags, as the AWS provider and ``spark_jobs/lf_tags.py`` use them
+(``_correct_lake_formation``): ``ListPermissions`` of a grant on an LF-tag or a tag expression (moto 5.2.5
+refused it, so terraform could not read back any tag-based grant), ``RevokePermissions`` of a permission not
+held (AWS's ``InvalidInputException``, which the provider's destroy waits for), ``GetResourceLFTags`` of an
+untagged table (HTTP 500) and ``AddLFTagsToResource`` per key and per column (moto replaced all of a
+resource's tags). Moto stores grants and tags; it enforces none of them.
+
 Two changes for speed, which change no answer: connections are kept alive (werkzeug's development server
 closed every connection after one response, so s3a paid a TCP connection and a TLS handshake on both sides
 for every request; each request body is now read whole before moto sees it, and Nagle's algorithm is off,
@@ -375,6 +382,125 @@ def _correct_bucket_inventory_configurations() -> None:
     assert s3_responses  # the module is loaded before the server builds its routes
 
 
+def _lf_tag_pairs(tags) -> frozenset:
+    """LF-tags (``[{TagKey, TagValues}, ...]``) as a comparable set; keys compare case-insensitively, as on AWS."""
+    return frozenset((str(t.get("TagKey", "")).lower(), tuple(sorted(t.get("TagValues") or ()))) for t in tags or ())
+
+
+def _lf_resource_matches(stored: dict, wanted: dict) -> bool:
+    """Whether a stored grant's resource is the ``LFTag`` or ``LFTagPolicy`` resource ``wanted`` names."""
+    if "LFTag" in wanted:
+        return "LFTag" in stored and (str(stored["LFTag"].get("TagKey", "")).lower()
+                                      == str(wanted["LFTag"].get("TagKey", "")).lower())
+    policy, mine = wanted["LFTagPolicy"], stored.get("LFTagPolicy")
+    return (mine is not None and mine.get("ResourceType") == policy.get("ResourceType")
+            and _lf_tag_pairs(mine.get("Expression")) == _lf_tag_pairs(policy.get("Expression")))
+
+
+def _correct_lake_formation() -> None:
+    """Lake Formation calls the tenant module and ``spark_jobs.lf_tags`` make, as AWS answers them.
+
+    * ``ListPermissions`` of an ``LFTag`` or ``LFTagPolicy`` resource (how the AWS provider reads back a grant on
+      a tag or a tag expression) answered ``InvalidInputException`` ("Resource must have either the catalog, table
+      or database field populated"): it now lists the grants on that tag key, or on that expression (keys and
+      values compared as sets), for the principal when one is given.
+    * ``GetResourceLFTags`` of a database or table that never had a tag answered HTTP 500 (a ``KeyError``): it
+      answers no tags.
+    * ``AddLFTagsToResource`` replaced every tag of the resource with the ones sent, and gave every column of one
+      call the same stored list (removing a tag from one column removed it from all): it now sets the sent keys'
+      values and keeps the resource's other keys (AWS: one value per key on a resource), one list per column.
+      ``RemoveLFTagsFromResource`` removes the sent keys whatever ``CatalogId`` the stored tag carries.
+    * ``RevokePermissions`` of a permission the grantee does not hold answered success; AWS answers
+      ``InvalidInputException`` "No permissions revoked. Grantee has no ...", which the AWS provider's destroy
+      waits for after its revoke (it retried the revoke until its timeout, then failed "empty retryable error")."""
+    import json
+
+    from moto.lakeformation.exceptions import InvalidInput
+    from moto.lakeformation.models import LakeFormationBackend, Permission
+    from moto.lakeformation.responses import LakeFormationResponse
+
+    lists_permissions = LakeFormationResponse.list_permissions
+
+    def list_permissions(self):
+        resource = self._get_param("Resource") or {}
+        if not ({"LFTag", "LFTagPolicy"} & set(resource)):
+            return lists_permissions(self)
+        catalog_id = self._get_param("CatalogId") or self.current_account
+        principal = self._get_param("Principal")
+        grants = self.lakeformation_backend.grants.get(catalog_id)
+        found = [grant.to_external_form() for grant in (grants.permissions if grants else ())
+                 if (principal is None or grant.principal == principal) and _lf_resource_matches(grant.resource, resource)]
+        return json.dumps({"PrincipalResourcePermissions": found})
+
+    def stores(self, catalog_id: str, resource: dict) -> list[tuple[dict, tuple]]:
+        """(tag store, key) of each database, table or column ``resource`` names."""
+        if "Database" in resource:
+            db = resource["Database"]
+            return [(self.lf_database_tags, (db.get("CatalogId", self.account_id), db["Name"]))]
+        if "Table" in resource:
+            table = resource["Table"]
+            return [(self.lf_table_tags, (table.get("CatalogId", self.account_id), table["DatabaseName"], table["Name"]))]
+        if "TableWithColumns" in resource:
+            table = resource["TableWithColumns"]
+            base = (table.get("CatalogId", self.account_id), table["DatabaseName"], table["Name"])
+            return [(self.lf_columns_tags, (*base, column)) for column in table.get("ColumnNames") or ()]
+        return []
+
+    def add_lf_tags_to_resource(self, catalog_id, resource, tags):
+        known = self.list_lf_tags(catalog_id)
+        failures = [{"LFTag": tag, "Error": {"ErrorCode": "EntityNotFoundException",
+                                             "ErrorMessage": "Tag or tag value does not exist."}}
+                    for tag in tags if tag["TagKey"] not in known
+                    or not set(tag.get("TagValues") or ()) <= set(known[tag["TagKey"]])]
+        if failures:
+            return failures
+        for store, key in stores(self, catalog_id, resource):
+            sent = {tag["TagKey"].lower() for tag in tags}
+            kept = [dict(tag) for tag in store.get(key, ()) if tag["TagKey"].lower() not in sent]
+            store[key] = kept + [{"CatalogId": catalog_id, **dict(tag)} for tag in tags]
+        return []
+
+    def get_resource_lf_tags(self, catalog_id, resource):
+        levels: dict[str, list] = {"Database": [], "Table": [], "TableWithColumns": []}
+        for level in levels:
+            if level in resource:
+                for store, key in stores(self, catalog_id, {level: resource[level]}):
+                    if level == "TableWithColumns":
+                        if store.get(key):
+                            levels[level].append({"Name": key[-1], "LFTags": store[key]})
+                    else:
+                        levels[level] = list(store.get(key, ()))
+        return levels["Database"], levels["Table"], levels["TableWithColumns"]
+
+    def remove_lf_tags_from_resource(self, catalog_id, resource, tags):
+        removed = {tag["TagKey"].lower() for tag in tags}
+        for store, key in stores(self, catalog_id, resource):
+            store[key] = [tag for tag in store.get(key, ()) if tag["TagKey"].lower() not in removed]
+
+    def revoke_permissions(self, catalog_id, principal, resource, permissions_to_revoke,
+                           permissions_with_grant_options_to_revoke):
+        grants = self.grants.get(catalog_id)
+        held = [grant for grant in (grants.permissions if grants else ()) if grant.principal == principal and (
+            _lf_resource_matches(grant.resource, resource) if {"LFTag", "LFTagPolicy"} & set(resource)
+            else grant.resource == resource)]
+        wanted = set(permissions_to_revoke or ()) | set(permissions_with_grant_options_to_revoke or ())
+        if not any(wanted & set(grant.permissions) | wanted & set(grant.permissions_with_grant_options) for grant in held):
+            raise InvalidInput(f"No permissions revoked. Grantee has no {', '.join(sorted(wanted))} permission on "
+                               "the resource")
+        for grant in held:
+            grants.permissions.discard(grant)
+            grant.diff(Permission(principal, resource, list(permissions_to_revoke or ()),
+                                  list(permissions_with_grant_options_to_revoke or ())))
+            if not grant.is_empty():
+                grants.permissions.add(grant)
+
+    LakeFormationResponse.list_permissions = list_permissions
+    LakeFormationBackend.revoke_permissions = revoke_permissions
+    LakeFormationBackend.add_lf_tags_to_resource = add_lf_tags_to_resource
+    LakeFormationBackend.get_resource_lf_tags = get_resource_lf_tags
+    LakeFormationBackend.remove_lf_tags_from_resource = remove_lf_tags_from_resource
+
+
 def _cache_backend_lookups() -> None:
     """Moto 5.2.5 lists its own package folder (``os.listdir`` and an ``isdir`` per entry, about 200) for every
     request it routes, under the dispatcher's lock, then matches the host against every backend's URL patterns:
@@ -615,6 +741,7 @@ def main(argv: list[str] | None = None) -> None:
     _implement_athena_update_work_group()
     _correct_bucket_inventory_configurations()
     _list_only_prefixes_holding_current_objects()
+    _correct_lake_formation()
     _cache_backend_lookups()
     _decode_aws_chunked_bodies_in_one_pass()
     _stream_completed_multipart_uploads()

@@ -10,7 +10,7 @@ ENDPOINTS = ("list:concat([for e in aws_vpc_endpoint.endpoints_gateway : e.id], 
              "values(var.shared_gateway_endpoint_ids))")
 ADMINS = "concat([data.aws_iam_session_context.deployer_session.issuer_arn], var.admin_principal_arns)"
 TENANT_ROLES = ("[aws_iam_role.roles_job_execution.arn, aws_iam_role.roles_ingest_writer.arn, "
-                "aws_iam_role.roles_consumer.arn, aws_iam_role.roles_erasure.arn]")
+                "aws_iam_role.roles_consumer.arn, aws_iam_role.roles_erasure.arn, aws_iam_role.lf_role.arn]")
 # The Firehose roles, rendered from their name template for every entry of var.streams.
 FIREHOSE_ROLES = ('[for s in var.streams : "arn:${data.aws_partition.inputs_partition.partition}:iam::'
                   '${var.account_id}:role/${var.tenant_id}-lake-${s}-firehose"]')
@@ -57,9 +57,11 @@ def test_lake_policy_statements(tenant_module):
     assert outside["Action"] == ["s3:*"] and outside["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]
     # Every condition must hold to deny: not via a tenant endpoint AND neither an admin nor a Firehose role
     # AND not a request Athena makes for its caller. No aws:ViaAWSService / aws:PrincipalIsAWSService escape.
+    # Lake Formation's data-access role too: Athena reads gold with the credentials Lake Formation vends from it.
     assert outside["Condition"] == {"StringNotEquals": {"aws:SourceVpce": [ENDPOINTS],
                                                         "aws:CalledViaFirst": ["athena.amazonaws.com"]},
-                                    "ArnNotLike": {"aws:PrincipalArn": [f"list:concat({ADMINS}, {FIREHOSE_ROLES})"]}}
+                                    "ArnNotLike": {"aws:PrincipalArn": [
+                                        f"list:concat({ADMINS}, {FIREHOSE_ROLES}, [aws_iam_role.lf_role.arn])"]}}
     # ... and Athena's exemption serves the consumer role only.
     athena = s["DenyAthenaOutsideConsumers"]
     assert athena["Action"] == ["s3:*"] and athena["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]

@@ -11,7 +11,7 @@ from botocore.validate import ParamValidator
 
 from infra.deploy.request import (
     DEFAULT_RELEASE_LABEL, LAYERS, PIPELINE, ArtifactLocation, JobSizing, RequestOptions, RunSpec, build_request,
-    client_token, job_name, run_plan,
+    client_token, entrypoint_arguments, job_name, run_plan,
 )
 from infra.deploy.target import DeployError, DeployTarget, flatten_outputs, target_from_outputs
 
@@ -309,6 +309,28 @@ def test_a_personal_data_tenants_classification_reaches_the_job():
     assert _resolve(build_parser().parse_args(args)).data_classification == ("gdpr", "pii")
     without = build_request(dataclasses.replace(target, data_classification=()), LOCATION, SPEC, "x")
     assert "--data-classification" not in without["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
+
+
+def test_the_lake_formation_tag_reaches_pipeline_runs_which_tag_their_tables():
+    """The tenant output lake_formation.classification_tag becomes --lf-classification-tag of the runs that create
+    tables (spark_jobs/lf_tags.py tags their columns as the job role); a maintenance run creates none."""
+    import dataclasses
+
+    from spark_jobs.cli import _resolve, build_parser
+
+    outputs = {"tenant_id": "acme", "region": "eu-west-1", "lake_bucket_name": "b", "kms_key_arn": KEY,
+               "job_execution_role_arn": TARGET.role_arn, "emr_virtual_cluster_id": "x", "log_group_name": "g",
+               "glue_database_names": {"silver": "acme_silver", "gold": "acme_gold"},
+               "lake_formation": {"classification_tag": "acme-classification", "layer_tag": "acme-layer"}}
+    target = target_from_outputs("acme", outputs)
+    assert target.lf_classification_tag == "acme-classification"
+    args = build_request(target, LOCATION, SPEC, "x")["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
+    assert args[args.index("--lf-classification-tag") + 1] == "acme-classification"
+    assert _resolve(build_parser().parse_args(args)).lf_classification_tag == "acme-classification"
+    bronze = dataclasses.replace(SPEC, layer="bronze")
+    assert "--lf-classification-tag" not in entrypoint_arguments(target, bronze)
+    older = target_from_outputs("acme", {k: v for k, v in outputs.items() if k != "lake_formation"})
+    assert "--lf-classification-tag" not in entrypoint_arguments(older, SPEC)
 
 
 def test_an_erasure_run_is_the_erase_job_as_the_erasure_role_with_its_subjects_in_the_lake():
