@@ -7,6 +7,15 @@ Statements of the lake bucket's policy (README "Policies" in modules/README.md):
 3. ``DenyNonKmsUploads``: ``s3:PutObject`` whose encryption header is not ``aws:kms``.
 4. ``DenyWrongKeyUploads``: ``s3:PutObject`` not naming the tenant key's ARN in
    ``x-amz-server-side-encryption-aws-kms-key-id`` (without it S3 would use the aws/s3 key).
+4a. ``DenyUnconditionalLandingWrites`` (lake only): an object creation (``PutObject``,
+   ``CompleteMultipartUpload``: ``s3:ObjectCreationOperation`` true) under ``landing/`` without an
+   ``If-None-Match`` header (``s3:if-none-match`` absent), by anyone but a Firehose delivery role. Landing
+   writes are create-only: bronze reads each name once, so new bytes under a name it has read would never be
+   ingested; with the header S3 refuses to replace an existing name (412). The parts of a multipart upload
+   (``CreateMultipartUpload``, ``UploadPart``: ``s3:ObjectCreationOperation`` false) cannot carry the header
+   and pass; its completion needs it. A ``CopyObject`` into landing/ is denied (S3 supports no conditional
+   copy). Firehose writes a new, unique key per object and sends no such header: its roles are exempt by
+   ARN (the role-name pattern ``<tenant>-lake-*-firehose``; the allow-list of statement 5 still names each).
 5. ``DenyPrincipalsOutsideTenant``: any request whose ``aws:PrincipalArn`` is not on the allow-list:
    the tenant's own roles, its Firehose delivery roles and the admin principals. Defence in depth: a
    mis-scoped identity policy in another tenant (or account) cannot reach the bucket. An assumed-role
@@ -79,6 +88,10 @@ class BucketPolicyConfig:
         athena_principal_arns: list expression of the principals whose requests may come through Athena
             (exempt from the endpoint rule when ``aws:CalledViaFirst`` is Athena; everyone else's Athena
             requests are denied). None: no Athena exemption. @default - None
+        create_only_prefixes: key prefixes where an object may only be created, never replaced
+            (``DenyUnconditionalLandingWrites``). @default - () (none)
+        create_only_exempt_principal_arns: ARN patterns of principals exempt from that rule (writers of
+            unique keys that send no ``If-None-Match``: the Firehose roles). @default - () (none)
     """
 
     bucket: str
@@ -92,6 +105,8 @@ class BucketPolicyConfig:
     inventory_source_arns: Sequence[str] = ()
     inventory_prefix: str = INVENTORY_PREFIX
     athena_principal_arns: Optional[ListExpr] = None
+    create_only_prefixes: Sequence[str] = ()
+    create_only_exempt_principal_arns: Sequence[str] = ()
 
 
 class DeployerIdentity(Construct):
@@ -124,6 +139,17 @@ def bucket_policy_statements(cfg: BucketPolicyConfig) -> list[Statement]:
                       conditions=[Condition("StringNotEquals", "s3:x-amz-server-side-encryption-aws-kms-key-id",
                                             [cfg.kms_key_arn])]),
         ]
+    if cfg.create_only_prefixes:
+        # Both keys must hold to deny: no If-None-Match header, on a request that creates the object (the
+        # parts of a multipart upload cannot carry the header; AWS's documented enforcement pattern).
+        exempt = ([Condition("ArnNotLike", "aws:PrincipalArn", list(cfg.create_only_exempt_principal_arns))]
+                  if cfg.create_only_exempt_principal_arns else [])
+        statements.append(Statement(
+            "DenyUnconditionalLandingWrites", ["s3:PutObject"],
+            [f"{cfg.bucket_arn}/{prefix.strip('/')}/*" for prefix in cfg.create_only_prefixes],
+            effect="Deny", principals=[EVERYONE],
+            conditions=[Condition("Null", "s3:if-none-match", ["true"]),
+                        Condition("Bool", "s3:ObjectCreationOperation", ["true"]), *exempt]))
     if cfg.log_delivery_source_arns:
         statements.append(Statement(
             "S3ServerAccessLogsDelivery", ["s3:PutObject"], objects,
