@@ -36,9 +36,9 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
-from spark_jobs.contract import Contract
+from spark_jobs.contract import Contract, load_contract
 from spark_jobs.io.landing import is_landing_file
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake import LakeConfig, lake_from_args, lake_selection
 from spark_jobs.landing_files import FileCheck, check_file
 
 ENV_VAR = "TENANTLAKE_ENV"
@@ -390,7 +390,7 @@ def caller_line(lake: LakeConfig) -> str | None:
     return f"land: as {arn}{role_hint}"
 
 
-def summary(contract: Contract, lake: LakeConfig, result: LandResult, lake_selection: str, dry_run: bool) -> str:
+def summary(contract: Contract, lake: LakeConfig, result: LandResult, lake_options: str, dry_run: bool) -> str:
     where = lake.landing(contract.dataset)
     total = sum(c.size for c, _ in result.landed)
     verb = "would land" if dry_run else "landed"
@@ -406,7 +406,7 @@ def summary(contract: Contract, lake: LakeConfig, result: LandResult, lake_selec
         lines.append(f"land {contract.dataset}: {len(result.skipped)} file(s) in the folders are not "
                      f"{contract.landing_format} by name, not landed: {names}")
     if not dry_run:
-        lines.append(f"next: python -m spark_jobs run-all {lake_selection} --dataset {contract.dataset}".replace("  ", " "))
+        lines.append(f"next: python -m spark_jobs run-all {lake_options} --dataset {contract.dataset}".replace("  ", " "))
     return "\n".join(lines)
 
 
@@ -435,9 +435,13 @@ def _sigterm_interrupts():
         signal.signal(signal.SIGTERM, previous)
 
 
-def run(args: argparse.Namespace, lake: LakeConfig, contract: Contract, lake_selection: str) -> int:
-    """The CLI command (``spark_jobs.cli`` resolves the lake and the contract first). Exit codes: 0 landed,
-    1 an upload failed, 2 refused, 128 + the signal's number when interrupted (130 Ctrl-C, 143 SIGTERM)."""
+def run(args: argparse.Namespace) -> int:
+    """The CLI command, with the options ``spark_jobs.cli`` parsed (the contract, then the lake: a bad one raises
+    ``ContractError``/``LakeConfigError``). Exit codes: 0 landed, 1 an upload failed, 2 refused, 128 + the
+    signal's number when interrupted (130 Ctrl-C, 143 SIGTERM)."""
+    contract = load_contract(args.dataset)
+    lake = lake_from_args(args)
+
     def progress(line: str) -> None:
         print(f"[land {contract.dataset}] {line}", file=sys.stderr, flush=True)
 
@@ -457,5 +461,5 @@ def run(args: argparse.Namespace, lake: LakeConfig, contract: Contract, lake_sel
               "not landed and its upload was aborted, the files reported landed above are whole: run the same "
               "command again to land the rest", file=sys.stderr)
         return 128 + signum
-    print(summary(contract, lake, result, lake_selection, args.dry_run))
+    print(summary(contract, lake, result, lake_selection(args), args.dry_run))
     return EXIT_OK
