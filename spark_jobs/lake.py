@@ -31,7 +31,7 @@ class LakeConfig:
         region: the lake's region. @default - "eu-west-1"
         s3_endpoint: S3 endpoint for s3a ("" = AWS). @default - ""
         truststore: PKCS#12 trust store for the emulator's private CA (JVM side). @default - ""
-        ca_bundle: PEM CA bundle for boto3 (datagen only). @default - $AWS_CA_BUNDLE or ""
+        ca_bundle: PEM CA bundle for boto3 (every lake client: spark_jobs/io/s3.py). @default - $AWS_CA_BUNDLE or ""
         glue_databases: (layer, Glue database) pairs: the Iceberg catalog's namespaces when the lake's
             catalog is Glue (``s3://`` lakes on EMR; the tenant output ``glue_database_names``). Unused by
             the local Hadoop catalog, whose namespaces are the layer names. @default - ()

@@ -38,6 +38,7 @@ from urllib.parse import urlparse
 
 from spark_jobs.contract import Contract, load_contract
 from spark_jobs.io.landing import is_landing_file
+from spark_jobs.io.s3 import lake_client
 from spark_jobs.lake import LakeConfig, lake_from_args, lake_selection
 from spark_jobs.landing_files import FileCheck, check_file
 
@@ -208,12 +209,9 @@ class _ObjectStore:
     """S3 (or the emulator): a conditional, SSE-KMS put per file, or a multipart upload for a large one."""
 
     def __init__(self, lake: LakeConfig, client=None, part_size: int = DEFAULT_PART_MIB * MiB):
-        import boto3
-
         self.lake = lake
         self.part_size = part_size
-        self.client = client or boto3.session.Session().client(
-            "s3", region_name=lake.region, endpoint_url=lake.s3_endpoint or None, verify=lake.ca_bundle or None)
+        self.client = client or lake_client(lake, fresh_session=True)
         self.encryption = ({"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": lake.kms_key_arn}
                            if lake.kms_key_arn else {})
 

@@ -202,10 +202,9 @@ def classification(lake: LakeConfig) -> Classification | None:
 
 def lake_formation_client(lake: LakeConfig):
     """boto3 Lake Formation client: the emulator's endpoint and CA locally, the default chain on AWS."""
-    import boto3
+    from spark_jobs.io.s3 import lake_client
 
-    return boto3.client("lakeformation", region_name=lake.region, endpoint_url=lake.s3_endpoint or None,
-                        verify=lake.ca_bundle or None)
+    return lake_client(lake, "lakeformation")
 
 
 def apply(client: Any, tag: Classification, plans: Sequence[TablePlan]) -> dict[str, int]:

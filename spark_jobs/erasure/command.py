@@ -12,6 +12,7 @@ from spark_jobs.contract import available_datasets, load_contract
 from spark_jobs.erasure import objects
 from spark_jobs.erasure.job import check, check_lake, erase
 from spark_jobs.erasure.subjects import read_subjects
+from spark_jobs.io.s3 import lake_client
 from spark_jobs.jobs.sizing import command_session
 from spark_jobs.lake import lake_from_args
 
@@ -21,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     lake = lake_from_args(args)
     check_lake(lake)  # before the subjects are read and any JVM starts
     subjects = read_subjects(args.subject, args.subject_file,
-                             read_remote=lambda uri: objects.read_uri(objects.s3_client(lake), uri))
+                             read_remote=lambda uri: objects.read_uri(lake_client(lake), uri))
     for dataset in args.dataset or available_datasets():
         load_contract(dataset).check_personal_data(lake.data_classification)
     check(subjects, args.dataset)  # before Spark starts: a request that fails it changes nothing
