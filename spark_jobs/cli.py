@@ -81,20 +81,19 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _date(text: str) -> str:
-    try:
-        time.strptime(text, "%Y-%m-%d")
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a date YYYY-MM-DD") from None
-    return text
+def _time_text(pattern: str, what: str) -> Callable[[str], str]:
+    """An argument type: the text itself when ``time.strptime`` reads it with ``pattern``, else "is not ``what``"."""
+    def check(text: str) -> str:
+        try:
+            time.strptime(text, pattern)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not {what}") from None
+        return text
+    return check
 
 
-def _month(text: str) -> str:
-    try:
-        time.strptime(text, "%Y-%m")
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a month YYYY-MM") from None
-    return text
+_date = _time_text("%Y-%m-%d", "a date YYYY-MM-DD")
+_month = _time_text("%Y-%m", "a month YYYY-MM")
 
 
 def build_parser() -> argparse.ArgumentParser:
