@@ -49,8 +49,9 @@ COLUMN_TYPES: tuple[str, ...] = ("string", "int", "long", "double", "boolean", "
 DECIMAL_TYPE_RE = r"^decimal\(\s*([0-9]{1,2})\s*,\s*([0-9]{1,2})\s*\)$"
 NUMERIC_TYPES: tuple[str, ...] = ("int", "long", "double")  # and every decimal(P,S)
 SUBJECT_KEY_TYPES: tuple[str, ...] = ("string", "int", "long")  # and every decimal(P,S)
-# Erasure (spark_jobs/erasure): an id shorter than this is refused, unless a subject key says otherwise. A
-# short id ("42") recurs in any text as a whole token, so matching it in reports and logs would hit others.
+# Erasure (spark_jobs/erasure): a text id shorter than this is refused, unless a subject key says otherwise. A
+# short text id ("ab12") recurs in any text as a whole token, so matching it in reports and logs would hit
+# others. A numeric key's id is only ever matched with its key, so any length is accepted (customer 42).
 DEFAULT_SUBJECT_ID_MIN_LENGTH = 4
 CASES: tuple[str, ...] = ("lower", "upper")
 MALFORMED_RULE = "malformed_record"
@@ -261,8 +262,8 @@ class SubjectKey:
         column: a schema column of type string, int, long or decimal(P,S).
         pattern: a regular expression every id must match in full (after normalisation), else the
             request is refused before anything changes. @default - None (any id)
-        min_length: ids shorter than this (in characters, after normalisation) are refused.
-            @default - 4 (``DEFAULT_SUBJECT_ID_MIN_LENGTH``)
+        min_length: text ids shorter than this (in characters, after normalisation) are refused; a numeric
+            key (int, long, decimal) accepts an id of any length. @default - 4 (``DEFAULT_SUBJECT_ID_MIN_LENGTH``)
     """
 
     column: str
@@ -270,7 +271,7 @@ class SubjectKey:
     pattern: str | None = None
     """A regular expression every id must match in full. @default - any id"""
     min_length: int = DEFAULT_SUBJECT_ID_MIN_LENGTH
-    """Ids shorter than this are refused. @default - 4"""
+    """Text ids shorter than this are refused (a numeric key accepts any length). @default - 4"""
 
     @field_validator("pattern", mode="before")
     @classmethod

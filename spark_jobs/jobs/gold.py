@@ -31,10 +31,10 @@ def pseudonymised(silver, run: JobRun):
     if not keys:
         return silver
     output = silver
-    from spark_jobs.erasure.subjects import load_key, pseudonym_column
+    from spark_jobs.erasure.subjects import load_key, pseudonymiser
 
-    key = load_key(run.spark, run.lake)
-    return output.select(*[pseudonym_column(key, F.col(c)).alias(c) if c in keys else F.col(c) for c in output.columns])
+    keyed_hash = pseudonymiser(run.spark, load_key(run.spark, run.lake))  # the key in a broadcast, not in the plan
+    return output.select(*[keyed_hash(F.col(c)).alias(c) if c in keys else F.col(c) for c in output.columns])
 
 
 def _load_gold_tables(run: JobRun) -> dict:
