@@ -179,7 +179,7 @@ class TenantLakeStack(TerraformStack):
             "inventory": ({"id": inventory.name, "bucket": log_bucket.name, "prefix": inventory.prefix},
                           "The lake's S3 Inventory (daily, Parquet, every version): configuration id, and the bucket and "
                           "prefix its reports go to."),
-            "kms_key_arn": (key.arn, "ARN of the tenant's KMS key; uploads must name it."),
+            "kms_key_arn": (key.arn, "ARN of the tenant's KMS key; an upload that names a key must name this one."),
             "kms_key_alias": (key.alias.name, "Alias of the tenant's KMS key."),
             "job_execution_role_arn": (roles.arns["job_execution"], "ARN of the EMR on EKS job-execution role."),
             "ingest_writer_role_arn": (roles.arns["ingest_writer"], "ARN of the role that may only put objects under landing/."),

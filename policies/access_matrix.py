@@ -85,7 +85,9 @@ LIST_ACTIONS: tuple[str, ...] = ("s3:ListBucket", "s3:ListBucketVersions")
 CONTEXT_FIELDS: dict[str, tuple[Any, ...]] = {
     "tls": (True, False),                          # aws:SecureTransport
     "endpoint": ("own", "none", "foreign"),        # aws:SourceVpce: the tenant's S3 gateway endpoint, none, another
-    "sse": ("aws:kms", "AES256", "none"),          # s3:x-amz-server-side-encryption (PutObject)
+    # s3:x-amz-server-side-encryption (PutObject); "customer": SSE-C, whose header is
+    # ...-customer-algorithm instead; "none": no encryption header (UploadPart, CompleteMultipartUpload)
+    "sse": ("aws:kms", "AES256", "customer", "none"),
     "sse_key": ("own", "other", "none"),           # ...-aws-kms-key-id: the tenant key, the other tenant's, absent
     "via_aws_service": (False, True),              # aws:ViaAWSService
     "kms_via": ("s3", "kinesis", "none"),          # kms:ViaService (KMS actions)
@@ -95,8 +97,9 @@ CONTEXT_FIELDS: dict[str, tuple[Any, ...]] = {
     "source_account": ("own", "other"),            # aws:SourceAccount of a service principal's request
     "called_via": ("none", "athena"),              # aws:CalledVia*: a request Athena makes for its caller
     "execution_role": ("job_role", "erasure_role"),  # emr-containers:ExecutionRoleArn: the run's role (StartJobRun)
-    # s3:PutObject: an object creation without a conditional header, with If-None-Match: * (create-only), or
-    # a part of a multipart upload (s3:ObjectCreationOperation false: it cannot carry the header)
+    # s3:PutObject: an object creation (PutObject, CompleteMultipartUpload) without a conditional header, with
+    # If-None-Match: * (create-only), or a CreateMultipartUpload or UploadPart (s3:ObjectCreationOperation false:
+    # it cannot carry the header)
     "write_condition": ("none", "if_none_match", "upload_part"),
 }
 CONTEXT_DEFAULTS: dict[str, Any] = {
@@ -291,6 +294,7 @@ _CONTEXT_TEXT: dict[tuple[str, Any], str] = {
     ("endpoint", "own"): "through the tenant's endpoint",
     ("sse", "none"): "no encryption header",
     ("sse", "AES256"): "SSE-S3 header",
+    ("sse", "customer"): "SSE-C headers (a customer-provided key)",
     ("sse_key", "other"): "the other tenant's key id",
     ("sse_key", "none"): "no key id",
     ("via_aws_service", True): "aws:ViaAWSService",
@@ -305,7 +309,7 @@ _CONTEXT_TEXT: dict[tuple[str, Any], str] = {
     ("called_via", "athena"): "made by Athena for the caller (aws:CalledVia)",
     ("execution_role", "erasure_role"): "the erasure role as the run's execution role",
     ("write_condition", "if_none_match"): "If-None-Match: * (create-only)",
-    ("write_condition", "upload_part"): "a part of a multipart upload",
+    ("write_condition", "upload_part"): "CreateMultipartUpload or UploadPart (no object creation)",
 }
 # Which context fields matter for which actions (the others are not shown).
 _RELEVANT: dict[str, tuple[str, ...]] = {

@@ -19,6 +19,11 @@ tenants' policies (``policies.tenant_policies.AppliedTenant``):
   ``s3:ObjectCreationOperation = true``, and ``s3:if-none-match = *`` when it sends ``If-None-Match: *``
   (create-only); a part of a multipart upload (``CreateMultipartUpload``, ``UploadPart``, also
   ``s3:PutObject``) carries ``s3:ObjectCreationOperation = false`` and cannot carry the header;
+* a put's encryption headers are ``s3:x-amz-server-side-encryption`` (``aws:kms``, ``AES256``) and
+  ``...-aws-kms-key-id``, or for SSE-C ``s3:x-amz-server-side-encryption-customer-algorithm`` alone (``AES256``);
+  ``UploadPart`` and ``CompleteMultipartUpload`` carry none (S3 takes the encryption from
+  ``CreateMultipartUpload``; an SSE-C upload's parts repeat the customer key), nor does a put that leaves the
+  encryption to the bucket default;
 * SSE-KMS calls S3 makes for a put or get are ``kms:ViaService = s3.<region>.amazonaws.com`` with
   the bucket ARN as ``aws:s3:arn`` encryption context (S3 Bucket Key is on for the lake); those
   Kinesis makes for an encrypted stream are ``kinesis.<region>.amazonaws.com`` with the stream's
@@ -240,7 +245,9 @@ class RequestBuilder:
                 context["s3:ObjectCreationOperation"] = _bool(ctx["write_condition"] != "upload_part")
                 if ctx["write_condition"] == "if_none_match":
                     context["s3:if-none-match"] = "*"
-            if cell.action == "s3:PutObject" and ctx["sse"] != "none":
+            if cell.action == "s3:PutObject" and ctx["sse"] == "customer":
+                context["s3:x-amz-server-side-encryption-customer-algorithm"] = "AES256"
+            elif cell.action == "s3:PutObject" and ctx["sse"] != "none":
                 context["s3:x-amz-server-side-encryption"] = ctx["sse"]
                 if ctx["sse"] == "aws:kms" and ctx["sse_key"] != "none":
                     key = tenant.key_arn if ctx["sse_key"] == "own" else other.key_arn

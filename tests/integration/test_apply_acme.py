@@ -125,11 +125,21 @@ def test_bucket_policy_denies_plain_http_other_keys_and_other_endpoints(lake, s3
     statements = {s["Sid"]: s for s in policy["Statement"]}
     tls = statements["DenyInsecureTransport"]
     assert tls["Effect"] == "Deny" and _values(tls["Condition"]["Bool"]["aws:SecureTransport"]) == ["false"]
-    wrong_key = statements["DenyWrongKeyUploads"]
-    assert _values(wrong_key["Condition"]["StringNotEquals"]["s3:x-amz-server-side-encryption-aws-kms-key-id"]) \
-        == [lake["kms_key_arn"]]
-    non_kms = statements["DenyNonKmsUploads"]
-    assert _values(non_kms["Condition"]["StringNotEqualsIfExists"]["s3:x-amz-server-side-encryption"]) == ["aws:kms"]
+    # Encryption: each deny judges its header only when the request carries it (Null false), so UploadPart and
+    # CompleteMultipartUpload, which carry none, pass and take the default encryption
+    # (test_bucket_encryption_is_kms_with_the_tenant_key: the tenant key) (issue 42).
+    sse, key_id = "s3:x-amz-server-side-encryption", "s3:x-amz-server-side-encryption-aws-kms-key-id"
+    encryption = {sid: {op: {k: _values(v) for k, v in keys.items()} for op, keys in statements[sid]["Condition"].items()}
+                  for sid in ("DenyNonKmsUploads", "DenyWrongKeyUploads", "DenyAwsManagedKeyUploads",
+                              "DenyCustomerKeyUploads")}
+    assert encryption == {
+        "DenyNonKmsUploads": {"Null": {sse: ["false"]}, "StringNotEquals": {sse: ["aws:kms"]}},
+        "DenyWrongKeyUploads": {"Null": {key_id: ["false"]}, "StringNotEquals": {key_id: [lake["kms_key_arn"]]}},
+        "DenyAwsManagedKeyUploads": {"StringEquals": {sse: ["aws:kms"]}, "Null": {key_id: ["true"]}},
+        "DenyCustomerKeyUploads": {"Null": {"s3:x-amz-server-side-encryption-customer-algorithm": ["false"]}}}
+    assert all(statements[sid]["Effect"] == "Deny" and _values(statements[sid]["Action"]) == ["s3:PutObject"]
+               for sid in encryption)
+    assert "DenyUnencryptedUploads" not in statements
     vpce = statements["DenyOutsideTenantVpcEndpoints"]
     assert vpce["Effect"] == "Deny"
     vpce_condition = {k.lower(): v for k, v in vpce["Condition"]["StringNotEquals"].items()}

@@ -25,20 +25,27 @@ def test_lake_policy_statements(tenant_module):
     policy, s = _statements(tenant_module, "lake_policy_policy")
     assert policy["bucket"] == "${aws_s3_bucket.lake_bucket.id}"
     assert policy["depends_on"] == ["aws_s3_bucket_public_access_block.lake_public_access_block"]
-    assert list(s) == ["DenyInsecureTransport", "DenyUnencryptedUploads", "DenyNonKmsUploads", "DenyWrongKeyUploads",
-                       "DenyUnconditionalLandingWrites", "DenyPrincipalsOutsideTenant", "DenyOutsideTenantVpcEndpoints",
-                       "DenyAthenaOutsideConsumers"]
+    assert list(s) == ["DenyInsecureTransport", "DenyNonKmsUploads", "DenyWrongKeyUploads", "DenyAwsManagedKeyUploads",
+                       "DenyCustomerKeyUploads", "DenyUnconditionalLandingWrites", "DenyPrincipalsOutsideTenant",
+                       "DenyOutsideTenantVpcEndpoints", "DenyAthenaOutsideConsumers"]
     assert all(st["Effect"] == "Deny" and st["Principal"] == {"AWS": "*"} for st in s.values())
     assert s["DenyInsecureTransport"]["Action"] == ["s3:*"]
     assert s["DenyInsecureTransport"]["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]
     assert s["DenyInsecureTransport"]["Condition"] == {"Bool": {"aws:SecureTransport": ["false"]}}
-    for sid in ("DenyUnencryptedUploads", "DenyNonKmsUploads", "DenyWrongKeyUploads"):
+    # Encryption: a header that is present must say aws:kms and the tenant key. Each deny first tests that its header
+    # is there (Null false): UploadPart and CompleteMultipartUpload carry none, and a negated operator alone (IfExists
+    # or not) matches an absent key, which denied every multipart upload. Headerless requests take the bucket default.
+    sse, key_id = "s3:x-amz-server-side-encryption", "s3:x-amz-server-side-encryption-aws-kms-key-id"
+    for sid in ("DenyNonKmsUploads", "DenyWrongKeyUploads", "DenyAwsManagedKeyUploads", "DenyCustomerKeyUploads"):
         assert s[sid]["Action"] == ["s3:PutObject"] and s[sid]["Resource"] == f"{LAKE_ARN}/*"
-    assert s["DenyUnencryptedUploads"]["Condition"] == {"Null": {"s3:x-amz-server-side-encryption": ["true"]}}
-    assert s["DenyNonKmsUploads"]["Condition"] == {
-        "StringNotEqualsIfExists": {"s3:x-amz-server-side-encryption": ["aws:kms"]}}
+    assert s["DenyNonKmsUploads"]["Condition"] == {"Null": {sse: ["false"]}, "StringNotEquals": {sse: ["aws:kms"]}}
     assert s["DenyWrongKeyUploads"]["Condition"] == {
-        "StringNotEquals": {"s3:x-amz-server-side-encryption-aws-kms-key-id": ["${aws_kms_key.kms_key.arn}"]}}
+        "Null": {key_id: ["false"]}, "StringNotEquals": {key_id: ["${aws_kms_key.kms_key.arn}"]}}
+    # aws:kms without a key id: S3 would use the aws/s3 key, not the bucket default's.
+    assert s["DenyAwsManagedKeyUploads"]["Condition"] == {"StringEquals": {sse: ["aws:kms"]}, "Null": {key_id: ["true"]}}
+    assert s["DenyCustomerKeyUploads"]["Condition"] == {
+        "Null": {"s3:x-amz-server-side-encryption-customer-algorithm": ["false"]}}
+    assert not [st for st in s.values() for op in st.get("Condition", {}) if op.endswith("IfExists")]
     # Landing writes are create-only: an object creation under landing/ without If-None-Match is denied to
     # everyone (admins too) but the Firehose roles, which write unique keys (matched by their name pattern).
     create_only = s["DenyUnconditionalLandingWrites"]

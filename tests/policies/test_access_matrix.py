@@ -29,7 +29,9 @@ RELIED_ON_KEYS = {"aws:SecureTransport", "aws:SourceVpce", "aws:PrincipalArn", "
                   # the maintenance scheduler's cells (a run's execution role, the service a role is passed to)
                   "emr-containers:ExecutionRoleArn", "iam:PassedToService",
                   # create-only landing writes (issue 41)
-                  "s3:if-none-match", "s3:ObjectCreationOperation"}
+                  "s3:if-none-match", "s3:ObjectCreationOperation",
+                  # SSE-C (issue 42: the encryption denies judge only headers that are present)
+                  "s3:x-amz-server-side-encryption-customer-algorithm"}
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +76,27 @@ def test_create_only_landing_writes_have_cells(matrix):
     assert cells["ingest-put-landing-upload-part"].expect == "Allowed"
     firehose = cells["firehose-put-landing"]
     assert (firehose.context["write_condition"], firehose.expect) == ("none", "Allowed")
+
+
+def test_uploads_are_the_tenant_keys_and_multipart_uploads_pass(matrix):
+    """Issue 42: a put naming SSE-S3, SSE-C, another key or aws:kms without a key id is denied; requests naming no
+    encryption (UploadPart, CompleteMultipartUpload, a plain put) pass, for the job role and the ingest writer:
+    the lake's default encryption, SSE-KMS with the tenant key, encrypts them."""
+    cells = {c.id: c for c in matrix.cells}
+    denied = {"job-put-sse-s3": "DenyNonKmsUploads", "job-put-other-tenant-key": "DenyWrongKeyUploads",
+              "job-put-no-key-id": "DenyAwsManagedKeyUploads", "job-put-sse-c": "DenyCustomerKeyUploads",
+              "job-create-multipart-other-tenant-key": "DenyWrongKeyUploads",
+              "ingest-create-multipart-landing-sse-s3": "DenyNonKmsUploads", "admin-put-sse-c": "DenyCustomerKeyUploads"}
+    assert {i: (cells[i].expect, cells[i].because) for i in denied} == {
+        i: ("ExplicitlyDenied", sid) for i, sid in denied.items()}
+    headerless = ["job-put-no-encryption-header", "job-upload-part", "job-complete-multipart",
+                  "ingest-put-landing-upload-part", "ingest-complete-multipart-landing"]
+    assert all(cells[i].context["sse"] == "none" and cells[i].expect == "Allowed" for i in headerless)
+    parts = [cells[i] for i in ("job-upload-part", "ingest-put-landing-upload-part")]
+    assert all(c.context["write_condition"] == "upload_part" for c in parts)  # s3:ObjectCreationOperation false
+    completion = cells["ingest-complete-multipart-landing"]
+    assert completion.key.startswith("landing/") and completion.context["write_condition"] == "if_none_match"
+    assert {cells[i].principal for i in headerless} == {"job_role", "ingest_writer"}
 
 
 def test_rendered_table_in_modules_readme_is_current(matrix, capsys):
@@ -151,7 +174,7 @@ def outcomes(matrix, applied, client):
 
 
 @pytest.mark.integration
-def test_policies_are_read_back_from_the_applied_tenants(matrix, applied):
+def test_policies_are_read_back_from_the_applied_tenants(matrix, applied, client):
     owner, other, streaming = (applied[matrix.tenants[r]] for r in ("owner", "other", "streaming"))
     assert owner.key_arn != other.key_arn and owner.lake_bucket != other.lake_bucket
     # A shared cluster: both tenants' requests come through the same endpoint, so the cross-tenant cells
@@ -162,6 +185,11 @@ def test_policies_are_read_back_from_the_applied_tenants(matrix, applied):
                                                                         "DenyOutsideTenantVpcEndpoints"}
         assert tenant.gateway_endpoint_id.startswith("vpce-") and tenant.gateway_endpoint_policy["Statement"]
         assert all(role.policies for role in tenant.roles.values())
+        # The cells that allow a put naming no encryption rest on the lake's default encryption: the tenant key.
+        rules = client("s3", tenant.region).get_bucket_encryption(Bucket=tenant.lake_bucket)[
+            "ServerSideEncryptionConfiguration"]["Rules"]
+        assert [(r["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"],
+                 r["ApplyServerSideEncryptionByDefault"]["KMSMasterKeyID"]) for r in rules] == [("aws:kms", tenant.key_arn)]
     assert set(streaming.firehose_roles) >= {matrix.streaming_dataset}
 
 

@@ -69,6 +69,10 @@ def test_a_put_carries_the_encryption_headers_the_context_names():
     assert "s3:x-amz-server-side-encryption-aws-kms-key-id" not in sse_s3["request"]["contextVariables"]
     none = _simulation(principal="job_role", action="s3:PutObject", key="silver/x", context={"sse": "none"})
     assert not any(k.startswith("s3:x-amz") for k in none["request"]["contextVariables"])
+    # SSE-C names its algorithm in a header of its own, and sends no x-amz-server-side-encryption.
+    sse_c = _simulation(principal="job_role", action="s3:PutObject", key="silver/x", context={"sse": "customer"})
+    assert {k: v for k, v in sse_c["request"]["contextVariables"].items() if k.startswith("s3:x-amz")} == {
+        "s3:x-amz-server-side-encryption-customer-algorithm": "AES256"}
 
 
 @pytest.mark.parametrize("condition, creation, if_none_match", [
