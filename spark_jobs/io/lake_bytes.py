@@ -35,7 +35,7 @@ def stored_bytes(lake: LakeConfig, folders: Iterable[str], limit: int, versions:
 
 
 def _object_bytes(lake: LakeConfig, folders: Iterable[str], limit: int, versions: bool) -> int:
-    client = lake_client(lake, timeout_s=LIST_TIMEOUT_S, attempts=1)
+    client = lake_client(lake, timeout_s=LIST_TIMEOUT_S, retries=1)
     root = urlparse(lake.lake_uri).path.strip("/")
     total = 0
     for folder in folders:

@@ -5,8 +5,8 @@ lake's other services): the lake's region, and against the emulator (``LakeConfi
 and CA bundle (``LakeConfig.ca_bundle``, which defaults to ``$AWS_CA_BUNDLE``); on AWS the default credential
 chain. What differs between its callers is a parameter:
 
-- ``timeout_s`` / ``attempts``: a caller that must not wait on a dead endpoint (the session sizing's listing:
-  5 s, one attempt) instead of botocore's 60 s and retries;
+- ``timeout_s`` / ``retries``: a caller that must not wait on a dead endpoint (the session sizing's listing:
+  5 s, one retry) instead of botocore's 60 s and its retry mode's retries;
 - ``emulator_credentials``: against the emulator, with no ``AWS_ACCESS_KEY_ID`` set, the emulator's dummy keys
   (the usage report and the report mirror, which run where ``make`` runs); everywhere else the default chain;
 - ``fresh_session``: a client of a new boto3 session, so credentials that the environment holds *now* are used
@@ -29,11 +29,12 @@ from spark_jobs.lake import LakeConfig
 EMULATOR_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}  # pragma: allowlist secret
 
 
-def lake_client(lake: LakeConfig, service: str = "s3", *, timeout_s: float | None = None, attempts: int | None = None,
+def lake_client(lake: LakeConfig, service: str = "s3", *, timeout_s: float | None = None, retries: int | None = None,
                 emulator_credentials: bool = False, fresh_session: bool = False) -> Any:
     """A boto3 client of ``service`` for ``lake`` (module docstring). ``timeout_s``: connect and read timeout
-    (@default - botocore's, 60 s); ``attempts``: total attempts per request (@default - botocore's retry
-    mode); ``emulator_credentials`` (@default - False) and ``fresh_session`` (@default - False): see above."""
+    (@default - botocore's, 60 s); ``retries``: retries after a request's first attempt (botocore's
+    ``max_attempts``; @default - botocore's retry mode); ``emulator_credentials`` (@default - False) and
+    ``fresh_session`` (@default - False): see above."""
     import boto3  # only for the commands that talk to AWS: never for --help
 
     kwargs: dict[str, Any] = {"region_name": lake.region, "endpoint_url": lake.s3_endpoint or None,
@@ -43,8 +44,8 @@ def lake_client(lake: LakeConfig, service: str = "s3", *, timeout_s: float | Non
     config: dict[str, Any] = {}
     if timeout_s is not None:
         config.update(connect_timeout=timeout_s, read_timeout=timeout_s)
-    if attempts is not None:
-        config["retries"] = {"max_attempts": attempts}
+    if retries is not None:
+        config["retries"] = {"max_attempts": retries}
     if config:
         from botocore.config import Config
 
