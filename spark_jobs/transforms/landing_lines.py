@@ -207,6 +207,8 @@ class _FileReader:
         first = self.at_file_start
         self.at_file_start = False
         self.lines_seen += len(lines)
+        if first and self.options.python_encoding == "utf-8":
+            lines = _without_bom(lines)
         yield from self._feed(lines, first)
 
     def finish(self) -> Iterator[pa.RecordBatch]:
@@ -230,6 +232,15 @@ class _FileReader:
 
     def _finish(self) -> Iterator[pa.RecordBatch]:
         return iter(())
+
+
+def _without_bom(lines: pa.Array) -> pa.Array:
+    """A file's first lines without the UTF-8 byte-order mark its first line may start with (every text
+    format; one further down the file, as ``cat a.csv b.csv`` leaves, is text)."""
+    head = lines[0].as_py() if len(lines) else None
+    if not head or not head.startswith(BOM):
+        return lines
+    return pa.concat_arrays([pa.array([head[len(BOM):]], lines.type), lines.slice(1)])
 
 
 def _has_nul(lines: pa.Array) -> bool:
@@ -279,6 +290,7 @@ def _reject_constant(name: str):
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 _SPACE = re.compile(r"[ \t\n\r]*")
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(r"[\[\]{}]")
 
 
 class _JsonArrayFile(_FileReader):
@@ -304,8 +316,8 @@ class _JsonArrayFile(_FileReader):
                 text = line.decode(encoding, "replace") + "\n"
                 if self.parts:
                     self.parts.append(text)
-                    self.depth += _depth(text)
-                    if self.depth > 0:
+                    if not _closes(text, self.depth):
+                        self.depth += _depth(text)
                         continue
                     text, self.parts = "".join(self.parts), []
                 self._consume(text, raws)
@@ -365,6 +377,20 @@ def _depth(text: str) -> int:
     """Opening minus closing brackets of ``text``, outside JSON strings (which never span lines)."""
     bare = _STRINGS.sub("", text) if '"' in text else text
     return bare.count("{") + bare.count("[") - bare.count("}") - bare.count("]")
+
+
+def _closes(text: str, depth: int) -> bool:
+    """Whether an element open at bracket ``depth`` ends within the line ``text``: the running depth
+    reaches 0 somewhere in it. A line such as Jackson's ``}, {`` closes one element and opens the next
+    (its net depth is 0), so a line's net depth alone would keep the whole array as one pending element."""
+    bare = _STRINGS.sub("", text) if '"' in text else text
+    if bare.count("}") + bare.count("]") < depth:
+        return False
+    for bracket in _BRACKETS.findall(bare):
+        depth += 1 if bracket in "{[" else -1
+        if depth <= 0:
+            return True
+    return False
 
 
 # ----------------------------------------------------------------------------------------------- CSV
@@ -516,10 +542,6 @@ class _CsvFile(_FileReader):
 
     # -- feeding: every line that is a record on its own at once (vectorised), the scanner for the others
     def _feed(self, lines: pa.Array, first: bool) -> Iterator[pa.RecordBatch]:
-        if first and self.options.python_encoding == "utf-8":
-            head = lines[0].as_py()
-            if head.startswith(BOM):
-                lines = pa.concat_arrays([pa.array([head[len(BOM):]], pa.binary()), lines.slice(1)])
         n = len(lines)
         scanned: list[tuple[bytes, int]] = []   # records from the scanner: (raw, record index)
         start = 0

@@ -5,6 +5,8 @@ exercised as well as the vectorised path (lines that are a record on their own) 
 """
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 import pytest
 
@@ -131,3 +133,37 @@ def test_a_json_lines_file_read_in_splits_numbers_its_lines_across_them():
         ('{"a":0}', 0), ('{"a":1}', 1), ('{"a":2}', 2), ('{"a":3}', 3), ('{"a":5}', 5)]
     with pytest.raises(ValueError, match="must be read by one task"):
         list(lines_to_records(CSV)(iter([split(64, [b"1,2"])])))
+
+
+def test_a_pretty_printed_json_array_streams_element_by_element():
+    """Jackson's pretty printer writes ``[ {`` ... ``}, {`` ... ``} ]``: a line that closes one element and opens
+    the next. Each element is a record as soon as its last line is read (memory bounded by an element), not
+    the whole array at its end."""
+    elements = [{"id": i, "nested": {"list": [1, {"s": "}, {"}]}} for i in range(50)]
+    body = ("[ " + ", ".join(json.dumps(e, indent=2) for e in elements) + " ]\n").encode()
+    lines = text_lines(body)
+    fed = []
+
+    def batches():
+        for i in range(0, len(lines), 3):
+            fed.append(i + 3)
+            yield pa.RecordBatch.from_arrays([pa.array(lines[i:i + 3], pa.binary()), pa.array(["p.json"] * len(lines[i:i + 3]))],
+                                             names=["_line", "_source_file"])
+
+    out, fed_when_first = [], None
+    for produced in lines_to_records(LineOptions(format="json_array"))(batches()):
+        fed_when_first = fed_when_first or fed[-1]
+        out += produced.to_pylist()
+    assert [(json.loads(r["_raw"]), r["_record_index"], r["_kind"]) for r in out] == [
+        (e, i, KIND_RECORD) for i, e in enumerate(elements)]
+    assert fed_when_first < 20 < len(lines)  # the first element came out after its own lines, not after the file
+
+
+@pytest.mark.parametrize("options, body, raws", [
+    (LineOptions(format="json_lines"), b'\xef\xbb\xbf{"a":1}\n{"a":2}\n', ['{"a":1}', '{"a":2}']),
+    (LineOptions(format="json_array"), b'\xef\xbb\xbf[{"a":1},\n{"a":2}]\n', ['{"a":1}', '{"a":2}']),
+    (LineOptions(format="json_array"), b'\xef\xbb\xbf[ {\n  "a" : 1\n} ]', ['{\n  "a" : 1\n}']),
+])
+def test_a_byte_order_mark_at_the_start_of_a_json_file_is_dropped(options, body, raws):
+    rows = _run(options, ("bom.json", body))
+    assert [(r["_raw"], r["_kind"]) for r in rows] == [(raw, KIND_RECORD) for raw in raws]
