@@ -47,7 +47,7 @@ HTTP_TIMEOUT_S = 5.0
 HTTP_RETRIES = 1
 # Bronze's columns (spark_jobs/transforms/bronze.py add_ingest_metadata), besides the contract's source field.
 BRONZE_COLUMNS = (("_raw", "string"), ("_is_malformed", "boolean"), ("_source_file", "string"),
-                  ("_record_index", "int"), ("_ingested_at", "timestamp"), ("_batch_id", "bigint"))
+                  ("_record_index", "bigint"), ("_ingested_at", "timestamp"), ("_batch_id", "bigint"))
 
 Progress = Callable[[str], None]
 

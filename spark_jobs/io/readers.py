@@ -22,6 +22,18 @@ def read_layer(spark: SparkSession, uri: str, what: str, hint: str, schema: Stru
 
 
 
+def record_index_type(spark: SparkSession, bronze_uri: str) -> str:
+    """How the bronze layer at ``bronze_uri`` stores ``_record_index``: ``long`` (64-bit), or ``int`` in a layer
+    written before it was 64-bit. Such a layer keeps 32 bits for every batch after, so that all its partitions
+    read alike: Spark 3.5 cannot read a 32-bit Parquet column as 64-bit, nor one column as both. Read from the
+    footer of one of its files (one listing and one read; no Spark job); ``long`` for a layer with no data."""
+    if not storage.has_data_files(spark, bronze_uri):
+        return "long"
+    schema = spark.read.parquet(bronze_uri).schema
+    field = next((f for f in schema.fields if f.name == "_record_index"), None)
+    return "int" if field is not None and field.dataType.typeName() == "integer" else "long"
+
+
 def planned_bytes(df: DataFrame) -> int | None:
     """The bytes ``df``'s plan reads as Spark estimates them: for files (a Parquet layer), the listed files'
     sizes. Asks the query plan only: no Spark job, no request. None when Spark gives no estimate."""
