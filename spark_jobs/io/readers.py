@@ -26,12 +26,21 @@ def record_index_type(spark: SparkSession, bronze_uri: str) -> str:
     """How the bronze layer at ``bronze_uri`` stores ``_record_index``: ``long`` (64-bit), or ``int`` in a layer
     written before it was 64-bit. Such a layer keeps 32 bits for every batch after, so that all its partitions
     read alike: Spark 3.5 cannot read a 32-bit Parquet column as 64-bit, nor one column as both. Read from the
-    footer of one of its files (one listing and one read; no Spark job); ``long`` for a layer with no data."""
-    if not storage.has_data_files(spark, bronze_uri):
+    footer of one of its files (a listing that stops at the first file, and one read; no Spark job);
+    ``long`` for a layer with no data."""
+    first = storage.first_data_file(spark, bronze_uri)
+    if first is None:
         return "long"
-    schema = spark.read.parquet(bronze_uri).schema
-    field = next((f for f in schema.fields if f.name == "_record_index"), None)
-    return "int" if field is not None and field.dataType.typeName() == "integer" else "long"
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(first)
+    footer = jvm.org.apache.parquet.hadoop.ParquetFileReader.readFooter(
+        spark.sparkContext._jsc.hadoopConfiguration(), path, jvm.org.apache.parquet.format.converter
+        .ParquetMetadataConverter.NO_FILTER)
+    schema = footer.getFileMetaData().getSchema()
+    if not schema.containsField("_record_index"):
+        return "long"
+    kind = str(schema.getType("_record_index").asPrimitiveType().getPrimitiveTypeName().name())
+    return "int" if kind == "INT32" else "long"
 
 
 def planned_bytes(df: DataFrame) -> int | None:

@@ -10,6 +10,11 @@ the same rows; a month covered in part keeps its other dates' rows (``tables.rep
 commit too, and a blocked publish commits nothing. After the commit the rows of the covered
 partitions are read back from the new snapshot and must equal ``rows_out``.
 
+Volume: bronze is read and parsed ONCE, into a staging folder (``checkpoints/<dataset>/silver-staging/``,
+removed at the end, whatever happens) that every later step reads back, column by column, so nothing
+the size of the input is held in the heap (``run_silver``); the table commit clusters its rows by
+partition (``io/tables.WRITE_OPTIONS``), so a file spanning hundreds of months fits the default heap.
+
 Quarantine stays plain Parquet (written with dynamic partition overwrite): its objects expire by the
 bucket's lifecycle rule after ``retention_days["quarantine"]``, which would corrupt an Iceberg table
 (spark_jobs/README.md, "Quarantine").

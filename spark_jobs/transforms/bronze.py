@@ -348,7 +348,7 @@ def _record_index_as(record_index: str) -> Column:
         return index
     too_large = F.raise_error(F.concat(F.lit("landing file "), F.col("_source_file"), F.lit(
         " holds more than 2,147,483,647 records, and this dataset's bronze stores a 32-bit _record_index (written "
-        "before it was 64-bit); split the file, or move bronze/<dataset>/ away and ingest again")))
+        "before it was 64-bit); land it as several files")))
     return F.when(index > F.lit(INT32_MAX), too_large.cast("int")).otherwise(index.cast("int"))
 
 

@@ -6,8 +6,9 @@ Order (each step a pure function, composed by ``spark_jobs.jobs.silver``):
    in the typed column and fails ``<col>_type``);
 2. ``flag_invalid_rows``: ``_failed_rules`` = the names of the row rules the record breaks;
 3. valid rows: ``dedupe_latest`` on the contract key (latest ``_ingested_at`` wins; ties broken by
-   ``_batch_id``, ``_source_file``, ``_record_index``, so the result never depends on task order);
-   ``flag_late_rows``; ``to_silver`` (enrichment + ``event_date`` + the silver schema);
+   ``_batch_id``, ``_source_file``, ``_record_index``, so the result never depends on task order; given
+   ``duplicate_keys``, only the rows of those keys are ranked); ``flag_late_rows``; ``to_silver``
+   (enrichment + ``event_date`` + the silver schema);
 4. invalid rows: ``to_quarantine`` (the raw record, the failed rule names, lineage).
 Invalid rows are quarantined before the dedupe, so a bad re-send never replaces a good record.
 """
