@@ -182,7 +182,7 @@ INGEST_WIDE_SIZES ?= 5000000,10000000
 ERASURE_EVENTS   ?= 5000000
 ERASURE_SUBJECTS ?= 1000
 .PHONY: bench bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest bench-ingest-wide bench-small bench-export bench-erasure
-bench: bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest bench-ingest-wide bench-small bench-export bench-erasure ## Run every benchmark, then update the table in bench/README.md
+bench: bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest bench-ingest-wide bench-small bench-export bench-erasure ## Run every benchmark, then render bench/results/*.md and their list in bench/README.md
 	@$(PY) -m bench.report
 bench-pipeline: setup ## Pipeline benchmark vs DuckDB (BENCH_SIZES=1000000,5000000) -> bench/results/pipeline.json
 	@$(PY) -m bench.pipeline --sizes "$(BENCH_SIZES)"

@@ -1,8 +1,8 @@
 """What every benchmark shares: the machine and commit a figure was measured on, result files, peak RSS.
 
-Result files are ``bench/results/<name>.json`` (the latest run of each benchmark, committed, so the
-table in bench/README.md can always be traced to a machine and a commit). ``bench/report.py``
-renders that table from them.
+Result files are ``bench/results/<name>.json`` (the latest run of each benchmark, committed, so every
+figure can be traced to a machine and a commit). ``bench/report.py`` renders a page of each beside it
+(``bench/results/<name>.md``) and their list in bench/README.md.
 """
 from __future__ import annotations
 
@@ -236,8 +236,6 @@ def run_sampled(cmd: list[str], env: dict[str, str], log: Path, header: str,
     """One command in a process of its own, its stderr appended to ``log`` after a ``header`` line, its process
     tree sampled for peak RSS; bounded by ``timeout`` (the tree is killed on a timeout or ^C). Returns the exit
     code, stdout and the sampler."""
-    from bench.pipeline import _kill_tree
-
     with open(log, "a") as err:
         err.write(f"\n===== {utc_now()} {header}\n")
         err.flush()
@@ -246,6 +244,28 @@ def run_sampled(cmd: list[str], env: dict[str, str], log: Path, header: str,
             with PeakRss(pid=proc.pid) as rss:
                 out, _ = proc.communicate(timeout=timeout)
         except BaseException:
-            _kill_tree(proc.pid)
+            kill_tree(proc.pid)
             raise
     return proc.returncode, out, rss
+
+
+def kill_tree(pid: int) -> None:
+    """Kill the process ``pid`` and every process under it (a worker, its JVM, the JVM's Python workers) and
+    wait for them: what a benchmark does with the one command it started when it times out or is stopped."""
+    try:
+        root = psutil.Process(pid)
+        family = root.children(recursive=True) + [root]
+    except psutil.Error:
+        return
+    for process in family:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(family, timeout=10)
+
+
+def interrupt(signum: int, frame: Any) -> None:
+    """A SIGTERM handler (``signal.signal(signal.SIGTERM, interrupt)``): `kill <pid>` stops a benchmark as ^C
+    does, so it stops what it started and keeps what it measured."""
+    raise KeyboardInterrupt(f"stopped by signal {signum}")

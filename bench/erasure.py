@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO_ROOT, PeakRss, target_line, utc_now, write_result
+from bench.common import REPO_ROOT, PeakRss, kill_tree, target_line, utc_now, write_result
 
 DATASET = "clickstream"
 REGION = "eu-west-1"
@@ -59,9 +59,7 @@ def _run(cmd: list[str], env: dict[str, str], log: Path, timeout: float = RUN_TI
             with PeakRss(pid=proc.pid) as rss:
                 stdout, stderr = proc.communicate(timeout=timeout)
         except BaseException:  # a timeout (or ^C): the worker and its JVM go, not only the wait
-            from bench.pipeline import _kill_tree
-
-            _kill_tree(proc.pid)
+            kill_tree(proc.pid)
             raise
     wall = time.perf_counter() - started
     log.write_text(f"$ {' '.join(cmd)}\n--- stdout\n{stdout}\n--- stderr\n{stderr}")

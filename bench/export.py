@@ -41,9 +41,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO_ROOT, run_sampled, target_line, utc_now, write_result
+from bench.common import REPO_ROOT, interrupt, run_sampled, target_line, utc_now, write_result
 from bench.ingest_data import CONTRACTS_DIR, expected_counts, write_file
-from bench.pipeline import _interrupt
 
 ROWS = 26_115  # the export issue 32 measured
 STATIONS = 10
@@ -155,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     variants = [v for v in args.variants.split(",") if v]
     if not variants or set(variants) - set(VARIANTS):
         parser.error(f"--variants: a comma-separated subset of {', '.join(VARIANTS)}")
-    signal.signal(signal.SIGTERM, _interrupt)  # `kill <pid>`: stop the emulator
+    signal.signal(signal.SIGTERM, interrupt)  # `kill <pid>`: stop the emulator
     from infra.local import emulator
 
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="tenantlake-bench-export-"))

@@ -108,13 +108,13 @@ def measure(lake, runs: int, rows_per_run: int, scan_repeats: int, progress=prin
             tenant: str = "bench-maintenance") -> dict[str, Any]:
     """The whole benchmark on ``lake`` (an s3a lake whose bucket exists); returns the figures."""
     from spark_jobs import maintain
-    from spark_jobs.cli import _reads_small_folders, _table_folders
     from spark_jobs.io import tables
     from spark_jobs.jobs.runtime import session_for
+    from spark_jobs.jobs.sizing import reads_small_folders, table_folders
 
     # Sized as `python -m spark_jobs maintain` sizes its session: from the bytes of the tables it maintains (none
     # yet: the runs are committed in this session; a year of 200-row days stays far below the limit).
-    small = _reads_small_folders(lake, _table_folders([DATASET]))
+    small = reads_small_folders(lake, table_folders([DATASET]))
     spark, created = session_for(lake, "tenantlake-bench-maintenance", small_inputs=small)
     try:
         tbl = tables.table(spark, lake, "silver", DATASET)

@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO_ROOT, PeakRss, target_line, utc_now, write_result
+from bench.common import REPO_ROOT, PeakRss, interrupt, kill_tree, target_line, utc_now, write_result
 
 DATASETS = ("iot", "clickstream")
 BAD_RATE = 0.02    # the demo's (infra/local/demo.py): quarantine and dedupe are exercised
@@ -178,7 +178,7 @@ def run_measured(ctx: Context, spec: dict[str, Any], env: dict[str, str] | None 
             with PeakRss(pid=proc.pid) as rss:
                 out, _ = proc.communicate(timeout=WORKER_TIMEOUT_S)
         except BaseException:  # interrupted: stop exactly this worker and its JVM, then re-raise
-            _kill_tree(proc.pid)
+            kill_tree(proc.pid)
             raise
     process_s = time.perf_counter() - started
     lines = [line for line in out.splitlines() if line.startswith(RESULT_PREFIX)]
@@ -225,22 +225,6 @@ def run_repeated(ctx: Context, spec: dict[str, Any], repeats: int, env: dict[str
         row["layers_s"] = {layer: round(statistics.median(r["layers_s"][layer] for r in runs), 2)
                            for layer in row["layers_s"]}
     return row
-
-
-def _kill_tree(pid: int) -> None:
-    import psutil
-
-    try:
-        root = psutil.Process(pid)
-        family = root.children(recursive=True) + [root]
-    except psutil.Error:
-        return
-    for process in family:
-        try:
-            process.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(family, timeout=10)
 
 
 def generate(ctx: Context, lake: Path, dataset: str, size: int, args: argparse.Namespace) -> float:
@@ -555,10 +539,6 @@ def rescore(path: Path) -> int:
     return 0
 
 
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"stopped by signal {signum}")
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["_worker"]:
@@ -573,7 +553,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     args.naive_sizes = args.naive_sizes or [min(args.sizes)]
-    signal.signal(signal.SIGTERM, _interrupt)  # `kill <pid>`: stop the worker and emulator, save what was measured
+    signal.signal(signal.SIGTERM, interrupt)  # `kill <pid>`: stop the worker and emulator, save what was measured
     started_at, started = utc_now(), time.perf_counter()
     load_start = [round(x, 2) for x in os.getloadavg()]
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="tenantlake-bench-pipeline-"))

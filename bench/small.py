@@ -21,7 +21,7 @@ This benchmark measures that cost the way ``make demo`` pays it:
 5. checks: every round's silver rows, quarantined rows, duplicates and late rows equal what datagen
    says it generated, and every re-run's counts equal the first run's.
 
-Writes ``bench/results/small.json`` and prints the table; ``bench/report.py`` renders it in bench/README.md.
+Writes ``bench/results/small.json`` and prints the table; ``bench/report.py`` renders it as bench/results/small.md.
 Exit code: 0, or 1 when a check or a job failed (a missed target never fails the run).
 """
 from __future__ import annotations
@@ -40,8 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO_ROOT, target_line, utc_now, write_result
-from bench.pipeline import _interrupt
+from bench.common import REPO_ROOT, interrupt, target_line, utc_now, write_result
 
 DATASETS = ("iot", "clickstream", "inventory")  # the demo's (infra/local/demo.py)
 RECORDS = 2000
@@ -59,11 +58,12 @@ LAYERS = ("bronze", "silver", "gold")
 # the previous stage of the same run (spark_jobs.jobs.runtime.JobRun.stage).
 STEPS = (
     ("lease", ("lease taken", "lease released")),
-    ("listing", ("start", "removed leftovers", "inputs listed", "silver located", "no new landing files")),
+    ("listing", ("start", "removed leftovers", "inputs listed", "silver located", "no new landing files",
+                 "landing reconciled")),
     ("read + transform", ("read + parsed", "deduped + split", "silver read", "built ")),
     ("bronze batches", ("batch ",)),
     ("validation (GX)", ("validated", "validated ")),
-    ("Iceberg commit", ("committed silver", "published ")),
+    ("Iceberg commit", ("committed silver", "published ", "evolved ")),
     ("quarantine write", ("quarantine written",)),
     ("read-back", ("published",)),
     ("manifest + report", ("done",)),
@@ -108,12 +108,12 @@ def _worker(spec: dict[str, Any]) -> dict[str, Any]:
     cpu = CpuSeconds(spec.get("emulator_pid"))
     started = time.perf_counter()
     try:  # sized as `python -m spark_jobs run-all` sizes its session (the listing is part of the session start)
-        from spark_jobs.cli import _reads_small_inputs
-    except ImportError:  # code from before sessions were sized (a baseline checkout): a default session
+        from spark_jobs.jobs.sizing import reads_small_inputs
+    except ImportError:  # a checkout from before sessions were sized there (a baseline): a default session
         small = None
         spark, _ = session_for(lake, "bench-small")
     else:
-        small = _reads_small_inputs(lake, [(dataset, layer) for dataset in spec["datasets"] for layer in LAYERS])
+        small = reads_small_inputs(lake, [(dataset, layer) for dataset in spec["datasets"] for layer in LAYERS])
         spark, _ = session_for(lake, "bench-small", small_inputs=small)
     session_s, session_cpu = time.perf_counter() - started, cpu.step()
     layers = []
@@ -365,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["_worker"]:
         return worker_main(argv[1])
     args = build_parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, _interrupt)  # `kill <pid>`: stop the emulator, keep what was measured
+    signal.signal(signal.SIGTERM, interrupt)  # `kill <pid>`: stop the emulator, keep what was measured
     from infra.local import emulator
 
     started_at, started = utc_now(), time.perf_counter()

@@ -21,6 +21,7 @@ from modules.glue_databases import GlueDatabases, GlueDatabasesConfig  # noqa: E
 from modules.inventory import LakeInventory, LakeInventoryConfig  # noqa: E402
 from modules.job_roles import ROLE_ACCESS, CatalogGrants, JobRoles, JobRolesConfig  # noqa: E402
 from modules.kms import TenantKey, TenantKeyConfig  # noqa: E402
+from modules.lake_formation import LakeFormation, LakeFormationConfig  # noqa: E402
 from modules.lake_bucket import LakeBucket, LakeBucketConfig  # noqa: E402
 from modules.lifecycle import LakeLifecycle, LifecycleConfig  # noqa: E402
 from modules.log_group import LogGroupConfig, TenantLogGroup  # noqa: E402
@@ -62,8 +63,18 @@ class TenantLakeStack(TerraformStack):
         # The Firehose roles' ARNs are rendered from their name template, not referenced: the key policy
         # and the lake policy name them, and the roles' permissions depend on the key.
         admins = f"concat([{deployer.arn_ref}], var.admin_principal_arns)"
+        # Lake Formation (modules/lake_formation.py): the account settings this unit may manage, the tenant's
+        # LF-tags and the role Lake Formation reads the registered gold location with (a tenant principal of the
+        # lake and the key: it reads gold for Athena, from AWS's network).
+        lake_formation = LakeFormation(self, "lf", LakeFormationConfig(
+            tag_keys={"classification": names["lf_tag_classification"], "layer": names["lf_tag_layer"]},
+            role_name=names["lake_formation_role"], account_id=inputs.account_id,
+            role_arns={role: roles.arns[role] for role in ("job_execution", "erasure", "consumer")},
+            reader_arns=ListExpr(inputs.lake_formation["personal_data_reader_arns"]), admin_arns=ListExpr(f"${{{admins}}}"),
+            manage_settings=inputs.lake_formation["manage_settings"], tags=tags))
+        lake_formation_role = f"{address(lake_formation.role)}.arn"
         firehose_roles = firehose_role_arns("var.streams", "var.tenant_id", inputs.partition_ref, "var.account_id")
-        tenant_roles = "[" + ", ".join(f"{address(r)}.arn" for r in roles.roles.values()) + "]"
+        tenant_roles = "[" + ", ".join([*(f"{address(r)}.arn" for r in roles.roles.values()), lake_formation_role]) + "]"
         tenant_principals = ListExpr(f"${{concat({tenant_roles}, {firehose_roles}, {admins})}}")
         # The maintenance scheduler decrypts its schedule's input with the key (and reaches no bucket): on
         # the key's allow-list only, by the ARN its name template gives (the role's policy names the key).
@@ -105,10 +116,15 @@ class TenantLakeStack(TerraformStack):
         BucketPolicy(self, "lake_policy", BucketPolicyConfig(
             bucket=lake.id, bucket_arn=lake.arn, vpc_endpoint_ids=gateway_ids,
             allowed_principal_arns=tenant_principals,
-            # Firehose writes from AWS's network, never through the tenant's endpoints: exempt by ARN only.
-            endpoint_exempt_principal_arns=ListExpr(f"${{concat({admins}, {firehose_roles})}}"),
+            # Firehose writes from AWS's network, never through the tenant's endpoints, and so does Athena with the
+            # credentials Lake Formation vends from its data-access role: exempt by ARN only.
+            endpoint_exempt_principal_arns=ListExpr(f"${{concat({admins}, {firehose_roles}, [{lake_formation_role}])}}"),
             # Athena reads gold and writes results for the consumer from AWS's network.
             athena_principal_arns=ListExpr(f"${{[{address(roles.roles['consumer'])}.arn]}}"),
+            # Landing writes are create-only (If-None-Match), except Firehose's: it writes unique keys.
+            create_only_prefixes=model.INGEST_WRITER_PUT_PREFIXES, create_only_exempt_principal_arns=[
+                f"arn:{partition}:iam::{inputs.account_id}:role/"
+                + model.stream_name("firehose_role", "*", tenant_id="${var.tenant_id}")],
             kms_key_arn=key.arn), depends_on=[lake.public_access_block])
         log_policy = BucketPolicy(self, "log_policy", BucketPolicyConfig(
             bucket=log_bucket.id, bucket_arn=log_bucket.arn, vpc_endpoint_ids=gateway_ids,
@@ -127,6 +143,11 @@ class TenantLakeStack(TerraformStack):
         tenant_key = '${replace(var.tenant_id, "-", "_")}'
         databases = GlueDatabases(self, "catalog", GlueDatabasesConfig(
             tenant_key=tenant_key, lake_bucket=names["lake_bucket"], tags=tags))
+        # Created after the account's Lake Formation settings (when this unit manages them), so AWS gives them
+        # and their tables no IAMAllowedPrincipals default: Lake Formation's grants decide.
+        for database in databases.databases.values():
+            database.depends_on = [address(lake_formation.settings)]
+        lake_formation.grant(lake_arn=lake.arn, key_arn=key.arn, database_names=databases.names)
         workgroup = TenantWorkgroup(self, "athena", AthenaWorkgroupConfig(
             name=names["athena_workgroup"], lake_bucket=names["lake_bucket"], kms_key_arn=key.arn, tags=tags,
             force_destroy=inputs.is_local))
@@ -158,7 +179,7 @@ class TenantLakeStack(TerraformStack):
             "inventory": ({"id": inventory.name, "bucket": log_bucket.name, "prefix": inventory.prefix},
                           "The lake's S3 Inventory (daily, Parquet, every version): configuration id, and the bucket and "
                           "prefix its reports go to."),
-            "kms_key_arn": (key.arn, "ARN of the tenant's KMS key; uploads must name it."),
+            "kms_key_arn": (key.arn, "ARN of the tenant's KMS key; an upload that names a key must name this one."),
             "kms_key_alias": (key.alias.name, "Alias of the tenant's KMS key."),
             "job_execution_role_arn": (roles.arns["job_execution"], "ARN of the EMR on EKS job-execution role."),
             "ingest_writer_role_arn": (roles.arns["ingest_writer"], "ARN of the role that may only put objects under landing/."),
@@ -183,6 +204,14 @@ class TenantLakeStack(TerraformStack):
             "glue_database_names": (databases.names, "Glue database per table layer (silver, gold): the jobs' "
                                     "Iceberg catalog on AWS."),
             "athena_workgroup_name": (workgroup.name, "The tenant's Athena workgroup (results SSE-KMS under athena/)."),
+            "lake_formation": ({"classification_tag": lake_formation.tag_keys["classification"],
+                                "layer_tag": lake_formation.tag_keys["layer"], "personal": model.LF_PERSONAL,
+                                "not_personal": model.LF_NOT_PERSONAL, "data_access_role_arn": lake_formation.role_arn,
+                                "registered_locations": lake_formation.location_arns,
+                                "personal_data_readers": inputs.lake_formation["personal_data_reader_arns"]},
+                               "Lake Formation: the tenant's LF-tag keys and values (spark_jobs/lf_tags.py tags the columns of "
+                               "the tables the jobs create), the role Lake Formation reads the registered locations with, "
+                               "those locations, and the readers of personal data."),
             "kinesis_stream_names": (streams.stream_names, "Kinesis data stream name per streamed dataset (var.streams)."),
             "firehose_delivery_stream_names": (streams.delivery_stream_names,
                                                "Firehose delivery stream (into landing/<dataset>/) per streamed dataset."),

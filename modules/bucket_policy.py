@@ -3,16 +3,38 @@
 Statements of the lake bucket's policy (README "Policies" in modules/README.md):
 
 1. ``DenyInsecureTransport``: any request without TLS (``aws:SecureTransport = false``).
-2. ``DenyUnencryptedUploads``: ``s3:PutObject`` without an ``x-amz-server-side-encryption`` header.
-3. ``DenyNonKmsUploads``: ``s3:PutObject`` whose encryption header is not ``aws:kms``.
-4. ``DenyWrongKeyUploads``: ``s3:PutObject`` not naming the tenant key's ARN in
-   ``x-amz-server-side-encryption-aws-kms-key-id`` (without it S3 would use the aws/s3 key).
-5. ``DenyPrincipalsOutsideTenant``: any request whose ``aws:PrincipalArn`` is not on the allow-list:
+2. The encryption of uploads (lake only): every object is SSE-KMS under the tenant key, never SSE-S3, DSSE-KMS,
+   SSE-C, the aws/s3 key or another key. An ``s3:PutObject`` request that names an encryption must name exactly
+   ``aws:kms`` and the tenant key's ARN; one that names none (``UploadPart`` and ``CompleteMultipartUpload``, which
+   carry no encryption header because S3 takes the upload's encryption from ``CreateMultipartUpload``; a plain PUT
+   or ``CopyObject`` without one) is encrypted with the bucket's default, SSE-KMS with the tenant key
+   (``modules/lake_bucket.py``), and passes. Each deny tests that its header is present (``Null`` ``false``) before
+   comparing it: a negated operator (``StringNotEquals``, and ``StringNotEqualsIfExists`` too, which IAM evaluates
+   as true for an absent key) matches a request without the header, and so denied every multipart upload.
+
+   a. ``DenyNonKmsUploads``: an ``x-amz-server-side-encryption`` header that is not ``aws:kms`` (``AES256``,
+      ``aws:kms:dsse``).
+   b. ``DenyWrongKeyUploads``: an ``x-amz-server-side-encryption-aws-kms-key-id`` header that is not the tenant
+      key's ARN.
+   c. ``DenyAwsManagedKeyUploads``: ``aws:kms`` without a key id: S3 would use the aws/s3 key, not the bucket
+      default's (the ``SSEKMSKeyId`` documentation of ``PutObject`` and ``CreateMultipartUpload``).
+   d. ``DenyCustomerKeyUploads``: an ``x-amz-server-side-encryption-customer-algorithm`` header (SSE-C, a key S3
+      does not keep); ``UploadPart`` carries it for an SSE-C upload, so none can begin or go on.
+3. ``DenyUnconditionalLandingWrites`` (lake only): an object creation (``PutObject``,
+   ``CompleteMultipartUpload``: ``s3:ObjectCreationOperation`` true) under ``landing/`` without an
+   ``If-None-Match`` header (``s3:if-none-match`` absent), by anyone but a Firehose delivery role. Landing
+   writes are create-only: bronze reads each name once, so new bytes under a name it has read would never be
+   ingested; with the header S3 refuses to replace an existing name (412). The parts of a multipart upload
+   (``CreateMultipartUpload``, ``UploadPart``: ``s3:ObjectCreationOperation`` false) cannot carry the header
+   and pass; its completion needs it. A ``CopyObject`` into landing/ is denied (S3 supports no conditional
+   copy). Firehose writes a new, unique key per object and sends no such header: its roles are exempt by
+   ARN (the role-name pattern ``<tenant>-lake-*-firehose``; the allow-list of statement 4 still names each).
+4. ``DenyPrincipalsOutsideTenant``: any request whose ``aws:PrincipalArn`` is not on the allow-list:
    the tenant's own roles, its Firehose delivery roles and the admin principals. Defence in depth: a
    mis-scoped identity policy in another tenant (or account) cannot reach the bucket. An assumed-role
    session's ``aws:PrincipalArn`` is its role's ARN, so the list names roles; anonymous requests carry no
    ``aws:PrincipalArn`` and are denied too (a negated condition on an absent key matches).
-6. ``DenyOutsideTenantVpcEndpoints``: any request that does not come through one of the tenant's S3
+5. ``DenyOutsideTenantVpcEndpoints``: any request that does not come through one of the tenant's S3
    gateway endpoints (``aws:SourceVpce``), unless the caller is exempt by principal ARN: an admin
    principal (the deployer identity that runs terraform, so an apply never locks itself out, and
    ``admin_principal_arns``) or a Firehose delivery role (Firehose writes from AWS's network, never
@@ -20,12 +42,12 @@ Statements of the lake bucket's policy (README "Policies" in modules/README.md):
    (``aws:CalledViaFirst = athena.amazonaws.com``: Athena reads tables and writes query results with
    the caller's credentials from AWS's network). Nothing else is exempt on the lake: no
    ``aws:ViaAWSService`` or ``aws:PrincipalIsAWSService`` escape.
-7. ``DenyAthenaOutsideConsumers`` (lake only): requests made through Athena for anyone but the Athena
-   principals (the consumer role), so statement 6's Athena exemption opens no path for other roles.
+6. ``DenyAthenaOutsideConsumers`` (lake only): requests made through Athena for anyone but the Athena
+   principals (the consumer role), so statement 5's Athena exemption opens no path for other roles.
 
 The log bucket's policy has 1, ``S3ServerAccessLogsDelivery`` (the S3 logging service may put access logs
 of the lake bucket, and only of it), ``S3InventoryDelivery`` (S3 may put the lake's inventory reports under
-``inventory/``, and only the lake's: ``modules/inventory.py``), 5 with the admin principals only, and 6; AWS
+``inventory/``, and only the lake's: ``modules/inventory.py``), 4 with the admin principals only, and 5; AWS
 services (the S3 logging service and S3 itself, which sign as service principals and carry no
 ``aws:PrincipalArn``) are exempt from 5 and 6 there.
 """
@@ -79,6 +101,10 @@ class BucketPolicyConfig:
         athena_principal_arns: list expression of the principals whose requests may come through Athena
             (exempt from the endpoint rule when ``aws:CalledViaFirst`` is Athena; everyone else's Athena
             requests are denied). None: no Athena exemption. @default - None
+        create_only_prefixes: key prefixes where an object may only be created, never replaced
+            (``DenyUnconditionalLandingWrites``). @default - () (none)
+        create_only_exempt_principal_arns: ARN patterns of principals exempt from that rule (writers of
+            unique keys that send no ``If-None-Match``: the Firehose roles). @default - () (none)
     """
 
     bucket: str
@@ -92,6 +118,8 @@ class BucketPolicyConfig:
     inventory_source_arns: Sequence[str] = ()
     inventory_prefix: str = INVENTORY_PREFIX
     athena_principal_arns: Optional[ListExpr] = None
+    create_only_prefixes: Sequence[str] = ()
+    create_only_exempt_principal_arns: Sequence[str] = ()
 
 
 class DeployerIdentity(Construct):
@@ -107,6 +135,28 @@ class DeployerIdentity(Construct):
         self.arn_ref = f"{address(session)}.issuer_arn"
 
 
+def _deny_put(sid: str, objects: str, *conditions: Condition) -> Statement:
+    return Statement(sid, ["s3:PutObject"], objects, effect="Deny", principals=[EVERYONE], conditions=list(conditions))
+
+
+def _present(key: str) -> Condition:
+    """The request carries ``key`` (``Null`` ``false``): a negated operator beside it then judges only its value."""
+    return Condition("Null", key, ["false"])
+
+
+def encryption_statements(objects: str, kms_key_arn: str) -> list[Statement]:
+    """Statements 2a-2d: uploads that name an encryption name ``aws:kms`` and the tenant key; the others take the
+    bucket default. Each tests that its header is present before comparing it (``Null`` ``false``)."""
+    sse, key_id = "s3:x-amz-server-side-encryption", "s3:x-amz-server-side-encryption-aws-kms-key-id"
+    return [
+        _deny_put("DenyNonKmsUploads", objects, _present(sse), Condition("StringNotEquals", sse, ["aws:kms"])),
+        _deny_put("DenyWrongKeyUploads", objects, _present(key_id), Condition("StringNotEquals", key_id, [kms_key_arn])),
+        _deny_put("DenyAwsManagedKeyUploads", objects, Condition("StringEquals", sse, ["aws:kms"]),
+                  Condition("Null", key_id, ["true"])),
+        _deny_put("DenyCustomerKeyUploads", objects, _present("s3:x-amz-server-side-encryption-customer-algorithm")),
+    ]
+
+
 def bucket_policy_statements(cfg: BucketPolicyConfig) -> list[Statement]:
     objects = f"{cfg.bucket_arn}/*"
     both = [cfg.bucket_arn, objects]
@@ -115,15 +165,18 @@ def bucket_policy_statements(cfg: BucketPolicyConfig) -> list[Statement]:
                   conditions=[Condition("Bool", "aws:SecureTransport", ["false"])]),
     ]
     if cfg.kms_key_arn:
-        statements += [
-            Statement("DenyUnencryptedUploads", ["s3:PutObject"], objects, effect="Deny", principals=[EVERYONE],
-                      conditions=[Condition("Null", "s3:x-amz-server-side-encryption", ["true"])]),
-            Statement("DenyNonKmsUploads", ["s3:PutObject"], objects, effect="Deny", principals=[EVERYONE],
-                      conditions=[Condition("StringNotEqualsIfExists", "s3:x-amz-server-side-encryption", ["aws:kms"])]),
-            Statement("DenyWrongKeyUploads", ["s3:PutObject"], objects, effect="Deny", principals=[EVERYONE],
-                      conditions=[Condition("StringNotEquals", "s3:x-amz-server-side-encryption-aws-kms-key-id",
-                                            [cfg.kms_key_arn])]),
-        ]
+        statements += encryption_statements(objects, cfg.kms_key_arn)
+    if cfg.create_only_prefixes:
+        # Both keys must hold to deny: no If-None-Match header, on a request that creates the object (the
+        # parts of a multipart upload cannot carry the header; AWS's documented enforcement pattern).
+        exempt = ([Condition("ArnNotLike", "aws:PrincipalArn", list(cfg.create_only_exempt_principal_arns))]
+                  if cfg.create_only_exempt_principal_arns else [])
+        statements.append(Statement(
+            "DenyUnconditionalLandingWrites", ["s3:PutObject"],
+            [f"{cfg.bucket_arn}/{prefix.strip('/')}/*" for prefix in cfg.create_only_prefixes],
+            effect="Deny", principals=[EVERYONE],
+            conditions=[Condition("Null", "s3:if-none-match", ["true"]),
+                        Condition("Bool", "s3:ObjectCreationOperation", ["true"]), *exempt]))
     if cfg.log_delivery_source_arns:
         statements.append(Statement(
             "S3ServerAccessLogsDelivery", ["s3:PutObject"], objects,

@@ -4,7 +4,7 @@
 |---|---|---|---|
 | job execution (EMR on EKS) | the EKS OIDC provider, only for the EMR service accounts of runs as this role in the tenant namespace (``system:serviceaccount:<ns>:emr-containers-sa-*-*-<account>-<base36 of the role name>``, ``aud = sts.amazonaws.com``) | landing/, bronze/, artifacts/ and everything it writes; the silver and gold Glue databases | bronze/ silver/ gold/ quarantine/ reports/ checkpoints/ logs/; tables in the silver and gold Glue databases |
 | ingest writer | principals of the tenant's account | - | landing/ (put only) |
-| consumer | principals of the tenant's account | gold/, reports/, athena/; the gold Glue database; its Athena workgroup | athena/ (put only: query results) |
+| consumer | principals of the tenant's account | reports/, athena/; the gold Glue database; gold tables through Lake Formation (the columns granted to it, ``modules/lake_formation.py``); its Athena workgroup | athena/ (put only: query results) |
 | erasure (EMR on EKS erase runs) | like the job execution role, for the service accounts of runs as this role only | every lake prefix, every object version, the whole bucket listed (``ListBucket``, ``ListBucketVersions``, no ``s3:prefix`` condition); the silver and gold Glue databases | every prefix but artifacts/, object versions included (``s3:DeleteObjectVersion``); tables in the silver and gold Glue databases |
 
 Every role may use only the tenant key (data-key actions), and the job and erasure roles may write only
@@ -63,6 +63,14 @@ GLUE_WRITE_ACTIONS: tuple[str, ...] = (*GLUE_READ_ACTIONS, "glue:CreateTable", "
 ATHENA_QUERY_ACTIONS: tuple[str, ...] = (
     "athena:StartQueryExecution", "athena:StopQueryExecution", "athena:GetQueryExecution", "athena:GetQueryResults",
     "athena:BatchGetQueryExecution", "athena:ListQueryExecutions", "athena:GetWorkGroup")
+# Lake Formation (modules/lake_formation.py). Athena reads a table of a registered location with credentials
+# Lake Formation vends for the columns the caller was granted; the caller's identity policy must allow asking.
+# The job role tags the tables and columns it creates (spark_jobs/lf_tags.py). Lake Formation's API actions
+# have no resource-level permissions: the grants (which tags, which tables) are Lake Formation's own.
+LF_DATA_ACCESS_ACTIONS: tuple[str, ...] = ("lakeformation:GetDataAccess",)
+LF_TAGGING_ACTIONS: tuple[str, ...] = ("lakeformation:AddLFTagsToResource", "lakeformation:RemoveLFTagsFromResource",
+                                       "lakeformation:GetResourceLFTags", "lakeformation:ListLFTags",
+                                       "lakeformation:GetLFTag")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +90,11 @@ class RoleAccess:
         list_all: list the whole bucket, object versions included (``s3:ListBucket`` and
             ``s3:ListBucketVersions`` without an ``s3:prefix`` condition, statement ``ListWholeLake``)
             instead of its own prefixes only (``ListOwnPrefixes``). @default - False
+        lake_formation_data_access: reads tables through Lake Formation (``lakeformation:GetDataAccess``,
+            statement ``ReadTablesThroughLakeFormation``): the data comes with credentials Lake Formation vends
+            for the columns it was granted, not from its own S3 rights. @default - False
+        tags_tables: attaches the tenant's LF-tags to the tables and columns it creates (statement
+            ``TagTenantTables``; Lake Formation's ``ASSOCIATE`` grant names the tags). @default - False
     """
 
     read: Sequence[str] = ()
@@ -93,6 +106,8 @@ class RoleAccess:
     athena: bool = False
     delete_versions: Sequence[str] = ()
     list_all: bool = False
+    lake_formation_data_access: bool = False
+    tags_tables: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,10 +136,13 @@ S3_LIST_ALL_ACTIONS: tuple[str, ...] = ("s3:ListBucket", "s3:ListBucketVersions"
 ROLE_ACCESS: dict[str, RoleAccess] = {
     "job_execution": RoleAccess(read=("landing", "bronze", "artifacts"),
                                 write=("bronze", "silver", "gold", "quarantine", "reports", "checkpoints", "logs"),
-                                logs=True, glue_write=model.CATALOG_LAYERS),
+                                logs=True, glue_write=model.CATALOG_LAYERS, tags_tables=True),
     "ingest_writer": RoleAccess(put_only=model.INGEST_WRITER_PUT_PREFIXES),
-    "consumer": RoleAccess(read=("gold", "reports", model.ATHENA_RESULTS_PREFIX),
-                           put_only=(model.ATHENA_RESULTS_PREFIX,), glue_read=("gold",), athena=True),
+    # The consumer reads gold tables through Lake Formation only (the columns it was granted): no S3 right on
+    # gold/, which would let it read a table's files, personal columns included.
+    "consumer": RoleAccess(read=("reports", model.ATHENA_RESULTS_PREFIX),
+                           put_only=(model.ATHENA_RESULTS_PREFIX,), glue_read=model.LF_CONSUMER_LAYERS, athena=True,
+                           lake_formation_data_access=True),
     # GDPR erase runs: everything but the job code (artifacts/, the deployer's) is rewritten and purged.
     "erasure": RoleAccess(read=model.LAKE_PREFIXES, write=ERASURE_WRITE_PREFIXES,
                           delete_versions=ERASURE_WRITE_PREFIXES, list_all=True, logs=True,
@@ -233,6 +251,10 @@ def permission_statements(access: RoleAccess, bucket_arn: str, key_arn: str, log
                 *[catalog.table_arns[layer] for layer in layers]]))
     if access.athena and catalog is not None:
         statements.append(Statement("QueryInTenantWorkgroup", list(ATHENA_QUERY_ACTIONS), [catalog.workgroup_arn]))
+    if access.lake_formation_data_access:
+        statements.append(Statement("ReadTablesThroughLakeFormation", list(LF_DATA_ACCESS_ACTIONS), ["*"]))
+    if access.tags_tables:
+        statements.append(Statement("TagTenantTables", list(LF_TAGGING_ACTIONS), ["*"]))
     return statements
 
 

@@ -55,6 +55,7 @@ class TenantInputs(Construct):
         vpc_ids, admin_principal_arns, environment, eks_cluster_name: list/scalar inputs.
         streams: the list of streamed datasets (``var.streams``).
         maintenance_schedule: the attributes of ``var.maintenance_schedule`` (defaults filled in by its type).
+        lake_formation: the attributes of ``var.lake_formation`` (defaults filled in by its type).
     """
 
     def __init__(self, scope: Construct, id_: str) -> None:
@@ -178,6 +179,22 @@ class TenantInputs(Construct):
                            schedule_keys=", ".join(schedule))),
             ])
 
+        lake_formation = model.LAKE_FORMATION_DEFAULTS
+        readers = "var.lake_formation.personal_data_reader_arns"
+        manage_default = json.dumps(lake_formation["manage_settings"])
+        var("lake_formation", f"object({{manage_settings = optional(bool, {manage_default}), "
+                              f"personal_data_reader_arns = optional(list(string), "
+                              f"{json.dumps(lake_formation['personal_data_reader_arns'])})}})",
+            f"Lake Formation: manage_settings (default {manage_default}; true in exactly one unit per account and region: it makes "
+            "the deployer and admin_principal_arns the account's Lake Formation administrators and gives new databases "
+            "and tables no IAMAllowedPrincipals default), personal_data_reader_arns (default []; IAM roles or users "
+            "granted SELECT on every gold column, personal ones included).",
+            default={}, checks=[
+                _check(f"alltrue([for a in {readers} : {_regex(model.LF_READER_ARN_RE, 'a')}]) && "
+                       f"length(distinct({readers})) == length({readers})",
+                       "lake_formation", rules["lake_formation"].format(lake_formation_keys=", ".join(lake_formation))),
+            ])
+
         partition = DataAwsPartition(self, "partition")
         self.partition = partition.partition
         # The same, as a bare reference for use inside other expressions (for-expressions, concat()).
@@ -188,6 +205,7 @@ class TenantInputs(Construct):
         self.admin_principal_arns_expr = V["admin_principal_arns"]
         self.streams = streams.list_value
         self.maintenance_schedule = {key: "${var.maintenance_schedule.%s}" % key for key in schedule}
+        self.lake_formation = {key: "${var.lake_formation.%s}" % key for key in lake_formation}
 
         name_values = {**V, "cluster_upper": "${upper(var.eks_cluster_name)}"}
         self.names = {kind: model.render_name(kind, **name_values) for kind in model.NAME_TEMPLATES}

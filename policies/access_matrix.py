@@ -49,6 +49,9 @@ PRINCIPAL_KINDS: dict[str, str] = {
     "job_service_account": "a pipeline run's pod (job role's service account)",
     "erasure_service_account": "an erase run's pod (erasure role's service account)",
     "other_tenant_job_service_account": "another tenant's pipeline run pod",
+    # Lake Formation's data-access role (modules/lake_formation.py): Athena reads the registered gold location with
+    # the credentials Lake Formation vends from it.
+    "lake_formation_role": "Lake Formation's data-access role",
 }
 # Kinds that are a pod's service account: a web-identity request from the EKS cluster's OIDC provider,
 # with no identity policy; the cell's key names the role it assumes (a key of ASSUMABLE_ROLES).
@@ -58,7 +61,7 @@ ASSUMABLE_ROLES: tuple[str, ...] = ("job_role", "erasure_role")
 # Kinds that are a session of one of the tenants' own roles (identity policies read back from IAM).
 ROLE_KINDS: tuple[str, ...] = ("job_role", "ingest_writer", "consumer", "erasure_role", "firehose_role",
                                "other_tenant_job_role", "other_tenant_consumer", "other_tenant_erasure_role",
-                               "scheduler_role", "other_tenant_scheduler_role")
+                               "scheduler_role", "other_tenant_scheduler_role", "lake_formation_role")
 ACTIONS: dict[str, str] = {
     "s3:GetObject": "Get", "s3:PutObject": "Put", "s3:DeleteObject": "Delete", "s3:ListBucket": "List",
     "s3:GetObjectVersion": "Get version", "s3:DeleteObjectVersion": "Delete version",
@@ -68,6 +71,7 @@ ACTIONS: dict[str, str] = {
     "athena:StartQueryExecution": "Athena StartQueryExecution",
     "emr-containers:StartJobRun": "EMR StartJobRun", "iam:PassRole": "IAM PassRole",
     "sts:AssumeRoleWithWebIdentity": "AssumeRoleWithWebIdentity",
+    "lakeformation:GetDataAccess": "Lake Formation GetDataAccess",  # no resource: Lake Formation's grants decide what
 }
 # iam:PassRole cells name the passed role by its kind (a role of the cell's tenant) in ``key``.
 PASSABLE_ROLES: tuple[str, ...] = ("job_role", "ingest_writer", "consumer", "erasure_role")
@@ -81,7 +85,9 @@ LIST_ACTIONS: tuple[str, ...] = ("s3:ListBucket", "s3:ListBucketVersions")
 CONTEXT_FIELDS: dict[str, tuple[Any, ...]] = {
     "tls": (True, False),                          # aws:SecureTransport
     "endpoint": ("own", "none", "foreign"),        # aws:SourceVpce: the tenant's S3 gateway endpoint, none, another
-    "sse": ("aws:kms", "AES256", "none"),          # s3:x-amz-server-side-encryption (PutObject)
+    # s3:x-amz-server-side-encryption (PutObject); "customer": SSE-C, whose header is
+    # ...-customer-algorithm instead; "none": no encryption header (UploadPart, CompleteMultipartUpload)
+    "sse": ("aws:kms", "AES256", "customer", "none"),
     "sse_key": ("own", "other", "none"),           # ...-aws-kms-key-id: the tenant key, the other tenant's, absent
     "via_aws_service": (False, True),              # aws:ViaAWSService
     "kms_via": ("s3", "kinesis", "none"),          # kms:ViaService (KMS actions)
@@ -91,11 +97,15 @@ CONTEXT_FIELDS: dict[str, tuple[Any, ...]] = {
     "source_account": ("own", "other"),            # aws:SourceAccount of a service principal's request
     "called_via": ("none", "athena"),              # aws:CalledVia*: a request Athena makes for its caller
     "execution_role": ("job_role", "erasure_role"),  # emr-containers:ExecutionRoleArn: the run's role (StartJobRun)
+    # s3:PutObject: an object creation (PutObject, CompleteMultipartUpload) without a conditional header, with
+    # If-None-Match: * (create-only), or a CreateMultipartUpload or UploadPart (s3:ObjectCreationOperation false:
+    # it cannot carry the header)
+    "write_condition": ("none", "if_none_match", "upload_part"),
 }
 CONTEXT_DEFAULTS: dict[str, Any] = {
     "tls": True, "endpoint": "own", "sse": "aws:kms", "sse_key": "own", "via_aws_service": False,
     "kms_via": "s3", "kms_context": "bucket", "source": "lake", "source_account": "own", "called_via": "none",
-    "execution_role": "job_role",
+    "execution_role": "job_role", "write_condition": "none",
 }
 CELL_FIELDS = {"id", "principal", "action", "tenant", "bucket", "key", "context", "identity", "expect",
                "because", "note"}
@@ -176,11 +186,15 @@ def _one_of(where: str, field: str, value: Any, allowed) -> Any:
 
 def load(path: Path = MATRIX_FILE) -> Matrix:
     """Read and check the matrix file; raise ``MatrixError`` on the first broken rule."""
+    return parse(read_file(path), str(path))
+
+
+def read_file(path: Path = MATRIX_FILE) -> Any:
+    """The matrix file as YAML data; a ``MatrixError`` in one line when it cannot be read."""
     try:
-        raw = yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise MatrixError(f"{path}: cannot read the matrix ({str(exc).splitlines()[0]})") from exc
-    return parse(raw, str(path))
 
 
 def parse(raw: Any, source: str = "access_matrix.yaml") -> Matrix:
@@ -237,6 +251,8 @@ def parse(raw: Any, source: str = "access_matrix.yaml") -> Matrix:
         if action.startswith(("emr-containers:", "athena:")) and key:
             raise _err(where, f"{action} names the tenant's {'virtual cluster' if 'emr' in action else 'workgroup'}; "
                               "key does not apply")
+        if action.startswith("lakeformation:") and key:
+            raise _err(where, f"{action} names no resource (Lake Formation's grants decide what); key does not apply")
         if (action == "sts:AssumeRoleWithWebIdentity") != (principal in SERVICE_ACCOUNT_KINDS):
             raise _err(where, f"sts:AssumeRoleWithWebIdentity is the action of a pod's service account "
                               f"({', '.join(SERVICE_ACCOUNT_KINDS)}), and theirs only")
@@ -278,6 +294,7 @@ _CONTEXT_TEXT: dict[tuple[str, Any], str] = {
     ("endpoint", "own"): "through the tenant's endpoint",
     ("sse", "none"): "no encryption header",
     ("sse", "AES256"): "SSE-S3 header",
+    ("sse", "customer"): "SSE-C headers (a customer-provided key)",
     ("sse_key", "other"): "the other tenant's key id",
     ("sse_key", "none"): "no key id",
     ("via_aws_service", True): "aws:ViaAWSService",
@@ -291,11 +308,13 @@ _CONTEXT_TEXT: dict[tuple[str, Any], str] = {
     ("source_account", "other"): "source account: another",
     ("called_via", "athena"): "made by Athena for the caller (aws:CalledVia)",
     ("execution_role", "erasure_role"): "the erasure role as the run's execution role",
+    ("write_condition", "if_none_match"): "If-None-Match: * (create-only)",
+    ("write_condition", "upload_part"): "CreateMultipartUpload or UploadPart (no object creation)",
 }
 # Which context fields matter for which actions (the others are not shown).
 _RELEVANT: dict[str, tuple[str, ...]] = {
     "s3:PutObject": ("tls", "endpoint", "sse", "sse_key", "via_aws_service", "source", "source_account",
-                     "called_via"),
+                     "called_via", "write_condition"),
     "kms": ("kms_via", "kms_context"),
     "s3": ("tls", "endpoint", "via_aws_service", "source", "source_account", "called_via"),
     "catalog": (),
@@ -306,7 +325,7 @@ _RELEVANT: dict[str, tuple[str, ...]] = {
 def _relevant_fields(cell: Cell) -> tuple[str, ...]:
     if cell.action.startswith("kms:"):
         return _RELEVANT["kms"]
-    if cell.action.startswith(("glue:", "athena:", "iam:", "sts:")):
+    if cell.action.startswith(("glue:", "athena:", "iam:", "sts:", "lakeformation:")):
         return _RELEVANT["catalog"]
     if cell.action.startswith("emr-containers:"):
         return _RELEVANT["emr"]
@@ -364,6 +383,8 @@ def render_table(matrix: Matrix) -> str:
             target = f"{tenant} {PRINCIPAL_KINDS[cell.key]}"
         elif cell.action.startswith("sts:"):
             target = f"{tenant} {PRINCIPAL_KINDS[cell.key]} (its trust policy)"
+        elif cell.action.startswith("lakeformation:"):
+            target = "- (Lake Formation's grants decide which columns)"
         else:
             bucket = "lake" if cell.bucket == "lake" else "log bucket"
             target = f"{tenant} {bucket} `{cell.key or '(root)'}`"
@@ -375,37 +396,46 @@ def render_table(matrix: Matrix) -> str:
     return "\n".join(lines)
 
 
-def replace_between_marks(text: str, table: str, where: str = "modules/README.md") -> str:
+def replace_between_marks(text: str, table: str, where: str = "modules/README.md", begin: str = BEGIN_MARK,
+                          end: str = END_MARK) -> str:
     try:
-        head, rest = text.split(BEGIN_MARK, 1)
-        _, tail = rest.split(END_MARK, 1)
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
     except ValueError:
-        raise MatrixError(f"{where}: the markers {BEGIN_MARK!r} and {END_MARK!r} are missing") from None
-    return f"{head}{BEGIN_MARK}\n{table}\n{END_MARK}{tail}"
+        raise MatrixError(f"{where}: the markers {begin!r} and {end!r} are missing") from None
+    return f"{head}{begin}\n{table}\n{end}{tail}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m policies.access_matrix",
-                                     description="Render policies/access_matrix.yaml into modules/README.md.")
+def render_main(argv: list[str] | None, name: str, module: str, description: str, load_cells, render,
+                begin: str = BEGIN_MARK, end: str = END_MARK) -> int:
+    """The CLI that renders a table of the matrix file into modules/README.md between ``begin`` and ``end``
+    (``--check``: exit 1 when the committed table is stale); ``load_cells()`` returns what ``render`` takes, with
+    its ``cells``."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed table is not current")
     args = parser.parse_args(argv)
     try:
-        matrix = load()
+        matrix = load_cells()
         current = README.read_text()
-        updated = replace_between_marks(current, render_table(matrix))
+        updated = replace_between_marks(current, render(matrix), begin=begin, end=end)
     except (MatrixError, OSError) as exc:
-        print(f"access matrix: {exc}", file=sys.stderr)
+        print(f"{name}: {exc}", file=sys.stderr)
         return 2
     if args.check:
         if updated != current:
-            print("access matrix: modules/README.md is stale; run `python -m policies.access_matrix`", file=sys.stderr)
+            print(f"{name}: modules/README.md is stale; run `python -m {module}`", file=sys.stderr)
             return 1
-        print(f"access matrix: modules/README.md is current ({len(matrix.cells)} cells)")
+        print(f"{name}: modules/README.md is current ({len(matrix.cells)} cells)")
         return 0
     if updated != current:
         README.write_text(updated)
-    print(f"access matrix: {len(matrix.cells)} cells rendered into modules/README.md")
+    print(f"{name}: {len(matrix.cells)} cells rendered into modules/README.md")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return render_main(argv, "access matrix", "policies.access_matrix",
+                       "Render policies/access_matrix.yaml into modules/README.md.", load, render_table)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,15 @@ tenants' policies (``policies.tenant_policies.AppliedTenant``):
 * a request through the tenant's S3 gateway endpoint carries ``aws:SourceVpce`` and is also
   evaluated against that endpoint's policy; one from elsewhere carries no ``aws:SourceVpce`` (or
   another VPC's endpoint id, whose policy we do not have);
+* an ``s3:PutObject`` that creates an object (a PUT, a multipart completion) carries
+  ``s3:ObjectCreationOperation = true``, and ``s3:if-none-match = *`` when it sends ``If-None-Match: *``
+  (create-only); a part of a multipart upload (``CreateMultipartUpload``, ``UploadPart``, also
+  ``s3:PutObject``) carries ``s3:ObjectCreationOperation = false`` and cannot carry the header;
+* a put's encryption headers are ``s3:x-amz-server-side-encryption`` (``aws:kms``, ``AES256``) and
+  ``...-aws-kms-key-id``, or for SSE-C ``s3:x-amz-server-side-encryption-customer-algorithm`` alone (``AES256``);
+  ``UploadPart`` and ``CompleteMultipartUpload`` carry none (S3 takes the encryption from
+  ``CreateMultipartUpload``; an SSE-C upload's parts repeat the customer key), nor does a put that leaves the
+  encryption to the bucket default;
 * SSE-KMS calls S3 makes for a put or get are ``kms:ViaService = s3.<region>.amazonaws.com`` with
   the bucket ARN as ``aws:s3:arn`` encryption context (S3 Bucket Key is on for the lake); those
   Kinesis makes for an encrypted stream are ``kinesis.<region>.amazonaws.com`` with the stream's
@@ -23,7 +32,9 @@ tenants' policies (``policies.tenant_policies.AppliedTenant``):
   ``aws:CalledVia = [athena.amazonaws.com]`` (and ``aws:CalledViaFirst``/``Last``),
   ``aws:ViaAWSService = true`` and no ``aws:SourceVpce``: it comes from AWS's network;
 * Glue and Athena requests name the table (``table/<database>/<table>``) or the workgroup; no resource
-  policy applies (the module sets none), so the identity policies decide;
+  policy applies (the module sets none), so the identity policies decide; ``lakeformation:GetDataAccess`` names
+  no resource (``*``): the identity policy decides whether a principal may ask, Lake Formation's grants what it gets
+  (``policies.lake_formation``);
 * ``emr-containers:StartJobRun`` names the tenant's virtual cluster and carries
   ``emr-containers:ExecutionRoleArn`` (the run's role); ``iam:PassRole`` names the passed role and carries
   ``iam:PassedToService = emr-containers.amazonaws.com``: identity policies alone decide both.
@@ -102,6 +113,11 @@ class RequestBuilder:
             return self.tenants[other_tenant(self.matrix, tenant.tenant_id)].roles["consumer"]
         if cell.principal == "other_tenant_erasure_role":
             return self.tenants[other_tenant(self.matrix, tenant.tenant_id)].roles["erasure_role"]
+        if cell.principal == "lake_formation_role":
+            if tenant.lake_formation_role is None:
+                raise ValueError(f"cell {cell.id}: tenant {tenant.tenant_id}'s outputs name no Lake Formation role "
+                                 "(lake_formation.data_access_role_arn)")
+            return tenant.lake_formation_role
         if cell.principal in ("scheduler_role", "other_tenant_scheduler_role"):
             owner = tenant if cell.principal == "scheduler_role" else \
                 self.tenants[other_tenant(self.matrix, tenant.tenant_id)]
@@ -178,6 +194,8 @@ class RequestBuilder:
             resource, resource_policy = tenant.glue_table_arn(*cell.key.split("/")), None
         elif cell.action.startswith("athena:"):
             resource, resource_policy = tenant.athena_workgroup_arn, None
+        elif cell.action.startswith("lakeformation:"):
+            resource, resource_policy = "*", None  # GetDataAccess has no resource; identity policies decide
         elif cell.action.startswith("emr-containers:"):
             if not tenant.virtual_cluster_arn:
                 raise ValueError(f"cell {cell.id}: tenant {tenant.tenant_id}'s outputs name no emr_virtual_cluster_arn")
@@ -223,7 +241,13 @@ class RequestBuilder:
                 context["aws:SourceVpce"] = FOREIGN_ENDPOINT
             if cell.principal not in ("anonymous", "s3_log_delivery"):
                 context["aws:ViaAWSService"] = _bool(ctx["via_aws_service"] or ctx["called_via"] != "none")
-            if cell.action == "s3:PutObject" and ctx["sse"] != "none":
+            if cell.action == "s3:PutObject":
+                context["s3:ObjectCreationOperation"] = _bool(ctx["write_condition"] != "upload_part")
+                if ctx["write_condition"] == "if_none_match":
+                    context["s3:if-none-match"] = "*"
+            if cell.action == "s3:PutObject" and ctx["sse"] == "customer":
+                context["s3:x-amz-server-side-encryption-customer-algorithm"] = "AES256"
+            elif cell.action == "s3:PutObject" and ctx["sse"] != "none":
                 context["s3:x-amz-server-side-encryption"] = ctx["sse"]
                 if ctx["sse"] == "aws:kms" and ctx["sse_key"] != "none":
                     key = tenant.key_arn if ctx["sse_key"] == "own" else other.key_arn

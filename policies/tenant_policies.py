@@ -9,7 +9,8 @@ the tenant's Glue databases and Athena workgroup exist (``GetDatabase``, ``GetWo
 are the resources of the Glue and Athena cells, decided by the identity policies alone (neither has a
 resource policy in this module). A tenant with a maintenance schedule: the scheduler role's policies, and
 the schedule (``GetSchedule``) must start its runs as that role; the virtual cluster's ARN is the resource
-of the StartJobRun cells.
+of the StartJobRun cells. Lake Formation's data-access role (output ``lake_formation``) is read like the tenant
+roles; Lake Formation's own tags and grants are read by ``policies.lake_formation``.
 """
 from __future__ import annotations
 
@@ -69,6 +70,7 @@ class AppliedTenant:
     virtual_cluster_arn: str = ""
     scheduler_role: RoleIdentity | None = None  # the maintenance schedule's role, when the tenant has one
     emr_namespace: str = ""
+    lake_formation_role: RoleIdentity | None = None  # Lake Formation's data-access role (modules/lake_formation.py)
 
     def glue_table_arn(self, layer: str, table: str) -> str:
         if layer not in self.glue_databases:
@@ -146,6 +148,8 @@ def read_applied_tenant(lake: Mapping[str, Any], client: ClientFactory) -> Appli
         if schedule["Target"]["RoleArn"] != scheduler_role.arn:
             raise ValueError(f"tenant {lake['tenant_id']!r}: its maintenance schedule starts runs as "
                              f"{schedule['Target']['RoleArn']}, not {scheduler_role.arn}")
+    lake_formation_arn = (lake.get("lake_formation") or {}).get("data_access_role_arn")
+    lake_formation_role = role_identity(iam, lake_formation_arn) if lake_formation_arn else None
     endpoint_id = gateway_endpoint_id(lake)
     (endpoint,) = ec2.describe_vpc_endpoints(VpcEndpointIds=[endpoint_id])["VpcEndpoints"]
     return AppliedTenant(
@@ -160,5 +164,5 @@ def read_applied_tenant(lake: Mapping[str, Any], client: ClientFactory) -> Appli
                      for dataset, name in (lake.get("kinesis_stream_names") or {}).items()},
         glue_databases=databases, athena_workgroup=workgroup,
         virtual_cluster_arn=str(lake.get("emr_virtual_cluster_arn") or ""), scheduler_role=scheduler_role,
-        emr_namespace=str(lake.get("emr_namespace") or ""),
+        emr_namespace=str(lake.get("emr_namespace") or ""), lake_formation_role=lake_formation_role,
     )

@@ -11,8 +11,9 @@ Silver and gold are Apache Iceberg tables (spark_jobs/README.md, "Tables and cat
   check-then-rename is not atomic, so two processes committing to the same table at once can lose a
   commit. Within one JVM Iceberg's in-memory lock serialises commits.
 - ``glue`` (EMR on EKS, ``s3://`` lakes): the AWS Glue Data Catalog with S3FileIO. S3FileIO sends no
-  encryption header unless told, so the conf sets ``s3.sse.type=kms`` and ``s3.sse.key=<tenant key>``;
-  without them every Iceberg write is denied by a bucket policy that requires the tenant key. The
+  encryption header unless told, so the conf sets ``s3.sse.type=kms`` and ``s3.sse.key=<tenant key>``:
+  every write names the tenant key, as the other writers do (without them its objects would take the lake's
+  default encryption, the same key; the bucket policy denies only another key or algorithm). The
   Glue database of each layer is passed in (``namespaces``, else the lake's ``glue_databases``: the
   ``--glue-databases`` argument the EMR request carries), never derived here: jobs take resource names
   from the tenant's outputs (``glue_database_names``). The jar is EMR's own (``EMR_ICEBERG_JAR``). This branch cannot run

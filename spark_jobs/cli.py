@@ -6,9 +6,10 @@ Lake selection, in order of precedence: ``--lake-uri`` (+ ``--kms-key-arn``, ``-
 ``$TENANTLAKE_STATE_DIR/tenants/T/lake.json``). s3a credentials come from the standard AWS env vars
 or default chain.
 
-Exit codes: 0 success, 1 job failed, 2 bad arguments or configuration, 3 counts invariant violated,
-4 validation blocked a publish (an error-severity expectation failed), 5 only warn-severity expectations
-failed (0 with --allow-warn). See README "Data quality".
+Exit codes: 0 success, 1 job failed, 2 bad arguments or configuration (also a contract change its evolution
+policy refuses: README "Schema evolution"), 3 counts invariant violated, 4 validation blocked a publish (an
+error-severity expectation failed), 5 only warn-severity expectations failed (0 with --allow-warn). See
+README "Data quality". Every error is one line; one that ended a layer run says where its manifest is.
 """
 from __future__ import annotations
 
@@ -41,6 +42,9 @@ def _lake_args(parser: argparse.ArgumentParser, spark: bool = True) -> None:
     group.add_argument("--data-classification", default=(), type=_classification, metavar="CLASS[,CLASS]",
                        help="the tenant's data classification (the tenant output data_classification); with pii "
                             "or gdpr every contract must declare subject_keys")
+    group.add_argument("--lf-classification-tag", default="", metavar="KEY",
+                       help="the tenant's Lake Formation classification tag (the tenant output "
+                            "lake_formation.classification_tag): silver and gold runs tag their tables' columns")
     if spark:
         parser.add_argument("--jars", default="", help="comma-separated extra jars for s3a (default: "
                             "$TENANTLAKE_SPARK_JARS or .local/jars/)")
@@ -86,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     commands = parser.add_subparsers(dest="command", required=True,
-                                     metavar="{datagen,land,contract,run,run-all,counts,recover,creds,query,maintain,erase,usage}")
+                                     metavar="{datagen,land,contract,run,run-all,counts,recover,creds,query,maintain,erase,usage,sync-tags}")
     datasets = available_datasets()
 
     gen = commands.add_parser("datagen", help="write deterministic sample data into landing/<dataset>/",
@@ -104,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--users", type=_positive_int, default=59,
                      help="clickstream: distinct users user-0001..user-<N>, at most 9999 (default: 59)")
     gen.add_argument("--start", default="2020-11-16T22:00:00Z", help="event time of the first file (UTC)")
+    gen.add_argument("--name-prefix", default="", help="put this in front of every file name (landing writes are "
+                     "create-only: data of another seed or options needs names of its own)")
     gen.add_argument("--truth-file", default="", help="also write the ground truth (bad records, valid rows) as JSON here")
     gen.add_argument("--sink", choices=["landing", "kinesis"], default="landing",
                      help="landing: files under landing/<dataset>/ (default); kinesis: put_records into the "
@@ -151,6 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_maintain_parser(commands, datasets)
     _add_erase_parser(commands, datasets)
     _add_usage_parser(commands)
+    from spark_jobs import lf_tags
+
+    lf_tags.add_parser(commands, datasets, _lake_args)
     return parser
 
 
@@ -212,14 +221,23 @@ def _add_land_parser(commands) -> None:
 
 
 def _add_contract_parser(commands) -> None:
-    from spark_jobs import contract_infer
+    from spark_jobs import contract_infer, contract_plan
 
-    contract_parser = commands.add_parser("contract", help="draft a contract from a sample file (contract infer)",
-                                          description="Dataset contract tools.")
-    contract_commands = contract_parser.add_subparsers(dest="contract_command", required=True, metavar="{infer}")
+    contract_parser = commands.add_parser("contract", help="draft a contract (infer), compare it with the tables "
+                                          "(plan), print its JSON Schema (schema)", description="Dataset contract tools.")
+    contract_commands = contract_parser.add_subparsers(dest="contract_command", required=True,
+                                                       metavar="{infer,plan,schema}")
     infer = contract_commands.add_parser("infer", help="draft a contract YAML from a sample CSV, Parquet or JSON file",
                                          description=contract_infer.__doc__.split("\n\n")[0])
     contract_infer.add_arguments(infer)
+    plan = contract_commands.add_parser("plan", help="what the contract changes in the dataset's live tables; exit 2 "
+                                        "when its evolution policy refuses a change",
+                                        description=contract_plan.__doc__.split("\n\n")[0],
+                                        epilog="See spark_jobs/README.md, 'Schema evolution'.")
+    contract_plan.add_arguments(plan)
+    _lake_args(plan)
+    contract_commands.add_parser("schema", help="print the contract file's JSON Schema (for editors)",
+                                 description="Print the JSON Schema of a contract file (draft 2020-12).")
 
 
 def _cmd_land(args: argparse.Namespace) -> int:
@@ -231,6 +249,22 @@ def _cmd_land(args: argparse.Namespace) -> int:
 
 
 def _cmd_contract(args: argparse.Namespace) -> int:
+    if args.contract_command == "schema":
+        from spark_jobs.contract import contract_json_schema
+
+        print(json.dumps(contract_json_schema(), indent=1))
+        return EXIT_OK
+    if args.contract_command == "plan":
+        from spark_jobs import contract_plan
+
+        load_contract(args.dataset)  # a bad contract: its one line before Spark starts
+        lake = _resolve(args)
+        spark, created = _open_session(args, lake, "tenantlake-contract-plan", small_inputs=True)
+        try:
+            return contract_plan.run(args, spark, lake)
+        finally:
+            if created:
+                spark.stop()
     from spark_jobs import contract_infer
 
     return contract_infer.run(args)
@@ -373,7 +407,8 @@ def _resolve(args: argparse.Namespace) -> LakeConfig:
                         s3_endpoint=args.s3_endpoint, truststore=args.truststore, ca_bundle=args.ca_bundle,
                         lake_config=args.lake_config, tenant=args.tenant,
                         glue_databases=getattr(args, "glue_databases", ()),
-                        data_classification=getattr(args, "data_classification", ()))
+                        data_classification=getattr(args, "data_classification", ()),
+                        lf_classification_tag=getattr(args, "lf_classification_tag", ""))
 
 
 def _cmd_datagen(args: argparse.Namespace) -> int:
@@ -384,7 +419,8 @@ def _cmd_datagen(args: argparse.Namespace) -> int:
     lake = _resolve(args)
     config = DatagenConfig(dataset=args.dataset, sources=args.sources, records=args.records,
                            batch_size=args.batch_size, interval_seconds=args.interval, bad_rate=args.bad_rate,
-                           late_rate=args.late_rate, seed=args.seed, start=args.start, users=args.users)
+                           late_rate=args.late_rate, seed=args.seed, start=args.start, users=args.users,
+                           name_prefix=args.name_prefix)
     data = generate(config)
     if args.sink == "kinesis":
         from spark_jobs.contract import load_contract
@@ -417,68 +453,15 @@ def _open_session(args: argparse.Namespace, lake: LakeConfig, app: str, small_in
     return session_for(lake, app, jars, small_inputs=small_inputs)
 
 
-# What each layer reads, relative to the lake root: the bytes a run will read (sizing its session).
-LAYER_INPUTS = {"bronze": "landing", "silver": "bronze", "gold": "silver"}
-
-
-def _reads_small_inputs(lake: LakeConfig, plan: list[tuple[str, str]], continuous: bool = False) -> bool:
-    """Whether every layer of ``plan`` reads small inputs: the bytes stored under their inputs (landing,
-    bronze, the silver table) at most ``jobs.runtime.SMALL_INPUT_BYTES`` together; a continuous ingest reads
-    without end, so it never is small (``_reads_small_folders`` says when the question is asked at all)."""
-    folders = sorted({f"{LAYER_INPUTS[layer]}/{dataset}" for dataset, layer in plan})
-    return _reads_small_folders(lake, folders, continuous=continuous)
-
-
-def _dataset_folders(datasets: list[str]) -> list[str]:
-    """Every folder a dataset's data lives in, relative to the lake root: landing, bronze, silver, the
-    quarantine and each gold table of its contract (what `counts` reads)."""
-    from spark_jobs.lake import gold_table_name
-
-    folders = []
-    for dataset in datasets:
-        folders += [f"{layer}/{dataset}" for layer in ("landing", "bronze", "silver", "quarantine")]
-        folders += [f"gold/{gold_table_name(dataset, name)}" for name in load_contract(dataset).gold]
-    return folders
-
-
-def _table_folders(datasets: list[str]) -> list[str]:
-    """The Iceberg tables' folders of the datasets (silver and each gold table): what `maintain` reads."""
-    return [f for f in _dataset_folders(datasets) if f.startswith(("silver/", "gold/"))]
-
-
-def _reads_small_folders(lake: LakeConfig, folders: list[str], versions: bool = False,
-                         continuous: bool = False) -> bool:
-    """Whether ``folders`` (relative to the lake root; ``versions``: every version of their objects) hold at
-    most ``jobs.runtime.SMALL_INPUT_BYTES`` together, so the command's session can be one for small inputs.
-    Only asked for a session this command starts itself (not under spark-submit, not in a running session)
-    and when ``$TENANTLAKE_JIT`` does not decide already."""
-    import os
-
-    from pyspark.sql import SparkSession
-
-    from spark_jobs.io.lake_bytes import stored_bytes
-    from spark_jobs.jobs.runtime import SMALL_INPUT_BYTES, check_endpoint, check_local_settings
-    from spark_jobs.session import JIT_ENV, launched_by_spark_submit
-
-    if launched_by_spark_submit() or SparkSession.getActiveSession():
-        return False
-    check_local_settings()  # a bad setting or a stopped emulator: its one line, before any listing
-    check_endpoint(lake)
-    if continuous or os.environ.get(JIT_ENV):
-        return False
-    size = stored_bytes(lake, folders, SMALL_INPUT_BYTES, versions=versions)
-    if size is None or size > SMALL_INPUT_BYTES:
-        return False
-    amount = f"{size / 2**20:.1f} MB" if size >= 2**20 else f"{size / 2**10:.0f} KB"
-    print(f"session: {amount} of input: a session for small inputs ({JIT_ENV}=full to change)",
-          file=sys.stderr, flush=True)
-    return True
+# Session sizing has its home in spark_jobs/jobs/sizing.py (the benchmarks size their sessions with it too).
+from spark_jobs.jobs.sizing import dataset_folders as _dataset_folders  # noqa: E402
+from spark_jobs.jobs.sizing import reads_small_folders as _reads_small_folders  # noqa: E402
+from spark_jobs.jobs.sizing import reads_small_inputs as _reads_small_inputs  # noqa: E402
+from spark_jobs.jobs.sizing import table_folders as _table_folders  # noqa: E402
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from spark_jobs.jobs.layer import run_layer
-    from spark_jobs.quality import exit_code, run_status
-    from spark_jobs.report import format_counts_table, layer_counts
+    from spark_jobs.leases import held_leases
 
     lake = _resolve(args)
     if args.command == "run":
@@ -487,8 +470,27 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         datasets = args.dataset or available_datasets()
         plan = [(d, layer) for d in datasets for layer in LAYERS]
+    from spark_jobs import lf_tags
+
     for dataset in datasets:  # every contract before Spark starts and any layer runs
         load_contract(dataset).check_personal_data(lake.data_classification)
+        if lake.lf_classification_tag:
+            lf_tags.check_contract(load_contract(dataset))
+    # The leases of every layer the command writes, for the whole command, before its JVM starts: a second
+    # run of a layer stops here, in one line naming the holder (spark_jobs/leases.py).
+    with held_leases(lake, plan, label=args.command if args.command == "run-all" else args.layer,
+                     command=args.command) as run_id:
+        return _run_plan(args, lake, datasets, plan, run_id)
+
+
+def _run_plan(args: argparse.Namespace, lake: LakeConfig, datasets: list[str], plan: list[tuple[str, str]],
+              run_id: str) -> int:
+    """``run``/``run-all`` under their leases: the layers of ``plan`` in order, then (run-all) the counts."""
+    from spark_jobs import lf_tags
+    from spark_jobs.jobs.layer import run_layer
+    from spark_jobs.quality import exit_code, run_status
+    from spark_jobs.report import format_counts_table, landing_warnings, layer_counts
+
     small = _reads_small_inputs(lake, plan, continuous=bool(getattr(args, "continuous", False)))
     spark, created = _open_session(args, lake, f"tenantlake-{args.command}", small_inputs=small)
     try:
@@ -501,12 +503,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 print(f"error: no landing data under {lake.path('landing')}; run `python -m spark_jobs datagen` first",
                       file=sys.stderr)
                 return EXIT_FAILED
+        # Every contract change against the live tables before any layer runs: a refused one stops here.
+        from spark_jobs.contract_plan import check_datasets
+
+        for checked in check_datasets(spark, lake, sorted({d for d, layer in plan if layer in ("silver", "gold")})):
+            steps = sum(len(table.steps) for table in checked.tables)
+            if steps:
+                print(f"[contract {checked.dataset}] {steps} table change(s) allowed by evolution: {checked.evolution}, "
+                      "applied before each write (`contract plan` lists them)", file=sys.stderr, flush=True)
         statuses = []
         silver_dates: dict[str, list[str]] = {}
         for dataset, layer in plan:
             manifest = run_layer(spark, lake, dataset, layer, date=args.date, continuous=args.continuous,
                                  trigger_seconds=args.trigger_seconds, max_runtime=args.max_runtime,
-                                 max_files_per_trigger=args.max_files_per_trigger, dates=silver_dates.get(dataset))
+                                 max_files_per_trigger=args.max_files_per_trigger, dates=silver_dates.get(dataset),
+                                 lease_held=True, run_id=run_id if args.command == "run" else None)
             if args.command == "run-all" and layer == "silver" and not args.date:
                 silver_dates[dataset] = list(manifest.get("event_dates") or [])
             print(f"{layer} {dataset}: rows_in={manifest['rows_in']} rows_out={manifest['rows_out']} "
@@ -514,8 +525,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
                   f"late={manifest['late']} ({manifest['duration_seconds']}s) manifest: "
                   f"{lake.report_dir(layer, dataset, manifest['run_id'])}/manifest.json")
             statuses.append(run_status(manifest.get("validation")))
+            tagged = lf_tags.tag_after_run(spark, lake, dataset, layer)  # the new tables' columns, for Lake Formation
+            if tagged:
+                print(tagged)
         if args.command == "run-all":
-            print(format_counts_table(layer_counts(spark, lake, datasets)))
+            rows = layer_counts(spark, lake, datasets)
+            print(format_counts_table(rows))
+            for line in landing_warnings(rows):
+                print(line, file=sys.stderr)
     finally:
         if created:
             spark.stop()
@@ -523,7 +540,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_counts(args: argparse.Namespace) -> int:
-    from spark_jobs.report import format_counts_table, layer_counts
+    from spark_jobs.report import format_counts_table, landing_warnings, layer_counts
 
     lake = _resolve(args)
     datasets = args.dataset or available_datasets()
@@ -534,6 +551,8 @@ def _cmd_counts(args: argparse.Namespace) -> int:
         if created:
             spark.stop()
     print(json.dumps(rows, indent=2) if args.json else format_counts_table(rows))
+    for line in landing_warnings(rows):
+        print(line, file=sys.stderr)
     return EXIT_OK
 
 
@@ -612,8 +631,9 @@ def _table_command_errors() -> tuple[type, ...]:
     from spark_jobs.query import QueryError
     from spark_jobs.usage import UsageError
     from spark_jobs.usage.cost import PriceError
+    from spark_jobs.lf_tags import LfTagError
 
-    return CatalogError, MaintainError, QueryError, ErasureError, SubjectError, UsageError, PriceError
+    return CatalogError, MaintainError, QueryError, ErasureError, SubjectError, UsageError, PriceError, LfTagError
 
 
 def _lake_selection(args: argparse.Namespace) -> str:
@@ -697,23 +717,27 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_erase(args)
         if args.command == "usage":
             return _cmd_usage(args)
+        if args.command == "sync-tags":
+            from spark_jobs import lf_tags
+
+            return lf_tags.run(args, _resolve, _open_session)
         return _cmd_run(args)
     except (LakeConfigError, ContractError, DatagenError, _producer_error(), *_table_command_errors()) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc}{_details(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except InvariantViolation as exc:
-        print(f"error: counts invariant violated: {exc}", file=sys.stderr)
+        print(f"error: counts invariant violated: {exc}{_details(exc)}", file=sys.stderr)
         return EXIT_INVARIANT
     except Exception as exc:  # one actionable line, not a JVM stack trace
         from spark_jobs.io.readers import MissingInputError
         from spark_jobs.jobs.checkpoint import CheckpointCorruptError
-        from spark_jobs.jobs.runtime import JobFailed, describe_error, unreachable_message
+        from spark_jobs.jobs.runtime import JobFailed, describe_error, error_text, unreachable_message
 
         if isinstance(exc, CheckpointCorruptError):
             print(f"error: {exc.message(_lake_selection(args))}", file=sys.stderr)
             return exc.exit_code
         if isinstance(exc, JobFailed):
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {exc}{_details(exc)}", file=sys.stderr)
             return exc.exit_code
         from spark_jobs.quality import ReportNotWritten
 
@@ -721,7 +745,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_FAILED
         if isinstance(exc, MissingInputError):
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {exc}{_details(exc)}", file=sys.stderr)
             return EXIT_FAILED
         if _driver_gone(exc):
             from spark_jobs.session import DRIVER_MEMORY_ENV, driver_heap
@@ -738,13 +762,25 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {unreachable_message(endpoint, 'connection refused')}", file=sys.stderr)
             return EXIT_FAILED
         name, first_line = describe_error(exc)
-        if "UnknownStoreException" in name or "NoSuchBucket" in first_line:
+        whole = error_text(exc)  # the causes too: Iceberg's catalog wraps s3a's error in its own
+        if "UnknownStoreException" in name or "NoSuchBucket" in first_line or "UnknownStoreException" in whole:
             tenant = getattr(args, "tenant", "") or "<tenant>"
             print(f"error: the lake bucket does not exist ({first_line}); if the emulator was restarted, its "
                   f"in-memory state is gone: run `make apply TENANT={tenant}` again", file=sys.stderr)
             return EXIT_FAILED
-        print(f"error: {name}: {first_line}", file=sys.stderr)
+        from spark_jobs.jobs.runtime import one_line
+
+        print(f"error: {one_line(exc)}{_details(exc)}", file=sys.stderr)
         return EXIT_FAILED
+
+
+def _details(exc: BaseException) -> str:
+    """`` (details: <manifest>)`` for an error that ended a layer run (its manifest holds the whole text and the
+    run's stages; the data-quality report is beside it), else ""."""
+    from spark_jobs.jobs.runtime import DETAILS_ATTRIBUTE
+
+    where = getattr(exc, DETAILS_ATTRIBUTE, None)
+    return f" (details: {where})" if where else ""
 
 
 if __name__ == "__main__":

@@ -1,9 +1,14 @@
-"""Dataset contracts: YAML data (``spark_jobs/contracts/<dataset>.yaml``) loaded into frozen dataclasses.
+"""Dataset contracts: YAML data (``spark_jobs/contracts/<dataset>.yaml``) validated by a typed pydantic model.
 
 A contract says what a dataset looks like (schema, key, event time, landing format), which row rules
-decide silver vs quarantine, which gold transformations run, and which extra expectations apply per
-layer. The engine reads only contracts, so adding a dataset is adding a file (plus, if it needs one,
-a gold transformation in ``spark_jobs/transforms/gold/<name>.py``).
+decide silver vs quarantine, which gold transformations run, which extra expectations apply per layer,
+and how its tables may change (``evolution``). The engine reads only contracts, so adding a dataset is
+adding a file (plus, if it needs one, a gold transformation in ``spark_jobs/transforms/gold/<name>.py``).
+
+The model is the grammar: every type below is a frozen pydantic dataclass, so a file that breaks a rule
+(a typo in a key, a wrong type, a key column that is not in the schema) is refused with ONE line naming
+the dataset, the path of the field and the rule (``ContractError``), and ``contract_json_schema()`` is the
+same grammar as a JSON Schema for editors (``python -m spark_jobs contract schema``).
 
 Row-rule names (quarantine reasons, shared with the data-quality reports):
 ``<col>_required``, ``<col>_type``, ``<col>_range``, ``<col>_allowed``, ``<col>_regex``,
@@ -13,13 +18,20 @@ Row-rule names (quarantine reasons, shared with the data-quality reports):
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import hashlib
 import importlib.resources
+import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
+from pydantic import ConfigDict, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic.dataclasses import dataclass
+from pydantic.json_schema import SkipJsonSchema, WithJsonSchema
+from pydantic_core import ArgsKwargs, PydanticCustomError
 
 from tenant_model import PERSONAL_DATA_CLASSIFICATIONS
 
@@ -30,13 +42,16 @@ CONTRACTS_DIR_ENV = "TENANTLAKE_CONTRACTS_DIR"  # optional extra folder searched
 LANDING_FORMATS: tuple[str, ...] = ("json_array", "json_lines", "csv", "parquet")
 CSV_ESCAPES_OTHER_THAN_QUOTE: tuple[str, ...] = ("\\",)  # besides the quote itself (a doubled quote, RFC 4180)
 ENCODINGS: tuple[str, ...] = ("utf-8", "iso-8859-1")
+ENCODING_ALIASES = {"utf8": "utf-8", "latin-1": "iso-8859-1", "latin1": "iso-8859-1"}
 COLUMN_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 COLUMN_TYPES: tuple[str, ...] = ("string", "int", "long", "double", "boolean", "timestamp", "date")
 # Besides COLUMN_TYPES: ``decimal(P,S)`` (precision 1-38, scale 0-P), an exact number such as an account id.
 DECIMAL_TYPE_RE = r"^decimal\(\s*([0-9]{1,2})\s*,\s*([0-9]{1,2})\s*\)$"
 NUMERIC_TYPES: tuple[str, ...] = ("int", "long", "double")  # and every decimal(P,S)
-# Erasure (spark_jobs/erasure): an id shorter than this is refused, unless a subject key says otherwise. A
-# short id ("42") recurs in any text as a whole token, so matching it in reports and logs would hit others.
+SUBJECT_KEY_TYPES: tuple[str, ...] = ("string", "int", "long")  # and every decimal(P,S)
+# Erasure (spark_jobs/erasure): a text id shorter than this is refused, unless a subject key says otherwise. A
+# short text id ("ab12") recurs in any text as a whole token, so matching it in reports and logs would hit
+# others. A numeric key's id is only ever matched with its key, so any length is accepted (customer 42).
 DEFAULT_SUBJECT_ID_MIN_LENGTH = 4
 CASES: tuple[str, ...] = ("lower", "upper")
 MALFORMED_RULE = "malformed_record"
@@ -47,6 +62,14 @@ DEFAULT_LATENESS_MINUTES = 30
 # Partition granularity of silver, gold and the quarantine (spark_jobs/README.md, "Partition granularity").
 PARTITION_GRANULARITIES = ("day", "month")
 DEFAULT_PARTITION_GRANULARITY = "day"
+# How the dataset's tables may change when the contract changes (spark_jobs/README.md, "Schema evolution"):
+# strict: none; additive: new columns and wider types (what no reader's query breaks on); permissive: also
+# renames and drops. Every allowed change is metadata-only in Iceberg.
+EVOLUTION_POLICIES: tuple[str, ...] = ("strict", "additive", "permissive")
+DEFAULT_EVOLUTION = "additive"
+CSV_OPTIONS: tuple[str, ...] = ("header", "delimiter", "quote", "escape", "null_values", "encoding")
+# Contract attributes the model derives from the file; a file may not set them itself.
+DERIVED_ATTRIBUTES: tuple[str, ...] = ("subject_key_rules", "removed_columns")
 
 
 class ContractError(ValueError):
@@ -56,7 +79,53 @@ class ContractError(ValueError):
         super().__init__(f"contract '{dataset}': {field}: {rule}")
 
 
-@dataclasses.dataclass(frozen=True)
+def _refuse(rule: str, path: str = "") -> PydanticCustomError:
+    """A rule of ours broken inside a validator: ``rule`` is the message, ``path`` where below the
+    validator's own place in the file (``key``, ``min/max``; "" for the place itself)."""
+    return PydanticCustomError("contract_rule", "{rule}", {"rule": rule, "path": path})
+
+
+_MODEL = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+def is_decimal_type(type_name: str) -> bool:
+    return re.match(DECIMAL_TYPE_RE, type_name) is not None
+
+
+def decimal_precision_scale(type_name: str) -> tuple[int, int]:
+    """(precision, scale) of a ``decimal(P,S)`` type name."""
+    found = re.match(DECIMAL_TYPE_RE, type_name)
+    if found is None:
+        raise ValueError(f"{type_name!r} is not decimal(P,S)")
+    return int(found.group(1)), int(found.group(2))
+
+
+def _regex(value: str | None) -> str | None:
+    if value is not None:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise _refuse(f"invalid regular expression ({exc})") from None
+    return value
+
+
+def _strict_bool(value: Any) -> Any:
+    if not isinstance(value, bool):
+        raise _refuse(f"must be true or false, got {value!r}")
+    return value
+
+
+def _one_of(value: Any, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise _refuse(f"'{value}' is not one of {', '.join(choices)}")
+    return value
+
+
+COLUMN_TYPE_JSON = {"anyOf": [{"enum": [*COLUMN_TYPES, "integer"]}, {"type": "string", "pattern": DECIMAL_TYPE_RE}],
+                    "description": "a column type, or decimal(P,S)"}
+
+
+@dataclass(frozen=True, config=_MODEL)
 class ColumnSpec:
     """One silver column. ``min``/``max``/``allowed``/``regex`` each yield a row rule of that name.
 
@@ -67,16 +136,109 @@ class ColumnSpec:
     """
 
     name: str
-    type: str
+    """The silver column, ^[A-Za-z_][A-Za-z0-9_]*$."""
+    type: Annotated[str, WithJsonSchema(COLUMN_TYPE_JSON)]
+    """string, int (or integer), long, double, boolean, timestamp, date or decimal(P,S)."""
     required: bool = False
+    """A missing value fails <name>_required. @default - false"""
     min: float | None = None
+    """Numeric columns: a smaller value fails <name>_range."""
     max: float | None = None
+    """Numeric columns: a larger value fails <name>_range."""
     allowed: tuple[str, ...] | None = None
+    """The only values allowed (<name>_allowed)."""
     regex: str | None = None
-    format: str | None = None  # timestamp/date parse pattern; @default - ISO-8601 UTC "...'T'HH:mm:ss'Z'"
-    case: str | None = None    # normalise strings to lower/upper case before rules run; @default - none
-    source: str | None = None  # the landing field's name; @default - ``name``
-    computed: str | None = None  # Spark SQL over other columns' landing text; @default - none (a landing field)
+    """A value that does not match fails <name>_regex."""
+    format: str | None = None
+    """timestamp/date parse pattern (Spark). @default - ISO-8601 UTC "yyyy-MM-dd'T'HH:mm:ss'Z'" for timestamps"""
+    case: str | None = None
+    """Normalise strings to lower or upper case before the rules run. @default - none"""
+    source: str | None = None
+    """The landing field's name. @default - the column's name"""
+    computed: str | None = None
+    """Spark SQL over other columns' landing text; the column has no landing field. @default - none"""
+    renamed_from: str | None = None
+    """The column's name in the live tables before a rename (evolution: permissive); Iceberg renames it in place."""
+    removed: bool = False
+    """Removed on purpose: not a silver column any more; its landing field is ignored, never unknown_fields."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not re.match(COLUMN_NAME_RE, value):
+            raise _refuse(f"must match {COLUMN_NAME_RE} (name the landing field in `source` when it has other "
+                          "characters)")
+        return value
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _type(cls, value: Any) -> Any:
+        if value == "integer":
+            return "int"
+        if isinstance(value, str) and is_decimal_type(value.strip().lower()):
+            value = re.sub(r"\s+", "", value.lower())
+            precision, scale = decimal_precision_scale(value)
+            if not 1 <= precision <= 38 or scale > precision:
+                raise _refuse(f"'{value}': precision must be 1-38 and scale at most the precision")
+            return value
+        if value not in COLUMN_TYPES:
+            raise _refuse(f"'{value}' is not one of {', '.join(COLUMN_TYPES)} or decimal(P,S)")
+        return value
+
+    @field_validator("required", "removed", mode="before")
+    @classmethod
+    def _flags(cls, value: Any) -> Any:
+        return _strict_bool(value)
+
+    @field_validator("min", "max", mode="before")
+    @classmethod
+    def _bound(cls, value: Any) -> Any:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise _refuse(f"must be a number, got {value!r}")
+        return value
+
+    @field_validator("allowed", mode="before")
+    @classmethod
+    def _allowed(cls, value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            return tuple(str(v) for v in value)
+        return value
+
+    @field_validator("regex")
+    @classmethod
+    def _valid_regex(cls, value: str | None) -> str | None:
+        return _regex(value)
+
+    @field_validator("case")
+    @classmethod
+    def _case(cls, value: str | None) -> str | None:
+        return value if value is None else _one_of(value, CASES)
+
+    @field_validator("source", "renamed_from")
+    @classmethod
+    def _field_name(cls, value: str | None) -> str | None:
+        if value is not None and not value:
+            raise _refuse("must be a non-empty string (a field or column name)")
+        return value
+
+    @field_validator("computed")
+    @classmethod
+    def _computed(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise _refuse("must be a Spark SQL expression (text)")
+        return value.strip() if value else value
+
+    @model_validator(mode="after")
+    def _column(self) -> "ColumnSpec":
+        if self.source is not None and self.computed is not None:
+            raise _refuse("takes `source` or `computed`, not both")
+        if (self.min is not None or self.max is not None) and not self.is_numeric:
+            raise _refuse("only numeric columns take a range", "min/max")
+        if self.renamed_from == self.name:
+            raise _refuse("names the column itself; give the old name", "renamed_from")
+        if self.format is None and self.type == "timestamp":
+            object.__setattr__(self, "format", DEFAULT_TIMESTAMP_FORMAT)
+        return self
 
     @property
     def landing_name(self) -> str | None:
@@ -92,19 +254,7 @@ class ColumnSpec:
         return self.type in NUMERIC_TYPES or self.is_decimal
 
 
-def is_decimal_type(type_name: str) -> bool:
-    return re.match(DECIMAL_TYPE_RE, type_name) is not None
-
-
-def decimal_precision_scale(type_name: str) -> tuple[int, int]:
-    """(precision, scale) of a ``decimal(P,S)`` type name."""
-    found = re.match(DECIMAL_TYPE_RE, type_name)
-    if found is None:
-        raise ValueError(f"{type_name!r} is not decimal(P,S)")
-    return int(found.group(1)), int(found.group(2))
-
-
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True, config=_MODEL)
 class SubjectKey:
     """How erasure requests name data subjects by one column (an entry of the contract's ``subject_keys``).
 
@@ -112,16 +262,31 @@ class SubjectKey:
         column: a schema column of type string, int, long or decimal(P,S).
         pattern: a regular expression every id must match in full (after normalisation), else the
             request is refused before anything changes. @default - None (any id)
-        min_length: ids shorter than this (in characters, after normalisation) are refused.
-            @default - 4 (``DEFAULT_SUBJECT_ID_MIN_LENGTH``)
+        min_length: text ids shorter than this (in characters, after normalisation) are refused; a numeric
+            key (int, long, decimal) accepts an id of any length. @default - 4 (``DEFAULT_SUBJECT_ID_MIN_LENGTH``)
     """
 
     column: str
+    """A schema column of type string, int, long or decimal(P,S)."""
     pattern: str | None = None
+    """A regular expression every id must match in full. @default - any id"""
     min_length: int = DEFAULT_SUBJECT_ID_MIN_LENGTH
+    """Text ids shorter than this are refused (a numeric key accepts any length). @default - 4"""
+
+    @field_validator("pattern", mode="before")
+    @classmethod
+    def _pattern(cls, value: Any) -> Any:
+        return _regex(None if value is None else str(value))
+
+    @field_validator("min_length", mode="before")
+    @classmethod
+    def _min_length(cls, value: Any) -> Any:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise _refuse(f"must be a whole number of at least 1, got {value!r}")
+        return value
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True, config=_MODEL)
 class LandingSpec:
     """How landing files of a dataset are written (the contract's ``landing`` mapping).
 
@@ -139,12 +304,77 @@ class LandingSpec:
     """
 
     format: str
+    """json_array, json_lines, csv or parquet."""
     header: bool = True
+    """csv: the first record of every file names the fields. @default - true"""
     delimiter: str = ","
+    """csv: the field separator, one character. @default - ","."""
     quote: str = '"'
+    """csv: the quote character. @default - '"'"""
     escape: str = '"'
+    """csv: the quote itself (a doubled quote, RFC 4180) or a backslash. @default - the quote"""
     null_values: tuple[str, ...] = ("",)
+    """csv: field texts that mean null. @default - [""]"""
     encoding: str = "utf-8"
+    """csv: utf-8 or iso-8859-1 (latin-1). @default - utf-8"""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _options(cls, data: Any) -> Any:
+        given = data if isinstance(data, dict) else (data.kwargs or {}) if isinstance(data, ArgsKwargs) else None
+        if given is None:
+            return data
+        if "format" not in given:
+            return data  # pydantic names the missing field
+        if given["format"] not in LANDING_FORMATS:
+            raise _refuse(f"'{given['format']}' is not one of {', '.join(LANDING_FORMATS)}", "format")
+        unknown = sorted(set(given) - {"format", *CSV_OPTIONS})
+        if unknown:  # before the CSV-only check: a typo is named as such
+            raise _refuse(f"is not a landing option ({', '.join(CSV_OPTIONS)})", unknown[0])
+        options = sorted(set(given) & set(CSV_OPTIONS))
+        if options and given.get("format") != "csv":
+            raise _refuse(f"applies to format csv only, not {given.get('format')}", options[0])
+        if isinstance(data, dict) and "escape" not in data and "quote" in data:
+            data = {**data, "escape": data["quote"]}  # the quote escapes itself unless told otherwise
+        return data
+
+    @field_validator("header", mode="before")
+    @classmethod
+    def _header(cls, value: Any) -> Any:
+        return _strict_bool(value)
+
+    @field_validator("delimiter", "quote", "escape", mode="before")
+    @classmethod
+    def _one_char(cls, value: Any) -> Any:
+        if not isinstance(value, str) or len(value) != 1 or value in "\r\n":
+            raise _refuse(f"must be one character other than a line break, got {value!r}")
+        return value
+
+    @field_validator("null_values", mode="before")
+    @classmethod
+    def _null_values(cls, value: Any) -> Any:
+        if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise _refuse("must be a list of texts, e.g. [\"\", NA]")
+        return tuple(value)
+
+    @field_validator("encoding", mode="before")
+    @classmethod
+    def _encoding(cls, value: Any) -> Any:
+        encoding = str(value).lower().replace("_", "-")
+        encoding = ENCODING_ALIASES.get(encoding, encoding)
+        if encoding not in ENCODINGS:
+            raise _refuse(f"'{value}' is not one of {', '.join(ENCODINGS)}")
+        return encoding
+
+    @model_validator(mode="after")
+    def _csv(self) -> "LandingSpec":
+        if self.delimiter == self.quote:
+            raise _refuse("must differ from the quote character", "delimiter")
+        if self.escape != self.quote and self.escape not in CSV_ESCAPES_OTHER_THAN_QUOTE:
+            raise _refuse(f"must be the quote ({self.quote!r}) or a backslash, got {self.escape!r}", "escape")
+        if self.escape == self.delimiter:
+            raise _refuse("must differ from the delimiter", "escape")
+        return self
 
     @property
     def is_text(self) -> bool:
@@ -152,26 +382,42 @@ class LandingSpec:
         return self.format != "parquet"
 
 
-CSV_OPTIONS: tuple[str, ...] = ("header", "delimiter", "quote", "escape", "null_values", "encoding")
-
-
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True, config=_MODEL)
 class RowRule:
     """An explicit row rule: a Spark SQL boolean over the typed columns; true (or null) means valid."""
 
     name: str
+    """The rule's name: the quarantine reason of a row that breaks it."""
     expr: str
+    """Spark SQL boolean over the typed columns; true or null means valid."""
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True, config=_MODEL)
 class DerivedColumn:
     """Silver enrichment: a Spark SQL expression over the validated columns."""
 
     name: str
+    """The silver column it adds."""
     expr: str
+    """Spark SQL over the validated columns."""
+    removed: bool = False
+    """Removed on purpose: no longer computed (its column is dropped under evolution: permissive)."""
+
+    @field_validator("removed", mode="before")
+    @classmethod
+    def _removed(cls, value: Any) -> Any:
+        return _strict_bool(value)
 
 
-@dataclasses.dataclass(frozen=True)
+def _subject_keys_json() -> dict:
+    entry = TypeAdapter(SubjectKey).json_schema()
+    return {"anyOf": [{"type": "array", "items": {"anyOf": [{"type": "string"}, entry]}},
+                      {"type": "null"}],
+            "description": "The columns that identify a data subject (a person), as names or "
+                           "{column, pattern, min_length}; [] declares that the dataset holds no personal data."}
+
+
+@dataclass(frozen=True, config=_MODEL)
 class Contract:
     """A dataset contract. See ``spark_jobs/contracts/iot.yaml`` for a commented example.
 
@@ -182,6 +428,7 @@ class Contract:
             bronze exposes it as a column. @default - None (a dataset with one source)
         key: the dedupe key; the latest ``_ingested_at`` wins, ties broken by batch, file, position.
         event_time: the timestamp column; ``event_date`` (silver partition) derives from it.
+        schema: the silver columns (entries marked ``removed: true`` in the file are not among them).
         lateness_minutes: a record is late when its event time is older than the newest event time in
             its landing file by more than this. @default - 30
         allow_extra_fields: when false, unknown fields fail ``unknown_fields``. @default - False
@@ -201,27 +448,176 @@ class Contract:
         partition_granularity: ``day`` (one partition per event date) or ``month`` (one per event month,
             for a low-volume dataset that would otherwise become hundreds of tiny files a year) for the
             silver table, the gold tables and the quarantine. @default - "day"
+        evolution: how the dataset's tables may change when the contract does: ``strict`` (no change),
+            ``additive`` (new columns, wider types) or ``permissive`` (also renames and drops).
+            @default - "additive" (spark_jobs/README.md, "Schema evolution")
+        ignored_fields: landing fields silver reads past (never ``unknown_fields``): the file's own list
+            plus the landing field of every schema column marked ``removed: true``. @default - ()
+        removed_columns: the columns the file marks ``removed: true`` (schema and derived), dropped on
+            purpose. @default - ()
     """
 
     dataset: str
+    """The dataset's name, also its folder in every layer."""
     description: str
+    """What the data is."""
     landing: LandingSpec
+    """The landing format and its options."""
     source_field: str | None
+    """The per-source field (sensor, site, org). @default - none (one source)"""
     key: tuple[str, ...]
+    """The dedupe key: schema columns."""
     event_time: str
+    """The timestamp column event_date derives from."""
     schema: tuple[ColumnSpec, ...]
+    """The silver columns."""
     rules: tuple[RowRule, ...] = ()
+    """Explicit row rules."""
     derived: tuple[DerivedColumn, ...] = ()
+    """Silver enrichment."""
     gold: tuple[str, ...] = ()
+    """Gold transformations (modules in spark_jobs/transforms/gold/)."""
     gold_options: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    """Per gold name, the options passed to its build."""
     expectations: dict[str, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
+    """Per layer, extra expectations or overrides (spark_jobs/quality/README.md)."""
     lateness_minutes: int = DEFAULT_LATENESS_MINUTES
+    """A record older than its landing file's newest record by more than this is late. @default - 30"""
     allow_extra_fields: bool = False
-    subject_keys: tuple[str, ...] | None = None
-    subject_key_rules: tuple[SubjectKey, ...] = ()
+    """When false, a landing field the contract does not know fails unknown_fields. @default - false"""
+    subject_keys: Annotated[tuple[str, ...] | None, WithJsonSchema(_subject_keys_json())] = None
     personal_data: tuple[str, ...] = ()
+    """The other columns that hold personal data."""
     pseudonymise_gold: bool = False
+    """Gold carries a keyed hash of each subject key instead of its value. @default - false"""
     partition_granularity: str = DEFAULT_PARTITION_GRANULARITY
+    """day or month: the partitions of silver, gold and the quarantine. @default - day"""
+    evolution: str = DEFAULT_EVOLUTION
+    """strict, additive or permissive: which table changes a contract change may make. @default - additive"""
+    ignored_fields: tuple[str, ...] = ()
+    """Landing fields silver reads past (never unknown_fields), besides those of removed columns."""
+    subject_key_rules: SkipJsonSchema[tuple[SubjectKey, ...]] = ()
+    removed_columns: SkipJsonSchema[tuple[str, ...]] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _file_form(cls, data: Any) -> Any:
+        """A file (a mapping) gives ``subject_keys`` as names or ``{column, pattern, min_length}``: they become
+        ``subject_keys`` (the names) and ``subject_key_rules``. Empty required fields count as missing."""
+        if not isinstance(data, dict):
+            return data
+        derived = sorted(set(data) & set(DERIVED_ATTRIBUTES))
+        if derived:
+            raise _refuse(f"is not a contract key (derived from {'subject_keys' if derived[0] == 'subject_key_rules' else 'removed: true entries'})",
+                          derived[0])
+        data = {k: v for k, v in data.items() if not (k in ("landing", "schema", "key", "event_time")
+                                                          and v in (None, "", []))}
+        data.setdefault("description", "")
+        data["description"] = str(data["description"] or "").strip()
+        data.setdefault("source_field", None)
+        data["source_field"] = data["source_field"] or None
+        for name in ("rules", "derived", "gold", "gold_options", "expectations", "personal_data", "ignored_fields"):
+            if name in data and data[name] is None:
+                data.pop(name)
+        if isinstance(data.get("expectations"), dict):
+            data["expectations"] = {layer: list(items or []) for layer, items in data["expectations"].items()}
+        if "subject_keys" in data:
+            keys = data["subject_keys"] if data["subject_keys"] is not None else []
+            if not isinstance(keys, list):
+                raise _refuse("must be a list of schema column names, e.g. [user_id], or []", "subject_keys")
+            rules = []
+            for index, item in enumerate(keys):
+                item = {"column": item} if isinstance(item, str) else item
+                if not isinstance(item, dict) or not isinstance(item.get("column"), str):
+                    raise _refuse("must be a column name or {column: C, pattern: REGEX, min_length: N}",
+                                  f"subject_keys[{index}]")
+                rules.append(item)
+            data["subject_keys"] = [item["column"] for item in rules]
+            data["subject_key_rules"] = rules
+        return data
+
+    @field_validator("allow_extra_fields", "pseudonymise_gold", mode="before")
+    @classmethod
+    def _flags(cls, value: Any) -> Any:
+        return _strict_bool(value)
+
+    @field_validator("lateness_minutes", mode="before")
+    @classmethod
+    def _lateness(cls, value: Any) -> Any:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise _refuse(f"must be a whole number of minutes, at least 0, got {value!r}")
+        return value
+
+    @field_validator("partition_granularity")
+    @classmethod
+    def _granularity(cls, value: str) -> str:
+        if value not in PARTITION_GRANULARITIES:
+            raise _refuse(f"must be one of {', '.join(PARTITION_GRANULARITIES)}, got {value!r}")
+        return value
+
+    @field_validator("evolution")
+    @classmethod
+    def _evolution(cls, value: str) -> str:
+        return _one_of(value, EVOLUTION_POLICIES)
+
+    @model_validator(mode="after")
+    def _contract(self) -> "Contract":
+        """The rules across fields, in the order a reader of the file meets them."""
+        if any(col.removed for col in self.schema) or any(d.removed for d in self.derived):
+            removed_fields = tuple(col.landing_name for col in self.schema if col.removed and col.landing_name)
+            object.__setattr__(self, "removed_columns", tuple(dict.fromkeys(
+                [*self.removed_columns, *(c.name for c in self.schema if c.removed),
+                 *(d.name for d in self.derived if d.removed)])))
+            object.__setattr__(self, "ignored_fields", tuple(dict.fromkeys([*self.ignored_fields, *removed_fields])))
+            object.__setattr__(self, "schema", tuple(col for col in self.schema if not col.removed))
+            object.__setattr__(self, "derived", tuple(d for d in self.derived if not d.removed))
+        if not self.schema:
+            raise _refuse("is required (at least one column that is not removed)", "schema")
+        names = [col.name for col in self.schema]
+        if len(set(names)) != len(names):
+            raise _refuse("column names must be unique", "schema")
+        sources = self.landing_fields
+        if len(set(sources)) != len(sources):
+            raise _refuse("two columns read the same landing field (`source`)", "schema")
+        renamed = [col.renamed_from for col in self.schema if col.renamed_from]
+        clash = next((old for old in renamed if old in names or renamed.count(old) > 1), None)
+        if clash:
+            raise _refuse(f"renamed_from '{clash}' is another column's name (or named twice)", "schema")
+        for field in self.key:
+            if field not in names:
+                raise _refuse(f"'{field}' is not a schema column" + (" (it is removed)" if field in self.removed_columns
+                                                                        else ""), "key")
+        if self.event_time not in names or self.column(self.event_time).type != "timestamp":
+            raise _refuse(f"'{self.event_time}' must be a timestamp column of the schema", "event_time")
+        if self.source_field is not None and self.source_field not in names:
+            raise _refuse(f"'{self.source_field}' is not a schema column", "source_field")
+        for name in self.gold_options:
+            if name not in self.gold:
+                raise _refuse("names no gold transformation listed in `gold`", f"gold_options.{name}")
+        known = [field for field in self.ignored_fields if field in sources]
+        if known:
+            raise _refuse(f"'{known[0]}' is the landing field of a schema column; a field is read or ignored, not both",
+                          "ignored_fields")
+        self._check_personal_data_fields(names)
+        return self
+
+    def _check_personal_data_fields(self, names: list[str]) -> None:
+        types = {col.name: col.type for col in self.schema}
+        for index, column in enumerate(self.subject_keys or ()):
+            if column not in types:
+                raise _refuse(f"'{column}' is not a schema column", "subject_keys")
+            if types[column] not in SUBJECT_KEY_TYPES and not is_decimal_type(types[column]):
+                raise _refuse(f"'{column}' is {types[column]}: a subject key is string, int, long or decimal(P,S)",
+                              f"subject_keys[{index}]")
+        if self.subject_keys is not None and len(set(self.subject_keys)) != len(self.subject_keys):
+            raise _refuse("names a column twice", "subject_keys")
+        for name in self.personal_data:
+            if name not in names:
+                raise _refuse(f"'{name}' is not a schema column", "personal_data")
+        if len(set(self.personal_data)) != len(self.personal_data):
+            raise _refuse("names a column twice", "personal_data")
+        if self.pseudonymise_gold and not self.subject_keys:
+            raise _refuse("needs subject_keys (the columns to replace by a keyed hash)", "pseudonymise_gold")
 
     def check_personal_data(self, data_classification: tuple[str, ...] | list[str]) -> None:
         """Refuse (one line) a contract that does not declare its subject keys on a tenant that holds
@@ -252,6 +648,40 @@ class Contract:
         """The id rules of one subject key (the defaults when the file gave a bare name)."""
         return next((rule for rule in self.subject_key_rules if rule.column == column), SubjectKey(column))
 
+    @property
+    def renames(self) -> dict[str, str]:
+        """New column name -> the name it had before (``renamed_from``), for every renamed column."""
+        return {col.name: col.renamed_from for col in self.schema if col.renamed_from}
+
+    @property
+    def version(self) -> str:
+        """The contract's version: ``sha256:`` and 16 hex digits of its normalised content (what the model
+        holds, not the file's text: comments and formatting do not change it). Run manifests, lineage
+        events and the tables' properties carry it."""
+        canonical = json.dumps(dataclasses.asdict(self), sort_keys=True, default=str, separators=(",", ":"))
+        return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+_CONTRACT = TypeAdapter(Contract)
+_MODELS = {"": Contract, "landing": LandingSpec, "schema": ColumnSpec, "subject_keys": SubjectKey,
+           "rules": RowRule, "derived": DerivedColumn}
+_FILE_KEYS = {Contract: [f.name for f in dataclasses.fields(Contract) if f.name not in DERIVED_ATTRIBUTES]}
+
+
+def contract_json_schema() -> dict[str, Any]:
+    """The contract file's grammar as a JSON Schema (draft 2020-12), for editors (YAML language servers
+    read it: ``# yaml-language-server: $schema=<file>``)."""
+    schema = _CONTRACT.json_schema(mode="validation")
+    for name in ("dataset",):
+        schema["properties"][name]["pattern"] = DATASET_NAME_RE
+    schema["properties"]["evolution"]["enum"] = list(EVOLUTION_POLICIES)
+    schema["properties"]["partition_granularity"]["enum"] = list(PARTITION_GRANULARITIES)
+    schema["$defs"]["LandingSpec"]["properties"]["format"]["enum"] = list(LANDING_FORMATS)
+    schema["$defs"]["ColumnSpec"]["properties"]["case"]["anyOf"][0]["enum"] = list(CASES)
+    schema["required"] = [name for name in schema.get("required", []) if name not in ("description", "source_field")]
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema,
+            "title": "tenantlake dataset contract (spark_jobs/contracts/<dataset>.yaml)"}
+
 
 def contract_dirs() -> list[Any]:
     """Folders searched for ``<dataset>.yaml``: ``$TENANTLAKE_CONTRACTS_DIR`` first, then the packaged
@@ -268,235 +698,126 @@ def available_datasets() -> list[str]:
     return sorted(names)
 
 
+def contract_path(name: str) -> Any:
+    """Where ``<name>.yaml`` is read from (``contract_dirs``), or None."""
+    return next((folder / f"{name}.yaml" for folder in contract_dirs() if (folder / f"{name}.yaml").is_file()), None)
+
+
 def load_contract(name: str) -> Contract:
     """Load ``<name>.yaml`` from ``$TENANTLAKE_CONTRACTS_DIR`` (if set) or the packaged contracts."""
-    for folder in contract_dirs():
-        path = folder / f"{name}.yaml"
-        if path.is_file():
-            return parse_contract(yaml.safe_load(path.read_text()), source=str(path))
-    raise ContractError(name, "dataset", f"no contract file {name}.yaml; known datasets: {', '.join(available_datasets())}")
+    path = contract_path(name)
+    if path is None:
+        raise ContractError(name, "dataset", f"no contract file {name}.yaml; known datasets: "
+                                             f"{', '.join(available_datasets())}")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        raise ContractError(name, "(file)", f"{path} is not valid YAML: {where}{getattr(exc, 'problem', None) or exc}"
+                            ) from None
+    return parse_contract(raw, source=str(path))
 
 
 def parse_contract(raw: Any, source: str = "<memory>") -> Contract:
-    """Validate a contract mapping and build the dataclass; every error names the field and rule."""
+    """Validate a contract mapping and build the model; every error names the dataset, the field's path
+    and the rule, in one line (``ContractError``)."""
     if not isinstance(raw, dict):
         raise ContractError(source, "(file)", "must be a YAML mapping")
     dataset = str(raw.get("dataset", ""))
     if not re.match(DATASET_NAME_RE, dataset):
         raise ContractError(dataset or source, "dataset", f"must match {DATASET_NAME_RE}")
-
-    def need(field: str) -> Any:
-        if field not in raw or raw[field] in (None, "", []):
-            raise ContractError(dataset, field, "is required")
-        return raw[field]
-
-    landing = parse_landing(dataset, need("landing"))
-    schema = tuple(_parse_column(dataset, i, item) for i, item in enumerate(need("schema")))
-    names = [col.name for col in schema]
-    if len(set(names)) != len(names):
-        raise ContractError(dataset, "schema", "column names must be unique")
-    sources = [col.landing_name for col in schema if col.landing_name is not None]
-    if len(set(sources)) != len(sources):
-        raise ContractError(dataset, "schema", "two columns read the same landing field (`source`)")
-    key = tuple(need("key"))
-    for field in key:
-        if field not in names:
-            raise ContractError(dataset, "key", f"'{field}' is not a schema column")
-    event_time = need("event_time")
-    if event_time not in names or schema[names.index(event_time)].type != "timestamp":
-        raise ContractError(dataset, "event_time", f"'{event_time}' must be a timestamp column of the schema")
-    source_field = raw.get("source_field") or None
-    if source_field is not None and source_field not in names:
-        raise ContractError(dataset, "source_field", f"'{source_field}' is not a schema column")
-    rules = tuple(RowRule(name=str(r["name"]), expr=str(r["expr"])) for r in raw.get("rules") or [])
-    derived = tuple(DerivedColumn(name=str(d["name"]), expr=str(d["expr"])) for d in raw.get("derived") or [])
-    gold = tuple(raw.get("gold") or [])
-    gold_options = dict(raw.get("gold_options") or {})
-    for name in gold_options:
-        if name not in gold:
-            raise ContractError(dataset, f"gold_options.{name}", "names no gold transformation listed in `gold`")
-    expectations = {layer: list(items or []) for layer, items in (raw.get("expectations") or {}).items()}
-    subject_key_rules = _subject_keys(dataset, raw, schema) if "subject_keys" in raw else None
-    subject_keys = None if subject_key_rules is None else tuple(rule.column for rule in subject_key_rules)
-    personal_data = _column_list(dataset, raw, "personal_data", names) if "personal_data" in raw else ()
-    pseudonymise_gold = raw.get("pseudonymise_gold", False)
-    if not isinstance(pseudonymise_gold, bool):
-        raise ContractError(dataset, "pseudonymise_gold", f"must be true or false, got {pseudonymise_gold!r}")
-    if pseudonymise_gold and not subject_keys:
-        raise ContractError(dataset, "pseudonymise_gold", "needs subject_keys (the columns to replace by a keyed hash)")
-    granularity = raw.get("partition_granularity", DEFAULT_PARTITION_GRANULARITY)
-    if granularity not in PARTITION_GRANULARITIES:
-        raise ContractError(dataset, "partition_granularity",
-                            f"must be one of {', '.join(PARTITION_GRANULARITIES)}, got {granularity!r}")
-    return Contract(
-        dataset=dataset,
-        description=str(raw.get("description", "")).strip(),
-        landing=landing,
-        source_field=source_field,
-        key=key,
-        event_time=event_time,
-        schema=schema,
-        rules=rules,
-        derived=derived,
-        gold=gold,
-        gold_options=gold_options,
-        expectations=expectations,
-        lateness_minutes=int(raw.get("lateness_minutes", DEFAULT_LATENESS_MINUTES)),
-        allow_extra_fields=bool(raw.get("allow_extra_fields", False)),
-        subject_keys=subject_keys,
-        subject_key_rules=subject_key_rules or (),
-        personal_data=personal_data,
-        pseudonymise_gold=pseudonymise_gold,
-        partition_granularity=granularity,
-    )
-
-
-def _column_list(dataset: str, raw: dict, field: str, names: list[str]) -> tuple[str, ...]:
-    """A list of schema column names (``[]`` allowed: it declares none)."""
-    value = raw[field]
-    if value is None:
-        value = []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ContractError(dataset, field, "must be a list of schema column names, e.g. [user_id], or []")
-    for name in value:
-        if name not in names:
-            raise ContractError(dataset, field, f"'{name}' is not a schema column")
-    if len(set(value)) != len(value):
-        raise ContractError(dataset, field, "names a column twice")
-    return tuple(value)
-
-
-def _subject_keys(dataset: str, raw: dict, schema: tuple[ColumnSpec, ...]) -> tuple[SubjectKey, ...]:
-    """``subject_keys``: column names, or mappings ``{column, pattern, min_length}`` (``SubjectKey``)."""
-    value = raw["subject_keys"] if raw["subject_keys"] is not None else []
-    if not isinstance(value, list):
-        raise ContractError(dataset, "subject_keys", "must be a list of schema column names, e.g. [user_id], or []")
-    types = {col.name: col.type for col in schema}
-    rules = []
-    for index, item in enumerate(value):
-        where = f"subject_keys[{index}]"
-        if isinstance(item, str):
-            item = {"column": item}
-        if not isinstance(item, dict) or not isinstance(item.get("column"), str):
-            raise ContractError(dataset, where, "must be a column name or {column: C, pattern: REGEX, min_length: N}")
-        unknown = sorted(set(item) - {"column", "pattern", "min_length"})
-        if unknown:
-            raise ContractError(dataset, where, f"unknown field '{unknown[0]}' (column, pattern, min_length)")
-        column = item["column"]
-        if column not in types:
-            raise ContractError(dataset, "subject_keys", f"'{column}' is not a schema column")
-        if types[column] not in ("string", "int", "long") and not is_decimal_type(types[column]):
-            raise ContractError(dataset, where, f"'{column}' is {types[column]}: a subject key is string, int, long "
-                                                "or decimal(P,S)")
-        pattern = item.get("pattern")
-        if pattern is not None:
-            try:
-                re.compile(str(pattern))
-            except re.error as exc:
-                raise ContractError(dataset, f"{where}.pattern", f"invalid regular expression ({exc})") from None
-        min_length = item.get("min_length", DEFAULT_SUBJECT_ID_MIN_LENGTH)
-        if not isinstance(min_length, int) or isinstance(min_length, bool) or min_length < 1:
-            raise ContractError(dataset, f"{where}.min_length", f"must be a whole number of at least 1, got {min_length!r}")
-        rules.append(SubjectKey(column, None if pattern is None else str(pattern), min_length))
-    if len({rule.column for rule in rules}) != len(rules):
-        raise ContractError(dataset, "subject_keys", "names a column twice")
-    return tuple(rules)
-
-
-def _parse_column(dataset: str, index: int, item: Any) -> ColumnSpec:
-    where = f"schema[{index}]"
-    if not isinstance(item, dict) or not item.get("name"):
-        raise ContractError(dataset, where, "needs at least `name` and `type`")
-    where = f"schema[{index}] ({item['name']})"
-    if not re.match(COLUMN_NAME_RE, str(item["name"])):
-        raise ContractError(dataset, f"{where}.name", f"must match {COLUMN_NAME_RE} (name the landing field in "
-                                                      "`source` when it has other characters)")
-    source, computed = item.get("source"), item.get("computed")
-    if source is not None and (not isinstance(source, str) or not source):
-        raise ContractError(dataset, f"{where}.source", "must be a non-empty string (the landing field's name)")
-    if computed is not None and (not isinstance(computed, str) or not computed.strip()):
-        raise ContractError(dataset, f"{where}.computed", "must be a Spark SQL expression (text)")
-    if source is not None and computed is not None:
-        raise ContractError(dataset, where, "takes `source` or `computed`, not both")
-    col_type = item.get("type", "")
-    if col_type == "integer":
-        col_type = "int"
-    if isinstance(col_type, str) and is_decimal_type(col_type.strip().lower()):
-        col_type = re.sub(r"\s+", "", col_type.lower())
-        precision, scale = decimal_precision_scale(col_type)
-        if not 1 <= precision <= 38 or scale > precision:
-            raise ContractError(dataset, f"{where}.type", f"'{col_type}': precision must be 1-38 and scale at most "
-                                                          "the precision")
-    elif col_type not in COLUMN_TYPES:
-        raise ContractError(dataset, f"{where}.type", f"'{col_type}' is not one of {', '.join(COLUMN_TYPES)} "
-                                                      "or decimal(P,S)")
-    case = item.get("case")
-    if case is not None and case not in CASES:
-        raise ContractError(dataset, f"{where}.case", f"'{case}' is not one of {', '.join(CASES)}")
-    if (item.get("min") is not None or item.get("max") is not None) and not (col_type in NUMERIC_TYPES
-                                                                               or is_decimal_type(col_type)):
-        raise ContractError(dataset, f"{where}.min/max", "only numeric columns take a range")
-    regex = item.get("regex")
-    if regex is not None:
-        try:
-            re.compile(regex)
-        except re.error as exc:
-            raise ContractError(dataset, f"{where}.regex", f"invalid regular expression ({exc})") from None
-    allowed = item.get("allowed")
-    return ColumnSpec(
-        name=str(item["name"]),
-        type=col_type,
-        required=bool(item.get("required", False)),
-        min=None if item.get("min") is None else float(item["min"]),
-        max=None if item.get("max") is None else float(item["max"]),
-        allowed=None if allowed is None else tuple(str(v) for v in allowed),
-        regex=regex,
-        format=item.get("format") or (DEFAULT_TIMESTAMP_FORMAT if col_type == "timestamp" else None),
-        case=case,
-        source=source,
-        computed=computed.strip() if computed else None,
-    )
+    try:
+        return _CONTRACT.validate_python(raw)
+    except ValidationError as exc:
+        raise _contract_error(dataset, raw, exc) from None
 
 
 def parse_landing(dataset: str, raw: Any) -> LandingSpec:
-    """Validate the contract's ``landing`` mapping; CSV options are refused for the other formats."""
-    if not isinstance(raw, dict):
-        raise ContractError(dataset, "landing", "must be a mapping such as {format: csv}")
-    landing_format = raw.get("format", "")
-    if landing_format not in LANDING_FORMATS:
-        raise ContractError(dataset, "landing.format", f"'{landing_format}' is not one of {', '.join(LANDING_FORMATS)}")
-    unknown = sorted(set(raw) - {"format", *CSV_OPTIONS})
-    if unknown:
-        raise ContractError(dataset, f"landing.{unknown[0]}", f"is not a landing option ({', '.join(CSV_OPTIONS)})")
-    given = sorted(set(raw) & set(CSV_OPTIONS))
-    if given and landing_format != "csv":
-        raise ContractError(dataset, f"landing.{given[0]}", f"applies to format csv only, not {landing_format}")
-    if landing_format != "csv":
-        return LandingSpec(format=landing_format)
+    """Validate a contract's ``landing`` mapping alone (``LandingSpec``)."""
+    try:
+        return TypeAdapter(LandingSpec).validate_python(raw)
+    except ValidationError as exc:
+        raise _contract_error(dataset, {"landing": raw}, exc, prefix=("landing",)) from None
 
-    def one_char(option: str, default: str) -> str:
-        value = raw.get(option, default)
-        if not isinstance(value, str) or len(value) != 1 or value in "\r\n":
-            raise ContractError(dataset, f"landing.{option}", f"must be one character other than a line break, got {value!r}")
-        return value
 
-    header = raw.get("header", True)
-    if not isinstance(header, bool):
-        raise ContractError(dataset, "landing.header", f"must be true or false, got {header!r}")
-    delimiter, quote = one_char("delimiter", ","), one_char("quote", '"')
-    escape = one_char("escape", quote)
-    if delimiter == quote:
-        raise ContractError(dataset, "landing.delimiter", "must differ from the quote character")
-    if escape != quote and escape not in CSV_ESCAPES_OTHER_THAN_QUOTE:
-        raise ContractError(dataset, "landing.escape", f"must be the quote ({quote!r}) or a backslash, got {escape!r}")
-    if escape == delimiter:
-        raise ContractError(dataset, "landing.escape", "must differ from the delimiter")
-    nulls = raw.get("null_values", [""])
-    if isinstance(nulls, str) or not isinstance(nulls, list) or not all(isinstance(v, str) for v in nulls):
-        raise ContractError(dataset, "landing.null_values", "must be a list of texts, e.g. [\"\", NA]")
-    encoding = str(raw.get("encoding", "utf-8")).lower().replace("_", "-")
-    encoding = {"utf8": "utf-8", "latin-1": "iso-8859-1", "latin1": "iso-8859-1"}.get(encoding, encoding)
-    if encoding not in ENCODINGS:
-        raise ContractError(dataset, "landing.encoding", f"'{raw.get('encoding')}' is not one of {', '.join(ENCODINGS)}")
-    return LandingSpec(format="csv", header=header, delimiter=delimiter, quote=quote, escape=escape,
-                       null_values=tuple(nulls), encoding=encoding)
+# ---------------------------------------------------------------------------- one line per refused file
+def _contract_error(dataset: str, raw: dict, exc: ValidationError, prefix: tuple = ()) -> ContractError:
+    """The first error pydantic found, as ``contract '<ds>': <path>: <rule>`` (plus how many more)."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    loc = [*prefix, *first["loc"]]
+    ctx = first.get("ctx") or {}
+    extra_path = str(ctx.get("path") or "")
+    if extra_path:
+        loc += _split_path(extra_path)
+    if first["type"] in ("extra_forbidden", "unexpected_keyword_argument") and loc:
+        rule = _unknown_key(loc)
+    else:
+        rule = _rule_text(first)
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return ContractError(dataset, _path_text(loc, raw), rule + more)
+
+
+def _split_path(path: str) -> list:
+    parts: list = []
+    for piece in path.split("."):
+        found = re.fullmatch(r"([^\[]+)\[(\d+)\]", piece)
+        parts += [found.group(1), int(found.group(2))] if found else [piece]
+    return parts
+
+
+def _path_text(loc: list, raw: dict) -> str:
+    """``schema[3] (temp).type``: list indexes in brackets, a schema entry named by its ``name``."""
+    loc = ["subject_keys" if part == "subject_key_rules" and index + 1 < len(loc) else part
+           for index, part in enumerate(loc)]
+    text, node = "", raw
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+            node = node[part] if isinstance(node, list) and part < len(node) else None
+            if isinstance(node, dict) and node.get("name"):
+                text += f" ({node['name']})"
+        else:
+            text += f".{part}" if text else str(part)
+            node = node.get(part) if isinstance(node, dict) else None
+    return text or "(file)"
+
+
+def _unknown_key(loc: list) -> str:
+    """A key the model does not know (a typo): which keys it knows, and the closest one."""
+    key, owner = str(loc[-1]), [p for p in loc[:-1] if isinstance(p, str)]
+    top = "subject_keys" if owner and owner[0] in ("subject_key_rules", "subject_keys") else (owner[0] if owner else "")
+    model = _MODELS.get(top, Contract)
+    known = _FILE_KEYS.get(model) or [f.name for f in dataclasses.fields(model)]
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.7)
+    hint = f"did you mean `{close[0]}`? " if close else ""
+    if model is LandingSpec:
+        return f"is not a landing option ({hint}{', '.join(CSV_OPTIONS)})"
+    what = {Contract: "contract key", ColumnSpec: "column key", SubjectKey: "subject key field",
+            RowRule: "rule key", DerivedColumn: "derived-column key"}[model]
+    return f"is not a {what} ({hint}known: {', '.join(known)})"
+
+
+def _rule_text(error: dict) -> str:
+    kind, value = error["type"], error.get("input")
+    ctx = error.get("ctx") or {}
+    if kind == "contract_rule":
+        return str(ctx["rule"])
+    if kind == "missing":
+        return "is required"
+    if kind == "value_error":
+        return str(ctx.get("error", error["msg"]))
+    if kind.startswith("bool"):
+        return f"must be true or false, got {value!r}"
+    if kind.startswith("int"):
+        return f"must be a whole number, got {value!r}"
+    if kind.startswith("float"):
+        return f"must be a number, got {value!r}"
+    if kind.startswith("string"):
+        return f"must be text, got {value!r}"
+    if kind in ("list_type", "tuple_type"):
+        return f"must be a list, got {value!r}"
+    if kind in ("dict_type", "dataclass_type", "model_type", "dataclass_exact_type"):
+        return f"must be a mapping, got {value!r}"
+    return error["msg"]

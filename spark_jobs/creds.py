@@ -139,7 +139,7 @@ class VendedCredentials:
             "fs.s3a.endpoint": endpoint,
             "fs.s3a.endpoint.region": self.target.region,
             "fs.s3a.aws.credentials.provider": S3A_PROVIDER,
-            # Uploads must name the tenant key (the bucket policy denies anything else).
+            # Uploads name the tenant key (the bucket policy denies any other key or algorithm).
             "fs.s3a.server-side-encryption-algorithm": "SSE-KMS",
             "fs.s3a.server-side-encryption.key": self.target.kms_key_arn,
         }

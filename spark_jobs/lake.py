@@ -38,6 +38,9 @@ class LakeConfig:
         data_classification: the tenant's classification (tenant output ``data_classification``, or
             ``--data-classification``); with pii or gdpr every contract must declare ``subject_keys``.
             @default - () (unknown: nothing is required)
+        lf_classification_tag: the tenant's Lake Formation classification tag key (tenant output
+            ``lake_formation.classification_tag``, or ``--lf-classification-tag``): the jobs tag the columns of the
+            tables they create with it (``spark_jobs/lf_tags.py``). @default - "" (no tagging)
     """
 
     lake_uri: str
@@ -48,6 +51,7 @@ class LakeConfig:
     ca_bundle: str = ""
     glue_databases: tuple[tuple[str, str], ...] = ()
     data_classification: tuple[str, ...] = ()
+    lf_classification_tag: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "lake_uri", self.lake_uri.rstrip("/"))
@@ -67,6 +71,12 @@ class LakeConfig:
     @property
     def bucket(self) -> str:
         return urlparse(self.lake_uri).netloc
+
+    @property
+    def folder(self) -> Path:
+        """The lake's folder when it is not an object store (``file:///x`` or a plain path ``/x``)."""
+        parsed = urlparse(self.lake_uri)
+        return Path(parsed.path if parsed.scheme == "file" else self.lake_uri)
 
     def path(self, *parts: str) -> str:
         return "/".join([self.lake_uri, *[p.strip("/") for p in parts if p]])
@@ -117,6 +127,7 @@ def lake_from_outputs(outputs: dict, source: str) -> LakeConfig:
         ca_bundle=str(outputs.get("ca_bundle", "") or os.environ.get("AWS_CA_BUNDLE", "")),
         glue_databases=tuple(sorted((outputs.get("glue_database_names") or {}).items())),
         data_classification=tuple(outputs.get("data_classification") or ()),
+        lf_classification_tag=str((outputs.get("lake_formation") or {}).get("classification_tag") or ""),
     )
 
 
@@ -147,6 +158,7 @@ def resolve_lake(
     lake_uri: str = "", kms_key_arn: str = "", region: str = "", s3_endpoint: str = "", truststore: str = "",
     ca_bundle: str = "", lake_config: str = "", tenant: str = "",
     glue_databases: tuple[tuple[str, str], ...] = (), data_classification: tuple[str, ...] = (),
+    lf_classification_tag: str = "",
 ) -> LakeConfig:
     """Precedence: explicit ``lake_uri`` (+ key, region, endpoint, truststore), else a lake-config file,
     else the tenant's ``$TENANTLAKE_STATE_DIR/tenants/<tenant>/lake.json``."""
@@ -157,6 +169,7 @@ def resolve_lake(
             lake_uri=lake_uri, kms_key_arn=kms_key_arn, region=region or "eu-west-1", s3_endpoint=s3_endpoint,
             truststore=truststore, ca_bundle=ca_bundle or os.environ.get("AWS_CA_BUNDLE", ""),
             glue_databases=tuple(glue_databases), data_classification=tuple(data_classification),
+            lf_classification_tag=lf_classification_tag,
         )
     if not (lake_config or tenant):
         raise LakeConfigError("say which lake: --lake-uri URI (with --kms-key-arn), --lake-config FILE or --tenant T")
@@ -165,5 +178,6 @@ def resolve_lake(
     overrides = {k: v for k, v in {"kms_key_arn": kms_key_arn, "region": region, "s3_endpoint": s3_endpoint,
                                    "truststore": truststore, "ca_bundle": ca_bundle,
                                    "glue_databases": tuple(glue_databases),
-                                   "data_classification": tuple(data_classification)}.items() if v}
+                                   "data_classification": tuple(data_classification),
+                                   "lf_classification_tag": lf_classification_tag}.items() if v}
     return dataclasses.replace(lake, **overrides)

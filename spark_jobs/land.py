@@ -7,8 +7,12 @@
    is not that format, refuses the whole batch with one line per bad file, before anything is uploaded.
 3. Uploads each file as ``landing/<D>/<sha256 of its bytes>.<ext>`` (``.gz`` kept for gzip files),
    SSE-KMS with the tenant key, with a conditional put (``If-None-Match: *``) so that landing the same
-   content again, under any name, writes nothing and bronze reads it once. The original file name is
-   kept in the object's metadata (``x-amz-meta-source-name``). A progress line per file goes to stderr.
+   content again, under any name, writes nothing and bronze reads it once. A file larger than the part
+   size (``--part-size-mib``, 64 by default) goes up as a multipart upload whose completion carries the
+   same condition; an upload that fails or is interrupted (Ctrl-C, SIGTERM) is aborted, so neither an
+   object nor orphan parts stay behind. The original file name is kept in the object's metadata
+   (``x-amz-meta-source-name``). A progress line per file goes to stderr, and for a long upload one at
+   most every ``PROGRESS_EVERY_S`` seconds.
 4. Prints what it landed and the command to run next.
 
 Credentials: the standard AWS chain. Locally (``TENANTLAKE_ENV=local``, the default) the emulator's
@@ -20,11 +24,15 @@ is all ``land`` needs (no read, no list). ``python -m spark_jobs creds --tenant 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import hashlib
 import os
-import shutil
+import signal
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -34,8 +42,19 @@ from spark_jobs.lake import LakeConfig
 from spark_jobs.landing_files import FileCheck, check_file
 
 ENV_VAR = "TENANTLAKE_ENV"
-MAX_PUT_BYTES = 5 * 1024 ** 3  # S3's limit for one PUT
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
+MiB = 1024 ** 2
+# S3's limits (https://docs.aws.amazon.com/AmazonS3/latest/userguide/qfacts.html): a part is 5 MiB to 5 GiB
+# (the last may be smaller), an upload has at most 10,000 parts, an object at most 5 TiB.
+MIN_PART_BYTES = 5 * MiB
+MAX_PART_BYTES = 5 * 1024 ** 3
+MAX_PARTS = 10_000
+MAX_OBJECT_BYTES = 5 * 1024 ** 4
+# Files larger than this go up in parts of this size (64 MiB: 16 requests for 1 GiB, 625 GiB before the
+# 10,000-part limit makes parts larger; one part is held in memory at a time).
+DEFAULT_PART_MIB = 64
+PROGRESS_EVERY_S = 5.0   # at most one progress line per file this often
+COPY_CHUNK = 8 * MiB     # a local-folder lake copies (and hashes) in chunks of this size
 
 
 class LandError(RuntimeError):
@@ -60,6 +79,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to land")
     parser.add_argument("--dataset", required=True, help="the dataset (a contract name)")
     parser.add_argument("--dry-run", action="store_true", help="check the files and show the object names; upload nothing")
+    parser.add_argument("--part-size-mib", type=int, default=DEFAULT_PART_MIB, metavar="MIB",
+                        help=f"files larger than this go up as a multipart upload in parts of this size, 5 to 5120 "
+                             f"(larger when a file would need more than {MAX_PARTS:,} parts; default: {DEFAULT_PART_MIB})")
 
 
 def collect_files(paths: list[str], landing_format: str) -> tuple[list[Path], list[Path], list[str]]:
@@ -86,9 +108,23 @@ def check_files(files: list[Path], contract: Contract, progress=None) -> list[Fi
     return [check_file(path, contract) for path in files]
 
 
+def part_size_for(size: int, wanted: int) -> int:
+    """The part size for a file of ``size`` bytes: ``wanted``, or the smallest whole number of MiB that keeps
+    the upload within S3's 10,000 parts (525 MiB for a 5 TiB file)."""
+    fits = -(-size // MAX_PARTS)
+    return max(wanted, -(-fits // MiB) * MiB)
+
+
 def land(lake: LakeConfig, contract: Contract, paths: list[str], *, dry_run: bool = False,
-         progress=None, client=None) -> LandResult:
-    """Check, then upload. Raises ``LandError`` (nothing uploaded) when a path or file is refused."""
+         progress=None, client=None, part_size: int = DEFAULT_PART_MIB * MiB) -> LandResult:
+    """Check, then upload. Raises ``LandError`` (nothing uploaded) when a path or file is refused.
+
+    Files larger than ``part_size`` bytes go up as multipart uploads (object stores); an upload that fails or
+    is interrupted (``KeyboardInterrupt``, which ``run`` also raises on SIGTERM) is aborted before the
+    exception goes on, so no object and no parts of it stay behind."""
+    if not MIN_PART_BYTES <= part_size <= MAX_PART_BYTES:
+        raise LandError(f"land {contract.dataset}: --part-size-mib {part_size / MiB:g} is outside S3's part sizes "
+                        f"({MIN_PART_BYTES // MiB} to {MAX_PART_BYTES // MiB} MiB); nothing was landed", EXIT_REFUSED)
     files, skipped, missing = collect_files(paths, contract.landing_format)
     problems = [f"land {contract.dataset}: {text}: no such file or folder" for text in missing]
     checks = check_files(files, contract, progress)
@@ -96,8 +132,8 @@ def land(lake: LakeConfig, contract: Contract, paths: list[str], *, dry_run: boo
     for check in checks:
         if check.problem:
             problems.append(f"land {contract.dataset}: {check.path} {check.problem}")
-        elif check.size > MAX_PUT_BYTES:
-            problems.append(f"land {contract.dataset}: {check.path} is larger than 5 GiB (S3's limit for one PUT); "
+        elif check.size > MAX_OBJECT_BYTES and lake.is_object_store:
+            problems.append(f"land {contract.dataset}: {check.path} is larger than 5 TiB (S3's limit for one object); "
                             "split it into several files")
     if problems:
         raise LandError("\n".join(problems + [f"land {contract.dataset}: nothing was landed "
@@ -115,55 +151,171 @@ def land(lake: LakeConfig, contract: Contract, paths: list[str], *, dry_run: boo
         else:
             seen.add(check.sha256)
             uploads.append(check)
-    store = _ObjectStore(lake, client) if lake.is_object_store else _FolderStore(lake)
+    store = _ObjectStore(lake, client, part_size) if lake.is_object_store else _FolderStore(lake)
     for index, check in enumerate(uploads, 1):
         key = f"landing/{contract.dataset}/{check.object_name(contract.landing_format)}"
+        label = f"[{index}/{len(uploads)}]"
         if dry_run:
             wrote = True
         else:
-            wrote = store.put(check, key)
+            wrote = store.put(check, key, _Progress(progress, f"{label} {check.path}", check.size))
         (result.landed if wrote else result.already).append((check, key))
         if progress:
             verb = "would land" if dry_run else ("landed" if wrote else "already landed")
-            progress(f"[{index}/{len(uploads)}] {verb} {check.path} -> {key} ({_size(check.size)})")
+            how = store.how(check.size) if wrote else ""
+            progress(f"{label} {verb} {check.path} -> {key} ({_size(check.size)}{how})")
     return result
 
 
-class _ObjectStore:
-    """S3 (or the emulator): a conditional, SSE-KMS put per file."""
+class _Progress:
+    """Progress of one file's upload or copy: at most one line every ``PROGRESS_EVERY_S`` seconds."""
 
-    def __init__(self, lake: LakeConfig, client=None):
+    def __init__(self, progress, label: str, total: int):
+        self.progress, self.label, self.total = progress, label, total
+        self.started = self.last = time.monotonic()
+
+    def say(self, line: str) -> None:
+        if self.progress:
+            self.progress(f"{self.label}: {line}")
+
+    def update(self, done: int, verb: str, parts: str = "") -> None:
+        now = time.monotonic()
+        if not self.progress or now - self.last < PROGRESS_EVERY_S:
+            return
+        self.last = now
+        rate = done / max(now - self.started, 1e-6)
+        self.say(f"{_size(done)} of {_size(self.total)} {verb} ({100 * done // self.total}%{parts}, {_size(rate)}/s)")
+
+
+def _verified_chunks(check: FileCheck, chunk_size: int):
+    """The file's bytes in chunks of ``chunk_size``, read once; after the last, ``LandError`` if they are not the
+    bytes that were checked (the object is named by their SHA-256: a file changed since must not land under it)."""
+    digest, size = hashlib.sha256(), 0
+    try:
+        with check.path.open("rb") as handle:
+            while chunk := handle.read(chunk_size):
+                digest.update(chunk)
+                size += len(chunk)
+                yield chunk  # an exception of the consumer's does not come back in here (only GeneratorExit)
+    except OSError as exc:
+        raise LandError(f"land: cannot read {check.path} ({exc.strerror or exc}); it was not landed") from None
+    if (digest.hexdigest(), size) != (check.sha256, check.size):
+        raise LandError(f"land: {check.path} changed while it was being landed (its size or SHA-256 differs from "
+                        "the checked file's); it was not landed: run the same command again once it is complete")
+
+
+class _ObjectStore:
+    """S3 (or the emulator): a conditional, SSE-KMS put per file, or a multipart upload for a large one."""
+
+    def __init__(self, lake: LakeConfig, client=None, part_size: int = DEFAULT_PART_MIB * MiB):
         import boto3
 
         self.lake = lake
+        self.part_size = part_size
         self.client = client or boto3.session.Session().client(
             "s3", region_name=lake.region, endpoint_url=lake.s3_endpoint or None, verify=lake.ca_bundle or None)
+        self.encryption = ({"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": lake.kms_key_arn}
+                           if lake.kms_key_arn else {})
 
-    def put(self, check: FileCheck, key: str) -> bool:
+    def how(self, size: int) -> str:
+        if size <= self.part_size:
+            return ""
+        part = part_size_for(size, self.part_size)
+        return f", {-(-size // part)} parts of {part // MiB} MiB"
+
+    def put(self, check: FileCheck, key: str, report: _Progress) -> bool:
         """True when written, False when an object of that name (hence that content) was there already."""
-        from botocore.exceptions import ClientError, NoCredentialsError
-
-        extra = {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": self.lake.kms_key_arn} if self.lake.kms_key_arn else {}
-        metadata = {"source-name": _ascii(check.path.name), "sha256": check.sha256}
-        try:
-            with check.path.open("rb") as body:
+        with _s3_errors(self.lake, key):
+            metadata = {"source-name": _ascii(check.path.name), "sha256": check.sha256}
+            if check.size > self.part_size:
+                return self._put_in_parts(check, key, metadata, report)
+            body = b"".join(_verified_chunks(check, check.size))
+            try:
                 self.client.put_object(Bucket=self.lake.bucket, Key=key, Body=body, IfNoneMatch="*",
-                                       Metadata=metadata, **extra)
-        except NoCredentialsError:
-            raise LandError(f"land: no AWS credentials; {_credentials_hint(self.lake, key)}") from None
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "")
-            if code in ("PreconditionFailed", "ConditionalRequestConflict", "412"):
+                                       Metadata=metadata, **self.encryption)
+            except Exception as exc:  # noqa: BLE001 - _s3_errors says what it was
+                if _already_there(exc):
+                    return False
+                raise
+            return True
+
+    def _put_in_parts(self, check: FileCheck, key: str, metadata: dict[str, str], report: _Progress) -> bool:
+        if self._exists(key):  # saves sending the parts; the conditional completion decides in any case
+            return False
+        part_size = part_size_for(check.size, self.part_size)
+        count = -(-check.size // part_size)
+        bucket = self.lake.bucket
+        upload_id = self.client.create_multipart_upload(Bucket=bucket, Key=key, Metadata=metadata,
+                                                        ChecksumAlgorithm="CRC32", **self.encryption)["UploadId"]
+        report.say(f"uploading {_size(check.size)} in {count} parts of {part_size // MiB} MiB (multipart upload)")
+        try:
+            parts, sent = [], 0
+            for number, chunk in enumerate(_verified_chunks(check, part_size), 1):
+                answer = self.client.upload_part(Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number,
+                                                 Body=chunk)
+                parts.append({"PartNumber": number, "ETag": answer["ETag"],
+                              **({"ChecksumCRC32": answer["ChecksumCRC32"]} if answer.get("ChecksumCRC32") else {})})
+                sent += len(chunk)
+                report.update(sent, "sent", f", {number}/{count} parts")
+            self.client.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id, IfNoneMatch="*",
+                                                  MultipartUpload={"Parts": parts})
+        except BaseException as exc:  # an error, Ctrl-C or SIGTERM: no parts may stay behind
+            self._abort(key, upload_id, report)
+            if _already_there(exc):  # S3 keeps the upload after a failed condition: aborted above
                 return False
-            message = exc.response.get("Error", {}).get("Message", str(exc))
-            if code in ("AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken"):
-                raise LandError(f"land: put of s3://{self.lake.bucket}/{key} denied ({code}: {message}); "
-                                f"{_credentials_hint(self.lake, key)}") from None
-            raise LandError(f"land: put of s3://{self.lake.bucket}/{key} failed ({code}: {message})") from None
-        except Exception as exc:  # noqa: BLE001 - endpoint down, TLS: one line
-            raise LandError(f"land: cannot reach S3 ({self.lake.s3_endpoint or 'AWS'}): "
-                            f"{(str(exc).splitlines() or [''])[0]}") from None
+            raise
         return True
+
+    def _exists(self, key: str) -> bool:
+        """Whether the object is there, if the caller may ask (the ingest-writer role may not: 403, so no)."""
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.head_object(Bucket=self.lake.bucket, Key=key)
+        except ClientError:
+            return False
+        return True
+
+    def _abort(self, key: str, upload_id: str, report: _Progress) -> None:
+        try:
+            self.client.abort_multipart_upload(Bucket=self.lake.bucket, Key=key, UploadId=upload_id)
+        except BaseException as exc:  # noqa: BLE001 - a second Ctrl-C included: say what stays, then go on
+            if getattr(exc, "response", {}).get("Error", {}).get("Code") == "NoSuchUpload":
+                return  # gone already: completed (its answer lost on the way) or aborted
+            report.say(f"could not abort multipart upload {upload_id} ({_first_line(exc) or type(exc).__name__}): "
+                       "its parts stay until the bucket's lifecycle rule aborts it, or: aws s3api "
+                       f"abort-multipart-upload --bucket {self.lake.bucket} --key {key} --upload-id {upload_id}")
+
+
+def _already_there(exc: BaseException) -> bool:
+    """A conditional write that found the key taken (412), or lost a race for it to another writer (409)."""
+    from botocore.exceptions import ClientError
+
+    return isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code", "") in (
+        "PreconditionFailed", "ConditionalRequestConflict", "412")
+
+
+@contextlib.contextmanager
+def _s3_errors(lake: LakeConfig, key: str):
+    """Turns what S3 (or reaching it) raises into one ``LandError`` line."""
+    from botocore.exceptions import ClientError, NoCredentialsError
+
+    try:
+        yield
+    except LandError:
+        raise
+    except NoCredentialsError:
+        raise LandError(f"land: no AWS credentials; {_credentials_hint(lake, key)}") from None
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        message = exc.response.get("Error", {}).get("Message", str(exc))
+        operation = getattr(exc, "operation_name", "") or "put"
+        if code in ("AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken"):
+            raise LandError(f"land: {operation} of s3://{lake.bucket}/{key} denied ({code}: {message}); "
+                            f"{_credentials_hint(lake, key)}") from None
+        raise LandError(f"land: {operation} of s3://{lake.bucket}/{key} failed ({code}: {message})") from None
+    except Exception as exc:  # noqa: BLE001 - endpoint down, TLS: one line
+        raise LandError(f"land: cannot reach S3 ({lake.s3_endpoint or 'AWS'}): {_first_line(exc)}") from None
 
 
 class _FolderStore:
@@ -173,15 +325,29 @@ class _FolderStore:
         parsed = urlparse(lake.lake_uri)
         self.root = Path(parsed.path if parsed.scheme == "file" else lake.lake_uri)
 
-    def put(self, check: FileCheck, key: str) -> bool:
+    def how(self, size: int) -> str:  # noqa: ARG002 - one copy whatever the size
+        return ""
+
+    def put(self, check: FileCheck, key: str, report: _Progress) -> bool:
         target = self.root / key
         if target.exists():
             return False
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-        os.close(fd)
-        shutil.copyfile(check.path, tmp)
-        os.replace(tmp, target)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                copied = 0
+                for chunk in _verified_chunks(check, COPY_CHUNK):
+                    out.write(chunk)
+                    copied += len(chunk)
+                    report.update(copied, "copied")
+            os.replace(tmp, target)
+        except BaseException as exc:  # an error, Ctrl-C or SIGTERM: no temporary file stays behind
+            Path(tmp).unlink(missing_ok=True)
+            if isinstance(exc, OSError):
+                raise LandError(f"land: cannot write {target} ({exc.strerror or exc}); {check.path} was not "
+                                "landed") from None
+            raise
         return True
 
 
@@ -191,6 +357,10 @@ def _credentials_hint(lake: LakeConfig, key: str) -> str:
         return (f"land needs s3:PutObject on {dataset_prefix}/ and the tenant key: the tenant's ingest-writer "
                 f"role, e.g. eval \"$(python -m spark_jobs creds --tenant <T> --prefix {dataset_prefix} --format env)\"")
     return "locally: eval \"$(.venv/bin/python -m infra.local.emulator env)\" (the emulator's credentials)"
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [""])[0]
 
 
 def _ascii(text: str) -> str:
@@ -215,7 +385,7 @@ def caller_line(lake: LakeConfig) -> str | None:
     try:
         arn = boto3.session.Session().client("sts", region_name=lake.region).get_caller_identity()["Arn"]
     except Exception as exc:  # noqa: BLE001 - shown, not fatal: the put says whether it may
-        return f"land: caller unknown ({(str(exc).splitlines() or [''])[0]})"
+        return f"land: caller unknown ({_first_line(exc)})"
     role_hint = "" if "ingest-writer" in arn else " (not an ingest-writer role session: puts may be denied)"
     return f"land: as {arn}{role_hint}"
 
@@ -240,8 +410,34 @@ def summary(contract: Contract, lake: LakeConfig, result: LandResult, lake_selec
     return "\n".join(lines)
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM while landing, raised like Ctrl-C's ``KeyboardInterrupt`` so that an upload under way is aborted."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """SIGTERM raises ``Interrupted`` (Python's default would end the process without aborting the upload)."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+
+    def interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
+        raise Interrupted(signum)
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run(args: argparse.Namespace, lake: LakeConfig, contract: Contract, lake_selection: str) -> int:
-    """The CLI command (``spark_jobs.cli`` resolves the lake and the contract first)."""
+    """The CLI command (``spark_jobs.cli`` resolves the lake and the contract first). Exit codes: 0 landed,
+    1 an upload failed, 2 refused, 128 + the signal's number when interrupted (130 Ctrl-C, 143 SIGTERM)."""
     def progress(line: str) -> None:
         print(f"[land {contract.dataset}] {line}", file=sys.stderr, flush=True)
 
@@ -249,9 +445,17 @@ def run(args: argparse.Namespace, lake: LakeConfig, contract: Contract, lake_sel
     if who:
         print(who, file=sys.stderr)
     try:
-        result = land(lake, contract, args.paths, dry_run=args.dry_run, progress=progress)
+        with _sigterm_interrupts():
+            result = land(lake, contract, args.paths, dry_run=args.dry_run, progress=progress,
+                          part_size=args.part_size_mib * MiB)
     except LandError as exc:
         print("\n".join(f"error: {line}" for line in str(exc).splitlines()), file=sys.stderr)
         return exc.exit_code
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", signal.SIGINT)
+        print(f"error: land {contract.dataset}: interrupted ({signal.Signals(signum).name}); the file under way was "
+              "not landed and its upload was aborted, the files reported landed above are whole: run the same "
+              "command again to land the rest", file=sys.stderr)
+        return 128 + signum
     print(summary(contract, lake, result, lake_selection, args.dry_run))
     return EXIT_OK

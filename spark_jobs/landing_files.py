@@ -28,7 +28,7 @@ import json
 import re
 import zlib
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterator, TextIO
 
 from spark_jobs.contract import Contract, LandingSpec
 
@@ -156,10 +156,12 @@ def _text_problem(path: Path, head: bytes, is_gzip: bool, contract: Contract) ->
     return None if is_object else "does not start with a line holding one JSON object"
 
 
-def csv_reader(text: str, landing: LandingSpec) -> Iterator[list[str]]:
-    """Python's csv reader with the contract's dialect (as close to the pipeline's parser as csv allows)."""
+def csv_reader(text: str | TextIO, landing: LandingSpec) -> Iterator[list[str]]:
+    """Python's csv reader with the contract's dialect (as close to the pipeline's parser as csv allows), over a
+    text or a text stream (opened with ``newline=""``; a stream read as ``utf-8-sig`` drops a byte-order mark)."""
     doubled = landing.escape == landing.quote
-    return csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""), delimiter=landing.delimiter,
+    source = io.StringIO(text.lstrip("\ufeff"), newline="") if isinstance(text, str) else text
+    return csv.reader(source, delimiter=landing.delimiter,
                       quotechar=landing.quote, doublequote=doubled,
                       escapechar=None if doubled else landing.escape, strict=False)
 
@@ -204,10 +206,11 @@ def _columns_problem(what: str, names: list[str], contract: Contract, hint: str 
     shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
     if missing:
         return f"has no column {', '.join(missing)} in its {what} ({hint}{what}: {shown})"
-    unknown = [n for n in names if n not in contract.landing_fields]
+    unknown = [n for n in names if n not in contract.landing_fields and n not in contract.ignored_fields]
     if unknown and not contract.allow_extra_fields:
         return (f"has {what} column(s) the contract does not know: {', '.join(unknown)} (allow_extra_fields is "
-                f"false; add them to the schema, or name the contract column's `source`)")
+                f"false; add them to the schema, name the contract column's `source`, or list them under "
+                f"ignored_fields)")
     return None
 
 

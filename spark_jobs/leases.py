@@ -1,38 +1,59 @@
 """Who may write a dataset right now: pipeline and maintenance runs hold leases, an erasure request holds a lock.
 
-- A **lease** (``checkpoints/<ds>/runs/<token>.lease``) is written by every run that writes a dataset's
-  layers or tables (bronze, silver, gold, ``maintain``) before it looks for an erasure lock, and removed
-  when the run ends. A lease older than ``LEASE_STALE_HOURS`` is a killed run's and no longer counts.
+- A **lease** guards one layer of one dataset: ``checkpoints/<ds>/runs/<layer>.lease`` (``bronze``, ``silver``,
+  ``gold``). A run takes the leases of what it writes before it starts: ``run --layer L`` takes L's,
+  ``run-all`` every layer's of its datasets (for the whole command, before its Spark session starts),
+  ``maintain`` silver's and gold's (the tables it rewrites), an erase request's own catch-up bronze and gold
+  runs bronze's and gold's. A lease is written **create-only** (S3 ``If-None-Match: *``; in a folder lake a
+  hard link of a complete file, which fails when the name exists), so of two runs that race for one, exactly
+  one gets it; the other stops at once with one line naming the holder (run id, command, process, since when)
+  and changes nothing (``LeaseRefused``, exit 1).
+- The holder rewrites its lease every ``LEASE_HEARTBEAT_SECONDS`` (a conditional write: S3 ``If-Match`` on
+  the lease's ETag) and deletes it when the run ends, however it ends (conditionally too: a lease taken over
+  is never deleted by its former holder). A lease is **stale**, and the next run takes it over (a
+  conditional replace, so of two runs only one does, and says so in a progress line), when its process is
+  gone from the host the next run runs on, or when it has not been rewritten for ``LEASE_STALE_SECONDS``
+  (a killed EMR driver: no heartbeat). A lease without heartbeats (written by another tool) counts for
+  ``LEASE_STALE_HOURS`` after its ``since``.
 - The **erasure lock** (``checkpoints/<ds>/erasure.lock``) is written by an erase request before it looks
-  for leases. Because each side writes first and looks second, at least one of two racing runs sees the
-  other: a run refuses while a request holds the lock, a request refuses while a live lease exists.
+  for leases, and a run looks for it after it has taken its leases. Because each side writes first and looks
+  second, at least one of two racing runs sees the other: a run refuses while a request holds the lock, a
+  request refuses while a live lease exists (``live_leases``).
 
-``held_lease`` is the one way a run takes a lease: it refuses the run (``LeaseRefused``) when an
-erasure request other than ``erasure_request`` holds the lock, and always releases the lease.
+The lease store speaks to S3 with boto3 (the jobs' credentials) or to a folder with ``os``: no Spark session
+is needed, so the CLI refuses a busy dataset before its JVM starts (importing pyspark starts none).
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
+import hashlib
 import json
 import os
 import socket
 import sys
-import uuid
-from typing import Any, Iterator
+import threading
+from typing import Any, Callable, Iterator
 
-from pyspark.sql import SparkSession
-
-from spark_jobs.io import storage, writers
+from spark_jobs.io import create_only
 from spark_jobs.jobs.runtime import JobFailed, check_endpoint
 from spark_jobs.lake import LakeConfig
 
-# A lease older than this is a killed run's and no longer stops an erasure request.
+LEASE_LAYERS: tuple[str, ...] = ("bronze", "silver", "gold")
+# Which layers' leases a maintenance run takes: the tables it rewrites.
+MAINTAIN_LAYERS: tuple[str, ...] = ("silver", "gold")
+LEASE_HEARTBEAT_SECONDS = 60
+# A lease not rewritten for this long is a killed run's (ten missed heartbeats).
+LEASE_STALE_SECONDS = 600
+# A lease without heartbeats (another tool's) no longer counts after this long.
 LEASE_STALE_HOURS = 24
+_TIME = "%Y-%m-%dT%H:%M:%SZ"
 
 
 class LeaseRefused(JobFailed):
-    """A run may not start: an erasure request holds the dataset. One line saying what to do (exit 1)."""
+    """A run may not start: another live run holds a lease it needs, or an erasure request holds the dataset.
+    One line saying who and what to do (exit 1)."""
 
     def __init__(self, message: str):
         super().__init__(message, 1)
@@ -42,84 +63,395 @@ def lock_uri(lake: LakeConfig, dataset: str) -> str:
     return lake.path("checkpoints", dataset, "erasure.lock")
 
 
-def lease_uri(lake: LakeConfig, dataset: str, token: str) -> str:
-    return lake.path("checkpoints", dataset, "runs", f"{token}.lease")
+def _lock_key(dataset: str) -> str:
+    return f"checkpoints/{dataset}/erasure.lock"
 
 
-def take_run_lease(spark: SparkSession, lake: LakeConfig, dataset: str, layer: str) -> str:
-    """A run's lease on its dataset, written before it looks for an erasure lock (the request writes its
-    lock before it looks for leases, so at least one of the two sees the other). Returns its token."""
-    token = uuid.uuid4().hex[:16]
-    storage.write_text(spark, lease_uri(lake, dataset, token), json.dumps({
-        "layer": layer, "host": socket.gethostname(), "pid": os.getpid(),
-        "since": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}))
-    return token
+def _runs_prefix(dataset: str) -> str:
+    return f"checkpoints/{dataset}/runs/"
 
 
-def release_run_lease(spark: SparkSession, lake: LakeConfig, dataset: str, token: str) -> None:
-    writers.delete_path(spark, lease_uri(lake, dataset, token))
+def lease_key(dataset: str, layer: str) -> str:
+    """The lease of one layer of a dataset, relative to the lake root."""
+    return f"{_runs_prefix(dataset)}{layer}.lease"
 
 
-def live_leases(spark: SparkSession, lake: LakeConfig, dataset: str,
-                now: dt.datetime | None = None) -> list[tuple[str, dict[str, Any]]]:
-    """Leases of runs on ``dataset`` younger than ``LEASE_STALE_HOURS``: (uri, lease)."""
-    now = now or dt.datetime.now(dt.timezone.utc)
-    folder, found = lake.path("checkpoints", dataset, "runs"), []
-    if not storage.exists(spark, folder):
-        return []
-    for name in storage.list_dir(spark, folder):
-        if not name.endswith(".lease"):
-            continue
-        uri = f"{folder}/{name}"
+def lease_uri(lake: LakeConfig, dataset: str, layer: str) -> str:
+    return lake.path(lease_key(dataset, layer))
+
+
+# ---- the store: create-only, conditional replace and delete -------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Stored:
+    """An object as read: its text, the tag a conditional replace or delete must match (the S3 ETag, the
+    digest of a file's bytes), and when it was last written (S3's LastModified, a file's mtime; UTC)."""
+
+    text: str
+    tag: str
+    modified: dt.datetime
+
+
+class _S3Store:
+    """Lease objects in the lake's bucket: conditional PUTs and DELETEs (moto enforces them too)."""
+
+    def __init__(self, lake: LakeConfig):
+        from spark_jobs.erasure.objects import s3_client
+
+        self.lake, self.client, self.bucket = lake, s3_client(lake), lake.bucket
+
+    _code = staticmethod(create_only.error_code)
+
+    def create(self, key: str, text: str) -> str | None:
+        return create_only.put_if_absent(self.client, self.lake, key, text.encode(), ContentType="application/json")
+
+    def read(self, key: str) -> Stored | None:
+        from botocore.exceptions import ClientError
+
         try:
-            lease = json.loads(storage.read_text(spark, uri))
-            since = dt.datetime.strptime(lease["since"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
-        except (ValueError, KeyError, OSError):
+            got = self.client.get_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if self._code(exc) in ("NoSuchKey", "404"):
+                return None
+            raise
+        return Stored(got["Body"].read().decode("utf-8", "replace"), got["ETag"],
+                      got["LastModified"].astimezone(dt.timezone.utc))
+
+    def replace(self, key: str, text: str, tag: str) -> str | None:
+        from botocore.exceptions import ClientError
+
+        try:
+            return self.client.put_object(Bucket=self.bucket, Key=key, Body=text.encode(), IfMatch=tag,
+                                          ContentType="application/json", **create_only.sse_kms(self.lake))["ETag"]
+        except ClientError as exc:
+            if self._code(exc) in (*create_only.PRECONDITION_CODES, "NoSuchKey", "404"):
+                return None
+            raise
+
+    def delete(self, key: str, tag: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.delete_object(Bucket=self.bucket, Key=key, IfMatch=tag)
+        except ClientError as exc:
+            if self._code(exc) in ("PreconditionFailed", "412", "NoSuchKey", "404"):
+                return False
+            raise
+        return True
+
+    def names(self, prefix: str) -> list[str]:
+        found = []
+        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix,
+                                                                         Delimiter="/"):
+            found += [o["Key"][len(prefix):] for o in page.get("Contents", [])]
+        return sorted(found)
+
+
+class _FolderStore:
+    """Lease files in a folder lake. Create: a complete temporary file hard-linked to the name (``link``
+    fails when the name exists, so it is create-only and never shows half a file). Replace and delete
+    compare the current bytes under an exclusive ``flock`` of the folder's ``.leases.lock``."""
+
+    def __init__(self, lake: LakeConfig):
+        self.root = lake.folder
+
+    @staticmethod
+    def _tag(data: bytes) -> str:
+        return hashlib.sha256(data).hexdigest()
+
+    @contextlib.contextmanager
+    def _locked(self, path) -> Iterator[None]:
+        import fcntl
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.parent / ".leases.lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def create(self, key: str, text: str) -> str | None:
+        return self._tag(text.encode()) if create_only.link_if_absent(self.root / key, text.encode()) else None
+
+    def read(self, key: str) -> Stored | None:
+        path = self.root / key
+        try:
+            data, modified = path.read_bytes(), path.stat().st_mtime
+        except FileNotFoundError:
+            return None
+        return Stored(data.decode("utf-8", "replace"), self._tag(data),
+                      dt.datetime.fromtimestamp(modified, dt.timezone.utc))
+
+    def replace(self, key: str, text: str, tag: str) -> str | None:
+        path = self.root / key
+        with self._locked(path):
+            current = self.read(key)
+            if current is None or current.tag != tag:
+                return None
+            os.replace(create_only.temporary_beside(path, text.encode()), path)
+        return self._tag(text.encode())
+
+    def delete(self, key: str, tag: str) -> bool:
+        path = self.root / key
+        with self._locked(path):
+            current = self.read(key)
+            if current is None or current.tag != tag:
+                return False
+            path.unlink()
+        return True
+
+    def names(self, prefix: str) -> list[str]:
+        folder = self.root / prefix
+        return sorted(p.name for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+
+
+def lease_store(lake: LakeConfig):
+    """The lake's lease store: S3 for an object-store lake, the folder otherwise."""
+    return _S3Store(lake) if lake.is_object_store else _FolderStore(lake)
+
+
+# ---- who holds a lease, and is it alive ------------------------------------------------------------------
+# Leases this process holds now (store keys): a lease of this process's pid that is not among them was left
+# by an earlier run in the same process (a test session, a notebook) and no longer counts.
+_HELD: set[str] = set()
+
+
+def _process_started(pid: int) -> str:
+    """The process's start time in clock ticks since boot (Linux ``/proc``), "" where unknown: with the pid it
+    tells a live run from another process that got the same pid later."""
+    try:
+        stat = open(f"/proc/{pid}/stat", encoding="ascii", errors="replace").read()
+    except OSError:
+        return ""
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else ""
+
+
+def _process_alive(pid: int, started: str) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return not started or _process_started(pid) in ("", started)
+
+
+def _parse_time(text: Any) -> dt.datetime | None:
+    try:
+        return dt.datetime.strptime(str(text), _TIME).replace(tzinfo=dt.timezone.utc)
+    except ValueError:
+        return None
+
+
+def stale_reason(lease: dict[str, Any], modified: dt.datetime, key: str = "", now: dt.datetime | None = None) -> str | None:
+    """Why a lease no longer counts (None: it is live). ``modified``: when it was last written."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    pid = lease.get("pid")
+    if "heartbeat_seconds" in lease:  # ours: rewritten while its run lives
+        if lease.get("host") == socket.gethostname() and isinstance(pid, int):
+            if pid == os.getpid() and key not in _HELD:
+                return "this process left it behind"
+            if not _process_alive(pid, str(lease.get("pid_started") or "")):
+                return f"its process (pid {pid}) on this host is gone"
+            return None
+        silent = (now - modified).total_seconds()
+        if silent > LEASE_STALE_SECONDS:
+            return f"no heartbeat for {int(silent // 60)} min"
+        return None
+    since = _parse_time(lease.get("since")) or modified
+    if now - since > dt.timedelta(hours=LEASE_STALE_HOURS):
+        return f"older than {LEASE_STALE_HOURS} h"
+    return None
+
+
+def _decode(stored: Stored) -> dict[str, Any]:
+    try:
+        lease = json.loads(stored.text)
+    except ValueError:
+        lease = None
+    return lease if isinstance(lease, dict) else {"since": stored.modified.strftime(_TIME)}
+
+
+def holder_text(lease: dict[str, Any]) -> str:
+    """``run 2026…-1a2b3c4d (run-all, pid 4242 on host-a) since 2026-…Z``: who holds a lease, in a few words."""
+    who = f"run {lease['run_id']}" if lease.get("run_id") else f"a {lease.get('layer') or 'pipeline'} run"
+    how = ", ".join(x for x in (str(lease.get("command") or ""),
+                                f"pid {lease.get('pid')} on {lease.get('host')}" if lease.get("pid") else "") if x)
+    return f"{who}{f' ({how})' if how else ''} since {lease.get('since') or 'an unknown time'}"
+
+
+def live_leases(spark: Any, lake: LakeConfig, dataset: str,
+                now: dt.datetime | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """The live leases of runs on ``dataset`` (``stale_reason`` None): (uri, lease). ``spark`` is not used
+    (kept for the callers' signature): the store needs none."""
+    store, prefix, found = lease_store(lake), _runs_prefix(dataset), []
+    for name in store.names(prefix):
+        if not name.endswith(".lease") or name.startswith("."):
             continue
-        if now - since < dt.timedelta(hours=LEASE_STALE_HOURS):
-            found.append((uri, lease))
+        stored = store.read(prefix + name)
+        if stored is None:
+            continue
+        lease = _decode(stored)
+        if stale_reason(lease, stored.modified, prefix + name, now) is None:
+            found.append((lake.path(prefix + name), lease))
     return found
 
 
-def lock_holder(spark: SparkSession, lake: LakeConfig, dataset: str) -> dict[str, Any] | None:
+def lock_holder(spark: Any, lake: LakeConfig, dataset: str) -> dict[str, Any] | None:
     """The erasure lock of the dataset as written (``request_id``, ``subjects_digest``, ``since``), or None."""
-    uri = lock_uri(lake, dataset)
-    if not storage.exists(spark, uri):
+    stored = lease_store(lake).read(_lock_key(dataset))
+    if stored is None:
         return None
     try:
-        holder = json.loads(storage.read_text(spark, uri))
+        holder = json.loads(stored.text)
     except ValueError:
         return {"request_id": "unknown"}
     return holder if isinstance(holder, dict) else {"request_id": "unknown"}
 
 
-def active_request(spark: SparkSession, lake: LakeConfig, dataset: str) -> str | None:
+def active_request(spark: Any, lake: LakeConfig, dataset: str) -> str | None:
     """The request id holding the dataset's erasure lock, or None."""
     holder = lock_holder(spark, lake, dataset)
     return None if holder is None else (holder.get("request_id") or "unknown")
 
 
+# ---- taking, keeping and releasing leases ----------------------------------------------------------------
+@dataclasses.dataclass
+class _Held:
+    key: str
+    tag: str
+
+
+def _lease_text(run_id: str, layer: str, command: str, since: str) -> str:
+    pid = os.getpid()
+    return json.dumps({"run_id": run_id, "layer": layer, "command": command, "host": socket.gethostname(),
+                       "pid": pid, "pid_started": _process_started(pid), "since": since,
+                       "heartbeat": dt.datetime.now(dt.timezone.utc).strftime(_TIME),
+                       "heartbeat_seconds": LEASE_HEARTBEAT_SECONDS}, sort_keys=True)
+
+
+def _take(store, lake: LakeConfig, dataset: str, layer: str, text: Callable[[], str], label: str,
+          progress: Callable[[str], None]) -> _Held:
+    """Create the lease of ``layer``, or take over a stale one; ``LeaseRefused`` naming a live holder."""
+    key = lease_key(dataset, layer)
+    for _ in range(3):  # a lease released or taken over meanwhile: look again
+        tag = store.create(key, text())
+        if tag is not None:
+            return _Held(key, tag)
+        stored = store.read(key)
+        if stored is None:
+            continue
+        lease = _decode(stored)
+        reason = stale_reason(lease, stored.modified, key)
+        if reason is None:
+            raise LeaseRefused(
+                f"{label} {dataset}: the {layer} layer of {dataset} is held by {holder_text(lease)}; nothing was "
+                f"done: run it again when that run has ended (a killed run's lease is taken over "
+                f"{LEASE_STALE_SECONDS // 60} min after its last heartbeat, at once on its own host; to take it "
+                f"now, delete {lake.path(key)})")
+        tag = store.replace(key, text(), stored.tag)
+        if tag is not None:
+            progress(f"[{label} {dataset}] took over the {layer} lease of {holder_text(lease)}: {reason}")
+            return _Held(key, tag)
+    raise LeaseRefused(f"{label} {dataset}: the {layer} lease ({lake.path(key)}) changed hands three times while "
+                       "this run tried to take it; nothing was done: run it again")
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class _Heartbeat:
+    """Rewrites the held leases every ``LEASE_HEARTBEAT_SECONDS`` (a conditional replace on each one's tag)."""
+
+    def __init__(self, store, held: list[_Held], text: Callable[[str], str], label: str):
+        self.store, self.held, self.text, self.label = store, held, text, label
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._beat, name="tenantlake-lease-heartbeat", daemon=True)
+
+    def __enter__(self) -> "_Heartbeat":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        self.thread.join(timeout=30)
+
+    def _beat(self) -> None:
+        warned: set[str] = set()
+        while not self.stop.wait(LEASE_HEARTBEAT_SECONDS):
+            for lease in self.held:
+                try:
+                    tag = self.store.replace(lease.key, self.text(lease.key), lease.tag)
+                except Exception as exc:  # noqa: BLE001 - a missed heartbeat is retried at the next one
+                    tag, problem = "", (str(exc).splitlines() or [type(exc).__name__])[0]
+                else:
+                    problem = "another run took it over (this run was silent too long)"
+                if tag:
+                    lease.tag = tag
+                elif lease.key not in warned:
+                    warned.add(lease.key)
+                    _stderr(f"warning: {self.label}: could not renew the lease {lease.key} ({problem})")
+
+
 @contextlib.contextmanager
-def held_lease(spark: SparkSession, lake: LakeConfig, dataset: str, layer: str,
-               erasure_request: str | None = None) -> Iterator[str]:
-    """Hold a lease on ``dataset`` for a ``layer`` run (``maintain`` for table maintenance) while the block
-    runs. Raises ``LeaseRefused`` when an erasure request other than ``erasure_request`` (the request that
-    makes this run itself) holds the dataset. The lease is released however the block ends; when that
-    fails, a warning says it goes stale after ``LEASE_STALE_HOURS``."""
-    check_endpoint(lake)  # before the lock lookup: s3a would retry a dead endpoint for minutes
-    token = take_run_lease(spark, lake, dataset, layer)
+def held_leases(lake: LakeConfig, claims: list[tuple[str, str]], *, label: str, command: str = "",
+                kind: str | None = None, run_id: str | None = None, erasure_request: str | None = None,
+                progress: Callable[[str], None] = _stderr) -> Iterator[str]:
+    """Hold the leases of ``claims`` ((dataset, layer) pairs) while the block runs; yields the run id they
+    name (``run_id``, else a new one). ``label`` starts every message (``run-all``, ``bronze``, ``maintain``),
+    ``command`` says what holds them, ``kind`` is the lease's ``layer`` field (default: the layer it guards;
+    ``maintain`` for maintenance). Raises ``LeaseRefused`` (nothing taken is kept) when a live run holds one
+    of them, or when an erasure request other than ``erasure_request`` (the request that makes this run
+    itself) holds one of the datasets. The leases are released however the block ends; when that fails, a
+    warning says they go stale after ``LEASE_STALE_SECONDS``."""
+    from spark_jobs.manifest import new_run_id
+
+    check_endpoint(lake)  # before any lookup: s3a and boto3 would retry a dead endpoint for minutes
+    store, run_id = lease_store(lake), run_id or new_run_id()
+    since = dt.datetime.now(dt.timezone.utc).strftime(_TIME)
+    layers = {lease_key(dataset, layer): kind or layer for dataset, layer in claims}
+    held: list[_Held] = []
+
+    def text(key: str) -> str:
+        return _lease_text(run_id, layers[key], command or label, since)
+
     try:
-        holder = active_request(spark, lake, dataset)
-        if holder is not None and holder != erasure_request:
-            raise LeaseRefused(f"{layer} {dataset}: erasure request {holder} is in progress on this dataset "
-                               f"({lock_uri(lake, dataset)}); runs start again when it completes (if it was "
-                               "killed, run its erase command again to finish it)")
-        yield token
+        for dataset, layer in claims:
+            key = lease_key(dataset, layer)
+            held.append(_take(store, lake, dataset, layer, lambda key=key: text(key), label, progress))
+            _HELD.add(key)
+        for dataset in dict.fromkeys(dataset for dataset, _ in claims):
+            request = active_request(None, lake, dataset)
+            if request is not None and request != erasure_request:
+                raise LeaseRefused(
+                    f"{label} {dataset}: erasure request {request} is in progress on this dataset "
+                    f"({lock_uri(lake, dataset)}); runs start again when it completes (if it was killed, run its "
+                    "erase command again to finish it)")
+        with _Heartbeat(store, held, text, label):
+            yield run_id
     finally:
-        try:
-            check_endpoint(lake)  # fast: after an outage, s3a would retry the delete for minutes
-            release_run_lease(spark, lake, dataset, token)
-        except Exception as exc:  # noqa: BLE001 - never hide the run's own outcome; the lease goes stale
-            print(f"warning: {layer} {dataset}: could not remove the run's lease ({str(exc).splitlines()[0]}); "
-                  f"it stops erasure requests on {dataset} until it is {LEASE_STALE_HOURS} h old",
-                  file=sys.stderr, flush=True)
+        problems = []
+        for lease in held:
+            _HELD.discard(lease.key)
+            try:
+                check_endpoint(lake)  # fast: after an outage, a delete would be retried for minutes
+                if not store.delete(lease.key, lease.tag):
+                    problems.append(f"{lease.key} was taken over by another run")
+            except Exception as exc:  # noqa: BLE001 - never hide the run's own outcome; the lease goes stale
+                problems.append(f"{lease.key}: {(str(exc).splitlines() or [type(exc).__name__])[0]}")
+        if problems:
+            progress(f"warning: {label}: could not remove the run's lease ({'; '.join(problems)}); a lease counts "
+                     f"until {LEASE_STALE_SECONDS // 60} min after its last heartbeat")
+
+
+@contextlib.contextmanager
+def held_lease(spark: Any, lake: LakeConfig, dataset: str, layer: str,
+               erasure_request: str | None = None, run_id: str | None = None) -> Iterator[str]:
+    """The leases one run of ``layer`` (``maintain`` for table maintenance: silver's and gold's) on
+    ``dataset`` takes, held while the block runs (``held_leases``); yields the run id. ``spark`` is not used."""
+    layers = MAINTAIN_LAYERS if layer == "maintain" else (layer,)
+    with held_leases(lake, [(dataset, name) for name in layers], label=layer, kind=layer, run_id=run_id,
+                     erasure_request=erasure_request) as token:
+        yield token

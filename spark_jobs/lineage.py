@@ -7,12 +7,16 @@ Each run emits ``START`` when it starts and ``COMPLETE`` or ``FAIL`` when it end
   ``erase`` for those runs); facets ``jobType`` (BATCH) and ``sourceCodeLocation`` whose ``version`` is the
   run manifest's ``code_version``;
 - **run**: ``runId`` a UUID derived from the run id (``uuid5``), so START and COMPLETE agree without state;
-  facets ``processing_engine`` (Spark and its version) and, on FAIL, ``errorMessage`` (the job's one line);
+  facets ``processing_engine`` (Spark and its version), ``tenantlake_contract`` (the contract's version, a
+  hash, and its evolution policy: a layer run's) and, on FAIL, ``errorMessage`` (the job's one line);
 - **datasets** named by their place in the lake: namespace ``s3://<bucket>`` (``s3a://`` lakes too: one
   name locally and on EMR) or ``file`` for a folder lake, name ``landing/<ds>``, ``bronze/<ds>``,
   ``silver/<ds>``, ``quarantine/<ds>``, ``gold/<table>``; a table also gets a ``symlinks`` identifier
   (``silver.iot``, and the Glue name ``acme_silver.iot`` when the lake has Glue databases). Outputs carry the
-  ``schema`` facet (the columns the manifest recorded; bronze's fixed columns), ``outputStatistics``
+  ``schema`` facet (a table's columns as the manifest recorded them; bronze's columns as the contract makes
+  them, ``transforms.bronze.bronze_schema``: the source field, ``_raw`` and lineage, the parsed ``_fields``
+  struct, ``_unknown_fields``, ``_fields_id``, CSV's ``_header``), a table also ``tenantlake_icebergTable``
+  (the schema id and snapshot id of its commit), ``outputStatistics``
   (rows written) and ``tenantlake_dataQuality`` (the validation's status, whether it blocked the publish,
   and each expectation as an ``Assertion`` of the spec); inputs carry ``dataQualityMetrics`` with the rows
   read. The spec's own ``dataQualityAssertions`` is an *input* facet (for a job that checks a dataset it
@@ -45,9 +49,6 @@ PRODUCER = "urn:tenantlake:spark_jobs"
 RUN_ID_NAMESPACE = uuid.UUID("6f1d2c1e-1e0a-5b5e-9a43-7d3c1f0b2a11")
 HTTP_TIMEOUT_S = 5.0
 HTTP_RETRIES = 1
-# Bronze's columns (spark_jobs/transforms/bronze.py add_ingest_metadata), besides the contract's source field.
-BRONZE_COLUMNS = (("_raw", "string"), ("_is_malformed", "boolean"), ("_source_file", "string"),
-                  ("_record_index", "bigint"), ("_ingested_at", "timestamp"), ("_batch_id", "bigint"))
 
 Progress = Callable[[str], None]
 
@@ -179,6 +180,48 @@ def _facets_module():
 
 
 _DQ_FACET: list = []
+_CUSTOM_FACETS: dict = {}
+
+
+def contract_facet_class():
+    """``tenantlake_contract``: a custom run facet, the contract a layer run ran with (its version, a hash of
+    the contract as the model holds it, and its evolution policy)."""
+    if "contract" not in _CUSTOM_FACETS:
+        import attr
+        from openlineage.client.generated.base import RunFacet
+
+        @attr.define
+        class TenantlakeContractRunFacet(RunFacet):
+            dataset: str
+            version: str
+            evolution: str
+
+            @staticmethod
+            def _get_schema() -> str:
+                return "urn:tenantlake:facets:1-0-0:TenantlakeContractRunFacet"
+
+        _CUSTOM_FACETS["contract"] = TenantlakeContractRunFacet
+    return _CUSTOM_FACETS["contract"]
+
+
+def iceberg_table_facet_class():
+    """``tenantlake_icebergTable``: a custom dataset facet, the Iceberg schema id and snapshot id a run's
+    commit left the table at."""
+    if "table" not in _CUSTOM_FACETS:
+        import attr
+        from openlineage.client.generated.base import DatasetFacet
+
+        @attr.define
+        class TenantlakeIcebergTableDatasetFacet(DatasetFacet):
+            schemaId: int | None = None  # noqa: N815 - OpenLineage's camelCase
+            snapshotId: int | None = None  # noqa: N815
+
+            @staticmethod
+            def _get_schema() -> str:
+                return "urn:tenantlake:facets:1-0-0:TenantlakeIcebergTableDatasetFacet"
+
+        _CUSTOM_FACETS["table"] = TenantlakeIcebergTableDatasetFacet
+    return _CUSTOM_FACETS["table"]
 
 
 def data_quality_facet_class():
@@ -221,7 +264,8 @@ def _table_symlinks(lake, layer: str, table: str, namespace: str):
 
 
 def _run_event(event_type: str, lake, job_name: str, run_id: str, *, code_version: str, event_time: str | None = None,
-               inputs: list | None = None, outputs: list | None = None, error: str | None = None, spark=None):
+               inputs: list | None = None, outputs: list | None = None, error: str | None = None, spark=None,
+               contract=None):
     (event_v2, _, _, error_message_run, job_type_job, _, processing_engine_run, _, source_code_location_job,
      _) = _facets_module()
     from openlineage.client import __version__ as client_version  # noqa: N811
@@ -230,6 +274,9 @@ def _run_event(event_type: str, lake, job_name: str, run_id: str, *, code_versio
     if spark is not None:
         run_facets["processing_engine"] = processing_engine_run.ProcessingEngineRunFacet(
             version=str(spark.version), name="spark", openlineageAdapterVersion=str(client_version))
+    if contract is not None:
+        run_facets["tenantlake_contract"] = contract_facet_class()(dataset=contract.dataset, version=contract.version,
+                                                                   evolution=contract.evolution)
     if error:
         run_facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(message=error, programmingLanguage="python")
     job_facets = {
@@ -274,9 +321,13 @@ def _layer_io(lake, contract, layer: str, manifest: dict[str, Any] | None) -> tu
         facets: dict[str, Any] = {}
         table_record = (manifest.get("tables") or {}).get(output) or {}
         if layer == "bronze":
-            facets["schema"] = _schema(([(contract.source_field, "string")] if contract.source_field else []) + list(BRONZE_COLUMNS))
+            from spark_jobs.transforms.bronze import bronze_schema
+
+            facets["schema"] = _schema([(f.name, f.dataType.simpleString()) for f in bronze_schema(contract).fields])
         elif table_record.get("columns"):
             facets["schema"] = _schema(table_record["columns"])
+            facets["tenantlake_icebergTable"] = iceberg_table_facet_class()(
+                schemaId=table_record.get("schema_id"), snapshotId=table_record.get("snapshot_id"))
         if output != "quarantine" and layer in ("silver", "gold"):
             table = dataset if layer == "silver" else gold_table_name(dataset, output)
             facets["symlinks"] = _table_symlinks(lake, layer, table, namespace)
@@ -300,7 +351,8 @@ def run_started(run) -> None:
     try:
         inputs, outputs = _layer_io(run.lake, run.contract, run.layer, None)
         event = _run_event("START", run.lake, f"{run.layer}.{run.contract.dataset}", run.run_id,
-                           code_version=run.manifest.code_version, inputs=inputs, outputs=outputs, spark=run.spark)
+                           code_version=run.manifest.code_version, inputs=inputs, outputs=outputs, spark=run.spark,
+                           contract=run.contract)
     except Exception as exc:  # noqa: BLE001
         _warn(run.progress, "START event not built", exc)
         return
@@ -321,7 +373,7 @@ def run_finished(run) -> None:
         event = _run_event("FAIL" if failed else "COMPLETE", run.lake, f"{run.layer}.{run.contract.dataset}",
                            run.run_id, code_version=run.manifest.code_version, inputs=inputs,
                            outputs=[] if failed and not manifest.get("published") else outputs,
-                           error=manifest.get("error") if failed else None, spark=run.spark)
+                           error=manifest.get("error") if failed else None, spark=run.spark, contract=run.contract)
     except Exception as exc:  # noqa: BLE001
         _warn(run.progress, "end event not built", exc)
         return

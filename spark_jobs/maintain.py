@@ -23,10 +23,14 @@ Each run writes a report, ``reports/maintenance/<run_id>/report.json`` in the la
 mirror, whose data-quality index lists it): per table the data files, bytes and snapshots before and
 after, what each procedure did, and the totals.
 
-Each dataset's tables are maintained under a lease (``spark_jobs.leases``), the one pipeline runs take:
-an erase request refuses to start while it is held, and maintenance refuses to start while an erase
-request holds the dataset (a compaction racing an erasure's rewrite would lose its files).
-Run it while no pipeline job writes the tenant's tables (the Hadoop catalog takes one writer).
+Each dataset's tables are maintained under the pipeline's leases of its silver and gold layers
+(``spark_jobs.leases``): a pipeline run that writes them (``run --layer silver|gold``, ``run-all``) and
+maintenance exclude each other, so a compaction never races a commit (the Hadoop catalog takes one writer).
+A dataset whose silver or gold lease a live run holds stops maintenance at once, in one line naming that
+run (exit 1, the datasets before it stay maintained); so does a dataset an erase request holds (a compaction
+racing an erasure's rewrite would lose its files), and an erase request refuses to start while maintenance
+holds the leases. The weekly schedule (``modules/maintenance_schedule.py``) runs this same command on EMR,
+so it follows the same rules.
 """
 from __future__ import annotations
 
@@ -160,9 +164,9 @@ def maintain_table(spark, tbl: tables.Table, options: MaintainOptions, now: dt.d
 def maintain(spark, lake: LakeConfig, datasets: list[str], options: MaintainOptions,
              progress: Callable[[str], None] = print, now: dt.datetime | None = None,
              on_table: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """Maintain every existing table of ``datasets``, each dataset under a lease; one progress line per
-    table. A dataset an erase request holds stops the run (``leases.LeaseRefused``) before its tables
-    are touched; the datasets before it stay maintained. ``on_table`` gets each table's result as it is
+    """Maintain every existing table of ``datasets``, each dataset under its silver and gold leases; one
+    progress line per table. A dataset whose lease a live run holds, or that an erase request holds, stops the
+    run (``leases.LeaseRefused``) before its tables are touched; the datasets before it stay maintained. ``on_table`` gets each table's result as it is
     done (``run_maintenance`` keeps them when a later table fails)."""
     options.validate()
     results = []

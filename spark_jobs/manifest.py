@@ -2,8 +2,10 @@
 
 Every run checks ``rows_in = rows_out + quarantined + duplicates`` before it publishes anything; a run
 that breaks it raises ``InvariantViolation`` (exit code 3), and its manifest says so. Silver and gold
-runs record, per table they committed to, the Iceberg snapshot the publish created (``tables``), and
-gold records the silver snapshot it read (``input_snapshots``).
+runs record, per table they committed to, the Iceberg snapshot the publish created and the table's schema
+id (``tables``), and gold records the silver snapshot it read (``input_snapshots``). Every run records the
+version of the contract it ran with (``contract_version``, a hash: ``Contract.version``), and silver and
+gold runs what their table's schema evolution did before the write (``evolution``).
 """
 from __future__ import annotations
 
@@ -64,6 +66,7 @@ class RunManifest:
     started_at: str
     code_version: str
     date: str | None = None
+    contract_version: str = ""         # Contract.version: sha256 of the contract as the model holds it
     status: str = "running"           # running | succeeded | failed
     finished_at: str | None = None
     duration_seconds: float | None = None
@@ -78,15 +81,20 @@ class RunManifest:
     inputs: list[str] = dataclasses.field(default_factory=list)
     outputs: dict[str, str] = dataclasses.field(default_factory=dict)
     # output name -> {table, location, catalog, snapshot_id, parent_id, operation, committed_at, run_id,
-    # added_records, deleted_records, total_records, columns, partitioning} (spark_jobs.io.tables)
+    # added_records, deleted_records, total_records, columns, partitioning, schema_id} (spark_jobs.io.tables)
     tables: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     input_snapshots: dict[str, int] = dataclasses.field(default_factory=dict)  # table read -> snapshot id
     output_rows: dict[str, int] = dataclasses.field(default_factory=dict)
     event_dates: list[str] = dataclasses.field(default_factory=list)  # silver/gold: the dates the run replaced
     batches: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    # bronze: landing object versions against what bronze read (spark_jobs/landing_versions.py)
+    landing: dict[str, Any] = dataclasses.field(default_factory=dict)
     stages: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     validation: dict[str, Any] = dataclasses.field(default_factory=dict)
-    error: str | None = None
+    # output name -> {schema_id_before, schema_id, changes, sql, snapshot_unchanged} (spark_jobs.contract_plan)
+    evolution: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    error: str | None = None          # one line (spark_jobs.jobs.runtime.one_line)
+    error_detail: str | None = None   # the error's whole text, a JVM exception's message with its causes
 
     def check_invariant(self) -> None:
         accounted = self.rows_out + self.quarantined + self.duplicates
@@ -97,9 +105,11 @@ class RunManifest:
                 f"+ quarantined={self.quarantined} + duplicates={self.duplicates} = {accounted}"
             )
 
-    def finish(self, status: str, started_monotonic: float, now_monotonic: float, error: str | None = None) -> None:
+    def finish(self, status: str, started_monotonic: float, now_monotonic: float, error: str | None = None,
+               error_detail: str | None = None) -> None:
         self.status = status
         self.error = error
+        self.error_detail = error_detail
         self.finished_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         self.duration_seconds = round(now_monotonic - started_monotonic, 3)
 

@@ -10,22 +10,20 @@ tenant's Glue databases (``glue_database_names``), the names consumers use in At
 ``acme_gold.iot_hourly`` is ``gold.iot_hourly`` (``spark_jobs.catalog.consumer_conf``). ``--as-of`` reads every
 silver/gold table the query names as of a snapshot id (one table only: ids are per table) or a UTC
 timestamp (the snapshot current at that time), by adding ``VERSION AS OF`` / ``TIMESTAMP AS OF`` after
-each table name. Names written with backticks are left alone. At most ``--max-rows`` rows are
-printed (default 100; the output says when there were more).
+each table name (found by parsing the query as Spark SQL with sqlglot: never inside a string or a comment,
+with or without backticks). At most ``--max-rows`` rows are printed (default 100; the output says when there
+were more).
 """
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
 import json
-import re
 from typing import Any
 
 from spark_jobs.catalog import CatalogSettings, LAYERS_WITH_TABLES
 
 DEFAULT_MAX_ROWS = 100
-_TABLE_REFERENCE = re.compile(r"(?<![\w.`])([A-Za-z_]\w*)\.([A-Za-z_]\w*)(?![\w.(`])")
-_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|--[^\n]*|/\*.*?\*/", re.S)
 _TIMESTAMP_FORMATS = ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S.%fZ",
                       "%Y-%m-%d")
 
@@ -60,45 +58,58 @@ def parse_as_of(text: str) -> AsOf:
     raise QueryError(f"--as-of '{text}' is neither a snapshot id nor a UTC time like 2026-11-23T10:00:00Z")
 
 
-def _code_spans(sql: str) -> list[tuple[int, int, bool]]:
-    """(start, end, is_code) spans: string literals, quoted identifiers and comments are not code."""
-    spans, position = [], 0
-    for match in _QUOTED.finditer(sql):
-        if match.start() > position:
-            spans.append((position, match.start(), True))
-        spans.append((match.start(), match.end(), False))
-        position = match.end()
-    if position < len(sql):
-        spans.append((position, len(sql), True))
-    return spans
+def _table_references(sql: str, known: set[str]) -> list[tuple[str, int, Any]]:
+    """``(name, end, version)`` of every reference to a table of ``known`` in ``sql``, in order: ``name`` is
+    ``namespace.table`` in lower case, ``end`` the offset just past the reference's last character in ``sql``,
+    ``version`` the ``VERSION``/``TIMESTAMP AS OF`` it carries already (or None).
+
+    sqlglot parses ``sql`` as Spark SQL, so string literals, comments (nested ones too), quoted names, column
+    references and CTE names are what Spark takes them for; only two-part table names count (a metadata table
+    such as ``gold.iot_hourly.files`` is a table of its own)."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    try:
+        statements = sqlglot.parse(sql, read="spark")
+    except SqlglotError as exc:
+        detail = _first_line(exc).rstrip(".")
+        raise QueryError(f"--as-of: the query does not parse as Spark SQL (sqlglot: {detail}), so the AS OF clauses "
+                         "cannot be placed; without --as-of, write TIMESTAMP AS OF '...' after each table name") from None
+    found = []
+    for statement in statements:
+        for table in (statement.find_all(exp.Table) if statement is not None else ()):
+            name = f"{table.db}.{table.name}".lower()
+            if table.catalog or not table.db or name not in known:
+                continue
+            found.append((name, table.this.meta["end"] + 1, table.args.get("version")))
+    return sorted(found, key=lambda item: item[1])
 
 
 def referenced_tables(sql: str, known: set[str]) -> list[str]:
-    """The ``namespace.table`` names of ``known`` that ``sql`` refers to (outside strings and comments)."""
-    found = []
-    for start, end, is_code in _code_spans(sql):
-        if is_code:
-            found += [f"{m.group(1)}.{m.group(2)}" for m in _TABLE_REFERENCE.finditer(sql, start, end)
-                      if f"{m.group(1)}.{m.group(2)}".lower() in known]
-    return found
+    """The ``namespace.table`` names of ``known`` that ``sql`` refers to, in order (lower case)."""
+    return [name for name, _, _ in _table_references(sql, known)]
 
 
 def with_as_of(sql: str, as_of: AsOf, known: set[str]) -> str:
-    """``sql`` with ``as_of``'s clause after every reference to a table of ``known``."""
-    names = {name.lower() for name in referenced_tables(sql, known)}
+    """``sql`` with ``as_of``'s clause after every reference to a table of ``known``: the query's own text
+    with the clauses inserted (not regenerated), so what Spark runs is what the user wrote plus them."""
+    references = _table_references(sql, known)
+    names = sorted({name for name, _, _ in references})
     if not names:
         raise QueryError(f"--as-of: the query names none of the tables {', '.join(sorted(known)) or '(none yet)'}")
     if as_of.snapshot_id is not None and len(names) > 1:
         raise QueryError(f"--as-of {as_of.snapshot_id}: a snapshot id belongs to one table, but the query reads "
-                         f"{', '.join(sorted(names))}; use a time instead")
-    out = []
-    for start, end, is_code in _code_spans(sql):
-        piece = sql[start:end]
-        if is_code:
-            piece = _TABLE_REFERENCE.sub(
-                lambda m: f"{m.group(0)} {as_of.clause}" if m.group(0).lower() in known else m.group(0), piece)
-        out.append(piece)
-    return "".join(out)
+                         f"{', '.join(names)}; use a time instead")
+    pinned = next((name for name, _, version in references if version is not None), None)
+    if pinned:
+        raise QueryError(f"--as-of: the query reads {pinned} as of a snapshot already (VERSION or TIMESTAMP AS OF); "
+                         "use --as-of or the clause, not both")
+    out, position = [], 0
+    for _, end, _ in references:
+        out += [sql[position:end], f" {as_of.clause}"]
+        position = end
+    return "".join(out + [sql[position:]])
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,6 +2,10 @@
 
 Landing, bronze and quarantine are counted from their Parquet/JSON files; silver and gold from their
 Iceberg tables' current snapshots (``SELECT count(*) FROM gold.iot_hourly`` gives the same number).
+Landing is also counted by object version against what bronze read (``spark_jobs.landing_versions``):
+``landing (object versions)`` and ``landing versions ingested`` on every dataset, ``landing versions NOT
+ingested`` and ``landing versions pending`` (not read by bronze yet) when there are any; the versions never
+ingested are named by ``landing_warnings``, so such a gap never hides behind totals that look alike.
 """
 from __future__ import annotations
 
@@ -38,11 +42,42 @@ def _dataset_counts(spark: SparkSession, lake: LakeConfig, dataset: str) -> list
     if storage.has_data_files(spark, landing):
         landing_rows = _landing_records(spark, landing, contract)
     table = [{"dataset": dataset, "layer": "landing (records)", "rows": landing_rows, "location": landing},
+             *_version_counts(spark, lake, contract, landing),
              _parquet_count(spark, dataset, "bronze", lake.bronze(dataset)),
              _table_count(spark, lake, dataset, "silver", "silver", dataset),
              _parquet_count(spark, dataset, "quarantine", lake.quarantine(dataset))]
     return table + [_table_count(spark, lake, dataset, f"gold {name}", "gold", gold_table_name(dataset, name))
                     for name in contract.gold]
+
+
+def _version_counts(spark: SparkSession, lake: LakeConfig, contract, landing: str) -> list[dict]:
+    """The landing versions against what bronze read: versions, ingested, and (when any) not ingested and
+    pending. The ``landing (object versions)`` row carries the whole ``reconciliation`` (its summary)."""
+    from spark_jobs.landing_versions import reconcile_dataset
+
+    dataset = contract.dataset
+    try:
+        reconciled = reconcile_dataset(spark, lake, contract)
+    except ValueError as exc:  # an unreadable checkpoint entry: bronze itself says what to do about it
+        return [{"dataset": dataset, "layer": "landing (object versions)", "rows": None, "location": landing,
+                 "reconciliation": {"error": str(exc)}}]
+    empty = not reconciled.versions  # no landing data yet: "-", as the other layers show it
+    rows = [{"dataset": dataset, "layer": "landing (object versions)", "rows": None if empty else reconciled.versions,
+             "location": landing, "reconciliation": reconciled.summary()},
+            {"dataset": dataset, "layer": "landing versions ingested", "rows": None if empty else reconciled.ingested,
+             "location": lake.checkpoint(dataset)}]
+    if reconciled.not_ingested:
+        rows.append({"dataset": dataset, "layer": "landing versions NOT ingested", "rows": len(reconciled.not_ingested),
+                     "location": landing, "warnings": reconciled.warnings(dataset, lake)})
+    if reconciled.pending:
+        rows.append({"dataset": dataset, "layer": "landing versions pending", "rows": len(reconciled.pending),
+                     "location": landing})
+    return rows
+
+
+def landing_warnings(rows: list[dict]) -> list[str]:
+    """The lines that name the landing versions bronze never ingested, per dataset of a counts table."""
+    return [f"warning: {row['dataset']}: {line}" for row in rows for line in row.get("warnings") or []]
 
 
 def _parquet_count(spark: SparkSession, dataset: str, label: str, uri: str) -> dict:

@@ -62,6 +62,12 @@ NAME_TEMPLATES: dict[str, str] = {
     # and the role it starts EMR job runs with.
     "maintenance_schedule": "{tenant_id}-lake-maintenance",
     "maintenance_scheduler_role": "{tenant_id}-maintenance-scheduler",
+    # Lake Formation (modules/lake_formation.py): the tenant's two LF-tag keys (LF-tag keys are account-wide,
+    # and tenants share accounts, so each tenant owns keys of its own) and the role Lake Formation reads the
+    # registered silver/ and gold/ locations with when it vends credentials to Athena.
+    "lf_tag_classification": "{tenant_id}-classification",
+    "lf_tag_layer": "{tenant_id}-layer",
+    "lake_formation_role": "{tenant_id}-lakeformation-access",
     "oidc_provider_placeholder": "arn:aws:iam::{account_id}:oidc-provider/oidc.eks.{region}.amazonaws.com/id/{cluster_upper}",
 }
 
@@ -133,6 +139,27 @@ GLUE_DATABASE_TEMPLATE = "{tenant_key}_{layer}"
 ATHENA_RESULTS_PREFIX = "athena"
 
 
+# Lake Formation tag-based access control (modules/lake_formation.py, spark_jobs/lf_tags.py). Every column is
+# classified personal (LF_PERSONAL) or not (LF_NOT_PERSONAL) under the tenant's classification key. The
+# databases carry LF_PERSONAL, so a table and any column nobody tagged inherit it: a column is readable by
+# the consumer only once the tag step has tagged it LF_NOT_PERSONAL.
+LF_PERSONAL = "pii"
+LF_NOT_PERSONAL = "none"
+LF_CLASSIFICATION_VALUES: tuple[str, ...] = (LF_PERSONAL, LF_NOT_PERSONAL)
+# The layers whose tables the consumer and the readers of personal data may select (through Athena).
+LF_CONSUMER_LAYERS: tuple[str, ...] = ("gold",)
+LAKE_FORMATION_DEFAULTS: dict[str, Any] = {
+    # The account's Lake Formation settings (administrators; no IAMAllowedPrincipals defaults for new databases
+    # and tables) are one per account and region, and destroying them empties the administrators: exactly one
+    # unit there manages them (the runner refuses two). Off by default: a tenant in an account another unit
+    # already manages must not take them over.
+    "manage_settings": False,
+    # Principals (IAM role or user ARNs) granted SELECT on every column of the consumer layers, personal ones too.
+    "personal_data_reader_arns": [],
+}
+LF_READER_ARN_RE = r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]+$"
+
+
 def tenant_key(tenant_id: str) -> str:
     """The tenant id as a Glue/Athena identifier: ``'-'`` becomes ``'_'``."""
     return tenant_id.replace("-", "_")
@@ -180,6 +207,11 @@ RULE_TEXTS: dict[str, str] = {
     "maintenance_schedule": "keys must be among {schedule_keys}; enabled a bool, schedule_expression cron(...) or "
                             "rate(...), timezone an IANA name like UTC or Europe/Dublin, flexible_window_minutes "
                             "0 (off) to 1440",
+    "lake_formation": "keys must be among {lake_formation_keys}; manage_settings a bool, personal_data_reader_arns "
+                      "IAM role or user ARNs like arn:aws:iam::123456789012:role/privacy-officer, each once",
+    "lake_formation_settings": "manage_settings is true for {tenants} in account {account_id}, region {region}: "
+                               "Lake Formation's settings are one per account and region; set "
+                               "lake_formation = {{ manage_settings = false }} on all of them but one",
 }
 # The retention periods CloudWatch Logs accepts (the log group's retention is retention_days["logs"]).
 LOG_RETENTION_VALUES: tuple[int, ...] = (
@@ -253,6 +285,10 @@ class TenantConfig:
         maintenance_schedule: the scheduled table maintenance, over ``MAINTENANCE_SCHEDULE_DEFAULTS``:
             ``enabled``, ``schedule_expression``, ``timezone``, ``flexible_window_minutes``. @default - {}
             (off)
+        lake_formation: Lake Formation options over ``LAKE_FORMATION_DEFAULTS``: ``manage_settings`` (this unit
+            sets the account's Lake Formation administrators and removes IAMAllowedPrincipals from the defaults
+            of new databases and tables; one unit per account and region) and ``personal_data_reader_arns``
+            (granted SELECT on personal columns too). @default - {} (manage_settings false, no readers)
     """
 
     tenant_id: str
@@ -272,6 +308,7 @@ class TenantConfig:
     shared_gateway_endpoint_ids: Mapping[str, str] = dataclasses.field(default_factory=dict)
     shared_interface_endpoint_ids: Mapping[str, str] = dataclasses.field(default_factory=dict)
     maintenance_schedule: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    lake_formation: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     # ---- derived names (the only place resource names are built) -------------------------
     @property
@@ -302,6 +339,10 @@ class TenantConfig:
     @property
     def effective_maintenance_schedule(self) -> dict[str, Any]:
         return {**MAINTENANCE_SCHEDULE_DEFAULTS, **dict(self.maintenance_schedule)}
+
+    @property
+    def effective_lake_formation(self) -> dict[str, Any]:
+        return {**LAKE_FORMATION_DEFAULTS, **dict(self.lake_formation)}
 
     @property
     def oidc_provider_arn(self) -> str:
@@ -421,14 +462,31 @@ def validate(cfg: TenantConfig) -> TenantConfig:
         if not isinstance(key, str) or not isinstance(value, str):
             raise TenantConfigError(t, "tags", "must map strings to strings")
     _validate_maintenance_schedule(t, cfg)
+    _validate_lake_formation(t, cfg)
     return cfg
+
+
+def _refuse_unknown_keys(t: str, field: str, given: Mapping[str, Any], defaults: Mapping[str, Any], rule: str) -> None:
+    """An object input (a map with documented keys and defaults): its first unknown key, in one line."""
+    unknown = sorted(set(dict(given)) - set(defaults))
+    if unknown:
+        raise TenantConfigError(t, field, f"'{unknown[0]}': " + rule)
+
+
+def _validate_lake_formation(t: str, cfg: TenantConfig) -> None:
+    rule = RULE_TEXTS["lake_formation"].format(lake_formation_keys=", ".join(LAKE_FORMATION_DEFAULTS))
+    _refuse_unknown_keys(t, "lake_formation", cfg.lake_formation, LAKE_FORMATION_DEFAULTS, rule)
+    options = cfg.effective_lake_formation
+    readers = options["personal_data_reader_arns"]
+    if not (isinstance(options["manage_settings"], bool) and isinstance(readers, (list, tuple))
+            and all(isinstance(a, str) and re.match(LF_READER_ARN_RE, a) for a in readers)
+            and len(set(readers)) == len(readers)):
+        raise TenantConfigError(t, "lake_formation", rule)
 
 
 def _validate_maintenance_schedule(t: str, cfg: TenantConfig) -> None:
     rule = RULE_TEXTS["maintenance_schedule"].format(schedule_keys=", ".join(MAINTENANCE_SCHEDULE_DEFAULTS))
-    unknown = sorted(set(dict(cfg.maintenance_schedule)) - set(MAINTENANCE_SCHEDULE_DEFAULTS))
-    if unknown:
-        raise TenantConfigError(t, "maintenance_schedule", f"'{unknown[0]}': " + rule)
+    _refuse_unknown_keys(t, "maintenance_schedule", cfg.maintenance_schedule, MAINTENANCE_SCHEDULE_DEFAULTS, rule)
     schedule = cfg.effective_maintenance_schedule
     window = schedule["flexible_window_minutes"]
     if not (isinstance(schedule["enabled"], bool)
@@ -458,7 +516,7 @@ def from_inputs(inputs: Mapping[str, Any], source: str = "") -> TenantConfig:
         if field in values:
             values[field] = _as_tuple(values[field], tenant, field)
     for field in ("tags", "retention_days", "shared_gateway_endpoint_ids", "shared_interface_endpoint_ids",
-                  "maintenance_schedule"):
+                  "maintenance_schedule", "lake_formation"):
         if field in values and not isinstance(values[field], Mapping):
             raise TenantConfigError(tenant, field, "must be a map")
     for field in ("tenant_id", "region", "account_id", "environment", "cost_center", "eks_cluster_name",
@@ -469,9 +527,18 @@ def from_inputs(inputs: Mapping[str, Any], source: str = "") -> TenantConfig:
 
 
 def check_unique(configs: list[TenantConfig]) -> None:
-    """Tenant ids and lake bucket names must not collide across tenants."""
+    """Tenant ids and lake bucket names must not collide across tenants; at most one tenant per account and
+    region manages the (account-wide) Lake Formation settings."""
     seen: dict[str, str] = {}
     for cfg in configs:
         if cfg.tenant_id in seen:
             raise TenantConfigError(cfg.tenant_id, "tenant_id", "is used by more than one tenant")
         seen[cfg.tenant_id] = cfg.region
+    managers: dict[tuple[str, str], list[str]] = {}
+    for cfg in configs:
+        if cfg.effective_lake_formation["manage_settings"]:
+            managers.setdefault((cfg.account_id, cfg.region), []).append(cfg.tenant_id)
+    for (account_id, region), tenants in sorted(managers.items()):
+        if len(tenants) > 1:
+            raise TenantConfigError(sorted(tenants)[1], "lake_formation", RULE_TEXTS["lake_formation_settings"].format(
+                tenants=" and ".join(sorted(tenants)), account_id=account_id, region=region))

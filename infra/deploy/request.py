@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hashlib
+import shlex
 from typing import Any
 
 from infra.deploy.job_deps import ALIAS as DEPS_ALIAS
@@ -198,6 +199,8 @@ def entrypoint_arguments(target: DeployTarget, spec: RunSpec, lake_uri: str | No
         args += ["--glue-databases", ",".join(f"{layer}={db}" for layer, db in target.glue_databases)]
     if target.data_classification:
         args += ["--data-classification", ",".join(target.data_classification)]
+    if target.lf_classification_tag and set(spec.layers) & {"silver", "gold"}:
+        args += ["--lf-classification-tag", target.lf_classification_tag]  # the runs tag their tables' columns
     return args
 
 
@@ -254,12 +257,20 @@ def spark_submit_parameters(artifact: ArtifactLocation, spec: RunSpec, contract_
         conf["spark.kubernetes.container.image"] = options.container_image
     for key, value in conf.items():
         args += ["--conf", f"{key}={value}"]
-    # EMR splits sparkSubmitParameters on spaces; quoting is not part of that contract, so refuse
-    # values that would need it instead of quoting them.
+    # The field is one string that is split back into words (shlex rules: what spark-submit's shell and
+    # spark_jobs.usage.emr read). EMR documents no quoting for it, so a word that would need quoting (a
+    # space, a quote, a backslash) is refused rather than quoted: each word must read back as itself.
     for token in args:
-        if not token or any(ch.isspace() or ch in "'\"" for ch in token):
+        if not _one_shell_word(token):
             raise DeployError(f"sparkSubmitParameters: '{token}' must not be empty or contain spaces or quotes")
     return " ".join(args)
+
+
+def _one_shell_word(token: str) -> bool:
+    try:
+        return shlex.split(token) == [token]
+    except ValueError:  # an unclosed quote
+        return False
 
 
 def iceberg_conf(target: DeployTarget) -> tuple[str, dict[str, str]]:

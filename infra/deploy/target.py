@@ -57,6 +57,9 @@ class DeployTarget:
             none). @default - None (the maintain job's default, ``tenant_model.DEFAULT_RETENTION_DAYS``)
         catalog_name: the Spark name of the tenant's Iceberg catalog in the request's spark-defaults.
             @default - "" (``spark_jobs.catalog.catalog_name`` of the lake URI, what the job derives)
+        lf_classification_tag: the tenant's Lake Formation classification tag key (output
+            ``lake_formation.classification_tag``): the jobs tag their tables' columns with it. @default - "" (a
+            tenant applied before the module had Lake Formation: no tagging)
         endpoint_url: AWS endpoint override (the emulator in the local environment). @default - ""
         ca_bundle: CA bundle for ``endpoint_url``. @default - ""
     """
@@ -73,6 +76,7 @@ class DeployTarget:
     erasure_role_arn: str = ""
     snapshot_retention_days: int | None = None
     catalog_name: str = ""
+    lf_classification_tag: str = ""
     endpoint_url: str = ""
     ca_bundle: str = ""
 
@@ -127,6 +131,7 @@ def target_from_outputs(tenant: str, outputs: Mapping[str, Any], endpoint_url: s
         data_classification=tuple(sorted(flat.get("data_classification") or ())),
         erasure_role_arn=str(flat.get("erasure_role_arn") or ""),
         snapshot_retention_days=_snapshot_retention(tenant, flat.get("retention_days")),
+        lf_classification_tag=str((flat.get("lake_formation") or {}).get("classification_tag") or ""),
         endpoint_url=endpoint_url,
         ca_bundle=ca_bundle,
     )

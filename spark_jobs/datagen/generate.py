@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import math
 import random
+import re
 from typing import Any
 
 from spark_jobs.contract import MALFORMED_RULE, load_contract
@@ -21,6 +22,7 @@ class DatagenError(ValueError):
 
 
 MAX_USERS = 9999
+NAME_PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +41,8 @@ class DatagenConfig:
         start: event time of the first file, ``YYYY-MM-DDTHH:MM:SSZ``. @default - "2020-11-16T22:00:00Z"
         users: clickstream: distinct users, ``user-0001`` to ``user-<users>`` (the contract's ids have 4
             digits, so at most ``MAX_USERS``). @default - 59
+        name_prefix: put in front of every file name. Landing writes are create-only (a name bronze has read
+            is never read again), so data of another seed or other options needs names of its own. @default - ""
     """
 
     dataset: str
@@ -51,6 +55,7 @@ class DatagenConfig:
     seed: int = 42
     start: str = DEFAULT_START
     users: int = 59
+    name_prefix: str = ""
 
     def validate(self) -> None:
         if self.dataset not in SUPPORTED:
@@ -65,6 +70,9 @@ class DatagenConfig:
         for name in ("bad_rate", "late_rate"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise DatagenError(f"datagen: --{name.replace('_', '-')} must be between 0 and 1")
+        if self.name_prefix and not NAME_PREFIX.fullmatch(self.name_prefix):
+            raise DatagenError("datagen: --name-prefix must start with a letter or digit and hold only letters, "
+                               "digits, '.', '_' and '-' (bronze skips names that start with '.' or '_')")
         if self.bad_rate + self.late_rate > 1.0:
             raise DatagenError("datagen: --bad-rate + --late-rate must not exceed 1")
         try:
@@ -127,7 +135,7 @@ def _plan(config: DatagenConfig) -> list[tuple[str, int, dt.datetime, list[tuple
             name = f"org-{source + 1:02d}-upload-{upload:05d}.json"
             file_time = start + dt.timedelta(seconds=upload * config.interval_seconds)
             slots = [(file_time, j) for j in range(size)]
-        files.append((name, source, file_time, slots))
+        files.append((config.name_prefix + name, source, file_time, slots))
     return files
 
 

@@ -2,8 +2,10 @@
 
 - ``job.py``: the request, step by step (locks, journal, order of work); ``journal.py``: its progress;
 - ``subjects.py``: who is erased, the request checks, the erasure key and the keyed hashes;
-- ``matching.py``: when a value or a text holds an id (typed, whole token, keyed), no Spark;
-- ``records.py``: the rows that are a subject's or mention one, in Spark (ids only as joined DataFrames);
+- ``matching.py``: when a text holds an id (whole token by the key's case rule, keyed, behind escapes):
+  the one matcher, no Spark;
+- ``records.py``: the rows that are a subject's or mention one, in Spark (ids only as joined DataFrames and
+  a broadcast variable; texts decided by the scan's ``batch_hits`` on the executors);
 - ``rewrites.py`` + ``partitions.py``: bronze and quarantine partitions staged and swapped, silver dates replaced;
 - ``iceberg.py``: the snapshots from before the request expired, with the files only they held;
 - ``scan.py`` + ``sweep.py``: every object version read for ids, streaming, on the executors;

@@ -9,10 +9,10 @@ idempotent, so a run killed at any point is finished by running the same command
 1. **lock** the dataset (``checkpoints/<ds>/erasure.lock``): pipeline and maintenance runs of it are
    refused until the request completes;
 2. **catch up bronze** (one ``availableNow`` bronze run), so every landing file is ingested;
-3. **match** (``records``): bronze rows whose contract-typed subject column equals an id, or that are
-   malformed and hold one as a whole token (or keyed, for numbers), are removed; another subject's row
-   whose text holds one as a token is redacted (``[erased]`` in its place). Lineage and actions are
-   saved in the journal folder;
+3. **match** (``records``): bronze rows whose contract-typed subject column equals an id, or whose text
+   holds one (``scan.batch_hits``, the verification's own reading) while their subject columns cannot be
+   read (malformed, or untyped), are removed; another subject's row whose text holds one is redacted
+   (``[erased]`` in its place). Lineage and actions are saved in the journal folder;
 4. **quarantine**, then **bronze**: the touched partitions are staged in one write and swapped in one by
    one (``rewrites``, ``partitions``);
 5. **silver**: the touched event dates replaced in one commit: without the subjects' rows, the
@@ -75,6 +75,13 @@ class EraseRun:
     progress: Callable[[str], None]
     needles: Needles
     started: float = dataclasses.field(default_factory=time.monotonic)
+    _shared: Any = None
+
+    def shared_needles(self):
+        """The needles in a broadcast variable (one per run): how the executors get the ids, never in a plan."""
+        if self._shared is None:
+            self._shared = self.spark.sparkContext.broadcast(self.needles)
+        return self._shared
 
     def say(self, line: str) -> None:
         self.progress(f"[erase {self.request}] {line} ({time.monotonic() - self.started:.1f}s)")
@@ -107,15 +114,14 @@ def _match(run: EraseRun, contract: Contract, journal: Journal) -> dict[str, Any
     step = f"match:{dataset}"
     if journal.done(step):
         return journal.fact(step)
-    frames = records.subject_frames(spark, contract, run.subjects)
-    tokens, keyed = records.token_frame(spark, run.needles), records.keyed_frame(spark, run.needles)
+    frames, shared = records.subject_frames(spark, contract, run.subjects), run.shared_needles()
     matches = f"{run.work_uri}/matches/{dataset}"
     found: dict[str, Any] = {"bronze": {}, "quarantine": {}, "landing_files": [], "event_dates": [], "silver": {}}
     bronze = None
     if storage.has_data_files(spark, lake.bronze(dataset)):
         index_type = readers.record_index_type(spark, lake.bronze(dataset))
         bronze = records.bronze_actions(spark.read.schema(bronze_tx.bronze_schema(contract, index_type)).parquet(lake.bronze(dataset)),
-                                        contract, frames, tokens, keyed)
+                                        contract, frames, shared)
         if not run.dry_run:
             bronze.write.mode("overwrite").parquet(f"{matches}/bronze")
             bronze = spark.read.parquet(f"{matches}/bronze")
@@ -135,7 +141,7 @@ def _match(run: EraseRun, contract: Contract, journal: Journal) -> dict[str, Any
             raise ErasureError(f"{quarantine_uri} holds partitions of both granularities (the contract's "
                                f"partition_granularity changed to {contract.partition_granularity}); run "
                                f"`python -m spark_jobs run --dataset {dataset} --layer silver` once, then the erase command again")
-        quarantined = records.quarantine_actions(spark.read.parquet(quarantine_uri), column, bronze, tokens, keyed, contract)
+        quarantined = records.quarantine_actions(spark.read.parquet(quarantine_uri), column, bronze, shared)
         if not run.dry_run:
             quarantined.write.mode("overwrite").parquet(f"{matches}/quarantine")
             quarantined = spark.read.parquet(f"{matches}/quarantine")
@@ -144,7 +150,7 @@ def _match(run: EraseRun, contract: Contract, journal: Journal) -> dict[str, Any
     if run.dry_run:
         silver_table = tables.table(spark, lake, "silver", dataset)
         if tables.current_snapshot(spark, silver_table) is not None:
-            hits = records.silver_actions(tables.read(spark, silver_table), contract, frames, tokens)
+            hits = records.silver_actions(tables.read(spark, silver_table), contract, frames, shared)
             summary = hits.groupBy(records.ACTION).agg(F.count(F.lit(1)).alias("n"),
                                                        F.collect_set(F.col("event_date").cast("string")).alias("d")).collect()
             found["silver"] = {r[records.ACTION]: int(r["n"]) for r in summary}
@@ -202,8 +208,7 @@ def _erase_dataset(run: EraseRun, contract: Contract, journal: Journal) -> dict[
     silver_table = tables.table(spark, lake, "silver", dataset)
     if not journal.done(f"silver:{dataset}"):
         result = rewrites.rewrite_silver(spark, silver_table, contract, records.subject_frames(spark, contract, run.subjects),
-                                         records.token_frame(spark, run.needles), run.needles,
-                                         run_id=f"erase-{run.request}")
+                                         run.shared_needles(), run_id=f"erase-{run.request}")
         journal.mark(f"silver:{dataset}", **{f"silver:{dataset}": result})
     touched["silver"] = journal.fact(f"silver:{dataset}")
     dates = sorted(set(found["event_dates"]) | set(touched["silver"]["event_dates"]))

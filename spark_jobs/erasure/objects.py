@@ -14,12 +14,15 @@ from spark_jobs.lake import LakeConfig
 
 @dataclasses.dataclass(frozen=True)
 class Version:
-    """One object version (``is_latest``: the current one); delete markers are not listed."""
+    """One object version (``is_latest``: the current one); delete markers are not listed. ``last_modified``
+    (UTC) and ``etag`` as S3 lists them (the landing check, ``spark_jobs/landing_versions.py``)."""
 
     key: str
     version_id: str
     is_latest: bool
     size: int
+    last_modified: Any = None
+    etag: str = ""
 
 
 def s3_client(lake: LakeConfig):
@@ -37,7 +40,8 @@ def versions(s3, bucket: str, prefix: str = "") -> Iterator[Version]:
     """Every version (current and noncurrent) under ``prefix``; delete markers skipped."""
     for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
         for item in page.get("Versions", []):
-            yield Version(item["Key"], item.get("VersionId") or "null", bool(item.get("IsLatest")), int(item.get("Size", 0)))
+            yield Version(item["Key"], item.get("VersionId") or "null", bool(item.get("IsLatest")), int(item.get("Size", 0)),
+                          item.get("LastModified"), str(item.get("ETag", "")).strip('"'))
 
 
 def delete_markers(s3, bucket: str, prefix: str = "") -> Iterator[tuple[str, str]]:

@@ -16,7 +16,6 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from spark_jobs.contract import Contract
 from spark_jobs.erasure import ErasureError, partitions, records
@@ -68,7 +67,7 @@ def rewrite_layer(spark, journal: Journal, *, layer: str, dataset: str, uri: str
 
 
 def rewrite_silver(spark, tbl: tables.Table, contract: Contract, frames: dict[str, DataFrame],
-                   tokens: DataFrame | None, needles: Needles, run_id: str) -> dict[str, Any]:
+                   shared, run_id: str) -> dict[str, Any]:
     """Replace the silver event dates that hold a subject's row or a mention, in one commit; returns the
     counts, the event dates and the snapshot committed (None: nothing to change)."""
     from spark_jobs.jobs.silver import silver_partitioning
@@ -77,7 +76,8 @@ def rewrite_silver(spark, tbl: tables.Table, contract: Contract, frames: dict[st
     if tables.current_snapshot(spark, tbl) is None:
         return nothing
     keys = list(contract.key)
-    found = (records.silver_actions(tables.read(spark, tbl), contract, frames, tokens)
+    needles: Needles = shared.value
+    found = (records.silver_actions(tables.read(spark, tbl), contract, frames, shared)
              .select(*keys, "event_date", records.ACTION).persist())
     try:
         summary = found.groupBy(records.ACTION).agg(F.count(F.lit(1)).alias("n"),
@@ -96,10 +96,8 @@ def rewrite_silver(spark, tbl: tables.Table, contract: Contract, frames: dict[st
             term = F.col(k).eqNullSafe(F.col(f"_m_{k}"))
             condition = term if condition is None else condition & term
         flagged = current.join(F.broadcast(marked), condition, "left")
-        text = [f.name for f in current.schema.fields if isinstance(f.dataType, T.StringType)
-                and f.name not in records.NOT_TEXT]
-        kept = flagged.where(F.col(records.ACTION).isNull()).select(*current.columns).unionByName(
-            records.redact(flagged.where(F.col(records.ACTION) == records.REDACT), needles, text).select(*current.columns))
+        redacted = records.redact(flagged.where(F.col(records.ACTION) == records.REDACT).select(*current.columns), needles)
+        kept = flagged.where(F.col(records.ACTION).isNull()).select(*current.columns).unionByName(redacted)
         created = tables.replace_dates(kept, tbl, partitioning, dates, include_null, run_id)
     finally:
         found.unpersist()

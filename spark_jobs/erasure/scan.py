@@ -1,29 +1,34 @@
 """Whether one object version holds a data subject, read as a stream with bounded memory (on the executors).
 
-``scan_version(s3, bucket, key, version_id, matcher)`` reads the version once and returns a ``Finding``.
-The format is told by the first bytes, not by the key:
+``scan_version(s3, bucket, key, version_id, size, matcher)`` reads the version once and returns a
+``Finding``. The format is told by the first bytes, not by the key:
 
 - **Parquet** (``PAR1`` at both ends): spilled to a local temporary file and read a batch of
-  ``BATCH_ROWS`` rows at a time. Text columns (strings, binary, the leaves of lists, structs and maps)
-  by rules 2 and 3 of ``matching``; a column named like a keyed subject key (numbers, digit ids) by value.
-- **Avro** (Iceberg manifests and manifest lists): a block at a time. Every text in a record, and in a
-  manifest each data file's column ``lower_bounds``/``upper_bounds``: decoded by the column's type in the
-  manifest's own table schema (int, long, decimal, string); a string bound Iceberg truncated (16
-  characters) matches when it is a prefix of an id.
+  ``BATCH_ROWS`` rows at a time, each batch by ``batch_hits``: text columns (strings, binary, the
+  leaves of lists, structs and maps) by ``matching``'s rules 2 to 4, a column named like a keyed subject
+  key (numbers, digit ids) by value, bronze's ``_raw`` of a CSV dataset by its ``_header``. The erase
+  itself decides which rows of bronze, the quarantine and silver hold a subject with the same
+  ``batch_hits`` (``records.py``): what the verification reads is what the erase matched.
+- **Avro** (Iceberg manifests and manifest lists, read with ``fastavro``): a block at a time. Every
+  text in a record; in a manifest, each data file's column ``lower_bounds``/``upper_bounds`` decoded by
+  the column's type in the manifest's own table schema (int, long, decimal, string): a bound that IS an
+  id (a subject that was a file's min or max) is a hit. A string bound Iceberg truncated (to 16
+  characters) is only a hint: it is a hit when the data file it describes (its current version) holds a
+  subject, read through ``fetch``; a prefix shared by other ids names nobody.
 - **gzip**: decompressed as a stream, then read as text.
-- anything else (JSON, CSV, HTML, Iceberg metadata, logs): text in chunks of ``CHUNK_BYTES``, each cut
-  after a newline (or after ``,}]>`` in one long line), so that no token and no ``key: value`` is split.
-  A text whose first line is a CSV header naming a keyed subject key (a landing CSV, an Athena result)
-  is also read as CSV, that column compared by value; so is bronze's ``_raw`` of a CSV dataset, whose
-  header bronze keeps in ``_header`` (fields split on the delimiter, quotes stripped).
+- anything else (JSON, CSV, HTML, Iceberg metadata, logs): text in windows of about ``CHUNK_BYTES``.
+  Consecutive windows overlap by ``overlap(needles)`` characters (16 times the longest id and key, at
+  least ``MIN_OVERLAP_CHARS``), more than any hit can span, and each ends after a character that no
+  token holds: an id across a seam is read whole in one window. A text whose first line is a CSV header
+  naming a keyed subject key (a landing CSV, an Athena result) is also read as CSV, that column compared
+  by value.
 
-Text is searched with RE2 through pyarrow (``Needles.token_re2`` / ``keyed_re2``): one compiled
-automaton for any number of ids. A version whose format does not parse is ``unreadable`` (its bytes are
-then searched as text, so a hit is still reported); so is one that cannot be read at all.
+A version whose format does not parse is ``unreadable`` (its bytes are then searched as text, so a hit
+is still reported); so is one that cannot be read at all, and a manifest whose hint could not be checked.
 """
 from __future__ import annotations
 
-import bisect
+import codecs
 import dataclasses
 import decimal
 import json
@@ -32,7 +37,7 @@ import struct
 import tempfile
 import time
 import zlib
-from typing import Any, BinaryIO, Iterable, Iterator
+from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from spark_jobs.erasure.matching import Needles, canonical_number
 
@@ -40,11 +45,15 @@ PARQUET_MAGIC, AVRO_MAGIC, GZIP_MAGIC = b"PAR1", b"Obj\x01", b"\x1f\x8b"
 CHUNK_BYTES = 4 << 20
 READ_BYTES = 1 << 20
 BATCH_ROWS = 32_768
-# Iceberg keeps string bounds to 16 characters (write.metadata.metrics.default truncate(16)); a prefix
-# shorter than this is too common to name anyone.
+MIN_OVERLAP_CHARS = 4096
+# Iceberg keeps string bounds to 16 characters (write.metadata.metrics.default truncate(16)).
 TRUNCATED_BOUND_CHARS = 16
-MIN_PREFIX_CHARS = 8
-_CUTS = (b"\n", b",", b"}", b"]", b">")
+# Characters that end a window: no token, keyed value or JSON escape holds them (the common ones first).
+_CUTS = "\n ,}]>\"':;=\t"
+_SENTINEL = "a"  # put at a window's edge that falls inside a run of letters, so the run is not taken for a token
+
+# fetch(uri) -> the current version's bytes as chunks, None when there is no such object.
+Fetch = Callable[[str], "Iterable[bytes] | None"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,83 +69,135 @@ class Finding:
     seconds: float
 
 
+class Unconfirmed(RuntimeError):
+    """A manifest's truncated bound may name a subject, and the data file could not be read to tell."""
+
+
+def overlap(needles: Needles) -> int:
+    """How many characters consecutive text windows share: more than any hit can span (an id written
+    with JSON escapes takes up to 6 characters per character, 12 for a surrogate pair)."""
+    return max(MIN_OVERLAP_CHARS, 16 * needles.longest + 256)
+
+
 class Matcher:
-    """``Needles`` compiled for data: RE2 patterns for texts, value sets for keyed columns."""
+    """``Needles`` applied to data: Arrow arrays of text (``matching.Needles.hits``), keyed columns by value."""
 
     def __init__(self, needles: Needles):
         self.needles = needles
-        # One automaton for both rules (each pattern starts with its own "(?i)").
-        parts = [p[len("(?i)"):] for p in (needles.token_re2(), needles.keyed_re2()) if p]
-        self.patterns = ["(?i)" + "|".join(f"(?:{p})" for p in parts)] if parts else []
-        self.prefixes = sorted(t for t in needles.tokens if len(t) > MIN_PREFIX_CHARS)
+        self.overlap = overlap(needles)
+
+    def hits(self, values):
+        return self.needles.hits(values)
 
     def texts_hit(self, values) -> bool:
-        """Any text of an Arrow string/binary array (or a list of str) holds a subject (rules 2, 3)."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        """Any text of an Arrow string/binary array (or a list of str) holds a subject (rules 2 to 4)."""
+        return bool(self.hits(values).any())
 
-        array = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values, pa.large_string())
-        if len(array) == 0:
-            return False
-        return any(bool(pc.any(pc.match_substring_regex(array, pattern)).as_py()) for pattern in self.patterns)
-
-    def values_hit(self, column: str, array) -> bool:
-        """A column named like a keyed subject key holds one of its ids, by value (rule 3)."""
+    def value_mask(self, column: str, array):
+        """Per value: a column named like a keyed subject key holds one of its ids, by value (rule 3)."""
+        import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
         wanted = self.needles.column_values(column)
+        nothing = np.zeros(len(array), dtype=bool)
         if not wanted or len(array) == 0:
-            return False
+            return nothing
         kind = array.type
         if pa.types.is_integer(kind):
             numbers = [int(v) for v in wanted if canonical_number(v) == v and "." not in v]
-            return bool(numbers) and bool(pc.any(pc.is_in(pc.cast(array, pa.int64()),
-                                                          value_set=pa.array(numbers, pa.int64()))).as_py())
+            if not numbers:
+                return nothing
+            return pc.fill_null(pc.is_in(pc.cast(array, pa.int64()), value_set=pa.array(numbers, pa.int64())),
+                                False).to_numpy(zero_copy_only=False)
         if pa.types.is_decimal(kind):
             numbers = [decimal.Decimal(v) for v in wanted if canonical_number(v) == v]
             fitting = [n for n in numbers if -n.as_tuple().exponent <= kind.scale]
             try:
-                return bool(fitting) and bool(pc.any(pc.is_in(array, value_set=pa.array(fitting, kind))).as_py())
+                if not fitting:
+                    return nothing
+                return pc.fill_null(pc.is_in(array, value_set=pa.array(fitting, kind)), False).to_numpy(zero_copy_only=False)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 pass  # an id beyond the column's precision: compared one distinct value at a time below
-        uniques = pc.unique(array).to_pylist()
-        for value in uniques:
+        matching = []
+        for value in pc.unique(array).to_pylist():
             if value is None:
                 continue
             text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
             if text.lower() in wanted or canonical_number(text) in wanted:
-                return True
-        return False
+                matching.append(value)
+        if not matching:
+            return nothing
+        return pc.fill_null(pc.is_in(array, value_set=pa.array(matching, kind)), False).to_numpy(zero_copy_only=False)
 
-    def prefix_hit(self, bound: str) -> bool:
-        """A truncated string bound (Iceberg keeps 16 characters) that begins an id: the lower bound is a
-        prefix of it, the upper bound is a prefix with its last character raised by one."""
-        text = bound.lower()
-        for prefix in (text, text[:-1]):
-            if len(prefix) < MIN_PREFIX_CHARS:
-                continue
-            at = bisect.bisect_left(self.prefixes, prefix)
-            if at < len(self.prefixes) and self.prefixes[at].startswith(prefix):
-                return True
-        return False
+    def values_hit(self, column: str, array) -> bool:
+        return bool(self.value_mask(column, array).any())
 
 
-# --------------------------------------------------------------------------------------------- text
-def _text_chunks(chunks: Iterable[bytes]) -> Iterator[str]:
-    """Byte chunks -> texts of about ``CHUNK_BYTES``, each ending after a cut character (see the module)."""
-    carry = b""
-    for chunk in chunks:
-        carry += chunk
-        if len(carry) < CHUNK_BYTES:
+# --------------------------------------------------------------------------------------------- a batch of rows
+def _leaves(array, rows=None) -> Iterator[tuple[Any, Any, Any]]:
+    """(Arrow array, its type, the row of each of its values, or None when value i is row i) of every leaf
+    of a possibly nested column (list items, struct fields, map keys and values), dictionaries decoded."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = array.type
+    if pa.types.is_dictionary(kind):
+        yield from _leaves(array.dictionary_decode(), rows)
+    elif pa.types.is_map(kind):  # as a list of (key, value) structs: Arrow's list kernels do not take maps
+        entries = pa.struct([pa.field("key", kind.key_type), pa.field("value", kind.item_type)])
+        yield from _leaves(array.cast(pa.list_(entries)), rows)
+    elif pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        parents = pc.list_parent_indices(array).to_numpy(zero_copy_only=False)
+        yield from _leaves(pc.list_flatten(array), parents if rows is None else rows[parents])
+    elif pa.types.is_struct(kind):
+        for index in range(kind.num_fields):
+            yield from _leaves(array.field(index), rows)
+    else:
+        yield array, kind, rows
+
+
+def _is_text(kind) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind) or \
+        pa.types.is_large_binary(kind)
+
+
+def _mark(target, found, rows) -> None:
+    if rows is None:
+        target |= found
+    elif found.any():
+        target[rows[found]] = True
+
+
+def batch_hits(batch, matcher: Matcher):
+    """Per row of an Arrow record batch: (a text holds a subject, a keyed column holds one by value) as two
+    numpy bool arrays. Every column is read: strings and binary at any depth by rules 2 to 4 (all of a
+    batch's texts in one RE2 pass), a column named like a keyed subject key by value, bronze's CSV ``_raw``
+    under its ``_header`` by value."""
+    import numpy as np
+    import pyarrow as pa
+
+    text = np.zeros(batch.num_rows, dtype=bool)
+    value = np.zeros(batch.num_rows, dtype=bool)
+    texts: dict[bool, list[tuple[Any, Any]]] = {True: [], False: []}  # by "is binary"
+    for name, column in zip(batch.schema.names, batch.columns):
+        for leaf, kind, rows in _leaves(column):
+            _mark(value, matcher.value_mask(name, leaf), rows)
+            if _is_text(kind) and len(leaf):
+                binary = pa.types.is_binary(kind) or pa.types.is_large_binary(kind)
+                texts[binary].append((leaf.cast(pa.large_binary() if binary else pa.large_string()), rows))
+    for group in texts.values():
+        if not group:
             continue
-        cut = max(carry.rfind(mark) for mark in _CUTS)
-        if cut < 0:  # one token longer than a chunk: keep a tail, so an id at the seam is not cut off
-            cut = len(carry) - 4096
-        yield carry[:cut + 1].decode("utf-8", "replace")
-        carry = carry[cut + 1:]
-    if carry:
-        yield carry.decode("utf-8", "replace")
+        found = matcher.hits(pa.concat_arrays([leaf for leaf, _ in group]))
+        start = 0
+        for leaf, rows in group:
+            _mark(text, found[start:start + len(leaf)], rows)
+            start += len(leaf)
+    value |= _raw_csv_mask(batch, matcher)
+    return text, value
 
 
 _DELIMITERS = (",", ";", "\t", "|")
@@ -150,6 +211,100 @@ def _csv_column(header: str, matcher: "Matcher") -> tuple[str, int, str] | None:
             if len(fields) > 1 and matcher.needles.column_values(name):
                 return delimiter, index, name
     return None
+
+
+def _raw_csv_mask(batch, matcher: Matcher):
+    """Bronze of a CSV dataset: ``_raw`` records with their file's header in ``_header``; per row, whether
+    the keyed subject key's field holds an id, by value. A record with a quote is split by Python's CSV
+    reader (a quoted field may hold the delimiter), any other on the delimiter."""
+    import csv
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    found = np.zeros(batch.num_rows, dtype=bool)
+    names = batch.schema.names
+    if "_raw" not in names or "_header" not in names or not matcher.needles.keyed:
+        return found
+    raw, header = batch.column(names.index("_raw")), batch.column(names.index("_header"))
+    quoted = pc.fill_null(pc.match_substring(raw, '"'), False).to_numpy(zero_copy_only=False)
+    for value in pc.unique(header).to_pylist():
+        column = _csv_column(value or "", matcher)
+        if column is None:
+            continue
+        delimiter, index, name = column
+        same = pc.fill_null(pc.equal(header, pa.scalar(value, header.type)), False).to_numpy(zero_copy_only=False)
+        parts = pc.split_pattern(raw, delimiter)
+        wide = pc.fill_null(pc.greater(pc.list_value_length(parts), index), False).to_numpy(zero_copy_only=False)
+        rows = np.flatnonzero(same & wide & ~quoted)
+        if len(rows):
+            fields = pc.list_element(pc.take(parts, pa.array(rows)), index)
+            hit = matcher.value_mask(name, pc.utf8_trim(pc.utf8_trim_whitespace(fields), "'"))
+            found[rows[hit]] = True
+        rows = np.flatnonzero(same & quoted)
+        if len(rows):
+            records = [next(csv.reader([text or ""], delimiter=delimiter), []) for text in pc.take(raw, pa.array(rows)).to_pylist()]
+            fields = pa.array([r[index].strip() if len(r) > index else None for r in records], pa.large_string())
+            found[rows[matcher.value_mask(name, fields)]] = True
+    return found
+
+
+# --------------------------------------------------------------------------------------------- text
+def _blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Byte chunks regrouped into blocks of about ``CHUNK_BYTES``."""
+    pending: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        pending.append(chunk)
+        size += len(chunk)
+        if size >= CHUNK_BYTES:
+            yield b"".join(pending)
+            pending, size = [], 0
+    if pending:
+        yield b"".join(pending)
+
+
+def _in_run(char: str) -> bool:
+    """A character a token, a keyed value or an escape may hold (a window must not end or start next to it)."""
+    return char.isalnum() or char in "-_.@+\\"
+
+
+def _cut(text: str) -> int:
+    """Where a window may end: just after the last character no token holds; -1 when there is none."""
+    cut = max(text.rfind(mark) for mark in _CUTS)
+    if cut < 0:
+        cut = next((i for i in range(len(text) - 1, -1, -1) if not _in_run(text[i])), -1)
+    return cut + 1 if cut >= 0 else -1
+
+
+def _windows(chunks: Iterable[bytes], overlap_chars: int) -> Iterator[tuple[str, str]]:
+    """Byte chunks -> (new text, window to search): the new texts in order cover the input exactly once
+    (for the CSV reading); each window is its new text after the ``overlap_chars`` characters before it,
+    so a hit that crosses a seam is whole in one window. A window's edge inside a run of letters, digits,
+    joiners or backslashes gets a letter beside it, so no part of the run reads as a token of its own."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    pending, context = "", ""
+    blocks = _blocks(chunks)
+    while True:
+        block = next(blocks, None)
+        pending += decoder.decode(block or b"", final=block is None)
+        if block is not None and len(pending) < CHUNK_BYTES // 2:
+            continue
+        cut = len(pending) if block is None else _cut(pending)
+        if cut <= 0:
+            cut = len(pending)  # one run longer than a window: no token can end inside it
+        new, pending = pending[:cut], pending[cut:]
+        if new or block is None:
+            ends_in_run = bool(new) and bool(pending) and _in_run(new[-1])
+            yield new, context + new + (_SENTINEL if ends_in_run else "")
+            seen = context + new
+            start = max(0, len(seen) - overlap_chars)
+            while start > 0 and seen[start - 1] == "\\":  # never start between a backslash and what it escapes
+                start -= 1
+            context = (_SENTINEL if start > 0 and _in_run(seen[start - 1]) else "") + seen[start:]
+        if block is None:
+            return
 
 
 def _csv_hit(lines: Iterable[str], matcher: Matcher, column: tuple[str, int, str]) -> bool:
@@ -175,48 +330,27 @@ def _lines(texts: Iterable[str]) -> Iterator[str]:
 
 
 def _text_hit(chunks: Iterable[bytes], matcher: Matcher) -> bool:
-    """Text chunks searched by RE2; a CSV text with a keyed column also read as CSV, in the same pass."""
-    texts = _text_chunks(chunks)
-    first = next(texts, None)
+    """Text windows searched by RE2; a CSV text with a keyed column also read as CSV, in the same pass."""
+    windows = _windows(chunks, matcher.overlap)
+    first = next(windows, None)
     if first is None:
         return False
-    column = _csv_column(first.split("\n", 1)[0], matcher) if matcher.needles.keyed else None
+    column = _csv_column(first[0].split("\n", 1)[0], matcher) if matcher.needles.keyed else None
     hit = False
 
     def searched() -> Iterator[str]:
         nonlocal hit
-        for text in _prepend(first, texts):  # type: ignore[arg-type]
-            if matcher.texts_hit([text]):
+        for new, window in _prepend(first, windows):  # type: ignore[arg-type]
+            if matcher.texts_hit([window]):
                 hit = True
                 return
-            yield text
+            yield new
 
     if column is None:
         for _ in searched():
             pass
         return hit
     return _csv_hit(_lines(searched()), matcher, column) or hit
-
-
-def _raw_csv_hit(batch, matcher: Matcher) -> bool:
-    """Bronze of a CSV dataset: ``_raw`` records with their file's header in ``_header``."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    names = batch.schema.names
-    if "_raw" not in names or "_header" not in names or not matcher.needles.keyed:
-        return False
-    raw, header = batch.column(names.index("_raw")), batch.column(names.index("_header"))
-    for value in pc.unique(header).to_pylist():
-        found = _csv_column(value or "", matcher)
-        if found is None:
-            continue
-        delimiter, index, name = found
-        parts = pc.split_pattern(pc.filter(raw, pc.equal(header, pa.scalar(value, header.type))), delimiter)
-        parts = pc.filter(parts, pc.greater(pc.list_value_length(parts), index))
-        if len(parts) and matcher.values_hit(name, pc.utf8_trim(pc.utf8_trim_whitespace(pc.list_element(parts, index)), "\"'")):
-            return True
-    return False
 
 
 def _gunzip(chunks: Iterable[bytes]) -> Iterator[bytes]:
@@ -232,43 +366,14 @@ def _gunzip(chunks: Iterable[bytes]) -> Iterator[bytes]:
 
 
 # --------------------------------------------------------------------------------------------- Parquet
-def _leaves(array) -> Iterator[tuple[Any, Any]]:
-    """(Arrow array, its type) of every leaf of a possibly nested column (list items, struct fields,
-    map keys and values), dictionaries decoded."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    kind = array.type
-    if pa.types.is_dictionary(kind):
-        yield from _leaves(array.dictionary_decode())
-    elif pa.types.is_map(kind):
-        yield from _leaves(array.keys)
-        yield from _leaves(array.items)
-    elif pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
-        yield from _leaves(pc.list_flatten(array))
-    elif pa.types.is_struct(kind):
-        for index in range(kind.num_fields):
-            yield from _leaves(array.field(index))
-    else:
-        yield array, kind
-
-
 def _parquet_hit(path: str, matcher: Matcher) -> bool:
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     parquet = pq.ParquetFile(path)
     for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
-        if _raw_csv_hit(batch, matcher):
+        text, value = batch_hits(batch, matcher)
+        if text.any() or value.any():
             return True
-        for name, column in zip(batch.schema.names, batch.columns):
-            for leaf, kind in _leaves(column):
-                if matcher.values_hit(name, leaf):
-                    return True
-                textual = pa.types.is_string(kind) or pa.types.is_large_string(kind) or \
-                    pa.types.is_binary(kind) or pa.types.is_large_binary(kind)
-                if textual and matcher.texts_hit(leaf):
-                    return True
     return False
 
 
@@ -300,25 +405,52 @@ def _bound_text(kind: Any, raw: bytes) -> str | None:
     return None
 
 
-def _bounds_hit(entry: dict, fields: dict[int, tuple[str, Any]], matcher: Matcher) -> bool:
+def _may_be_truncated_id(bound: str, lower: bool, needles: Needles) -> bool:
+    """A string bound of 16 characters that Iceberg may have cut from a longer id: the lower bound is the
+    id's first 16 characters, the upper bound the same with its last character raised by one."""
+    if len(bound) != TRUNCATED_BOUND_CHARS:
+        return False
+    head = bound if lower else bound[:-1] + chr(max(0, ord(bound[-1]) - 1))
+    return any(len(t) > TRUNCATED_BOUND_CHARS and head.lower() == t[:TRUNCATED_BOUND_CHARS] for t in needles.tokens) \
+        or any(len(t) > TRUNCATED_BOUND_CHARS and head == t[:TRUNCATED_BOUND_CHARS] for t in needles.exact)
+
+
+def _bounds(entry: dict, fields: dict[int, tuple[str, Any]], matcher: Matcher) -> tuple[bool, bool]:
+    """(a bound is an id, a bound may be an id Iceberg truncated) for one manifest entry."""
     data_file = entry.get("data_file") if isinstance(entry, dict) else None
     if not isinstance(data_file, dict):
-        return False
-    for bounds in (data_file.get("lower_bounds"), data_file.get("upper_bounds")):
+        return False, False
+    hinted = False
+    for lower, bounds in ((True, data_file.get("lower_bounds")), (False, data_file.get("upper_bounds"))):
         for item in bounds or []:
             name, kind = fields.get(item.get("key"), ("", None))
             text = _bound_text(kind, item.get("value") or b"")
             if text is None:
                 continue
-            if matcher.needles.column_values(name) and (text.lower() in matcher.needles.column_values(name)
-                                                        or canonical_number(text) in matcher.needles.column_values(name)):
-                return True
-            if kind == "string" and len(text) >= TRUNCATED_BOUND_CHARS and matcher.prefix_hit(text):
-                return True
-    return False
+            wanted = matcher.needles.column_values(name)
+            if wanted and (text.lower() in wanted or canonical_number(text) in wanted):
+                return True, hinted
+            if kind == "string" and _may_be_truncated_id(text, lower, matcher.needles):
+                hinted = True
+    return False, hinted
 
 
-def _avro_hit(stream: BinaryIO, matcher: Matcher) -> bool:
+def _data_file_hit(uri: str, matcher: Matcher, fetch: Fetch | None, confirmed: dict[str, bool]) -> bool:
+    """Whether the data file a manifest entry describes holds a subject (its current version); a file that
+    no longer exists holds nobody. ``Unconfirmed`` when it cannot be read."""
+    if uri not in confirmed:
+        if fetch is None:
+            raise Unconfirmed("a truncated bound may name a subject; its data file cannot be read here")
+        try:
+            chunks = fetch(uri)
+        except Exception as exc:  # noqa: BLE001 - the manifest stays unverified, never clean
+            raise Unconfirmed(f"a truncated bound may name a subject; reading its data file failed "
+                              f"({type(exc).__name__})") from None
+        confirmed[uri] = False if chunks is None else scan_chunks(chunks, matcher)[0]
+    return confirmed[uri]
+
+
+def _avro_hit(stream: BinaryIO, matcher: Matcher, fetch: Fetch | None = None) -> bool:
     from spark_jobs.io.iceberg_files import iter_avro
 
     meta, records = iter_avro(stream)
@@ -327,15 +459,23 @@ def _avro_hit(stream: BinaryIO, matcher: Matcher) -> bool:
         for field in json.loads(meta["schema"]).get("fields", []):
             fields[int(field["id"])] = (str(field["name"]), field["type"])
     texts: list[str] = []
+    hinted: list[str] = []
     for record in records:
-        if fields and _bounds_hit(record, fields, matcher):
-            return True
+        if fields:
+            exact, hint = _bounds(record, fields, matcher)
+            if exact:
+                return True
+            if hint:
+                hinted.append(str(record["data_file"].get("file_path")))
         texts.extend(_avro_texts(record))
         if len(texts) >= 10_000:
             if matcher.texts_hit(texts):
                 return True
             texts = []
-    return matcher.texts_hit(texts)
+    if matcher.texts_hit(texts):
+        return True
+    confirmed: dict[str, bool] = {}
+    return any(_data_file_hit(uri, matcher, fetch, confirmed) for uri in dict.fromkeys(hinted))
 
 
 # --------------------------------------------------------------------------------------------- one version
@@ -360,8 +500,13 @@ def _file_chunks(path: str) -> Iterator[bytes]:
             yield chunk
 
 
-def scan_chunks(chunks: Iterable[bytes], matcher: Matcher) -> tuple[bool, str]:
-    """(hit, unreadable) for one object given as byte chunks (see the module docstring)."""
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+
+
+def scan_chunks(chunks: Iterable[bytes], matcher: Matcher, fetch: Fetch | None = None) -> tuple[bool, str]:
+    """(hit, unreadable) for one object given as byte chunks (see the module docstring). ``fetch`` reads the
+    data file a manifest's truncated bound hints at."""
     chunks = iter(chunks)
     head = b""
     for chunk in chunks:
@@ -378,17 +523,34 @@ def scan_chunks(chunks: Iterable[bytes], matcher: Matcher) -> tuple[bool, str]:
             if head.startswith(PARQUET_MAGIC):
                 return _parquet_hit(path, matcher), ""
             with open(path, "rb") as stream:
-                return _avro_hit(stream, matcher), ""
+                return _avro_hit(stream, matcher, fetch), ""
+        except Unconfirmed as exc:  # the manifest's other texts are clean; one hint is left open
+            return False, f"Avro: {exc}"
         except Exception as exc:  # noqa: BLE001 - a broken file: named in the receipt, searched as text
-            reason = f"{'Parquet' if head.startswith(PARQUET_MAGIC) else 'Avro'}: {(str(exc).splitlines() or [type(exc).__name__])[0][:200]}"
+            reason = f"{'Parquet' if head.startswith(PARQUET_MAGIC) else 'Avro'}: {_first_line(exc)}"
             return _text_hit(_file_chunks(path), matcher), reason
     finally:
         os.unlink(path)
 
 
-def _prepend(head: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
+def _prepend(head, chunks: Iterator):
     yield head
     yield from chunks
+
+
+def s3_fetch(s3, bucket: str) -> Fetch:
+    """``fetch`` for ``scan_chunks``: an ``s3://``/``s3a://`` URI in ``bucket`` -> its current version's
+    chunks (None when it is deleted or in another bucket)."""
+    def fetch(uri: str):
+        scheme, _, rest = uri.partition("://")
+        name, _, key = rest.partition("/")
+        if scheme not in ("s3", "s3a") or name != bucket:
+            return None
+        try:
+            return _body_chunks(s3.get_object(Bucket=bucket, Key=key)["Body"])
+        except s3.exceptions.NoSuchKey:
+            return None
+    return fetch
 
 
 def scan_version(s3, bucket: str, key: str, version_id: str, size: int, matcher: Matcher) -> Finding:
@@ -396,7 +558,7 @@ def scan_version(s3, bucket: str, key: str, version_id: str, size: int, matcher:
     started = time.monotonic()
     try:
         body = s3.get_object(Bucket=bucket, Key=key, VersionId=version_id)["Body"]
-        hit, unreadable = scan_chunks(_body_chunks(body), matcher)
+        hit, unreadable = scan_chunks(_body_chunks(body), matcher, s3_fetch(s3, bucket))
     except Exception as exc:  # noqa: BLE001 - S3 or network error after botocore's retries: never "clean"
-        hit, unreadable = False, f"read failed: {(str(exc).splitlines() or [type(exc).__name__])[0][:200]}"
+        hit, unreadable = False, f"read failed: {_first_line(exc)}"
     return Finding(key, version_id, hit, unreadable, size, time.monotonic() - started)

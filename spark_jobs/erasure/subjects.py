@@ -52,9 +52,11 @@ class Subject:
 
 
 def parse_subject(text: str) -> Subject:
+    """``COLUMN=VALUE``; a malformed one is refused without echoing it (it may be an id)."""
     column, sep, value = text.partition("=")
     if not sep or not column.strip() or not value.strip():
-        raise SubjectError(f"subject '{text[:40]}' is not COLUMN=VALUE (e.g. user_id=user-0042)")
+        what = "no '='" if not sep else "no column before '='" if not column.strip() else "no value after '='"
+        raise SubjectError(f"a subject of {len(text)} characters is not COLUMN=VALUE ({what}; e.g. user_id=user-0042)")
     return Subject(column.strip(), value.strip())
 
 
@@ -151,9 +153,11 @@ def check_request(contracts: Iterable[Contract], subjects: list[Subject]) -> Non
 
 
 def needles(contracts: Iterable[Contract], subjects: list[Subject], key: bytes) -> Needles:
-    """What the scans look for (``matching.Needles``): each string id with a letter as a token, and its gold
-    pseudonym; every other id (numbers, digit strings) keyed by its column's and landing field's names."""
+    """What the scans look for (``matching.Needles``): each string id with a letter as a token (in any case
+    when its column has a ``case`` rule, else as written), and its gold pseudonym (any case); every other id
+    (numbers, digit strings) keyed by its column's and landing field's names."""
     tokens: set[str] = set()
+    exact: set[str] = set()
     keyed: dict[str, set[str]] = {}
     for contract in contracts:
         for subject in subjects:
@@ -162,13 +166,13 @@ def needles(contracts: Iterable[Contract], subjects: list[Subject], key: bytes) 
             column = contract.column(subject.column)
             value = normalised(contract, subject)
             if column.type == "string" and not is_numeric_looking(value):
-                tokens.add(value)
+                (tokens if column.case else exact).add(value)
             else:
                 for name in {column.name, column.landing_name or column.name}:
                     keyed.setdefault(name, set()).add(value)
             if contract.pseudonymise_gold:
                 tokens.add(pseudonym(key, spark_text(contract, subject)))
-    return Needles.build(tokens, keyed)
+    return Needles.build(tokens, keyed, exact)
 
 
 def key_uri(lake: LakeConfig) -> str:
@@ -198,14 +202,21 @@ def pseudonym(key: bytes, value: str) -> str:
     return hmac.new(key, value.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def pseudonym_column(key: bytes, column: Column) -> Column:
-    """``pseudonym(key, value)`` for every row, in Spark SQL (HMAC-SHA256 from two ``sha2`` calls:
-    H((K ^ opad) || H((K ^ ipad) || m))), so no Python UDF runs. Null stays null."""
-    block = key.ljust(64, b"\0") if len(key) <= 64 else hashlib.sha256(key).digest().ljust(64, b"\0")
-    inner_pad = bytes(b ^ 0x36 for b in block)
-    outer_pad = bytes(b ^ 0x5C for b in block)
-    inner = F.sha2(F.concat(F.lit(inner_pad), F.encode(column.cast("string"), "UTF-8")), 256)
-    return F.when(column.isNotNull(), F.sha2(F.concat(F.lit(outer_pad), F.unhex(inner)), 256))
+def pseudonymiser(spark, key: bytes) -> Callable[[Column], Column]:
+    """A function Column -> Column computing ``pseudonym(key, value)`` for every row (the value cast to
+    text; null stays null). The key reaches the executors in a broadcast variable read by an Arrow-batched
+    Python UDF: it is never a literal in the plan, so neither the key nor its HMAC pads show in
+    ``explain()``, the App UI or the event log."""
+    from pyspark.sql import types as T
+
+    shared = spark.sparkContext.broadcast(bytes(key))
+
+    def keyed_hash(value: str | None) -> str | None:
+        # The Arrow-batched UDF may hand a null over as NaN: only text is hashed.
+        return pseudonym(shared.value, value) if isinstance(value, str) else None
+
+    udf = F.udf(keyed_hash, T.StringType(), useArrow=True)
+    return lambda column: udf(column.cast("string"))
 
 
 def subjects_digest(key: bytes, subjects: list[Subject], contracts: Iterable[Contract] = ()) -> str:

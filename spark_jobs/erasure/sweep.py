@@ -9,7 +9,8 @@ size). The subjects travel to the executors in a broadcast variable, never in a 
 Skipped, by construction: ``SKIPPED_PREFIXES`` (``artifacts/``: the deployer's job code and dependency
 archives; no job role may write there, so no record can be in it). Skipped versions are listed in the
 receipt. A version id names immutable bytes, so a version read clean once is clean for good: the final
-verification reads only the versions the sweep did not (``Sweep.merge``).
+verification reads only the versions the sweep did not, and again those it found holding a subject or
+could not read (a manifest's hit may rest on the data file it names, which the erasure deleted since).
 """
 from __future__ import annotations
 
@@ -154,10 +155,10 @@ def _tasks_done(sc, group: str) -> int:
 
 def sweep(spark, lake: LakeConfig, s3, needles: Needles, progress: Callable[[str], None],
           label: str = "sweep", known: Sweep | None = None) -> Sweep:
-    """List the bucket and read every version not in ``known`` (a version read once is immutable);
-    returns all findings, ``known``'s for the versions still listed included."""
+    """List the bucket and read every version ``known`` did not find clean (a version read once is
+    immutable); returns all findings, ``known``'s clean ones for the versions still listed included."""
     to_read, skipped = list_bucket(s3, lake.bucket)
-    previous = known.findings if known else {}
+    previous = {k: f for k, f in (known.findings if known else {}).items() if not f.hit and not f.unreadable}
     new = [v for v in to_read if (v.key, v.version_id) not in previous]
     findings, seconds = scan(spark, lake, new, needles, progress, label)
     result = Sweep(skipped=skipped, seconds=seconds + (known.seconds if known else 0.0),

@@ -8,11 +8,11 @@ which this project does not allow.
 
 Works on a table folder of the Hadoop catalog's layout (``<table>/metadata/version-hint.text`` and
 ``v<N>.metadata.json``), local or downloaded from S3: paths in the metadata (``s3a://…``, ``file:…``)
-are mapped onto the folder through the table's recorded ``location``. It reads Avro manifests with
-the small decoder below (Iceberg writes them uncompressed or deflate-compressed). ``duckdb_source``
-needs the ``duckdb`` package (benchmarks and tests); the rest needs only the standard library. Tables with delete
-files (merge-on-read) cannot be read as a file list; ``data_files`` refuses them. The pipeline writes
-copy-on-write overwrites only, so its tables have none.
+are mapped onto the folder through the table's recorded ``location``. It reads the Avro manifest lists
+and manifests with ``fastavro`` (a pinned dependency; the erasure's scan reads manifests with it too, on
+EMR from the jobs' dependency archive). ``duckdb_source`` needs the ``duckdb`` package (benchmarks and
+tests). Tables with delete files (merge-on-read) cannot be read as a file list; ``data_files`` refuses
+them. The pipeline writes copy-on-write overwrites only, so its tables have none.
 """
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ import dataclasses
 import gzip
 import io
 import json
-import struct
-import zlib
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Iterator
+
+import fastavro
 
 AVRO_MAGIC = b"Obj\x01"
 STATUS_DELETED = 2      # manifest entry status: 0 existing, 1 added, 2 deleted
@@ -34,123 +34,24 @@ class IcebergMetadataError(ValueError):
     """The folder is not an Iceberg table this reader understands; the message says why."""
 
 
-# ---------------------------------------------------------------------------- a minimal Avro reader
-def _long(stream: BinaryIO, end_ok: bool = False) -> int | None:
-    """A zig-zag varint; with ``end_ok``, None at the end of the stream (before its first byte)."""
-    shift, value = 0, 0
-    while True:
-        byte = stream.read(1)
-        if not byte:
-            if end_ok and shift == 0:
-                return None
-            raise IcebergMetadataError("truncated Avro data")
-        value |= (byte[0] & 0x7F) << shift
-        if not byte[0] & 0x80:
-            return (value >> 1) ^ -(value & 1)
-        shift += 7
-
-
-def _bytes(stream: BinaryIO) -> bytes:
-    return stream.read(_long(stream))
-
-
-def _blocks(stream: BinaryIO):
-    """Item counts of an Avro array/map, block by block (a negative count is followed by a byte size)."""
-    while True:
-        count = _long(stream)
-        if count == 0:
-            return
-        if count < 0:
-            _long(stream)
-            count = -count
-        yield count
-
-
-def _named_types(schema: Any, names: dict[str, Any]) -> dict[str, Any]:
-    """Every named type (record, fixed, enum) of a schema by name and full name: a later field may
-    refer to one by name only."""
-    if isinstance(schema, list):
-        for branch in schema:
-            _named_types(branch, names)
-    elif isinstance(schema, dict):
-        if schema["type"] in ("record", "fixed", "enum"):
-            names[schema["name"]] = schema
-            if schema.get("namespace"):
-                names[f"{schema['namespace']}.{schema['name']}"] = schema
-        for field in schema.get("fields", []):
-            _named_types(field["type"], names)
-        for key in ("items", "values"):
-            if key in schema:
-                _named_types(schema[key], names)
-    return names
-
-
-def _read(schema: Any, stream: BinaryIO, names: dict[str, Any]) -> Any:
-    if isinstance(schema, list):  # union
-        return _read(schema[_long(stream)], stream, names)
-    if isinstance(schema, dict):
-        kind = schema["type"]
-        if kind == "record":
-            return {field["name"]: _read(field["type"], stream, names) for field in schema["fields"]}
-        if kind == "array":
-            return [_read(schema["items"], stream, names) for count in _blocks(stream) for _ in range(count)]
-        if kind == "map":
-            return {_bytes(stream).decode(): _read(schema["values"], stream, names)
-                    for count in _blocks(stream) for _ in range(count)}
-        if kind == "fixed":
-            return stream.read(schema["size"])
-        if kind == "enum":
-            return schema["symbols"][_long(stream)]
-        return _read(kind, stream, names)  # a primitive with a logicalType
-    if schema in ("int", "long"):
-        return _long(stream)
-    if schema == "string":
-        return _bytes(stream).decode()
-    if schema == "bytes":
-        return _bytes(stream)
-    if schema == "null":
-        return None
-    if schema == "boolean":
-        return stream.read(1) == b"\x01"
-    if schema == "float":
-        return struct.unpack("<f", stream.read(4))[0]
-    if schema == "double":
-        return struct.unpack("<d", stream.read(8))[0]
-    if schema in names:
-        return _read(names[schema], stream, names)
-    raise IcebergMetadataError(f"unsupported Avro type {schema!r}")
-
-
+# ---------------------------------------------------------------------------- Avro (fastavro)
 def read_avro(data: bytes) -> list[dict[str, Any]]:
-    """Every record of an Avro object container file (codec ``null`` or ``deflate``)."""
+    """Every record of an Avro object container file."""
     return list(iter_avro(io.BytesIO(data))[1])
 
 
-def iter_avro(stream: BinaryIO) -> tuple[dict[str, bytes], Any]:
+def iter_avro(stream: BinaryIO) -> tuple[dict[str, str], Iterator[Any]]:
     """(file metadata, iterator of records) of an Avro object container file read from ``stream``, one
-    block in memory at a time (codec ``null`` or ``deflate``)."""
+    block in memory at a time (``fastavro``: codecs ``null``, ``deflate`` and the others it supports).
+    Records come as Avro gives them: ``bytes``/``fixed`` as bytes, logical types as Python values."""
     if stream.read(4) != AVRO_MAGIC:
         raise IcebergMetadataError("not an Avro object container file")
-    meta = {_bytes(stream).decode(): _bytes(stream) for count in _blocks(stream) for _ in range(count)}
-    sync = stream.read(16)
-    schema = json.loads(meta["avro.schema"])
-    names = _named_types(schema, {})
-    codec = meta.get("avro.codec", b"null").decode()
-    if codec not in ("null", "deflate"):
-        raise IcebergMetadataError(f"Avro codec {codec} is not supported (null, deflate)")
-
-    def records():
-        while (count := _long(stream, end_ok=True)) is not None:
-            block = _bytes(stream)
-            if codec == "deflate":
-                block = zlib.decompress(block, -15)
-            block_stream = io.BytesIO(block)
-            for _ in range(count):
-                yield _read(schema, block_stream, names)
-            if stream.read(16) != sync:
-                raise IcebergMetadataError("Avro sync marker mismatch (corrupt file)")
-
-    return meta, records()
+    stream.seek(-4, io.SEEK_CUR)
+    try:
+        reader = fastavro.reader(stream)
+    except Exception as exc:  # noqa: BLE001 - fastavro raises several kinds for a broken header
+        raise IcebergMetadataError(f"unreadable Avro header ({type(exc).__name__})") from None
+    return dict(reader.metadata), iter(reader)
 
 
 # ---------------------------------------------------------------------------- Iceberg metadata

@@ -29,8 +29,10 @@ from spark_jobs.lake import LakeConfig
 RUN_ID_PROPERTY = "tenantlake.run-id"
 TABLE_PROPERTIES = {
     "format-version": FORMAT_VERSION,
-    # Additive schema evolution with the data commit: a column a contract adds appears in the same
-    # snapshot as its first values (merge-schema on write); a changed type still fails the write.
+    # Iceberg, not Spark's analyser, judges a write against the table: columns resolved by name, and a
+    # column the DataFrame lacks (one a contract removed while the table keeps it) written as null. The
+    # schema itself changes only through `evolve` (spark_jobs/README.md, "Schema evolution"): writes do not
+    # merge schemas, so a DataFrame that does not match the evolved table fails instead of changing it.
     "write.spark.accept-any-schema": "true",
 }
 
@@ -254,7 +256,7 @@ def _is_missing_table(exc: BaseException) -> bool:
 
 
 def _ensure(spark: SparkSession, tbl: Table, schema: T.StructType, partitioning: Partitioning,
-            loaded: Any = None) -> tuple[Any, bool]:
+            loaded: Any = None, properties: dict[str, str] | None = None) -> tuple[Any, bool]:
     """``ensure_table`` on the loaded table (``loaded``, else loaded here): (the table object or None when
     it was created now, created)."""
     loaded = loaded if loaded is not None else load(spark, tbl)
@@ -273,30 +275,31 @@ def _ensure(spark: SparkSession, tbl: Table, schema: T.StructType, partitioning:
             loaded.refresh()
         return loaded, False
     check_no_legacy_files(spark, tbl)
-    properties = ", ".join(f"'{k}' = '{v}'" for k, v in TABLE_PROPERTIES.items())
+    properties = ", ".join(f"'{k}' = '{v}'" for k, v in {**TABLE_PROPERTIES, **(properties or {})}.items())
     location = f" LOCATION '{tbl.location}'" if tbl.catalog.kind == "glue" else ""  # Hadoop: fixed by the catalog
     spark.sql(f"CREATE TABLE IF NOT EXISTS {tbl.qualified} ({_column_ddl(schema)}) USING iceberg "
               f"PARTITIONED BY ({partitioning.sql}){location} TBLPROPERTIES ({properties})")
     return None, True
 
 
-def ensure_table(spark: SparkSession, tbl: Table, schema: T.StructType, partitioning: Partitioning) -> bool:
+def ensure_table(spark: SparkSession, tbl: Table, schema: T.StructType, partitioning: Partitioning,
+                 properties: dict[str, str] | None = None) -> bool:
     """Create the table (format v2, partitioned) unless it exists; True when it was created now.
     Creating commits no snapshot: a table exists without data until the first publish commits one.
     An existing table partitioned otherwise (the contract's ``partition_granularity`` changed) has its
     partition field replaced first (Iceberg partition evolution), then every data file rewritten into
     the new partitions (``rewrite_data_files`` with ``rewrite-all``: the same rows, one more snapshot),
     so that later overwrites of single dates always replace whole files. Both happen before the
-    caller's data commit; a reader sees the same rows throughout."""
-    return _ensure(spark, tbl, schema, partitioning)[1]
+    caller's data commit; a reader sees the same rows throughout. ``properties``: more table properties
+    of a table created now."""
+    return _ensure(spark, tbl, schema, partitioning, properties=properties)[1]
 
 
 def _commit(df: DataFrame, tbl: Table, condition: str, run_id: str, options: dict[str, str] | None,
             loaded: Any) -> tuple[dict[str, Any], Any]:
     """Spark's overwrite of ``condition`` by ``df`` (one commit), then the snapshot it created, read from
     ``loaded`` refreshed (or from the table loaded now, when it was created by this publish)."""
-    writer = (df.writeTo(tbl.qualified).option("merge-schema", "true")
-              .option(f"snapshot-property.{RUN_ID_PROPERTY}", run_id))
+    writer = df.writeTo(tbl.qualified).option(f"snapshot-property.{RUN_ID_PROPERTY}", run_id)
     for key, value in WRITE_OPTIONS.items():
         writer = writer.option(key, value)
     for key, value in (options or {}).items():
@@ -472,10 +475,10 @@ def describe(spark: SparkSession, tbl: Table) -> dict[str, Any]:
 def _describe_loaded(spark: SparkSession, loaded) -> dict[str, Any]:
     """``describe`` from a loaded table object, without looking the table up again: the columns as
     Spark's DESCRIBE TABLE names them (Iceberg's schema converted by Iceberg's own ``SparkSchemaUtil``,
-    the conversion Spark's view of the table uses) and the partition spec."""
+    the conversion Spark's view of the table uses), the partition spec and the current schema's id."""
     spark_schema = spark._jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(loaded.schema())
     columns = [[str(field.name()), str(field.dataType().simpleString())] for field in spark_schema.fields()]
-    return {"columns": columns, "partitioning": _spec_terms(loaded)}
+    return {"columns": columns, "partitioning": _spec_terms(loaded), "schema_id": int(loaded.schema().schemaId())}
 
 
 def read(spark: SparkSession, tbl: Table, snapshot_id: int | None = None) -> DataFrame:
@@ -495,3 +498,99 @@ def publish_record(spark: SparkSession, tbl: Table, snapshot: dict[str, Any]) ->
     and the schema and partitioning the table has after it."""
     return {"table": tbl.display, "location": tbl.location, "catalog": tbl.catalog.kind, **snapshot,
             **describe(spark, tbl)}
+
+
+# ---------------------------------------------------------------------------- schema evolution
+@dataclasses.dataclass(frozen=True)
+class SchemaStep:
+    """One metadata-only change of a table's schema (``evolve``).
+
+    Attributes:
+        op: ``add`` (an optional column: old rows read null), ``widen`` (int -> long, float -> double, a
+            decimal's precision), ``rename`` or ``drop``.
+        column: the column as the table names it now (``add``: the new column).
+        type: ``add``/``widen``: the Spark type (``bigint``, ``decimal(12,2)``). @default - None
+        new_name: ``rename``: the column's new name. @default - None
+        after: ``add``: the column it follows (its current name), None for the end. @default - None
+    """
+
+    op: str
+    column: str
+    type: str | None = None
+    new_name: str | None = None
+    after: str | None = None
+
+    @property
+    def sql(self) -> str:
+        """The change as Spark SQL on ``<table>`` (what reviewers read; ``evolve`` commits it through
+        Iceberg's API, all steps in one commit)."""
+        if self.op == "add":
+            return f"ADD COLUMN `{self.column}` {self.type}" + (f" AFTER `{self.after}`" if self.after else "")
+        if self.op == "widen":
+            return f"ALTER COLUMN `{self.column}` TYPE {self.type}"
+        if self.op == "rename":
+            return f"RENAME COLUMN `{self.column}` TO `{self.new_name}`"
+        return f"DROP COLUMN `{self.column}`"
+
+
+def table_columns(spark: SparkSession, loaded) -> list[tuple[str, str]]:
+    """(name, Spark type) of each column of a loaded table, in the table's order (``_describe_loaded``)."""
+    return [(name, kind) for name, kind in _describe_loaded(spark, loaded)["columns"]]
+
+
+def schema_id(loaded) -> int | None:
+    """The id of the table's current schema (Iceberg numbers each schema; an evolution adds one)."""
+    return None if loaded is None else int(loaded.schema().schemaId())
+
+
+def table_property(loaded, name: str) -> str | None:
+    value = None if loaded is None else loaded.properties().get(name)
+    return None if value is None else str(value)
+
+
+def evolve(spark: SparkSession, loaded, steps: list[SchemaStep], properties: dict[str, str] | None = None) -> None:
+    """Apply ``steps`` and set ``properties`` in ONE Iceberg commit (a transaction: all of it or none).
+    Every step changes metadata only: no data file is read or written, and no snapshot is made, so the
+    table's current snapshot, its files and time travel to earlier snapshots stay as they were (a snapshot
+    is read with the schema it was written with). Names refer to the table as it is before the commit."""
+    jvm = spark._jvm
+    txn = loaded.newTransaction()
+    if steps:
+        update = txn.updateSchema()
+        for step in steps:
+            if step.op == "add":
+                update = update.addColumn(step.column, _iceberg_type(jvm, step.type))
+                if step.after:
+                    update = update.moveAfter(step.column, step.after)
+            elif step.op == "widen":
+                update = update.updateColumn(step.column, _iceberg_type(jvm, step.type))
+            elif step.op == "rename":
+                update = update.renameColumn(step.column, step.new_name)
+            elif step.op == "drop":
+                update = update.deleteColumn(step.column)
+            else:
+                raise ValueError(f"schema step {step.op!r} is not one of add, widen, rename, drop")
+        update.commit()
+    if properties:
+        update_properties = txn.updateProperties()
+        for key, value in properties.items():
+            update_properties = update_properties.set(key, value)
+        update_properties.commit()
+    txn.commitTransaction()
+    loaded.refresh()
+
+
+def _iceberg_type(jvm, spark_type: str | None):
+    """Iceberg's type for a Spark type name, converted by Iceberg's own ``SparkSchemaUtil``."""
+    return jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(jvm.org.apache.spark.sql.types.DataType.fromDDL(spark_type))
+
+
+def in_table_order(df: DataFrame, columns: list[str]) -> DataFrame:
+    """``df`` with its columns in the table's order (Iceberg checks the order of a write that does not merge
+    schemas); a table column ``df`` lacks is left out (written as null), a ``df`` column the table lacks stays
+    last (the write then fails: the table was not evolved for it)."""
+    ordered = [name for name in columns if name in df.columns]
+    extra = [name for name in df.columns if name not in columns]
+    if ordered + extra == list(df.columns):
+        return df
+    return df.select(*[F.col(f"`{name}`") for name in ordered + extra])

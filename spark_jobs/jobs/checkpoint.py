@@ -144,6 +144,40 @@ def check_checkpoint(spark: SparkSession, lake: LakeConfig, dataset: str) -> Non
         verify(f"{root}/{SOURCE_LOG}/{name}", "sources")
 
 
+@dataclasses.dataclass(frozen=True)
+class HandedOut:
+    """A landing file the bronze stream handed out, as its file-source log records it: the path (URI form),
+    the modification time it was listed with (ms), and the batch that read it."""
+
+    path: str
+    timestamp_ms: int
+    batch_id: int
+
+
+def handed_out_files(spark: SparkSession, lake: LakeConfig, dataset: str) -> tuple[list[HandedOut], int | None]:
+    """Every landing file the bronze stream of ``dataset`` handed out (``sources/0/``, from its latest
+    ``.compact`` entry on, which holds every earlier entry), and the latest committed batch id (None: none
+    yet; a file of a later batch is in flight: that batch is replayed with it). ``ValueError`` names an
+    unreadable entry."""
+    root = lake.checkpoint(dataset)
+    manifest = _batch_ids(spark, f"{root}/{SOURCE_LOG}")
+    compacted = [i for i, (_, name) in enumerate(manifest) if name.endswith(".compact")]
+    files = []
+    for _, name in manifest[compacted[-1] if compacted else 0:]:
+        for line in _read(spark, f"{root}/{SOURCE_LOG}/{name}")[1:]:
+            if line.strip():
+                entry = _json(line, "file entry")
+                files.append(HandedOut(str(entry["path"]), int(entry.get("timestamp") or 0), int(entry.get("batchId", -1))))
+    commits = _batch_ids(spark, f"{root}/commits")
+    return files, (commits[-1][0] if commits else None)
+
+
+def file_key(path: str) -> tuple[str, str, str]:
+    """``file:/a``, ``file:///a`` and ``/a`` name the same file; so may an escaped and an unescaped path."""
+    parsed = urlparse(path)
+    return parsed.scheme or "file", parsed.netloc, unquote(parsed.path)
+
+
 def is_checkpoint_failure(exc: BaseException, lake: LakeConfig, dataset: str) -> bool:
     """True when Spark's own error is about a file of this checkpoint (a case ``check_checkpoint`` let through)."""
     text = str(exc)
@@ -169,12 +203,6 @@ class Recovery:
                 f"{self.seed_batch_id}; the next run reads only new files, as batch {self.next_batch_id}")
 
 
-def _file_key(path: str) -> tuple[str, str, str]:
-    """``file:/a``, ``file:///a`` and ``/a`` name the same file; so may an escaped and an unescaped path."""
-    parsed = urlparse(path)
-    return parsed.scheme or "file", parsed.netloc, unquote(parsed.path)
-
-
 def _seed_batch_id(after: int, compact_interval: int) -> int:
     """The first compaction batch id (``(id + 1) % interval == 0``) above ``after``: a compacted
     manifest entry stands alone, so no earlier entries need to exist."""
@@ -195,9 +223,13 @@ def recover_checkpoint(spark: SparkSession, lake: LakeConfig, dataset: str) -> R
         return Recovery(moved_to=moved_to, files_seeded=0, seed_batch_id=None, next_batch_id=0)
     bronze = spark.read.parquet(bronze_uri)
     highest = bronze.agg(F.max("_batch_id")).first()[0]
-    ingested = {_file_key(r[0]) for r in bronze.select("_source_file").distinct().collect()}
-    landing = [(uri_form, modified) for path, uri_form, modified in storage.list_files(spark, lake.landing(dataset))
-               if landing_io.is_landing_file(path.rsplit("/", 1)[-1]) and _file_key(path) in ingested]
+    # When bronze last ingested each file (ms): a file rewritten since keeps that time in the new log, so the
+    # landing check still sees its newer version as never ingested (spark_jobs/landing_versions.py).
+    ingested = {file_key(r[0]): int(r[1]) for r in bronze.groupBy("_source_file")
+                .agg(F.max(F.unix_millis("_ingested_at"))).collect()}
+    landing = [(uri_form, min(modified, ingested[file_key(path)]))
+               for path, uri_form, modified in storage.list_files(spark, lake.landing(dataset))
+               if landing_io.is_landing_file(path.rsplit("/", 1)[-1]) and file_key(path) in ingested]
 
     interval = int(spark.conf.get("spark.sql.streaming.fileSource.log.compactInterval", str(DEFAULT_COMPACT_INTERVAL)))
     seed = _seed_batch_id(int(highest if highest is not None else -1), interval)

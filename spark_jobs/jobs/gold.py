@@ -13,25 +13,13 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
+from spark_jobs.contract_plan import evolve_for_write
 from spark_jobs.io import readers, tables
+from spark_jobs.jobs.partitioning import GoldPartitioningError, gold_partitioning, silver_partitioning  # noqa: F401
 from spark_jobs.jobs.runtime import JobRun
-from spark_jobs.jobs.silver import silver_partitioning
 from spark_jobs.lake import gold_table_name
 from spark_jobs.manifest import InvariantViolation
-from spark_jobs.transforms.gold import GoldSpec, load_gold
-
-
-class GoldPartitioningError(ValueError):
-    """A gold module declares a partitioning the tables do not support."""
-
-
-def gold_partitioning(spec: GoldSpec, granularity: str = "day") -> tables.Partitioning:
-    """Identity on the gold's ``event_date`` column (``PARTITION_BY``): the column is the event date
-    itself, so a ``days()`` transform would give the same partitions; ``months(event_date)`` at the
-    contract's ``partition_granularity: month``."""
-    if len(spec.partition_by) != 1:
-        raise GoldPartitioningError(f"gold {spec.name}: PARTITION_BY must name one date column, got {spec.partition_by}")
-    return tables.Partitioning.of(spec.partition_by[0], "date", granularity)
+from spark_jobs.transforms.gold import load_gold
 
 
 def pseudonymised(silver, run: JobRun):
@@ -43,10 +31,10 @@ def pseudonymised(silver, run: JobRun):
     if not keys:
         return silver
     output = silver
-    from spark_jobs.erasure.subjects import load_key, pseudonym_column
+    from spark_jobs.erasure.subjects import load_key, pseudonymiser
 
-    key = load_key(run.spark, run.lake)
-    return output.select(*[pseudonym_column(key, F.col(c)).alias(c) if c in keys else F.col(c) for c in output.columns])
+    keyed_hash = pseudonymiser(run.spark, load_key(run.spark, run.lake))  # the key in a broadcast, not in the plan
+    return output.select(*[keyed_hash(F.col(c)).alias(c) if c in keys else F.col(c) for c in output.columns])
 
 
 def _load_gold_tables(run: JobRun) -> dict:
@@ -132,8 +120,11 @@ def run_gold(run: JobRun) -> None:
         run.stage(f"validated {spec.name}")
     for spec, partitioning, output in built:
         gold_table = tables.table(spark, lake, "gold", gold_table_name(dataset, spec.name))
-        created = manifest.tables[spec.name] = tables.publish(output, gold_table, partitioning, covered_dates,
-                                                              not manifest.date, run.run_id, gold_tables[spec.name])
+        # The gold's output schema changed with the contract: the table evolves first (spark_jobs/contract_plan.py).
+        aligned, loaded, manifest.evolution[spec.name] = evolve_for_write(run, gold_table, output, "gold", partitioning,
+                                                                          gold_tables[spec.name])
+        created = manifest.tables[spec.name] = tables.publish(aligned, gold_table, partitioning, covered_dates,
+                                                              not manifest.date, run.run_id, loaded)
         manifest.published = True
         # The commit's own record count (from its manifests) must be the rows computed (plus, at month
         # granularity, the rows of a month's other dates written again); a scan per gold table would add

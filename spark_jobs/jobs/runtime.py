@@ -7,6 +7,7 @@ import dataclasses
 import datetime as dt
 import glob
 import os
+import re
 import socket
 import sys
 import time
@@ -76,6 +77,50 @@ def describe_error(exc: BaseException) -> tuple[str, str]:
         except Exception:  # noqa: BLE001 - the gateway may be gone; fall back to the Python text
             pass
     return type(exc).__name__, (str(exc).strip().splitlines() or [""])[0]
+
+
+# The longest error line printed; the whole text is in the run manifest's ``error_detail``.
+ERROR_LINE_CHARS = 600
+DETAILS_ATTRIBUTE = "tenantlake_details"  # set on an exception that ended a run: where its manifest is
+
+
+def error_text(exc: BaseException) -> str:
+    """The error's whole text: a JVM exception's own ``toString`` and its causes' (not py4j's wrapper), else
+    the Python exception's name and message."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            parts, cause = [], java
+            while cause is not None and len(parts) < 5:
+                parts.append(str(cause.toString()))
+                cause = cause.getCause()
+            return "\nCaused by: ".join(parts)
+        except Exception:  # noqa: BLE001 - the gateway may be gone; fall back to the Python text
+            pass
+    return f"{type(exc).__name__}: {str(exc).strip()}"
+
+
+def one_line(exc: BaseException, limit: int = ERROR_LINE_CHARS) -> str:
+    """The error as ONE line that is never cut mid-thought: ``Name: message`` with its lines joined (a JVM
+    exception's stack frames left out). Iceberg's "Cannot write incompatible dataset" (a table schema, the
+    data's schema, then the problems, over many lines) becomes its problems alone, and its "Field x not found
+    in source schema" says which column the table lacks; both say where to look next."""
+    name, _ = describe_error(exc)
+    text = error_text(exc)
+    message = text.split(": ", 1)[1] if ": " in text.split("\n", 1)[0] else text
+    lines = [ln.strip() for ln in message.splitlines() if ln.strip() and not ln.strip().startswith("at ")]
+    joined = " ".join(" ".join(lines).split())
+    problems = None
+    if lines and lines[0].startswith("Cannot write incompatible dataset") and "Problems:" in lines:
+        problems = "; ".join(ln.lstrip("* ") for ln in lines[lines.index("Problems:") + 1:] if ln.startswith("*"))
+    elif re.fullmatch(r"Field \S+ not found in source schema", joined):  # a column the table does not have
+        problems = f"column {joined.split()[1]} is not in the table"
+    if problems is not None:
+        return (f"{name}: the data does not match the table's schema: {problems} (the table was not changed; "
+                "`python -m spark_jobs contract plan` shows how the contract and the table differ)")
+    if len(joined) > limit:
+        joined = joined[:limit].rsplit(" ", 1)[0] + " [...]"
+    return f"{name}: {joined}" if joined else name
 
 
 class EndpointUnreachable(JobFailed):
@@ -236,7 +281,7 @@ def job_run(spark: SparkSession, lake: LakeConfig, contract: Contract, layer: st
     manifest = RunManifest(
         run_id=run_id or new_run_id(), dataset=contract.dataset, layer=layer, lake_uri=lake.lake_uri,
         started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), code_version=code_version(),
-        date=date,
+        date=date, contract_version=contract.version,
     )
     # Per layer, not only per session: in run-all the endpoint may go away between two layers, and s3a
     # would retry for minutes (the manifest write included) instead of failing.
@@ -255,8 +300,11 @@ def job_run(spark: SparkSession, lake: LakeConfig, contract: Contract, layer: st
         _remove_write_leftovers(run)
         yield run
     except BaseException as exc:
-        first_line = (str(exc).strip().splitlines() or [""])[0]
-        manifest.finish("failed", run.started, time.monotonic(), error=f"{type(exc).__name__}: {first_line}")
+        manifest.finish("failed", run.started, time.monotonic(), error=one_line(exc), error_detail=error_text(exc))
+        try:
+            setattr(exc, DETAILS_ATTRIBUTE, f"{run.report_dir}/manifest.json")
+        except Exception:  # noqa: BLE001 - an exception that takes no attributes: the CLI names no details
+            pass
         try:
             _write_manifest(run)
         except quality.ReportNotWritten as write_error:  # the manifest is written; the job's own error wins

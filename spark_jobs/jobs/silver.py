@@ -23,8 +23,10 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from spark_jobs.contract import MALFORMED_RULE, Contract
+from spark_jobs.contract import MALFORMED_RULE, UNKNOWN_FIELDS_RULE, Contract
+from spark_jobs.contract_plan import evolve_for_write
 from spark_jobs.io import readers, storage, tables, writers
+from spark_jobs.jobs.partitioning import silver_partitioning
 from spark_jobs.jobs.runtime import JobFailed, JobRun
 from spark_jobs.manifest import InvariantViolation
 from spark_jobs.transforms import bronze as bronze_tx
@@ -35,14 +37,6 @@ QUARANTINE_PARTITION_COLUMNS = ("event_date", "event_month")
 # Up to this many duplicated keys, only their rows are ranked (the keys broadcast, about 50 bytes each);
 # more, and the dedupe ranks every row (``deduped``).
 BROADCAST_DUPLICATE_KEYS = 1_000_000
-
-
-def silver_partitioning(contract: Contract) -> tables.Partitioning:
-    """``days(<event time>)`` (hidden: readers filter on the column itself), or ``months(<event time>)``
-    at the contract's ``partition_granularity: month``."""
-    kind = contract.column(contract.event_time).type
-    return tables.Partitioning.of(contract.event_time, "timestamp" if kind == "timestamp" else "date",
-                                  contract.partition_granularity)
 
 
 def other_quarantine_layout(spark, uri: str, contract: Contract) -> list[str]:
@@ -73,7 +67,8 @@ def quarantine_kept(spark, uri: str, months: list[str], dates: list[str], column
 
 def input_counts(flagged, contract: Contract) -> dict:
     """Every count the manifest needs from the flagged records, in ONE aggregation (one Spark job): rows
-    in, valid, quarantined, malformed, the event dates covered and the event dates quarantined."""
+    in, valid, quarantined, malformed, the event dates covered and the event dates quarantined, and the
+    landing fields the ``unknown_fields`` rows failed on (named in a blocked publish's reason)."""
     invalid = silver_tx.is_invalid()
     event_date = F.to_date(contract.event_time).cast("string")
     row = flagged.agg(
@@ -83,10 +78,11 @@ def input_counts(flagged, contract: Contract) -> dict:
         F.count(F.when(F.array_contains("_failed_rules", MALFORMED_RULE), 1)).alias("malformed"),
         F.collect_set(event_date).alias("dates"),
         F.collect_set(F.when(invalid, event_date)).alias("quarantine_dates"),
+        F.array_distinct(F.flatten(F.collect_set("_unknown_fields"))).alias("unknown_fields"),
     ).first()
     return {"rows_in": int(row["rows_in"]), "valid": int(row["valid"]), "quarantined": int(row["quarantined"]),
             "malformed": int(row["malformed"]), "dates": sorted(row["dates"]),
-            "quarantine_dates": sorted(row["quarantine_dates"])}
+            "quarantine_dates": sorted(row["quarantine_dates"]), "unknown_fields": sorted(row["unknown_fields"] or [])}
 
 
 def output_counts(silver) -> tuple[int, int]:
@@ -179,13 +175,15 @@ def _publish_from_staging(run: JobRun, silver_table: tables.Table, flagged) -> N
     manifest.check_invariant()
 
     run.validate(silver, quarantine_df=quarantine, quarantine_rows=manifest.quarantined, rows=manifest.rows_out,
-                 read_from_storage=True)
+                 read_from_storage=True, rule_fields={UNKNOWN_FIELDS_RULE: counts["unknown_fields"]})
     run.stage("validated")
     covered_dates = manifest.event_dates = counts["dates"]
     partitioning = silver_partitioning(contract)
+    # The contract's allowed schema changes first, in one metadata commit (spark_jobs/contract_plan.py).
+    aligned, loaded, manifest.evolution["silver"] = evolve_for_write(run, silver_table, silver, "silver", partitioning)
     # A full run covers the null partition too (rows without an event time, if a contract allows them).
-    snapshot = manifest.tables["silver"] = tables.publish(silver, silver_table, partitioning, covered_dates,
-                                                            not manifest.date, run.run_id)
+    snapshot = manifest.tables["silver"] = tables.publish(aligned, silver_table, partitioning, covered_dates,
+                                                            not manifest.date, run.run_id, loaded)
     run.stage("committed silver", snapshot_id=snapshot["snapshot_id"], event_dates=len(covered_dates),
               kept_rows=snapshot["kept_records"])
     write_quarantine(run, quarantine, partitioning, covered_dates, counts["quarantine_dates"])

@@ -185,7 +185,8 @@ def validate_layer(spark: Any, *, layer: str, contract: Any, df: Any, context: d
     the outcome is also added to ``run`` (the layer run's validations) when given.
 
     ``context`` carries at least: run_id, lake_uri, dataset, layer, and for silver ``quarantine_df`` (and
-    ``quarantine_rows``, its row count when the job knows it: one Spark job fewer),
+    ``quarantine_rows``, its row count when the job knows it: one Spark job fewer; ``rule_fields``, per rule the
+    fields its rows failed on, named in the reason: ``gating.gate``),
     for gold ``silver_count`` (referential checks) and ``gold_name``; ``rows`` (the frame's row count,
     when the job has it) lets a small frame be validated through one partition (``SMALL_FRAME_ROWS``). ``df`` is persisted if the job
     has not cached it (never re-read from storage), unless ``read_from_storage`` says the job wrote it and
@@ -223,7 +224,7 @@ def validate_layer(spark: Any, *, layer: str, contract: Any, df: Any, context: d
     with_quarantine = layer == "silver" and summary is not None
     if with_quarantine:
         quarantine_links.apply_quarantine(suite_run.results, summary, DEFAULT_ROW_MOSTLY)
-    status, blocking, reason = gate(suite_run.results)
+    status, blocking, reason = gate(suite_run.results, summary, context.get("rule_fields"))
     lake_uri = context.get("lake_uri")
     location = f"{lake_uri.rstrip('/')}/quarantine/{dataset}/" if lake_uri and quarantine_df is not None else ""
     label = context.get("gold_name") or (f"batch-{context['batch_id']}" if context.get("batch_id") is not None else "")

@@ -99,6 +99,7 @@ def build_summary(*, tenant: str, layer: str, dataset: str, run_id: str, validat
         "quarantine": quarantine,
         "quarantine_location": validation.quarantine_location,
         "previous_run_id": previous,
+        "landing": manifest.get("landing") or None,  # bronze: landing versions against what bronze read
         "validation_seconds": round(validation.seconds, 3),
         "links": {
             "summary_html": "summary.html",
@@ -193,6 +194,7 @@ def render_summary_html(summary: dict[str, Any]) -> str:
             q_parts.append(f'<tr id="q-{_e(rule)}"><td>{_e(rule)}</td><td>{_e(count)}</td><td>{samples}</td></tr>')
         q_parts.append("</table>")
     title = f'{summary["layer"]} / {summary["dataset"]} / {summary["run_id"]}'
+    landing = _landing_section(summary.get("landing"))
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>DQ {_e(summary["status"].upper())}: {_e(title)}</title>
 <style>{_CSS}</style></head><body>
@@ -209,8 +211,37 @@ published: <strong id="published">{"yes" if summary["published"] else "no"}</str
 {"".join(rows)}</table>
 <h2>Quarantine reasons</h2>
 {"".join(q_parts)}
-</body></html>
+{landing}</body></html>
 """
+
+
+def _landing_section(landing: dict[str, Any] | None) -> str:
+    """Bronze runs: the landing object versions against what bronze read, each version never ingested named
+    (``spark_jobs/landing_versions.py``)."""
+    if not landing:
+        return ""
+    counts = "".join(f"<tr><th>{_e(label)}</th><td>{_e(landing.get(key))}</td></tr>" for key, label in (
+        ("versions", "object versions in landing"), ("ingested", "ingested (read by bronze, or the same bytes as a "
+                                                                  "version it read)"),
+        ("same_content", "of which identical rewrites"), ("pending", "pending (not read by bronze yet)"),
+        ("not_ingested", "never ingested")))
+    missed = landing.get("not_ingested_versions") or []
+    rows = "".join(f'<tr class="failed"><td><code>{_e(v["key"])}</code></td><td>{_e(v["version_id"] or "-")}</td>'
+                   f'<td>{_e(v["last_modified"])}</td><td>{_e(v["size"])}</td><td>{_e(v["reason"])}</td></tr>'
+                   for v in missed)
+    listed = ""
+    if missed:
+        more = int(landing.get("not_ingested") or 0) - len(missed)
+        listed = ("<p class=\"reason warn\" id=\"landing-not-ingested\">Bronze reads each landing name once: these "
+                  "versions will never be ingested. Land their bytes under new names (<code>python -m spark_jobs "
+                  "land</code> names objects by their content).</p><table><tr><th>key</th><th>version</th>"
+                  f"<th>written</th><th>bytes</th><th>why</th></tr>{rows}</table>"
+                  + (f"<p>and {more} more (<code>python -m spark_jobs counts --json</code>)</p>" if more > 0 else ""))
+    compared = "" if landing.get("content_compared", True) else (
+        "<p class=\"meta\">Identical rewrites are not told apart here (no ETags to compare: a folder lake, or no "
+        "right to list versions): a rewrite after bronze read its name counts as never ingested.</p>")
+    return f'<h2>Landing</h2>\n<table id="landing">{counts}</table>\n{compared}{listed}\n'
+
 
 
 def write_run_report(spark: Any, *, lake_uri: str | None, tenant: str, summary: dict[str, Any],

@@ -29,7 +29,6 @@ MALFORMED_FLAG_COLUMN = "_is_malformed"
 MALFORMED_TEXT_COLUMN = "_corrupt_record"
 # Gold columns that hold how many silver rows an aggregate row covers (referential check).
 GOLD_COUNT_COLUMNS = ("event_count", "reading_count", "snapshot_count", "row_count", "events", "count")
-ROW_RULE_SUFFIXES = ("_required", "_range", "_allowed", "_regex")
 
 SPARK_TYPE_NAMES = {
     "string": "StringType", "double": "DoubleType", "float": "FloatType", "long": "LongType",

@@ -210,7 +210,7 @@ def flag_invalid_rows(parsed: DataFrame, contract: Contract) -> DataFrame:
     for col in contract.schema:
         failures += _column_failures(col)
     if not contract.allow_extra_fields:
-        failures.append((UNKNOWN_FIELDS_RULE, F.size("_unknown_fields") > 0))
+        failures.append((UNKNOWN_FIELDS_RULE, F.size(unknown_fields(contract)) > 0))
     for rule in contract.rules:
         # SQL three-valued logic: a rule over a missing optional value is not broken (null -> valid).
         failures.append((rule.name, ~F.coalesce(F.expr(rule.expr), F.lit(True))))
@@ -228,6 +228,14 @@ def flag_invalid_rows(parsed: DataFrame, contract: Contract) -> DataFrame:
     )
 
 
+def unknown_fields(contract: Contract) -> Column:
+    """The record's landing fields the contract does not know, less those it ignores on purpose
+    (``ignored_fields``: its own list and the fields of columns marked ``removed: true``)."""
+    if not contract.ignored_fields:
+        return F.col("_unknown_fields")
+    return F.array_except("_unknown_fields", F.array(*[F.lit(name) for name in contract.ignored_fields]))
+
+
 def is_invalid() -> Column:
     """True for a flagged row that broke at least one rule (it goes to quarantine)."""
     return F.size("_failed_rules") > 0
@@ -243,9 +251,12 @@ def invalid_rows(flagged: DataFrame) -> DataFrame:
 
 def narrow(flagged: DataFrame, contract: Contract) -> DataFrame:
     """Only what the rest of silver reads from the flagged records: the typed columns and lineage of
-    every row, the failed rules, and the raw text of the invalid rows alone (the quarantine keeps it; a
-    valid row's text is never read again). The silver job persists this frame."""
-    return flagged.select(F.when(is_invalid(), F.col("_raw")).alias("_raw"), "_failed_rules", *LINEAGE_COLUMNS,
+    every row, the failed rules, and the raw text and unknown field names of the invalid rows alone (the
+    quarantine keeps the text; the job names the unknown fields in its counts; a valid row's text is never
+    read again). The silver job persists this frame."""
+    failed_unknown = F.array_contains("_failed_rules", UNKNOWN_FIELDS_RULE)
+    return flagged.select(F.when(is_invalid(), F.col("_raw")).alias("_raw"), "_failed_rules",
+                          F.when(failed_unknown, unknown_fields(contract)).alias("_unknown_fields"), *LINEAGE_COLUMNS,
                           *contract.column_names)
 
 

@@ -165,29 +165,6 @@ def _storage_totals(rows: list[objects.StorageRow]) -> dict[str, int]:
     return {key: sum(getattr(r, key) for r in rows) for key in keys}
 
 
-def layer_totals(usage: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per layer: bytes (current, noncurrent), objects, runs, run time, EMR vCPU-hours."""
-    totals: dict[str, dict[str, Any]] = {}
-
-    def row(layer: str) -> dict[str, Any]:
-        return totals.setdefault(layer, {"layer": layer, "current_bytes": 0, "noncurrent_bytes": 0, "objects": 0,
-                                         "runs": 0, "failed": 0, "seconds": 0.0, "vcpu_hours": 0.0})
-    for item in usage["storage"]["rows"]:
-        entry = row(item["layer"])
-        entry["current_bytes"] += item["current_bytes"]
-        entry["noncurrent_bytes"] += item["noncurrent_bytes"]
-        entry["objects"] += item["current_objects"] + item["noncurrent_objects"]
-    for item in usage["runs"]["rows"]:
-        entry = row(item["layer"])
-        entry["runs"] += item["runs"]
-        entry["failed"] += item["failed"]
-        entry["seconds"] += item["seconds"]
-    for item in usage["emr"]["rows"]:
-        row(item["layer"])["vcpu_hours"] += item["vcpu_hours"]
-    order = ("landing", "bronze", "silver", "gold", "quarantine", "checkpoints", "reports", "maintenance", "erasure")
-    return sorted(totals.values(), key=lambda r: (order.index(r["layer"]) if r["layer"] in order else 99, r["layer"]))
-
-
 def write_report(usage: dict[str, Any], lake: LakeConfig, mirror_reports: Path) -> dict[str, str]:
     """``usage.json`` to the lake (``reports/usage/<month>/``) and ``usage.json`` + ``usage.html`` to the local
     report mirror, whose data-quality index lists the page; returns where each went."""

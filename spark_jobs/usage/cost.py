@@ -10,9 +10,11 @@ Every line is an estimate, and says on what basis:
 - **KMS requests**: one per version written (an upper bound: the lake uses S3 Bucket Keys, which ask KMS
   for a bucket-level key only now and then instead of once per object);
 - **S3 Inventory**: the objects listed, times one report per day of the month, when the lake has one;
-- **EMR on EKS**: the job runs' vCPU-hours and GB-hours (``emr.py``), or, where the runs ran elsewhere
-  (locally), their run time at the sizing ``make deploy-jobs`` requests by default (``LOCAL_RUN_SIZING``):
-  what those runs would cost on EMR on EKS, not what they cost here.
+- **EMR on EKS**: the job runs' vCPU-hours and GB-hours (``emr.py``), the figures the usage table shows; none
+  when no EMR job run was read.
+Runs made elsewhere (locally) cost no EMR: with no EMR job runs, ``hypothetical`` prices their run time at the
+sizing ``make deploy-jobs`` requests by default (``LOCAL_RUN_SIZING``), what they would cost on EMR on EKS,
+apart from the lines and not in the total.
 EC2 or Fargate capacity under EMR on EKS, EKS itself, data transfer and CloudWatch Logs are not included.
 """
 from __future__ import annotations
@@ -94,25 +96,37 @@ def estimate(usage: dict[str, Any], table: dict[str, Any], region: str) -> dict[
         lines.append(_line("S3 Inventory", objects * days, "objects listed", prices["s3_inventory_per_million_objects"],
                            1_000_000, src("s3"), f"{objects} objects in each of {days} daily reports",
                            "s3_inventory_per_million_objects" in assumed))
-    vcpu_hours, gb_hours, basis = _compute(usage)
-    lines.append(_line("EMR on EKS vCPU", vcpu_hours, "vCPU-hours", prices["emr_eks_vcpu_hour"], 1, src("emr_eks"),
-                       basis, "emr_eks_vcpu_hour" in assumed))
-    lines.append(_line("EMR on EKS memory", gb_hours, "GB-hours", prices["emr_eks_gb_hour"], 1, src("emr_eks"),
-                       basis, "emr_eks_gb_hour" in assumed))
+    def compute_lines(vcpu_hours: float, gb_hours: float, basis: str) -> list[dict[str, Any]]:
+        return [_line("EMR on EKS vCPU", vcpu_hours, "vCPU-hours", prices["emr_eks_vcpu_hour"], 1, src("emr_eks"),
+                      basis, "emr_eks_vcpu_hour" in assumed),
+                _line("EMR on EKS memory", gb_hours, "GB-hours", prices["emr_eks_gb_hour"], 1, src("emr_eks"),
+                      basis, "emr_eks_gb_hour" in assumed)]
+
+    emr_rows = usage["emr"]["rows"]
+    hypothetical = None
+    if emr_rows:
+        lines += compute_lines(sum(r["vcpu_hours"] for r in emr_rows), sum(r["memory_gb_hours"] for r in emr_rows),
+                               "job runs' requested vCPU and memory x duration (describe_job_run)")
+    else:
+        hypothetical = _if_on_emr(usage, compute_lines)
     return {"region": region, "currency": table.get("currency", "USD"), "estimate": True, "lines": lines,
-            "total_usd": round(sum(line["usd"] for line in lines), 4), "note": table.get("note", ""),
+            "total_usd": round(sum(line["usd"] for line in lines), 4), "hypothetical": hypothetical,
+            "note": table.get("note", ""),
             "not_included": "EC2 or Fargate capacity under EMR on EKS, EKS, data transfer, CloudWatch Logs, GET "
                             "and LIST requests"}
 
 
-def _compute(usage: dict[str, Any]) -> tuple[float, float, str]:
-    rows = usage["emr"]["rows"]
-    if rows:
-        return (sum(r["vcpu_hours"] for r in rows), sum(r["memory_gb_hours"] for r in rows),
-                "job runs' requested vCPU and memory x duration (describe_job_run)")
+def _if_on_emr(usage: dict[str, Any], compute_lines) -> dict[str, Any] | None:
+    """With no EMR job runs, what the month's runs (made elsewhere: locally) would cost on EMR on EKS at
+    deploy-jobs' default sizing: not a cost of the month, so apart from the lines and the total."""
+    runs = sum(int(r.get("runs") or 0) for r in usage["runs"]["rows"])
     seconds = sum(r["seconds"] for r in usage["runs"]["rows"])
+    if not seconds:
+        return None
     vcpu, gb = emr.requested(LOCAL_RUN_SIZING)
     hours = seconds / 3600
-    return (vcpu * hours, gb * hours,
-            f"no EMR job runs: the runs' own time ({seconds:.0f} s) at deploy-jobs' default sizing "
-            f"({vcpu:g} vCPU, {gb:.1f} GB), what they would cost on EMR on EKS")
+    basis = (f"the runs' own time, {seconds:.0f} s, at deploy-jobs' default sizing ({vcpu:g} vCPU, {gb:.1f} GB): "
+             "what they would cost on EMR on EKS, not what they cost here")
+    lines = compute_lines(vcpu * hours, gb * hours, basis)
+    return {"what": f"{runs} runs made without EMR on EKS, had they run there", "seconds": round(seconds, 3),
+            "lines": lines, "usd": round(sum(line["usd"] for line in lines), 4), "in_total": False}

@@ -10,8 +10,9 @@ its requested sizing times its duration, both from the run's own description:
 - vCPU: ``spark.driver.cores + spark.executor.instances * spark.executor.cores``;
 - GB: driver and executor memory plus Spark's memory overhead on Kubernetes
   (``max(384 MiB, factor * memory)``, factor 0.4 for PySpark jobs, or the request's
-  ``spark.driver/executor.memoryOverheadFactor``), from ``sparkSubmitParameters`` (``--conf k=v``) and the
-  ``spark-defaults`` classification; Spark's defaults where neither sets a value.
+  ``spark.driver/executor.memoryOverheadFactor``), from ``sparkSubmitParameters`` (``--conf k=v``, split into
+  words by shell rules, so quoted values too) and the ``spark-defaults`` classification; Spark's defaults where
+  neither sets a value.
 
 Runs are attributed by their tags (``dataset``; ``layer`` is ``pipeline`` for a pipeline run, ``maintain``
 or ``erase``), as ``make deploy-jobs`` tags them. Dynamic allocation would make the executor count vary
@@ -22,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import re
+import shlex
 from typing import Any, Iterable
 
 TERMINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED")
@@ -56,13 +58,24 @@ def memory_gb(text: str) -> float:
     return value * {"k": 1 / 1024 / 1024, "m": 1 / 1024, "g": 1.0, "t": 1024.0}[unit]
 
 
+def submit_words(parameters: str) -> list[str]:
+    """``sparkSubmitParameters`` as spark-submit's words: shell rules, so ``--conf "k=a b"`` is two words, not
+    three (a run submitted by hand may quote its values); a string shlex cannot read (an unclosed quote) is
+    split on spaces instead."""
+    try:
+        return shlex.split(parameters)
+    except ValueError:
+        return parameters.split()
+
+
 def run_conf(job_run: dict[str, Any]) -> dict[str, str]:
     """The Spark settings a run was submitted with: spark-defaults, then ``--conf`` (which wins)."""
     conf: dict[str, str] = {}
     for classification in (job_run.get("configurationOverrides") or {}).get("applicationConfiguration") or []:
         if classification.get("classification") == "spark-defaults":
             conf.update({str(k): str(v) for k, v in (classification.get("properties") or {}).items()})
-    tokens = str(((job_run.get("jobDriver") or {}).get("sparkSubmitJobDriver") or {}).get("sparkSubmitParameters") or "").split()
+    tokens = submit_words(str(((job_run.get("jobDriver") or {}).get("sparkSubmitJobDriver") or {})
+                              .get("sparkSubmitParameters") or ""))
     for flag, value in zip(tokens, tokens[1:]):
         if flag == "--conf" and "=" in value:
             key, _, setting = value.partition("=")

@@ -17,7 +17,7 @@ import dataclasses
 import datetime as dt
 import io
 import json
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 DATASET_FOLDERS = ("landing", "bronze", "silver", "quarantine", "checkpoints")
 NO_DATASET = "-"
@@ -49,7 +49,6 @@ class StorageRow:
     bytes_by_class: dict[str, int] = dataclasses.field(default_factory=dict)
     # versions written in the month asked for (PUT-class requests they cost, at least)
     versions_written: int = 0
-    kms_versions_written: int = 0
 
     def add(self, version: Version, written_in_month: bool) -> None:
         if written_in_month:
@@ -128,20 +127,6 @@ class Tally:
                 values.append(total)
             series[layer] = values
         return series
-
-
-def summarise(versions: Iterable[Version], gold_datasets: dict[str, str], month: str) -> list[StorageRow]:
-    tally = Tally(gold_datasets, month, [])
-    for version in versions:
-        tally.add(version)
-    return tally.rows()
-
-
-def stored_by_day(versions: Iterable[Version], gold_datasets: dict[str, str], days: list[str]) -> dict[str, list[int]]:
-    tally = Tally(gold_datasets, days[0][:7] if days else "", days)
-    for version in versions:
-        tally.add(version)
-    return tally.stored_by_day()
 
 
 # --------------------------------------------------------------------------------------- listing

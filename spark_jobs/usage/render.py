@@ -4,8 +4,6 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from spark_jobs.usage import layer_totals
-
 CHART_WIDTH, CHART_HEIGHT = 560, 120
 
 
@@ -17,6 +15,29 @@ def human_bytes(size: float) -> str:
     return f"{size:.1f} TB"
 
 
+def layer_totals(usage: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per layer: bytes (current, noncurrent), objects, runs, run time, EMR vCPU-hours."""
+    totals: dict[str, dict[str, Any]] = {}
+
+    def row(layer: str) -> dict[str, Any]:
+        return totals.setdefault(layer, {"layer": layer, "current_bytes": 0, "noncurrent_bytes": 0, "objects": 0,
+                                         "runs": 0, "failed": 0, "seconds": 0.0, "vcpu_hours": 0.0})
+    for item in usage["storage"]["rows"]:
+        entry = row(item["layer"])
+        entry["current_bytes"] += item["current_bytes"]
+        entry["noncurrent_bytes"] += item["noncurrent_bytes"]
+        entry["objects"] += item["current_objects"] + item["noncurrent_objects"]
+    for item in usage["runs"]["rows"]:
+        entry = row(item["layer"])
+        entry["runs"] += item["runs"]
+        entry["failed"] += item["failed"]
+        entry["seconds"] += item["seconds"]
+    for item in usage["emr"]["rows"]:
+        row(item["layer"])["vcpu_hours"] += item["vcpu_hours"]
+    order = ("landing", "bronze", "silver", "gold", "quarantine", "checkpoints", "reports", "maintenance", "erasure")
+    return sorted(totals.values(), key=lambda r: (order.index(r["layer"]) if r["layer"] in order else 99, r["layer"]))
+
+
 def text(usage: dict[str, Any]) -> str:
     """The terminal table: per layer bytes, objects, runs and run time; then the cost lines and the total."""
     storage = usage["storage"]
@@ -24,7 +45,7 @@ def text(usage: dict[str, Any]) -> str:
             f"as of {storage['as_of']}; runs from the run manifests; EMR: {usage['emr']['source']})")
     columns = ("layer", "current", "noncurrent", "objects", "runs", "failed", "run time", "EMR vCPU-h")
     rows = [(r["layer"], human_bytes(r["current_bytes"]), human_bytes(r["noncurrent_bytes"]), str(r["objects"]),
-             str(r["runs"]), str(r["failed"]), f"{r['seconds']:.1f} s", f"{r['vcpu_hours']:.3f}")
+             str(r["runs"]), str(r["failed"]), f"{r['seconds']:.1f} s", emr_vcpu_hours(usage, r))
             for r in layer_totals(usage)]
     widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(columns)]
     lines = [head, "", "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(columns, widths)))]
@@ -36,7 +57,18 @@ def text(usage: dict[str, Any]) -> str:
         lines.append(f"  {line['item']:<24} {line['quantity']:>14,.4f} {line['unit']:<15} {line['usd']:>10.4f}{flag}")
     lines.append(f"  {'total':<24} {'':>14} {'':<15} {estimate['total_usd']:>10.4f}")
     lines.append(f"  not included: {estimate['not_included']}")
+    hypothetical = estimate.get("hypothetical")
+    if hypothetical:
+        lines += ["", f"hypothetical, not in the total: {hypothetical['what']}; {hypothetical['lines'][0]['basis']}:"]
+        for line in hypothetical["lines"]:
+            lines.append(f"  {line['item']:<24} {line['quantity']:>14,.4f} {line['unit']:<15} {line['usd']:>10.4f}")
+        lines.append(f"  {'if on EMR on EKS':<24} {'':>14} {'':<15} {hypothetical['usd']:>10.4f}")
     return "\n".join(lines)
+
+
+def emr_vcpu_hours(usage: dict[str, Any], row: dict[str, Any]) -> str:
+    """A layer's EMR vCPU-hours, the quantity the estimate prices: '-' when EMR was not read (``source`` none)."""
+    return f"{row['vcpu_hours']:.3f}" if usage["emr"]["source"] != "none" else "-"
 
 
 _CSS = """
@@ -95,7 +127,7 @@ def page(usage: dict[str, Any]) -> str:
             f'<tr data-layer="{_e(r["layer"])}"><td>{_e(r["layer"])}</td><td class="num">{human_bytes(r["current_bytes"])}</td>'
             f'<td class="num">{human_bytes(r["noncurrent_bytes"])}</td><td class="num">{r["objects"]}</td>'
             f'<td class="num">{r["runs"]}</td><td class="num">{r["failed"]}</td><td class="num">{r["seconds"]:.1f}</td>'
-            f'<td class="num">{r["vcpu_hours"]:.3f}</td></tr>')
+            f'<td class="num">{emr_vcpu_hours(usage, r)}</td></tr>')
     charts = []
     layers = sorted(set(usage["daily"]["seconds"]) | set(usage["daily"]["stored_bytes"]),
                     key=lambda name: [r["layer"] for r in layer_totals(usage)].index(name)
@@ -120,6 +152,19 @@ def page(usage: dict[str, Any]) -> str:
         f'<td class="num">{line["unit_price"]}</td><td class="num">{line["usd"]:.4f}</td><td>{_e(line["basis"])}'
         f'{" (price assumed: us-east-1&#39;s)" if line["assumed_price"] else ""}</td><td>{_e(line["price_source"])}</td></tr>'
         for line in estimate["lines"])
+    hypothetical = estimate.get("hypothetical")
+    if hypothetical:
+        rows = "".join(
+            f'<tr><td>{_e(line["item"])}</td><td class="num">{line["quantity"]:,.4f} {_e(line["unit"])}</td>'
+            f'<td class="num">{line["unit_price"]}</td><td class="num">{line["usd"]:.4f}</td></tr>'
+            for line in hypothetical["lines"])
+        if_on_emr = (f'<p class="meta" id="hypothetical">Hypothetical, <strong>not in the total</strong>: '
+                     f'{_e(hypothetical["what"])}, {_e(hypothetical["lines"][0]["basis"])}: '
+                     f'<strong id="hypothetical-usd">{hypothetical["usd"]:.4f} {_e(estimate["currency"])}</strong>.</p>'
+                     f'<table id="hypothetical-cost"><tr><th>item</th><th>quantity</th><th>unit price</th><th>USD</th></tr>'
+                     f'{rows}</table>')
+    else:
+        if_on_emr = ""
     emr_note = (f'EMR on EKS: {len(usage["emr"]["rows"])} rows from describe_job_run on {_e(usage["emr"].get("virtual_cluster_id"))}'
                 if usage["emr"]["rows"] else f'EMR on EKS: no job runs read ({_e(usage["emr"].get("error") or "none in the month")})')
     return f"""<!doctype html>
@@ -140,6 +185,7 @@ def page(usage: dict[str, Any]) -> str:
 each line on the basis it names. Total <strong id="total">{estimate["total_usd"]:.4f} {_e(estimate["currency"])}</strong>.
 Not included: {_e(estimate["not_included"])}.</p>
 <table id="cost"><tr><th>item</th><th>quantity</th><th>unit price</th><th>USD</th><th>basis</th><th>price source</th></tr>{cost_rows}</table>
+{if_on_emr}
 <h2>Storage per layer and dataset</h2>
 <table id="storage"><tr><th>layer</th><th>dataset</th><th>current</th><th>objects</th><th>noncurrent</th><th>noncurrent versions</th><th>delete markers</th></tr>{detail}</table>
 <h2>Runs per layer and dataset</h2>

@@ -29,6 +29,14 @@ inputs = {
   # Iceberg table maintenance every Sunday as an EMR on EKS run (the schedule's defaults), from the code
   # `make deploy-jobs TENANT=acme ARGS=--maintain` published.
   maintenance_schedule = { enabled = true }
+  # Lake Formation: acme's unit manages the account's Lake Formation settings in eu-west-1 (globex, in the same
+  # account and region, does not: they are one per account and region). The consumer selects gold's non-personal
+  # columns; the privacy officer's role may select the personal ones too (on AWS the role must exist: Lake
+  # Formation refuses a grant to an unknown principal).
+  lake_formation = {
+    manage_settings           = true
+    personal_data_reader_arns = ["arn:aws:iam::123456789012:role/acme-privacy-officer"]
+  }
   tags = {
     owner    = "acme-data-team"
     workload = "datalake"

@@ -14,6 +14,8 @@ inputs = {
   vpc_ids    = ["vpc-036dbf1779fd5c315"]
   # Kinesis -> Firehose -> landing/<dataset>/ for these datasets (README "Streaming ingestion").
   streams = ["iot", "clickstream"]
+  # The only tenant in eu-central-1: its unit manages the account's Lake Formation settings there.
+  lake_formation = { manage_settings = true }
   tags = {
     owner    = "initech-finance"
     workload = "datalake"

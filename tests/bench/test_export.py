@@ -34,8 +34,9 @@ def test_month_variant_is_the_reviewed_contract_by_month(tmp_path, monkeypatch):
 def test_report_renders_the_rows_targets_and_checks(tmp_path):
     rows = [{"variant": "month", "partitions": "month", "rows": 26115, "mb": 2.3, "infer_s": 3.1, "land_s": 4.2,
              "run_all_s": 75.5, "peak_total_mb": 1500.0, "silver_rows": 26000, "quarantined": 50, "gold_rows": 109}]
-    write_result("export", {"rows": rows, "targets": [target_line("month: run-all", 75.5, 60.0, higher_is_better=False)],
-                            "checks": [{"check": "month: counts equal", "equal": True}]}, results_dir=tmp_path)
-    text = report.render(tmp_path)
-    assert "### A first export" in text and "| month |" in text and "75.5" in text
+    path = write_result("export", {"rows": rows, "targets": [target_line("month: run-all", 75.5, 60.0, higher_is_better=False)],
+                                   "checks": [{"check": "month: counts equal", "equal": True}]}, results_dir=tmp_path)
+    assert "[A first export](results/export.md)" in report.render(tmp_path)
+    text = report.render_result(path)
+    assert "# A first export" in text and "| month |" in text and "75.5" in text
     assert "**below target**" in text and "Checks: month: counts equal yes" in text

@@ -80,6 +80,12 @@ def test_usage_page_shows_layers_a_chart_per_layer_and_the_estimate_and_links_to
     assert page.locator("#total").inner_text() == f"{usage['cost']['total_usd']:.4f} USD"
     assert "An estimate, not a bill" in page.locator("#estimate").inner_text()
     assert page.locator("#cost tr").count() == 1 + len(usage["cost"]["lines"])
+    # local runs: no EMR in the table nor in the total; what they would cost on EMR stands apart
+    assert gold.nth(7).inner_text() == "-"
+    assert not [line for line in usage["cost"]["lines"] if line["item"].startswith("EMR")]
+    assert "not in the total" in page.locator("#hypothetical").inner_text()
+    assert page.locator("#hypothetical-usd").inner_text() == f"{usage['cost']['hypothetical']['usd']:.4f} USD"
+    assert page.locator("#hypothetical-cost tr").count() == 1 + len(usage["cost"]["hypothetical"]["lines"])
     page.screenshot(path=str(tmp_path / "usage.png"), full_page=True)
 
     page.click("#link-index")

@@ -17,6 +17,7 @@ INTERFACE_OUTPUTS = {
     # issue 29: table maintenance (modules/maintenance_schedule.py; the deploy's snapshot retention)
     "emr_virtual_cluster_arn", "retention_days", "maintenance_scheduler_role_arn", "maintenance_schedule_name",
     "inventory",  # issue 30: the lake's S3 Inventory (modules/inventory.py), which `usage` reads
+    "lake_formation",  # issue 44: the LF-tag keys the jobs tag columns with (modules/lake_formation.py)
 }
 
 
@@ -31,6 +32,12 @@ def test_outputs_are_the_interface_and_described(tenant_module):
     assert outputs["lake_bucket_name"]["value"] == "${aws_s3_bucket.lake_bucket.bucket}"
     assert outputs["data_classification"]["value"] == "${var.data_classification}"
     assert outputs["erasure_role_arn"]["value"] == "${aws_iam_role.roles_erasure.arn}"
+    assert outputs["lake_formation"]["value"] == {
+        "classification_tag": "${aws_lakeformation_lf_tag.lf_tag_classification.key}",
+        "layer_tag": "${aws_lakeformation_lf_tag.lf_tag_layer.key}", "personal": "pii", "not_personal": "none",
+        "data_access_role_arn": "${aws_iam_role.lf_role.arn}",
+        "registered_locations": {"gold": "${aws_lakeformation_resource.lf_location_gold.arn}"},
+        "personal_data_readers": "${var.lake_formation.personal_data_reader_arns}"}
     # The tenant's own endpoints and a shared network's (tests/modules/test_vpc_endpoints.py, test_synth.py)
     assert outputs["gateway_endpoint_ids"]["value"] == (
         "${merge(var.shared_gateway_endpoint_ids, tomap({ for k, e in aws_vpc_endpoint.endpoints_gateway : e.vpc_id => e.id }))}")
@@ -95,11 +102,16 @@ def test_resource_inventory(tenant_module):
     assert counts == {
         "aws_athena_workgroup": 1, "aws_glue_catalog_database": 2,  # one per table layer
         "aws_cloudwatch_log_group": 1, "aws_emrcontainers_virtual_cluster": 1,
-        # + per-stream (for_each) Firehose role, 2 policies; + the maintenance scheduler's role and policy (count)
-        "aws_iam_role": 4 + 1 + 1, "aws_iam_role_policy": 4 + 2 + 1, "aws_scheduler_schedule": 1,
+        # + per-stream (for_each) Firehose role, 2 policies; + the maintenance scheduler's role and policy (count);
+        # + Lake Formation's data-access role and policy
+        "aws_iam_role": 4 + 1 + 1 + 1, "aws_iam_role_policy": 4 + 2 + 1 + 1, "aws_scheduler_schedule": 1,
         "aws_kinesis_stream": 1, "aws_kinesis_firehose_delivery_stream": 1, "aws_kms_alias": 1, "aws_kms_key": 1, "aws_s3_bucket": 2,
         "aws_s3_bucket_inventory": 1, "aws_s3_bucket_lifecycle_configuration": 2, "aws_s3_bucket_logging": 1,  # the lake only: the log bucket does not log itself
         "aws_s3_bucket_notification": 2,
         "aws_s3_bucket_ownership_controls": 2, "aws_s3_bucket_policy": 2, "aws_s3_bucket_public_access_block": 2,
         "aws_s3_bucket_server_side_encryption_configuration": 2, "aws_s3_bucket_versioning": 2,
-        "aws_security_group": 1, "aws_vpc_endpoint": 2, "aws_vpc_security_group_ingress_rule": 1}
+        "aws_security_group": 1, "aws_vpc_endpoint": 2, "aws_vpc_security_group_ingress_rule": 1,
+        # modules/lake_formation.py: the settings (count), two tags, a tag set per database, the gold location,
+        # and the grants (modules.lake_formation.GRANTS, the job role's location and tag grants)
+        "aws_lakeformation_data_lake_settings": 1, "aws_lakeformation_lf_tag": 2, "aws_lakeformation_resource_lf_tags": 2,
+        "aws_lakeformation_resource": 1, "aws_lakeformation_permissions": 8 + 2}

@@ -90,6 +90,30 @@ run "valid_tenant_plans" {
     condition     = aws_s3_bucket.lake_bucket.force_destroy == true
     error_message = "local environment may empty buckets on destroy"
   }
+  assert {
+    condition     = length(aws_lakeformation_data_lake_settings.lf_settings) == 0 && length(aws_lakeformation_permissions.lf_reader_tables) == 0
+    error_message = "Lake Formation: no account settings and no reader of personal data by default"
+  }
+  assert {
+    condition     = aws_lakeformation_lf_tag.lf_tag_classification.key == "acme-classification" && aws_lakeformation_lf_tag.lf_tag_layer.key == "acme-layer" && aws_iam_role.lf_role.name == "acme-lakeformation-access"
+    error_message = "the tenant's own LF-tag keys and data-access role"
+  }
+}
+
+run "lake_formation_settings_and_readers" {
+  command = plan
+  variables {
+    admin_principal_arns = ["arn:aws:iam::123456789012:role/break-glass", "arn:aws:sts::123456789012:assumed-role/ops/jane"]
+    lake_formation       = { manage_settings = true, personal_data_reader_arns = ["arn:aws:iam::123456789012:role/dpo", "arn:aws:iam::123456789012:user/auditor"] }
+  }
+  assert {
+    condition     = length(aws_lakeformation_data_lake_settings.lf_settings) == 1 && aws_lakeformation_data_lake_settings.lf_settings[0].admins == toset(["arn:aws:iam::123456789012:user/deployer", "arn:aws:iam::123456789012:role/break-glass"])
+    error_message = "the deployer and the IAM admin principals administer Lake Formation; a role session does not"
+  }
+  assert {
+    condition     = toset(keys(aws_lakeformation_permissions.lf_reader_tables)) == toset(["arn:aws:iam::123456789012:role/dpo", "arn:aws:iam::123456789012:user/auditor"]) && length(aws_lakeformation_permissions.lf_reader_databases) == 2
+    error_message = "a table and a database grant per reader of personal data"
+  }
 }
 
 run "tenant_on_a_shared_network_creates_no_endpoint" {
@@ -170,6 +194,9 @@ BAD_INPUTS = {
     "duplicate_stream": ("streams", {"streams": ["iot", "iot"]}),
     "bad_schedule_expression": ("maintenance_schedule", {"maintenance_schedule": {"schedule_expression": "weekly"}}),
     "bad_schedule_window": ("maintenance_schedule", {"maintenance_schedule": {"flexible_window_minutes": 1441}}),
+    "bad_lf_reader": ("lake_formation", {"lake_formation": {"personal_data_reader_arns": ["arn:aws:sts::123456789012:assumed-role/x/y"]}}),
+    "duplicate_lf_reader": ("lake_formation", {"lake_formation": {"personal_data_reader_arns": [
+        "arn:aws:iam::123456789012:role/x", "arn:aws:iam::123456789012:role/x"]}}),
 }
 
 
@@ -254,7 +281,7 @@ def test_plan_time_validation_and_defaults(module_workdir):
     (tests / "inputs.tftest.hcl").write_text(TFTEST + "\n" + _failing_runs())
     out = _terraform(["test", "-no-color"], module_workdir)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
-    expected = 4 + len(BAD_INPUTS)  # the valid runs, then one per bad input
+    expected = 5 + len(BAD_INPUTS)  # the valid runs, then one per bad input
     assert f"Success! {expected} passed, 0 failed." in out.stdout
 
 

@@ -125,11 +125,21 @@ def test_bucket_policy_denies_plain_http_other_keys_and_other_endpoints(lake, s3
     statements = {s["Sid"]: s for s in policy["Statement"]}
     tls = statements["DenyInsecureTransport"]
     assert tls["Effect"] == "Deny" and _values(tls["Condition"]["Bool"]["aws:SecureTransport"]) == ["false"]
-    wrong_key = statements["DenyWrongKeyUploads"]
-    assert _values(wrong_key["Condition"]["StringNotEquals"]["s3:x-amz-server-side-encryption-aws-kms-key-id"]) \
-        == [lake["kms_key_arn"]]
-    non_kms = statements["DenyNonKmsUploads"]
-    assert _values(non_kms["Condition"]["StringNotEqualsIfExists"]["s3:x-amz-server-side-encryption"]) == ["aws:kms"]
+    # Encryption: each deny judges its header only when the request carries it (Null false), so UploadPart and
+    # CompleteMultipartUpload, which carry none, pass and take the default encryption
+    # (test_bucket_encryption_is_kms_with_the_tenant_key: the tenant key) (issue 42).
+    sse, key_id = "s3:x-amz-server-side-encryption", "s3:x-amz-server-side-encryption-aws-kms-key-id"
+    encryption = {sid: {op: {k: _values(v) for k, v in keys.items()} for op, keys in statements[sid]["Condition"].items()}
+                  for sid in ("DenyNonKmsUploads", "DenyWrongKeyUploads", "DenyAwsManagedKeyUploads",
+                              "DenyCustomerKeyUploads")}
+    assert encryption == {
+        "DenyNonKmsUploads": {"Null": {sse: ["false"]}, "StringNotEquals": {sse: ["aws:kms"]}},
+        "DenyWrongKeyUploads": {"Null": {key_id: ["false"]}, "StringNotEquals": {key_id: [lake["kms_key_arn"]]}},
+        "DenyAwsManagedKeyUploads": {"StringEquals": {sse: ["aws:kms"]}, "Null": {key_id: ["true"]}},
+        "DenyCustomerKeyUploads": {"Null": {"s3:x-amz-server-side-encryption-customer-algorithm": ["false"]}}}
+    assert all(statements[sid]["Effect"] == "Deny" and _values(statements[sid]["Action"]) == ["s3:PutObject"]
+               for sid in encryption)
+    assert "DenyUnencryptedUploads" not in statements
     vpce = statements["DenyOutsideTenantVpcEndpoints"]
     assert vpce["Effect"] == "Deny"
     vpce_condition = {k.lower(): v for k, v in vpce["Condition"]["StringNotEquals"].items()}
@@ -243,6 +253,41 @@ def test_glue_databases_and_athena_workgroup_are_the_tenants(lake, boto_session,
     assert config["ResultConfiguration"] == {
         "OutputLocation": f"s3://{lake['lake_bucket_name']}/athena/",
         "EncryptionConfiguration": {"EncryptionOption": "SSE_KMS", "KmsKey": lake["kms_key_arn"]}}
+
+
+def test_lake_formation_tags_grants_and_settings_are_applied(lake, boto_session, cfg):
+    """`make apply TENANT=acme` creates acme's Lake Formation (modules/lake_formation.py): its two LF-tags, each
+    database tagged pii and its layer, the consumer's grant on gold's non-personal columns, the privacy officer's
+    on every gold column, the gold location registered with the data-access role, and (acme manages eu-west-1's
+    settings) no IAMAllowedPrincipals default for new databases and tables. Who may select what, evaluated from
+    these: tests/policies/test_access_matrix.py."""
+    lf = boto_session("lakeformation", REGION)
+    outputs = lake["lake_formation"]
+    assert (outputs["classification_tag"], outputs["layer_tag"]) == (cfg.name("lf_tag_classification"),
+                                                                      cfg.name("lf_tag_layer")) == ("acme-classification", "acme-layer")
+    tags = {t["TagKey"]: sorted(t["TagValues"]) for t in lf.list_lf_tags()["LFTags"]}
+    assert tags["acme-classification"] == ["none", "pii"] and tags["acme-layer"] == ["gold", "silver"]
+    for layer, database in lake["glue_database_names"].items():
+        assigned = lf.get_resource_lf_tags(Resource={"Database": {"Name": database}}, ShowAssignedLFTags=True)
+        assert {t["TagKey"]: t["TagValues"] for t in assigned["LFTagOnDatabase"]} == {
+            "acme-classification": ["pii"], "acme-layer": [layer]}, database
+
+    def grants(principal: str) -> list[dict]:
+        return [g for g in lf.list_permissions()["PrincipalResourcePermissions"]
+                if g["Principal"]["DataLakePrincipalIdentifier"] == principal]
+
+    (consumer,) = [g for g in grants(lake["consumer_role_arn"]) if g["Resource"]["LFTagPolicy"]["ResourceType"] == "TABLE"]
+    assert sorted(consumer["Permissions"]) == ["DESCRIBE", "SELECT"]
+    assert {t["TagKey"]: t["TagValues"] for t in consumer["Resource"]["LFTagPolicy"]["Expression"]} == {
+        "acme-classification": ["none"], "acme-layer": ["gold"]}
+    assert outputs["personal_data_readers"] == ["arn:aws:iam::123456789012:role/acme-privacy-officer"]
+    assert len(grants(outputs["personal_data_readers"][0])) == 2  # its database and its tables
+    assert len(grants(lake["job_execution_role_arn"])) == 4  # databases, tables, the gold location, tagging
+    registered = {r["ResourceArn"]: r["RoleArn"] for r in lf.list_resources()["ResourceInfoList"]}
+    assert registered[f"arn:aws:s3:::{lake['lake_bucket_name']}/gold"] == outputs["data_access_role_arn"]
+    settings = lf.get_data_lake_settings()["DataLakeSettings"]
+    assert settings["DataLakeAdmins"] and "IAM_ALLOWED_PRINCIPALS" not in str(
+        settings.get("CreateDatabaseDefaultPermissions")) + str(settings.get("CreateTableDefaultPermissions"))
 
 
 def test_tags_on_each_resource(lake, boto_session, cfg):

@@ -49,6 +49,11 @@ def test_destroy_all_removes_the_tenants_then_the_network(lake, network, globex,
         assert [e for e in endpoints if e["State"].lower() not in ("deleted", "deleting")] == []
         groups = ec2.describe_security_groups(Filters=[{"Name": "tag:tenant", "Values": [tenant]}])["SecurityGroups"]
         assert groups == []
+        lf = boto_session("lakeformation", REGION)
+        assert not [t["TagKey"] for t in lf.list_lf_tags()["LFTags"] if t["TagKey"].startswith(f"{tenant}-")]
+        assert not [r for r in lf.list_resources()["ResourceInfoList"] if f":::{tenant}-" in r["ResourceArn"]]
+        assert not [g for g in lf.list_permissions()["PrincipalResourcePermissions"]
+                    if f":role/{tenant}-" in g["Principal"]["DataLakePrincipalIdentifier"]]
     # The network: no endpoint of it left anywhere, and its fixture VPC is gone.
     ec2 = boto_session("ec2", REGION)
     left = ec2.describe_vpc_endpoints(Filters=[{"Name": "tag:component", "Values": ["platform-network"]}])["VpcEndpoints"]

@@ -10,7 +10,7 @@ ENDPOINTS = ("list:concat([for e in aws_vpc_endpoint.endpoints_gateway : e.id], 
              "values(var.shared_gateway_endpoint_ids))")
 ADMINS = "concat([data.aws_iam_session_context.deployer_session.issuer_arn], var.admin_principal_arns)"
 TENANT_ROLES = ("[aws_iam_role.roles_job_execution.arn, aws_iam_role.roles_ingest_writer.arn, "
-                "aws_iam_role.roles_consumer.arn, aws_iam_role.roles_erasure.arn]")
+                "aws_iam_role.roles_consumer.arn, aws_iam_role.roles_erasure.arn, aws_iam_role.lf_role.arn]")
 # The Firehose roles, rendered from their name template for every entry of var.streams.
 FIREHOSE_ROLES = ('[for s in var.streams : "arn:${data.aws_partition.inputs_partition.partition}:iam::'
                   '${var.account_id}:role/${var.tenant_id}-lake-${s}-firehose"]')
@@ -25,19 +25,36 @@ def test_lake_policy_statements(tenant_module):
     policy, s = _statements(tenant_module, "lake_policy_policy")
     assert policy["bucket"] == "${aws_s3_bucket.lake_bucket.id}"
     assert policy["depends_on"] == ["aws_s3_bucket_public_access_block.lake_public_access_block"]
-    assert list(s) == ["DenyInsecureTransport", "DenyUnencryptedUploads", "DenyNonKmsUploads", "DenyWrongKeyUploads",
-                       "DenyPrincipalsOutsideTenant", "DenyOutsideTenantVpcEndpoints", "DenyAthenaOutsideConsumers"]
+    assert list(s) == ["DenyInsecureTransport", "DenyNonKmsUploads", "DenyWrongKeyUploads", "DenyAwsManagedKeyUploads",
+                       "DenyCustomerKeyUploads", "DenyUnconditionalLandingWrites", "DenyPrincipalsOutsideTenant",
+                       "DenyOutsideTenantVpcEndpoints", "DenyAthenaOutsideConsumers"]
     assert all(st["Effect"] == "Deny" and st["Principal"] == {"AWS": "*"} for st in s.values())
     assert s["DenyInsecureTransport"]["Action"] == ["s3:*"]
     assert s["DenyInsecureTransport"]["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]
     assert s["DenyInsecureTransport"]["Condition"] == {"Bool": {"aws:SecureTransport": ["false"]}}
-    for sid in ("DenyUnencryptedUploads", "DenyNonKmsUploads", "DenyWrongKeyUploads"):
+    # Encryption: a header that is present must say aws:kms and the tenant key. Each deny first tests that its header
+    # is there (Null false): UploadPart and CompleteMultipartUpload carry none, and a negated operator alone (IfExists
+    # or not) matches an absent key, which denied every multipart upload. Headerless requests take the bucket default.
+    sse, key_id = "s3:x-amz-server-side-encryption", "s3:x-amz-server-side-encryption-aws-kms-key-id"
+    for sid in ("DenyNonKmsUploads", "DenyWrongKeyUploads", "DenyAwsManagedKeyUploads", "DenyCustomerKeyUploads"):
         assert s[sid]["Action"] == ["s3:PutObject"] and s[sid]["Resource"] == f"{LAKE_ARN}/*"
-    assert s["DenyUnencryptedUploads"]["Condition"] == {"Null": {"s3:x-amz-server-side-encryption": ["true"]}}
-    assert s["DenyNonKmsUploads"]["Condition"] == {
-        "StringNotEqualsIfExists": {"s3:x-amz-server-side-encryption": ["aws:kms"]}}
+    assert s["DenyNonKmsUploads"]["Condition"] == {"Null": {sse: ["false"]}, "StringNotEquals": {sse: ["aws:kms"]}}
     assert s["DenyWrongKeyUploads"]["Condition"] == {
-        "StringNotEquals": {"s3:x-amz-server-side-encryption-aws-kms-key-id": ["${aws_kms_key.kms_key.arn}"]}}
+        "Null": {key_id: ["false"]}, "StringNotEquals": {key_id: ["${aws_kms_key.kms_key.arn}"]}}
+    # aws:kms without a key id: S3 would use the aws/s3 key, not the bucket default's.
+    assert s["DenyAwsManagedKeyUploads"]["Condition"] == {"StringEquals": {sse: ["aws:kms"]}, "Null": {key_id: ["true"]}}
+    assert s["DenyCustomerKeyUploads"]["Condition"] == {
+        "Null": {"s3:x-amz-server-side-encryption-customer-algorithm": ["false"]}}
+    assert not [st for st in s.values() for op in st.get("Condition", {}) if op.endswith("IfExists")]
+    # Landing writes are create-only: an object creation under landing/ without If-None-Match is denied to
+    # everyone (admins too) but the Firehose roles, which write unique keys (matched by their name pattern).
+    create_only = s["DenyUnconditionalLandingWrites"]
+    assert create_only["Action"] == ["s3:PutObject"] and create_only["Resource"] == [f"{LAKE_ARN}/landing/*"]
+    assert create_only["Condition"] == {
+        "Null": {"s3:if-none-match": ["true"]}, "Bool": {"s3:ObjectCreationOperation": ["true"]},
+        "ArnNotLike": {"aws:PrincipalArn": [
+            "arn:${data.aws_partition.inputs_partition.partition}:iam::${var.account_id}:role/"
+            "${var.tenant_id}-lake-*-firehose"]}}
     # Defence in depth: every principal but the tenant's roles, its Firehose roles and the admins is denied.
     principals = s["DenyPrincipalsOutsideTenant"]
     assert principals["Action"] == ["s3:*"] and principals["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]
@@ -47,9 +64,11 @@ def test_lake_policy_statements(tenant_module):
     assert outside["Action"] == ["s3:*"] and outside["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]
     # Every condition must hold to deny: not via a tenant endpoint AND neither an admin nor a Firehose role
     # AND not a request Athena makes for its caller. No aws:ViaAWSService / aws:PrincipalIsAWSService escape.
+    # Lake Formation's data-access role too: Athena reads gold with the credentials Lake Formation vends from it.
     assert outside["Condition"] == {"StringNotEquals": {"aws:SourceVpce": [ENDPOINTS],
                                                         "aws:CalledViaFirst": ["athena.amazonaws.com"]},
-                                    "ArnNotLike": {"aws:PrincipalArn": [f"list:concat({ADMINS}, {FIREHOSE_ROLES})"]}}
+                                    "ArnNotLike": {"aws:PrincipalArn": [
+                                        f"list:concat({ADMINS}, {FIREHOSE_ROLES}, [aws_iam_role.lf_role.arn])"]}}
     # ... and Athena's exemption serves the consumer role only.
     athena = s["DenyAthenaOutsideConsumers"]
     assert athena["Action"] == ["s3:*"] and athena["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]

@@ -28,8 +28,12 @@ def test_access_matrix():
     assert ROLE_ACCESS["job_execution"].write == ("bronze", "silver", "gold", "quarantine", "reports", "checkpoints",
                                                   "logs")
     assert ROLE_ACCESS["ingest_writer"].put_only == ("landing",) and not ROLE_ACCESS["ingest_writer"].read
-    # The consumer reads gold and reports; athena/ holds its Athena query results (put, read back, no delete).
-    assert ROLE_ACCESS["consumer"].read == ("gold", "reports", "athena") and not ROLE_ACCESS["consumer"].write
+    # The consumer reads reports; athena/ holds its Athena query results (put, read back, no delete). Gold tables it
+    # reads through Lake Formation only (the columns granted to it): no S3 right on gold/ (issue 44).
+    assert ROLE_ACCESS["consumer"].read == ("reports", "athena") and not ROLE_ACCESS["consumer"].write
+    assert ROLE_ACCESS["consumer"].lake_formation_data_access
+    assert [r for r, a in ROLE_ACCESS.items() if a.lake_formation_data_access] == ["consumer"]
+    assert [r for r, a in ROLE_ACCESS.items() if a.tags_tables] == ["job_execution"]
     assert ROLE_ACCESS["consumer"].put_only == ("athena",)
     assert ROLE_ACCESS["job_execution"].glue_write == ("silver", "gold") and not ROLE_ACCESS["job_execution"].athena
     assert ROLE_ACCESS["consumer"].glue_read == ("gold",) and ROLE_ACCESS["consumer"].athena
@@ -51,7 +55,8 @@ def test_role_access_defaults():
 
 def test_every_role_of_role_access_has_a_name_template_and_a_role(tenant_module):
     # The Firehose roles (modules/stream_ingest.py) and the maintenance scheduler's (maintenance_schedule.py) aside.
-    assert set(tenant_module["resource"]["aws_iam_role"]) - {"streams_firehose_role", "maintenance_role"} == {
+    # And Lake Formation's data-access role (modules/lake_formation.py).
+    assert set(tenant_module["resource"]["aws_iam_role"]) - {"streams_firehose_role", "maintenance_role", "lf_role"} == {
         f"roles_{role}" for role in ROLE_ACCESS}
     assert {f"{role}_role" for role in ROLE_ACCESS} <= set(model.NAME_TEMPLATES)
 
@@ -194,12 +199,15 @@ GLUE = "arn:${data.aws_partition.inputs_partition.partition}:glue:${var.region}:
 TENANT_KEY = '${replace(var.tenant_id, "-", "_")}'
 
 
-def test_consumer_reads_gold_and_reports_and_queries_in_its_workgroup(tenant_module):
+def test_consumer_reads_reports_gold_through_lake_formation_and_queries_in_its_workgroup(tenant_module):
     s = document_statements(tenant_module, "roles_consumer_permissions")
     assert list(s) == ["ListOwnPrefixes", "LocateBucket", "ReadPrefixes", "PutOnlyPrefixes", "UseTenantKey",
-                       "ReadTenantTables", "QueryInTenantWorkgroup"]
+                       "ReadTenantTables", "QueryInTenantWorkgroup", "ReadTablesThroughLakeFormation"]
     assert s["ReadPrefixes"]["actions"] == ["s3:GetObject", "s3:GetObjectVersion"]
-    assert s["ReadPrefixes"]["resources"] == [f"{LAKE}/gold/*", f"{LAKE}/reports/*", f"{LAKE}/athena/*"]
+    # No gold/: its files hold every column; the consumer reads gold through Lake Formation (granted columns only).
+    assert s["ReadPrefixes"]["resources"] == [f"{LAKE}/reports/*", f"{LAKE}/athena/*"]
+    assert not [v for v in s["ListOwnPrefixes"]["condition"][0]["values"] if v.startswith("gold")]
+    assert s["ReadTablesThroughLakeFormation"]["actions"] == ["lakeformation:GetDataAccess"]
     assert s["PutOnlyPrefixes"]["resources"] == [f"{LAKE}/athena/*"]
     assert "s3:DeleteObject" not in s["PutOnlyPrefixes"]["actions"]
     # Athena writes the results SSE-KMS with the tenant key, as the consumer.

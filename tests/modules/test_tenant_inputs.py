@@ -17,6 +17,9 @@ INTERFACE_TYPES = {
     "maintenance_schedule": 'object({enabled = optional(bool, false), schedule_expression = optional(string, '
                             '"cron(0 3 ? * SUN *)"), timezone = optional(string, "UTC"), '
                             'flexible_window_minutes = optional(number, 60)})',
+    # issue 44: Lake Formation (modules/lake_formation.py)
+    "lake_formation": "object({manage_settings = optional(bool, false), "
+                      "personal_data_reader_arns = optional(list(string), [])})",
 }
 
 
@@ -41,6 +44,8 @@ def test_defaults_match_the_python_model(tenant_module):
     assert variables["vpc_ids"]["default"] == [] and defaults["vpc_ids"] == ()
     assert variables["shared_gateway_endpoint_ids"]["default"] == {} == variables["shared_interface_endpoint_ids"]["default"]
     assert variables["maintenance_schedule"]["default"] == {} == model.TenantConfig("t", "r", "a", ()).maintenance_schedule
+    assert variables["lake_formation"]["default"] == {} == model.TenantConfig("t", "r", "a", ()).lake_formation
+    assert model.LAKE_FORMATION_DEFAULTS == {"manage_settings": False, "personal_data_reader_arns": []}
     for required in model.REQUIRED:
         assert "default" not in variables[required], required
 
@@ -53,6 +58,7 @@ def test_validation_regexes_come_from_the_model_constants(tenant_module):
                           ("eks_cluster_name", model.EKS_CLUSTER_NAME_RE), ("emr_namespace", model.K8S_NAMESPACE_RE),
                           ("eks_oidc_provider_arn", model.OIDC_PROVIDER_ARN_RE),
                           ("admin_principal_arns", model.ADMIN_PRINCIPAL_ARN_RE),
+                          ("lake_formation", model.LF_READER_ARN_RE),
                           ("shared_gateway_endpoint_ids", model.VPC_ENDPOINT_ID_RE)]:
         assert f'regex("{pattern}"' in conditions[name], name
         assert "\\" not in pattern, f"{name}: a backslash would need HCL escaping"

@@ -27,7 +27,11 @@ RELIED_ON_KEYS = {"aws:SecureTransport", "aws:SourceVpce", "aws:PrincipalArn", "
                   "s3:x-amz-server-side-encryption-aws-kms-key-id", "kms:ViaService",
                   "kms:EncryptionContext:aws:s3:arn", "kms:EncryptionContext:aws:kinesis:arn", "aws:ViaAWSService",
                   # the maintenance scheduler's cells (a run's execution role, the service a role is passed to)
-                  "emr-containers:ExecutionRoleArn", "iam:PassedToService"}
+                  "emr-containers:ExecutionRoleArn", "iam:PassedToService",
+                  # create-only landing writes (issue 41)
+                  "s3:if-none-match", "s3:ObjectCreationOperation",
+                  # SSE-C (issue 42: the encryption denies judge only headers that are present)
+                  "s3:x-amz-server-side-encryption-customer-algorithm"}
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +62,41 @@ def test_the_three_defects_of_issue_16_have_cells(matrix):
     assert cells["firehose-put-landing"].expect == "Allowed"
     assert cells["other-tenant-misscoped-get-silver"].expect == "ExplicitlyDenied"
     assert cells["other-tenant-misscoped-get-silver"].because == "DenyPrincipalsOutsideTenant"
+
+
+def test_create_only_landing_writes_have_cells(matrix):
+    """Issue 41: a landing PUT without If-None-Match is denied to the ingest writer and to admins, not to
+    Firehose (unique keys, no header); a create-only PUT and the parts of a multipart upload pass."""
+    cells = {c.id: c for c in matrix.cells}
+    denied = [cells["ingest-put-landing-unconditional"], cells["admin-put-landing-unconditional"]]
+    assert all(c.expect == "ExplicitlyDenied" and c.because == "DenyUnconditionalLandingWrites"
+               and c.context["write_condition"] == "none" and c.key.startswith("landing/") for c in denied)
+    assert cells["ingest-put-landing"].context["write_condition"] == "if_none_match"
+    assert cells["ingest-put-landing"].expect == cells["admin-put-landing-create-only"].expect == "Allowed"
+    assert cells["ingest-put-landing-upload-part"].expect == "Allowed"
+    firehose = cells["firehose-put-landing"]
+    assert (firehose.context["write_condition"], firehose.expect) == ("none", "Allowed")
+
+
+def test_uploads_are_the_tenant_keys_and_multipart_uploads_pass(matrix):
+    """Issue 42: a put naming SSE-S3, SSE-C, another key or aws:kms without a key id is denied; requests naming no
+    encryption (UploadPart, CompleteMultipartUpload, a plain put) pass, for the job role and the ingest writer:
+    the lake's default encryption, SSE-KMS with the tenant key, encrypts them."""
+    cells = {c.id: c for c in matrix.cells}
+    denied = {"job-put-sse-s3": "DenyNonKmsUploads", "job-put-other-tenant-key": "DenyWrongKeyUploads",
+              "job-put-no-key-id": "DenyAwsManagedKeyUploads", "job-put-sse-c": "DenyCustomerKeyUploads",
+              "job-create-multipart-other-tenant-key": "DenyWrongKeyUploads",
+              "ingest-create-multipart-landing-sse-s3": "DenyNonKmsUploads", "admin-put-sse-c": "DenyCustomerKeyUploads"}
+    assert {i: (cells[i].expect, cells[i].because) for i in denied} == {
+        i: ("ExplicitlyDenied", sid) for i, sid in denied.items()}
+    headerless = ["job-put-no-encryption-header", "job-upload-part", "job-complete-multipart",
+                  "ingest-put-landing-upload-part", "ingest-complete-multipart-landing"]
+    assert all(cells[i].context["sse"] == "none" and cells[i].expect == "Allowed" for i in headerless)
+    parts = [cells[i] for i in ("job-upload-part", "ingest-put-landing-upload-part")]
+    assert all(c.context["write_condition"] == "upload_part" for c in parts)  # s3:ObjectCreationOperation false
+    completion = cells["ingest-complete-multipart-landing"]
+    assert completion.key.startswith("landing/") and completion.context["write_condition"] == "if_none_match"
+    assert {cells[i].principal for i in headerless} == {"job_role", "ingest_writer"}
 
 
 def test_rendered_table_in_modules_readme_is_current(matrix, capsys):
@@ -135,7 +174,7 @@ def outcomes(matrix, applied, client):
 
 
 @pytest.mark.integration
-def test_policies_are_read_back_from_the_applied_tenants(matrix, applied):
+def test_policies_are_read_back_from_the_applied_tenants(matrix, applied, client):
     owner, other, streaming = (applied[matrix.tenants[r]] for r in ("owner", "other", "streaming"))
     assert owner.key_arn != other.key_arn and owner.lake_bucket != other.lake_bucket
     # A shared cluster: both tenants' requests come through the same endpoint, so the cross-tenant cells
@@ -146,6 +185,11 @@ def test_policies_are_read_back_from_the_applied_tenants(matrix, applied):
                                                                         "DenyOutsideTenantVpcEndpoints"}
         assert tenant.gateway_endpoint_id.startswith("vpce-") and tenant.gateway_endpoint_policy["Statement"]
         assert all(role.policies for role in tenant.roles.values())
+        # The cells that allow a put naming no encryption rest on the lake's default encryption: the tenant key.
+        rules = client("s3", tenant.region).get_bucket_encryption(Bucket=tenant.lake_bucket)[
+            "ServerSideEncryptionConfiguration"]["Rules"]
+        assert [(r["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"],
+                 r["ApplyServerSideEncryptionByDefault"]["KMSMasterKeyID"]) for r in rules] == [("aws:kms", tenant.key_arn)]
     assert set(streaming.firehose_roles) >= {matrix.streaming_dataset}
 
 
@@ -189,3 +233,100 @@ def test_each_emr_role_trusts_the_service_accounts_of_its_own_runs(matrix, appli
 def test_the_pinned_simulator_is_installed():
     assert simulate.PINNED_VERSION == "0.1.173"
     assert simulate.installed_version() == simulate.PINNED_VERSION
+
+
+# ---- Lake Formation (issue 44): who may select which column, read back from the applied owner tenant -------------
+@pytest.fixture(scope="module")
+def lf_matrix():
+    from policies import lake_formation_matrix
+
+    return lake_formation_matrix.load()
+
+
+@pytest.fixture(scope="module")
+def lake_formation(matrix, lf_matrix, applied_tenant, client):
+    """The tag step on the owner tenant's tables as the jobs write them (``spark_jobs.lf_tags``; the emulator holds no
+    Glue tables, the local catalog being a Hadoop catalog), then its Lake Formation read back: ``(state, owner
+    outputs, the tagged tables' plans)``."""
+    from policies.lake_formation import read_lake_formation
+    from spark_jobs import lf_tags
+    from spark_jobs.contract import available_datasets, load_contract
+
+    owner = applied_tenant(matrix.tenants["owner"])
+    databases = owner["glue_database_names"]
+    tag = lf_tags.Classification(owner["lake_formation"]["classification_tag"])
+    plans = []
+    for dataset in available_datasets():
+        contract = load_contract(dataset)
+        plans += lf_tags.plan_dataset(contract, databases,
+                                      lambda layer, table, c=contract: lf_tags.declared_columns(c, layer, table))
+    assert set(lf_matrix.datasets) <= set(available_datasets())
+    lf_tags.apply(client("lakeformation", owner["region"]), tag, plans)
+    tables: dict[str, dict[str, list[str]]] = {}
+    for plan in plans:
+        tables.setdefault(plan.layer, {})[plan.table] = [*plan.personal, *plan.not_personal]
+    for cell in lf_matrix.cells:  # cells on columns and tables no tag step has seen
+        if cell.table:
+            columns = tables.setdefault(cell.layer, {}).setdefault(cell.table, [])
+            if cell.column and cell.column not in columns:
+                columns.append(cell.column)
+    return read_lake_formation(owner, client, tables), owner, plans
+
+
+@pytest.mark.integration
+def test_every_lake_formation_cell_decides_as_expected(matrix, lf_matrix, lake_formation, applied_tenant):
+    from policies import lake_formation_matrix
+
+    state, owner, _ = lake_formation
+    other = applied_tenant(matrix.tenants["other"])
+    readers = owner["lake_formation"]["personal_data_readers"]
+    assert readers, f"tenant {owner['tenant_id']} names no reader of personal data (lake_formation)"
+    principals = {"consumer": owner["consumer_role_arn"], "personal_data_reader": readers[0],
+                  "job_role": owner["job_execution_role_arn"], "erasure_role": owner["erasure_role_arn"],
+                  "ingest_writer": owner["ingest_writer_role_arn"], "other_tenant_consumer": other["consumer_role_arn"]}
+    outcomes = lake_formation_matrix.check(lf_matrix, state, principals, owner["glue_database_names"])
+    failed = [o.report() for o in outcomes if not o.ok]
+    print(f"lake formation matrix: {len(outcomes)} cells, {len(outcomes) - len(failed)} as expected")
+    assert not failed, f"{len(failed)} of {len(outcomes)} cells failed:\n" + "\n".join(failed)
+
+
+@pytest.mark.integration
+def test_the_consumer_selects_exactly_the_non_personal_columns_of_every_gold_table(lake_formation):
+    """Every table of every contract, not only the cells': the consumer's columns are the tag step's none ones,
+    gold only; a reader of personal data selects every gold column."""
+    state, owner, plans = lake_formation
+    reader = owner["lake_formation"]["personal_data_readers"][0]
+    for plan in plans:
+        columns = [*plan.personal, *plan.not_personal]
+        consumer = state.columns_allowed(owner["consumer_role_arn"], plan.database, plan.table, columns)
+        assert set(consumer) == (set(plan.not_personal) if plan.layer == "gold" else set()), plan.display
+        expected_reader = set(columns) if plan.layer == "gold" else set()
+        assert set(state.columns_allowed(reader, plan.database, plan.table, columns)) == expected_reader, plan.display
+    personal = {(p.table, c) for p in plans if p.layer == "gold" for c in p.personal}
+    assert {("clickstream_user_sessions", "user_id"), ("clickstream_user_sessions", "session_id")} <= personal
+
+
+@pytest.mark.integration
+def test_lake_formation_as_applied_leaves_nothing_to_iam(matrix, lake_formation, applied_tenant, client):
+    """No database of the tenants is left to IAMAllowedPrincipals; the unit managing the settings made the deployer
+    an administrator and gave new databases and tables no IAMAllowedPrincipals default; the gold location is read
+    with the tenant's data-access role."""
+    from policies.lake_formation import IAM_ALLOWED_PRINCIPALS
+
+    state, owner, plans = lake_formation
+    for plan in plans:
+        assert not state.iam_allowed(plan.database, plan.table), plan.display
+    assert state.database_tags == {owner["glue_database_names"][layer]: {
+        owner["lake_formation"]["classification_tag"]: "pii", owner["lake_formation"]["layer_tag"]: layer}
+        for layer in owner["glue_database_names"]}
+    settings = state.settings
+    caller = principal_arn(client("sts").get_caller_identity()["Arn"])
+    assert caller in [a["DataLakePrincipalIdentifier"] for a in settings.get("DataLakeAdmins", [])]
+    for default in ("CreateDatabaseDefaultPermissions", "CreateTableDefaultPermissions"):
+        assert IAM_ALLOWED_PRINCIPALS not in str(settings.get(default) or []), default
+    gold = owner["lake_formation"]["registered_locations"]["gold"]
+    assert gold == f"arn:aws:s3:::{owner['lake_bucket_name']}/gold"
+    assert state.registered[gold] == owner["lake_formation"]["data_access_role_arn"]
+    assert not [arn for arn in state.registered if arn.startswith(f"arn:aws:s3:::{owner['lake_bucket_name']}/")
+                and arn != gold]  # silver stays unregistered: no consumer reads it
+    assert sorted(state.tag_values[owner["lake_formation"]["classification_tag"]]) == ["none", "pii"]

@@ -69,6 +69,21 @@ def test_a_put_carries_the_encryption_headers_the_context_names():
     assert "s3:x-amz-server-side-encryption-aws-kms-key-id" not in sse_s3["request"]["contextVariables"]
     none = _simulation(principal="job_role", action="s3:PutObject", key="silver/x", context={"sse": "none"})
     assert not any(k.startswith("s3:x-amz") for k in none["request"]["contextVariables"])
+    # SSE-C names its algorithm in a header of its own, and sends no x-amz-server-side-encryption.
+    sse_c = _simulation(principal="job_role", action="s3:PutObject", key="silver/x", context={"sse": "customer"})
+    assert {k: v for k, v in sse_c["request"]["contextVariables"].items() if k.startswith("s3:x-amz")} == {
+        "s3:x-amz-server-side-encryption-customer-algorithm": "AES256"}
+
+
+@pytest.mark.parametrize("condition, creation, if_none_match", [
+    ("none", "true", None), ("if_none_match", "true", "*"), ("upload_part", "false", None)])
+def test_a_put_says_whether_it_creates_the_object_and_whether_it_is_create_only(condition, creation, if_none_match):
+    context = _simulation(principal="ingest_writer", action="s3:PutObject", key="landing/iot/x.json",
+                          context={"write_condition": condition})["request"]["contextVariables"]
+    assert context["s3:ObjectCreationOperation"] == creation
+    assert context.get("s3:if-none-match") == if_none_match
+    get = _simulation(principal="job_role", action="s3:GetObject", key="landing/iot/x.json")["request"]["contextVariables"]
+    assert "s3:ObjectCreationOperation" not in get and "s3:if-none-match" not in get
 
 
 @pytest.mark.parametrize("endpoint, expected", [("own", "vpce-acme"), ("foreign", FOREIGN_ENDPOINT), ("none", None)])
@@ -134,7 +149,8 @@ def test_the_log_delivery_service_names_the_bucket_it_logs(source, arn):
     assert s["request"]["principal"] == "logging.s3.amazonaws.com" and s["identityPolicies"] == []
     assert s["resourcePolicy"] == {"Statement": ["logs"]}
     assert context == {"aws:PrincipalIsAWSService": "true", "aws:PrincipalServiceName": "logging.s3.amazonaws.com",
-                       "aws:SourceArn": arn, "aws:SourceAccount": ACCOUNT, "aws:SecureTransport": "true"}
+                       "aws:SourceArn": arn, "aws:SourceAccount": ACCOUNT, "aws:SecureTransport": "true",
+                       "s3:ObjectCreationOperation": "true"}
 
 
 def test_kms_requests_name_the_key_the_calling_service_and_the_encryption_context():

@@ -68,6 +68,29 @@ def test_a_negated_condition_on_an_absent_key_matches_so_an_anonymous_request_is
     assert result.result == "ExplicitlyDenied" and result.sids("Deny") == ["DenyOthers"]
 
 
+KEY_ID = "s3:x-amz-server-side-encryption-aws-kms-key-id"
+KEY = f"arn:aws:kms:eu-west-1:{ACCOUNT}:key/k"
+PUT = [{"Sid": "Put", "Effect": "Allow", "Action": "s3:PutObject", "Resource": f"{BUCKET}/*"}]
+
+
+@pytest.mark.parametrize("condition, header, expected", [
+    # IfExists does not narrow a Deny: with a negated operator an absent key still matches (AWS: "...IfExists
+    # condition operators"), so such a deny also refused UploadPart, which carries no encryption header.
+    ({"StringNotEqualsIfExists": {KEY_ID: [KEY]}}, None, "ExplicitlyDenied"),
+    ({"StringNotEquals": {KEY_ID: [KEY]}}, None, "ExplicitlyDenied"),
+    # Null false first: the deny judges the header only when the request carries it (modules/bucket_policy.py).
+    ({"Null": {KEY_ID: ["false"]}, "StringNotEquals": {KEY_ID: [KEY]}}, None, "Allowed"),
+    ({"Null": {KEY_ID: ["false"]}, "StringNotEquals": {KEY_ID: [KEY]}}, KEY, "Allowed"),
+    ({"Null": {KEY_ID: ["false"]}, "StringNotEquals": {KEY_ID: [KEY]}}, f"{KEY}-other", "ExplicitlyDenied"),
+])
+def test_a_deny_on_a_header_judges_it_only_when_present_if_it_tests_null_false(condition, header, expected):
+    deny = {"Sid": "DenyWrongKey", "Effect": "Deny", "Principal": {"AWS": "*"}, "Action": "s3:PutObject",
+            "Resource": f"{BUCKET}/*", "Condition": condition}
+    context = {"aws:PrincipalArn": ROLE, **({KEY_ID: header} if header else {})}
+    result = simulate.run_one(_sim(action="s3:PutObject", identity=PUT, resource_policy=[deny], context=context))
+    assert result.result == expected and not result.ignored_context_keys
+
+
 def test_an_endpoint_policy_that_does_not_allow_the_bucket_denies_implicitly():
     endpoint = [{"name": "vpce-1", "policy": {"Version": "2012-10-17", "Statement": [
         {"Effect": "Allow", "Principal": "*", "Action": "s3:*", "Resource": ["arn:aws:s3:::other/*"]}]}}]

@@ -141,7 +141,8 @@ def test_documented_recovery_converges(recovered, boto_session):
     iam = boto_session("iam", REGION)
     roles = sorted(r["RoleName"] for r in iam.list_roles()["Roles"] if r["RoleName"].startswith(f"{FAULT_TENANT}-"))
     assert roles == sorted([f"{FAULT_TENANT}-emr-job-execution", f"{FAULT_TENANT}-lake-consumer",
-                            f"{FAULT_TENANT}-lake-ingest-writer", f"{FAULT_TENANT}-emr-erasure"])
+                            f"{FAULT_TENANT}-lake-ingest-writer", f"{FAULT_TENANT}-emr-erasure",
+                            f"{FAULT_TENANT}-lakeformation-access"])
     emr = boto_session("emr-containers", REGION)
     clusters = [c["id"] for c in emr.list_virtual_clusters(states=["RUNNING"])["virtualClusters"]
                 if c["name"] == f"{FAULT_TENANT}-lake"]

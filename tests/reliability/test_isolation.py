@@ -109,8 +109,9 @@ def _all_documents(policies: dict) -> dict[str, dict]:
 
 def test_every_policy_kind_was_read(tenants):
     for tenant, policies in tenants.items():
-        assert len(policies["roles"]) == (5 if tenant == OTHER_TENANT else 4)  # isob: + its Firehose role
-        assert len(policies["identity"]) == (6 if tenant == OTHER_TENANT else 4)  # + Firehose + stream-iot
+        # + Lake Formation's data-access role and its policy (modules/lake_formation.py)
+        assert len(policies["roles"]) == (6 if tenant == OTHER_TENANT else 5)  # isob: + its Firehose role
+        assert len(policies["identity"]) == (7 if tenant == OTHER_TENANT else 5)  # + Firehose + stream-iot
         assert len(policies["buckets"]) == 2 and len(policies["keys"]) == 1 and len(policies["endpoints"]) == 1
 
 

@@ -63,7 +63,7 @@ def test_glue_branch_for_an_s3_lake_on_emr():
         f"{prefix}.catalog-impl": "org.apache.iceberg.aws.glue.GlueCatalog",
         f"{prefix}.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
         f"{prefix}.warehouse": "s3://acme-eu-west-1-lake",
-        # Without these two, S3FileIO sends no encryption header and the bucket policy denies every write.
+        # Every write names the tenant key (without these two S3FileIO sends no encryption header: the lake's default).
         f"{prefix}.s3.sse.type": "kms",
         f"{prefix}.s3.sse.key": KEY,
         f"{prefix}.client.region": "eu-west-1",

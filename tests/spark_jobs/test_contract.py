@@ -156,7 +156,7 @@ def test_subject_keys_may_carry_id_rules():
 @pytest.mark.parametrize("keys, message", [
     ([{"column": "id", "pattern": "("}], "subject_keys[0].pattern: invalid regular expression"),
     ([{"column": "id", "min_length": 0}], "subject_keys[0].min_length: must be a whole number of at least 1"),
-    ([{"column": "id", "colour": 1}], "subject_keys[0]: unknown field 'colour' (column, pattern, min_length)"),
+    ([{"column": "id", "colour": 1}], "subject_keys[0].colour: is not a subject key field (known: column, pattern, min_length)"),
     ([{"column": "v"}], "subject_keys[0]: 'v' is double: a subject key is string, int, long or decimal(P,S)"),
     ([{"pattern": "x"}], "subject_keys[0]: must be a column name or {column: C, pattern: REGEX, min_length: N}"),
 ])
@@ -201,3 +201,76 @@ def test_run_refuses_an_undeclared_contract_on_a_gdpr_lake_before_spark_starts(t
                                  "the columns that identify a data subject, e.g. subject_keys: [user_id], or [] if "
                                  "the dataset holds no personal data"]
     assert not lake.exists()
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"evolutoin": "strict"}, "contract 'mini': evolutoin: is not a contract key (did you mean `evolution`? known: "),
+    ({"schema": [*MINIMAL["schema"], {"name": "x", "type": "int", "requird": True}]},
+     "contract 'mini': schema[4] (x).requird: is not a column key (did you mean `required`? known: name, type,"),
+    ({"rules": [{"name": "r", "expr": "true", "severity": "warn"}]},
+     "contract 'mini': rules[0] (r).severity: is not a rule key (known: name, expr)"),
+    ({"evolution": "lax"}, "contract 'mini': evolution: 'lax' is not one of strict, additive, permissive"),
+    ({"lateness_minutes": "30"}, "contract 'mini': lateness_minutes: must be a whole number of minutes, at least 0, got '30'"),
+    ({"subject_key_rules": []}, "contract 'mini': subject_key_rules: is not a contract key (derived from subject_keys)"),
+    ({"ignored_fields": ["v"]}, "contract 'mini': ignored_fields: 'v' is the landing field of a schema column"),
+    ({"schema": [*MINIMAL["schema"], {"name": "w", "type": "double", "renamed_from": "v"}]},
+     "contract 'mini': schema: renamed_from 'v' is another column's name"),
+    ({"schema": [*MINIMAL["schema"], {"name": "x", "type": "int", "removed": True}], "key": ["x"]},
+     "contract 'mini': key: 'x' is not a schema column (it is removed)"),
+])
+def test_unknown_keys_typos_and_evolution_fields_are_refused_with_their_path(change, message):
+    with pytest.raises(ContractError) as err:
+        parse_contract({**copy.deepcopy(MINIMAL), **change})
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_evolution_defaults_to_additive_and_removed_columns_become_ignored_fields():
+    assert parse_contract(MINIMAL).evolution == "additive"
+    raw = copy.deepcopy(CSV)
+    raw["schema"] += [{"name": "dew_point", "source": "Dew.Point", "type": "double", "removed": True},
+                      {"name": "temperature", "source": "temp", "type": "double", "renamed_from": "temp"}]
+    raw["ignored_fields"] = ["debug"]
+    raw["evolution"] = "permissive"
+    contract = parse_contract(raw)
+    assert contract.column_names == ("id", "src", "ts", "v", "temperature")
+    assert contract.removed_columns == ("dew_point",) and contract.ignored_fields == ("debug", "Dew.Point")
+    assert contract.landing_fields == ("id", "src", "ts", "v", "temp") and contract.renames == {"temperature": "temp"}
+
+
+def test_the_version_is_a_hash_of_the_content_not_of_the_text():
+    version = parse_contract(MINIMAL).version
+    assert version.startswith("sha256:") and len(version) == len("sha256:") + 16
+    assert parse_contract(copy.deepcopy(MINIMAL)).version == version
+    assert parse_contract({**MINIMAL, "lateness_minutes": 31}).version != version
+    counted = [*MINIMAL["schema"], {"name": "n", "type": "int"}]
+    spelled = [*MINIMAL["schema"], {"name": "n", "type": "integer"}]  # the same contract, spelled otherwise
+    assert parse_contract({**MINIMAL, "schema": counted}).version == parse_contract({**MINIMAL, "schema": spelled}).version
+    assert parse_contract({**MINIMAL, "schema": counted}).version != version
+
+
+def test_contract_schema_prints_a_json_schema_that_takes_the_seed_contracts_and_refuses_a_typo(capsys):
+    import json
+
+    import jsonschema
+    import yaml
+
+    from spark_jobs import cli
+    from spark_jobs.contract import CONTRACTS_DIR
+
+    assert cli.main(["contract", "schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema["$schema"].startswith("https://json-schema.org/") and schema["additionalProperties"] is False
+    assert schema["properties"]["evolution"]["enum"] == ["strict", "additive", "permissive"]
+    for dataset in ("iot", "clickstream", "inventory"):
+        jsonschema.validate(yaml.safe_load((CONTRACTS_DIR / f"{dataset}.yaml").read_text()), schema)
+    with pytest.raises(jsonschema.ValidationError, match="evolutoin"):
+        jsonschema.validate({**MINIMAL, "evolutoin": "strict"}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**MINIMAL, "schema": [{"name": "id", "type": "dbl"}]}, schema)
+
+
+def test_a_contract_file_that_is_not_yaml_is_one_line(tmp_path, monkeypatch):
+    (tmp_path / "broken.yaml").write_text("dataset: broken\nschema: [\n")
+    monkeypatch.setenv("TENANTLAKE_CONTRACTS_DIR", str(tmp_path))
+    with pytest.raises(ContractError, match=r"contract 'broken': \(file\): .*broken.yaml is not valid YAML: line 3"):
+        load_contract("broken")

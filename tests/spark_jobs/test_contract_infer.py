@@ -67,3 +67,49 @@ def test_unreadable_samples_fail_in_one_line(tmp_path, capsys):
     (tmp_path / "x.bin").write_bytes(b"??")
     assert cli.main(["contract", "infer", "--from", str(tmp_path / "x.bin")]) == 2
     assert capsys.readouterr().err.strip().count("\n") == 0
+
+
+def _year_of_readings(path: Path, rows: int) -> None:
+    """Hourly readings of a year at two stations, in time order: the file's head is January only, and its
+    ``reading_id`` starts again halfway (unique in any head, not over the file)."""
+    import csv
+    import datetime as dt
+
+    start = dt.datetime(2023, 1, 1)
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["reading_id", "station", "observed_at", "month", "temp"])
+        for i in range(rows):
+            at = start + dt.timedelta(hours=(i // 2) * 8760 * 2 // rows)
+            writer.writerow([i % (rows // 2), f"ws-{i % 2}", at.strftime("%Y-%m-%d %H:%M:%S"), at.month,
+                             "NA" if i % 97 == 0 else round(10 + (i % 300) / 10, 1)])
+
+
+def test_a_large_file_is_read_whole_sampled_across_and_its_key_checked_over_every_record(tmp_path):
+    """The issue's case at a test's size: 40,000 records with a 500-record sample. The ranges, missing counts and
+    time span are the whole file's, the key is the smallest unique over every record (not reading_id, unique in
+    the head), and there is a gold."""
+    path = tmp_path / "readings.csv"
+    _year_of_readings(path, 40_000)
+    text = infer(path, rows=500)
+    contract = parse_contract(yaml.safe_load(text))
+    assert "40,000 records read, types and ranges over all of them, 500 sampled across the file" in text
+    assert "- {name: month, type: int, required: true}   # file: 1 to 12" in text
+    assert "- {name: temp, type: double}   # file: 10 to 39.9; 413 missing" in text
+    assert contract.landing.null_values == ("", "NA")
+    # reading_id alone repeats after 20,000 records: the smallest keys are pairs, ids first
+    assert contract.key == ("reading_id", "observed_at")
+    assert "# other keys unique over the whole file: reading_id, month" in text
+    assert contract.event_time == "observed_at" and contract.lateness_minutes > 360 * 24 * 60
+    assert contract.gold == ("period_summary",) and "temp" in contract.gold_options["period_summary"]["measures"]
+
+
+def test_a_file_without_a_unique_key_says_so_and_a_json_array_streams_across_chunks(tmp_path):
+    rows = [{"site": f"s{i % 3}", "at": "2024-01-01 00:00:00", "text": "x" * 60} for i in range(30_000)]
+    array_file = tmp_path / "events.json"
+    array_file.write_text("[\n" + ",\n".join(json.dumps(r) for r in rows) + "\n]\n")  # about 3.5 MB: 4 chunks of 1 MiB
+    text = infer(array_file, rows=100)
+    assert "30,000 records read" in text and "# TODO: no column, pair or triple of columns is unique" in text
+    contract = parse_contract(yaml.safe_load(text))
+    assert contract.key == ("site", "at", "text") and contract.gold == ("period_summary",)
+    assert contract.gold_options["period_summary"]["measures"] == []  # no numeric column: row counts per period

@@ -81,9 +81,13 @@ def test_role_policy_is_enforced_session_policy_is_not(iam_enforcing_emulator, i
     assert keys == ["landing/clickstream/moto-allows.json", "landing/iot/ok.json"]
 
 
-def test_land_needs_nothing_but_the_ingest_writer_put(iam_enforcing_emulator, ingest_writer, monkeypatch, tmp_path):
+@pytest.mark.parametrize("size", [30, 6 * 1024 * 1024])  # one put; a multipart upload in parts of 5 MiB
+def test_land_needs_nothing_but_the_ingest_writer_put(iam_enforcing_emulator, ingest_writer, monkeypatch, tmp_path,
+                                                      size):
     """`land` with vended ingest-writer credentials (put under landing/ only: no read, no list): the file
-    lands; landing it again is answered by the conditional put, still without reading or listing."""
+    lands; landing it again is answered by the conditional put (or completion), still without reading or
+    listing. A multipart upload needs no more than the role has: its parts are puts, and the second land's
+    upload, refused at completion, is aborted (s3:AbortMultipartUpload)."""
     from botocore.exceptions import ClientError
 
     from spark_jobs.contract import parse_contract
@@ -99,10 +103,14 @@ def test_land_needs_nothing_but_the_ingest_writer_put(iam_enforcing_emulator, in
     lake = LakeConfig(lake_uri=f"s3a://{BUCKET}", kms_key_arn=ingest_writer["kms_arn"], region=REGION,
                       s3_endpoint=iam_enforcing_emulator.endpoint, ca_bundle=iam_enforcing_emulator.ca_bundle)
     sample = tmp_path / "a.csv"
-    sample.write_bytes(b"id,ts\n1,2024-01-01T00:00:00Z\n")
-    first = land(lake, contract, [str(sample)], client=s3)
-    again = land(lake, contract, [str(sample)], client=s3)
+    row = b"1,2024-01-01T00:00:00Z\n"
+    sample.write_bytes(b"id,ts\n" + row * max(1, size // len(row)))
+    first = land(lake, contract, [str(sample)], client=s3, part_size=5 * 1024 * 1024)
+    again = land(lake, contract, [str(sample)], client=s3, part_size=5 * 1024 * 1024)
     assert (len(first.landed), len(first.already), len(again.landed), len(again.already)) == (1, 0, 0, 1)
+    assert "Uploads" not in ingest_writer["s3_admin"].list_multipart_uploads(Bucket=BUCKET)
     ((_, key),) = first.landed
+    with pytest.raises(ClientError):  # so the second land could not look: the conditional write answered it
+        s3.head_object(Bucket=BUCKET, Key=key)
     head = ingest_writer["s3_admin"].head_object(Bucket=BUCKET, Key=key)
     assert (head["ServerSideEncryption"], head["SSEKMSKeyId"]) == ("aws:kms", ingest_writer["kms_arn"])

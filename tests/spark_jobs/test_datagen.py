@@ -47,7 +47,77 @@ def test_malformed_json_array_input_is_a_truncated_file():
     ({"bad_rate": 1.5}, "--bad-rate must be between 0 and 1"),
     ({"records": 0}, "--records must be at least 1"),
     ({"start": "yesterday"}, "--start 'yesterday' is not YYYY-MM-DDTHH:MM:SSZ"),
+    ({"name_prefix": "_hidden-"}, "--name-prefix must start with a letter or digit"),
+    ({"name_prefix": "a/b"}, "--name-prefix must start with a letter or digit"),
 ])
 def test_bad_options_are_one_line_errors(change, message):
     with pytest.raises(DatagenError, match=message):
         generate(DatagenConfig(**{"dataset": "iot", **change}))
+
+
+# ---- landing writes are create-only (issue 41) -------------------------------------------------------------
+def _files(seed: int, prefix: str = "") -> list[tuple[str, bytes]]:
+    return generate(DatagenConfig(dataset="iot", records=30, batch_size=10, seed=seed, name_prefix=prefix)).files
+
+
+def _landing(lake_dir) -> dict[str, bytes]:
+    folder = lake_dir / "landing" / "iot"
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_the_same_seed_again_is_already_landed_and_another_seed_under_the_same_names_is_refused(tmp_path):
+    from spark_jobs.datagen.sink import LandingConflict, write_landing
+    from spark_jobs.lake import LakeConfig
+
+    lake = LakeConfig(str(tmp_path / "lake"))
+    first = write_landing(lake, "iot", _files(1))
+    assert (first.written, first.already) == (3, 0)
+    landed = _landing(tmp_path / "lake")
+    mtimes = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "lake" / "landing" / "iot").iterdir()}
+    again = write_landing(lake, "iot", _files(1))  # what `make demo` does on every run
+    assert (again.written, again.already) == (0, 3) and "3 already landed with the same content" in str(again)
+    assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "lake" / "landing" / "iot").iterdir()} == mtimes
+
+    other = _files(777) + [("part-0-000009.json", b"[]")]  # the issue's case: same names, other bytes, and a new one
+    with pytest.raises(LandingConflict) as refused:
+        write_landing(lake, "iot", other)
+    message = str(refused.value)
+    assert message.startswith("datagen iot: 3 landing object(s) already exist with other content: "
+                              "landing/iot/part-0-000000.json, landing/iot/part-0-000001.json, "
+                              "landing/iot/part-0-000002.json; nothing was written.")
+    assert "--name-prefix" in message and "\n" not in message
+    assert _landing(tmp_path / "lake") == landed  # nothing written, not even the new name
+
+    beside = write_landing(lake, "iot", _files(777, prefix="seed777-"))
+    assert (beside.written, beside.already) == (3, 0)
+    assert sorted(_landing(tmp_path / "lake")) == sorted(landed) + [f"seed777-part-0-00000{i}.json" for i in range(3)]
+
+
+def test_on_s3_every_landing_put_is_conditional_and_a_refused_run_writes_no_version(emulator, aws_env, monkeypatch):
+    import boto3
+
+    from spark_jobs import cli
+
+    for name, value in aws_env.items():
+        monkeypatch.setenv(name, value)
+    s3 = boto3.client("s3", region_name="eu-west-1")
+    bucket = "tenantlake-datagen-lake"
+    s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    key_arn = boto3.client("kms", region_name="eu-west-1").create_key()["KeyMetadata"]["Arn"]
+    lake = ["--lake-uri", f"s3a://{bucket}", "--kms-key-arn", key_arn, "--s3-endpoint", emulator.endpoint]
+    datagen = ["datagen", "--dataset", "iot", "--records", "30", *lake]
+
+    def versions() -> dict[str, int]:
+        found: dict[str, int] = {}
+        for item in s3.list_object_versions(Bucket=bucket, Prefix="landing/iot/").get("Versions", []):
+            found[item["Key"]] = found.get(item["Key"], 0) + 1
+        return found
+
+    assert cli.main(datagen) == 0
+    assert cli.main(datagen) == 0  # same seed: already there, no new version
+    assert versions() == {f"landing/iot/part-0-00000{i}.json": 1 for i in range(3)}
+    assert cli.main([*datagen, "--seed", "777"]) == 2
+    assert versions() == {f"landing/iot/part-0-00000{i}.json": 1 for i in range(3)}
+    assert cli.main([*datagen, "--seed", "777", "--name-prefix", "seed777-"]) == 0
+    assert len(versions()) == 6 and set(versions().values()) == {1}

@@ -74,6 +74,17 @@ def test_a_run_emits_complete_with_schema_counts_quality_and_code_version(spark,
     bronze = complete["bronze.iot"]["outputs"][0]
     assert bronze["outputFacets"]["outputStatistics"]["rowCount"] == manifests["bronze"]["rows_out"] == 60
     assert bronze["facets"]["schema"]["fields"][0]["name"] == "sensor_id"  # the contract's source field first
+    # Bronze as it is: the parsed fields, their unknown names and parse id too (transforms.bronze.bronze_schema).
+    bronze_fields = {f["name"]: f["type"] for f in bronze["facets"]["schema"]["fields"]}
+    assert {"_raw", "_fields", "_unknown_fields", "_fields_id"} <= set(bronze_fields) and "_header" not in bronze_fields
+    assert bronze_fields["_fields"].startswith("struct<event_id:string,") and bronze_fields["_fields_id"] == "int"
+    # The contract's version on every run event, and the table's schema id on its dataset.
+    for event in complete.values():
+        assert event["run"]["facets"]["tenantlake_contract"]["version"] == manifests["silver"]["contract_version"]
+    assert table["facets"]["tenantlake_icebergTable"] == {
+        **table["facets"]["tenantlake_icebergTable"], "schemaId": manifests["silver"]["tables"]["silver"]["schema_id"],
+        "snapshotId": manifests["silver"]["tables"]["silver"]["snapshot_id"]}
+    assert manifests["silver"]["contract_version"].startswith("sha256:")
     # Each event is one SSE-KMS object of its own on S3; here, one file per event.
     assert len(list((tmp_path / "lake" / "reports" / "lineage").rglob("*.jsonl"))) == len(events) == 4
 

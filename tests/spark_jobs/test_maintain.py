@@ -104,7 +104,7 @@ def test_maintain_holds_a_lease_and_refuses_a_dataset_an_erasure_request_holds(s
     original = maintain.maintain_table
 
     def observing(spark_, tbl, options, now):
-        seen_during.extend(lease["layer"] for _, lease in leases.live_leases(spark_, lake, "iot"))
+        seen_during.extend((uri.rsplit("/", 1)[-1], lease["layer"]) for uri, lease in leases.live_leases(spark_, lake, "iot"))
         return original(spark_, tbl, options, now)
 
     maintain.maintain_table = observing
@@ -112,7 +112,7 @@ def test_maintain_holds_a_lease_and_refuses_a_dataset_an_erasure_request_holds(s
         maintain.maintain(spark, lake, ["iot"], maintain.MaintainOptions(), progress=lambda _: None)
     finally:
         maintain.maintain_table = original
-    assert seen_during == ["maintain"]
+    assert seen_during == [("gold.lease", "maintain"), ("silver.lease", "maintain")]  # the layers it rewrites
     assert leases.live_leases(spark, lake, "iot") == []  # released when done
 
     storage.write_text(spark, leases.lock_uri(lake, "iot"), json.dumps({"request_id": "er-1234"}))
@@ -121,3 +121,55 @@ def test_maintain_holds_a_lease_and_refuses_a_dataset_an_erasure_request_holds(s
         maintain.maintain(spark, lake, ["iot"], maintain.MaintainOptions(rewrite_all=True), progress=lambda _: None)
     assert spark.sql(f"SELECT count(*) FROM {silver.qualified}.snapshots").first()[0] == snapshots
     assert leases.live_leases(spark, lake, "iot") == []
+
+
+HOLDER = """
+import sys, time
+from spark_jobs.lake import LakeConfig
+from spark_jobs.leases import held_leases
+with held_leases(LakeConfig(sys.argv[1]), [("iot", "silver")], label="silver", command="run") as run_id:
+    print(run_id, flush=True)
+    time.sleep(600)
+"""
+
+
+def test_maintain_stops_at_once_naming_a_live_run_and_takes_over_a_killed_ones_lease(spark, tmp_path, capsys):
+    """Issue 40, item 8: maintenance takes the pipeline's silver and gold leases, so it never compacts a table
+    a live run is committing to; the scheduled maintenance runs this same command."""
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    lake = LakeConfig(lake_uri=str(tmp_path / "lake"))
+    silver = tables.table(spark, lake, "silver", "iot")
+    rows = spark.createDataFrame([("e1", ts("2020-11-16 10:00:00"))], "event_id string, event_ts timestamp")
+    for run in ("r1", "r2"):
+        tables.overwrite(rows, silver, DAYS, DAYS.covering(["2020-11-16"], False), run)
+    live = subprocess.Popen([sys.executable, "-c", HOLDER, lake.lake_uri], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        run_id = live.stdout.readline().strip()
+        snapshots = spark.sql(f"SELECT count(*) FROM {silver.qualified}.snapshots").first()[0]
+        code = cli.main(["maintain", "--lake-uri", lake.lake_uri, "--dataset", "iot", "--rewrite-all"])
+        err = capsys.readouterr().err
+        assert code == 1
+        [line] = [line for line in err.splitlines() if line.startswith("error: ")]
+        assert line.startswith(f"error: maintain iot: the silver layer of iot is held by run {run_id} (run, pid "
+                               f"{live.pid} on ")
+        assert "nothing was done" in line
+        assert spark.sql(f"SELECT count(*) FROM {silver.qualified}.snapshots").first()[0] == snapshots
+        reports = sorted((tmp_path / "lake" / "reports" / "maintenance").glob("*/report.json"))
+        assert json.loads(reports[-1].read_text())["status"] == "failed"
+    finally:
+        live.send_signal(signal.SIGKILL)
+        live.wait(timeout=30)
+        live.stdout.close()
+    code = cli.main(["maintain", "--lake-uri", lake.lake_uri, "--dataset", "iot", "--rewrite-all"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert f"[maintain iot] took over the silver lease of run {run_id} (run, pid {live.pid} on " in err
+    assert f"its process (pid {live.pid}) on this host is gone" in err
+    assert "[maintain] silver.iot: snapshots 2 -> " in err

@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -47,10 +48,10 @@ def _client(aws_env, service):
                         aws_secret_access_key=aws_env["AWS_SECRET_ACCESS_KEY"])
 
 
-def _cli(env, *args, timeout=600):
+def _cli(env, *args, timeout=600, expect=0):
     result = subprocess.run([sys.executable, "-m", "spark_jobs", *args], cwd=REPO_ROOT, env=env,
                             capture_output=True, text=True, timeout=timeout)
-    assert result.returncode == 0, f"{args[0]} failed ({result.returncode}):\n{result.stdout}\n{result.stderr[-3000:]}"
+    assert result.returncode == expect, f"{args[0]} exited {result.returncode}:\n{result.stdout}\n{result.stderr[-3000:]}"
     return result
 
 
@@ -102,6 +103,7 @@ def pipeline(emulator, aws_env, tmp_path_factory):
     s3, kms = _client(aws_env, "s3"), _client(aws_env, "kms")
     key_arn = kms.create_key(Description="tenantlake e2e lake key")["KeyMetadata"]["Arn"]
     s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+    s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})  # as a tenant's lake
     state_dir = work / "state"
     lake_json = state_dir / "tenants" / TENANT / "lake.json"
     lake_json.parent.mkdir(parents=True)
@@ -122,11 +124,50 @@ def pipeline(emulator, aws_env, tmp_path_factory):
     queried = _cli(env, "query", "--tenant", TENANT, "--json", "SELECT count(*) AS n FROM gold.iot_hourly")
     after_first = _download(s3, "", work / "run1")
     objects_first = _objects(s3, "bronze/")
+    integrity = _landing_integrity(s3, env, key_arn)
     # The re-run checks the data only: validation (covered by tests/spark_jobs/quality) is off to save time.
-    second = _cli({**env, "TENANTLAKE_VALIDATION": "off"}, "run-all", "--tenant", TENANT, timeout=1500)
+    # iot's re-run is the pair of concurrent run-alls above; the other datasets run again here.
+    second = _cli({**env, "TENANTLAKE_VALIDATION": "off"}, "run-all", "--tenant", TENANT, "--dataset", "clickstream",
+                  "--dataset", "inventory", timeout=1500)
+    integrity["counts"] = _cli(env, "counts", "--tenant", TENANT, "--dataset", "iot", "--json")
     after_second = _download(s3, "", work / "run2")
     yield {"s3": s3, "truth": truth, "first": first, "second": second, "run1": after_first, "run2": after_second,
-           "bronze_objects_first": objects_first, "key_arn": key_arn, "query": queried, "env": env}
+           "bronze_objects_first": objects_first, "key_arn": key_arn, "query": queried, "env": env,
+           "integrity": integrity}
+
+
+def _landing_integrity(s3, env, key_arn) -> dict:
+    """Issue 41 at small size, between the two run-alls: datagen iot with another seed (same names, other
+    bytes: refused, nothing written); a writer outside the rules (a plain PUT, which the bucket policy denies
+    on AWS and the emulator does not evaluate) overwrites two landing objects and rewrites a third with the
+    same bytes; then two run-alls of iot at once: the second starts while the first holds its leases."""
+    refused = _cli(env, "datagen", "--tenant", TENANT, "--dataset", "iot", *DATASETS["iot"], "--seed", "777",
+                   expect=2)
+    keys = sorted(k for k in _objects(s3, "landing/iot/") if k.endswith(".json"))
+    overwritten, same = keys[:2], keys[2]
+    sse = {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": key_arn}
+    for key in overwritten:
+        s3.put_object(Bucket=BUCKET, Key=key, Body=b'[{"event_id":"overwritten"}]', **sse)
+    s3.put_object(Bucket=BUCKET, Key=same, Body=s3.get_object(Bucket=BUCKET, Key=same)["Body"].read(), **sse)
+
+    quiet = {**env, "TENANTLAKE_VALIDATION": "off"}
+    command = [sys.executable, "-m", "spark_jobs", "run-all", "--tenant", TENANT, "--dataset", "iot"]
+    first = subprocess.Popen(command, cwd=REPO_ROOT, env=quiet, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not _objects(s3, "checkpoints/iot/runs/bronze.lease") and first.poll() is None:
+            assert time.monotonic() < deadline, "the first run-all never took its lease"
+            time.sleep(0.2)
+        started = time.monotonic()
+        second = subprocess.run(command, cwd=REPO_ROOT, env=quiet, capture_output=True, text=True, timeout=600)
+        second_seconds = time.monotonic() - started
+        out, err = first.communicate(timeout=1500)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    return {"refused_datagen": refused, "overwritten": overwritten, "same": same,
+            "first": subprocess.CompletedProcess(command, first.returncode, out, err), "second": second,
+            "second_seconds": second_seconds}
 
 
 def test_run_all_prints_progress_and_the_counts_table(pipeline):
@@ -512,3 +553,56 @@ def test_usage_prints_bytes_runs_and_an_estimated_cost_per_layer(pipeline):
     assert "estimated cost for the month" in table and "total" in table
     for layer in ("landing", "bronze", "silver", "gold"):
         assert any(line.startswith(layer) for line in table.splitlines())
+
+
+# ---- issue 41: landing integrity under real operations ----------------------------------------------------
+def test_datagen_with_another_seed_is_refused_naming_the_objects_and_writes_nothing(pipeline):
+    refused = pipeline["integrity"]["refused_datagen"]
+    [line] = [line for line in refused.stderr.splitlines() if line.startswith("error: ")]
+    assert line.startswith("error: datagen iot: 40 landing object(s) already exist with other content: "
+                           "landing/iot/part-0-000000.json, landing/iot/part-0-000001.json")
+    assert "nothing was written" in line and "--name-prefix" in line
+    versions = pipeline["s3"].list_object_versions(Bucket=BUCKET, Prefix="landing/iot/part-0-0000")["Versions"]
+    untouched = {v["Key"] for v in versions} - set(pipeline["integrity"]["overwritten"]) - {pipeline["integrity"]["same"]}
+    assert untouched and all(sum(v["Key"] == key for v in versions) == 1 for key in untouched)
+
+
+def test_two_run_alls_of_one_dataset_end_in_one_success_and_one_refusal_naming_the_holder(pipeline):
+    integrity = pipeline["integrity"]
+    first, second = integrity["first"], integrity["second"]
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert second.returncode == 1 and second.stdout == ""
+    [line] = second.stderr.strip().splitlines()  # one line, before any JVM started
+    assert line.startswith("error: run-all iot: the bronze layer of iot is held by run 20")
+    assert "(run-all, pid " in line and ") since 20" in line and "nothing was done" in line
+    assert integrity["second_seconds"] < 30
+    # Bronze exact after both: every landing record once (the first run-all found nothing new to read).
+    assert "bronze iot: rows_in=0 rows_out=0" in first.stdout
+    counts = {row["layer"]: row["rows"] for row in json.loads(integrity["counts"].stdout)}
+    assert counts["bronze"] == pipeline["truth"]["iot"]["raw_records"]
+    assert _objects(pipeline["s3"], "bronze/") == pipeline["bronze_objects_first"]
+    assert _objects(pipeline["s3"], "checkpoints/iot/runs/") == {}  # every lease released
+
+
+def test_overwritten_landing_versions_are_named_never_ingested_and_identical_rewrites_are_not(pipeline):
+    integrity = pipeline["integrity"]
+    rows = {row["layer"]: row for row in json.loads(integrity["counts"].stdout)}
+    files = len([k for k in _objects(pipeline["s3"], "landing/iot/")])
+    assert rows["landing (object versions)"]["rows"] == files + 3
+    assert rows["landing versions ingested"]["rows"] == files + 1  # the identical rewrite is no gap
+    assert rows["landing versions NOT ingested"]["rows"] == 2
+    reconciliation = rows["landing (object versions)"]["reconciliation"]
+    assert reconciliation["content_compared"] is True and reconciliation["same_content"] == 1
+    named = sorted((v["key"], v["reason"]) for v in reconciliation["not_ingested_versions"])
+    assert named == [(key, "written after bronze read this name") for key in integrity["overwritten"]]
+    latest = {v["Key"]: v["VersionId"] for v in pipeline["s3"].list_object_versions(
+        Bucket=BUCKET, Prefix="landing/iot/")["Versions"] if v["IsLatest"]}
+    assert sorted(v["version_id"] for v in reconciliation["not_ingested_versions"]) == \
+        sorted(latest[key] for key in integrity["overwritten"])
+    # The run-all that ran said so by name too, in its bronze progress and after its counts table.
+    err = integrity["first"].stderr
+    for key in integrity["overwritten"]:
+        assert f"[bronze iot] warning: 2 landing object version(s) never ingested: " in err and key in err
+    assert "warning: iot: 2 landing object version(s) never ingested: " in err
+    assert f"aws s3api get-object --bucket {BUCKET} --key <key> --version-id <version>" in err
+    assert integrity["same"] not in err

@@ -40,6 +40,41 @@ def test_as_of_goes_after_each_known_table_and_nowhere_else():
         query.with_as_of("SELECT 1", as_of, KNOWN)
 
 
+CLAUSE = " TIMESTAMP AS OF '2026-11-23 10:00:00.000000'"
+
+
+@pytest.mark.parametrize("sql, expected", [
+    # a table name inside a string literal: a raw string ends at its second quote (no escapes in it)
+    (r"SELECT r'C:\' AS p, 'gold.iot_hourly' AS q FROM silver.iot",
+     rf"SELECT r'C:\' AS p, 'gold.iot_hourly' AS q FROM silver.iot{CLAUSE}"),
+    # ... and inside a comment: Spark's bracketed comments nest
+    ("/* gold.iot_hourly /* an aside */ silver.iot */ SELECT * FROM gold.iot_hourly",
+     f"/* gold.iot_hourly /* an aside */ silver.iot */ SELECT * FROM gold.iot_hourly{CLAUSE}"),
+    # a CTE named like a namespace: silver.iot is its column, not the table
+    ("WITH silver AS (SELECT sensor_id AS iot FROM gold.iot_hourly) SELECT silver.iot FROM silver",
+     f"WITH silver AS (SELECT sensor_id AS iot FROM gold.iot_hourly{CLAUSE}) SELECT silver.iot FROM silver"),
+    # aliases: the clause goes between the name and its alias; an alias named like a namespace is no table
+    ("SELECT gold.iot_hourly, g.n FROM (SELECT 1 AS iot_hourly) gold, gold.iot_hourly AS g",
+     f"SELECT gold.iot_hourly, g.n FROM (SELECT 1 AS iot_hourly) gold, gold.iot_hourly{CLAUSE} AS g"),
+    # joins of two tables, one of them quoted and spaced as Spark allows
+    ("SELECT s.sensor_id FROM silver.iot s JOIN `gold` . `iot_hourly` h USING (sensor_id)",
+     f"SELECT s.sensor_id FROM silver.iot{CLAUSE} s JOIN `gold` . `iot_hourly`{CLAUSE} h USING (sensor_id)"),
+])
+def test_as_of_finds_the_tables_spark_reads_where_regexes_did_not(sql, expected):
+    assert query.with_as_of(sql, query.AsOf(timestamp="2026-11-23 10:00:00.000000"), KNOWN) == expected
+
+
+def test_as_of_refuses_a_query_it_cannot_place_clauses_in():
+    as_of = query.AsOf(timestamp="2026-11-23 10:00:00.000000")
+    with pytest.raises(query.QueryError, match=r"^--as-of: the query reads gold.iot_hourly as of a snapshot already"):
+        query.with_as_of("SELECT * FROM gold.iot_hourly VERSION AS OF 5", as_of, KNOWN)
+    with pytest.raises(query.QueryError, match=r"^--as-of: the query does not parse as Spark SQL \(sqlglot: .*Line 1, "
+                                               r"Col: 7\), so the AS OF clauses cannot be placed"):
+        query.with_as_of("SELEC 1 FROM silver.iot", as_of, KNOWN)
+    assert query.referenced_tables("SELECT * FROM silver.iot a JOIN Silver.IOT b ON a.x = b.x", KNOWN) == [
+        "silver.iot", "silver.iot"]
+
+
 def test_results_print_as_a_table_or_json():
     result = query.QueryResult(columns=["sensor_id", "n", "at"], rows=[("sensor-001", 12, None), ("s2", 3, ts("2020-11-16 22:00:00"))],
                                truncated=True)
@@ -93,6 +128,10 @@ def test_query_counts_the_current_snapshot_and_reads_earlier_ones(lake_with_hist
     code, out, _ = run_cli("query", "--lake-uri", lake.lake_uri, "--as-of", first["committed_at"], "--json",
                            "SELECT count(*) AS n FROM gold.iot_hourly")
     assert code == 0 and json.loads(out) == [{"n": 3}]
+    code, out, _ = run_cli("query", "--lake-uri", lake.lake_uri, "--as-of", str(first["snapshot_id"]), "--json",
+                           "SELECT count(*) AS n FROM `gold`.`iot_hourly` a JOIN gold.iot_hourly AS b "
+                           "ON a.event_hour = b.event_hour -- gold.iot_hourly")
+    assert code == 0 and json.loads(out) == [{"n": 3}]  # both sides of the self-join read the first snapshot
     code, out, _ = run_cli("query", "--lake-uri", lake.lake_uri, "--max-rows", "1",
                            "SELECT snapshot_id FROM gold.iot_hourly.snapshots ORDER BY committed_at")
     assert code == 0 and out.splitlines()[2].strip() == str(first["snapshot_id"]) and "more not shown" in out

@@ -173,8 +173,8 @@ def test_the_cli_sizes_its_session_from_the_bytes_its_layers_read(tmp_path, monk
     stops once past the limit; a session that exists already, or an explicit TENANTLAKE_JIT, is not sized."""
     from pyspark.sql import SparkSession
 
-    from spark_jobs import cli
     from spark_jobs.io.lake_bytes import stored_bytes
+    from spark_jobs.jobs import sizing
     from spark_jobs.jobs.runtime import SMALL_INPUT_BYTES
     from spark_jobs.lake import LakeConfig
 
@@ -187,26 +187,26 @@ def test_the_cli_sizes_its_session_from_the_bytes_its_layers_read(tmp_path, monk
     assert stored_bytes(lake, ["landing/iot", "bronze/iot", "silver/iot"], 3500) == 4000  # stopped past the limit
     assert stored_bytes(LakeConfig(lake_uri="s3a://bucket", s3_endpoint="https://127.0.0.1:9"), ["x"], 1) is None
     monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
-    assert cli._reads_small_inputs(lake, [("iot", "silver"), ("iot", "gold")])
+    assert sizing.reads_small_inputs(lake, [("iot", "silver"), ("iot", "gold")])
     assert capsys.readouterr().err.splitlines() == [
         f"session: 8 KB of input: a session for small inputs ({JIT_ENV}=full to change)"]  # bronze + silver
     monkeypatch.setattr("spark_jobs.jobs.runtime.SMALL_INPUT_BYTES", 7000)
-    assert not cli._reads_small_inputs(lake, [("iot", "bronze"), ("iot", "silver"), ("iot", "gold")])  # 9,000 bytes
-    assert cli._reads_small_inputs(lake, [("iot", "bronze"), ("iot", "silver")])
-    assert not cli._reads_small_inputs(lake, [("iot", "bronze")], continuous=True)
+    assert not sizing.reads_small_inputs(lake, [("iot", "bronze"), ("iot", "silver"), ("iot", "gold")])  # 9,000 bytes
+    assert sizing.reads_small_inputs(lake, [("iot", "bronze"), ("iot", "silver")])
+    assert not sizing.reads_small_inputs(lake, [("iot", "bronze")], continuous=True)
     monkeypatch.setenv(JIT_ENV, "full")
-    assert not cli._reads_small_inputs(lake, [("iot", "bronze")])
+    assert not sizing.reads_small_inputs(lake, [("iot", "bronze")])
     assert SMALL_INPUT_BYTES == 16 * 2**20
 
 
 def test_the_other_commands_name_the_folders_they_read():
     """erase reads the whole lake (every version), counts every folder of its datasets, maintain their
     tables, query silver and gold: the folders each sizes its session from."""
-    from spark_jobs import cli
+    from spark_jobs.jobs import sizing
 
-    assert cli._dataset_folders(["iot"]) == ["landing/iot", "bronze/iot", "silver/iot", "quarantine/iot",
-                                             "gold/iot_hourly"]
-    assert cli._table_folders(["iot", "clickstream"]) == [
+    assert sizing.dataset_folders(["iot"]) == ["landing/iot", "bronze/iot", "silver/iot", "quarantine/iot",
+                                               "gold/iot_hourly"]
+    assert sizing.table_folders(["iot", "clickstream"]) == [
         "silver/iot", "gold/iot_hourly", "silver/clickstream", "gold/clickstream_site_hourly",
         "gold/clickstream_user_sessions"]
 
@@ -216,8 +216,8 @@ def test_the_listing_counts_every_version_of_the_whole_lake(emulator, aws_env, b
     whole lake, under a root folder or not."""
     from pyspark.sql import SparkSession
 
-    from spark_jobs import cli
     from spark_jobs.io.lake_bytes import stored_bytes
+    from spark_jobs.jobs import sizing
     from spark_jobs.lake import LakeConfig
 
     for name, value in aws_env.items():  # the credentials the CLI's listing takes from the environment
@@ -239,7 +239,7 @@ def test_the_listing_counts_every_version_of_the_whole_lake(emulator, aws_env, b
     monkeypatch.delenv(JIT_ENV, raising=False)
     monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))  # as a CLI process starts
     monkeypatch.setattr("spark_jobs.jobs.runtime.SMALL_INPUT_BYTES", 420)
-    assert cli._reads_small_folders(lake, [""]) and not cli._reads_small_folders(lake, [""], versions=True)
+    assert sizing.reads_small_folders(lake, [""]) and not sizing.reads_small_folders(lake, [""], versions=True)
 
 
 def test_the_quick_jit_and_the_class_archive_reach_the_driver_jvm(tmp_path):

@@ -2,7 +2,7 @@
 per hour or day of event time (optionally per group), so a new dataset gets gold without code.
 
 Options (``gold_options.period_summary``):
-    measures: the numeric silver columns to summarise (required).
+    measures: the numeric silver columns to summarise. @default - [] (row counts per period only)
     period: ``hour`` or ``day``: the event-time bucket. @default - "day"
     group_by: silver columns to group by besides the period, e.g. a station. @default - []
     event_time: the timestamp column an ``hour`` is taken from. @default - the first timestamp column of
@@ -30,8 +30,6 @@ def build(silver: DataFrame, options: dict[str, Any]) -> DataFrame:
     measures = list(options.get("measures") or [])
     period = options.get("period", "day")
     group_by = list(options.get("group_by") or [])
-    if not measures:
-        raise ValueError("gold period_summary: gold_options.period_summary.measures must list numeric columns")
     if period not in PERIODS:
         raise ValueError(f"gold period_summary: period '{period}' is not one of {', '.join(PERIODS)}")
     missing = [c for c in [*measures, *group_by] if c not in silver.columns]

@@ -97,7 +97,9 @@ def test_make_deploy_jobs_on_the_applied_tenant(applied_tenant, emulator, boto_s
                                              "--kms-key-arn", lake["kms_key_arn"], "--region", region,
                                              "--glue-databases", ",".join(f"{layer}={db}" for layer, db in
                                                                           sorted(lake["glue_database_names"].items())),
-                                             "--data-classification", ",".join(sorted(lake["data_classification"]))]
+                                             "--data-classification", ",".join(sorted(lake["data_classification"])),
+                                             # the run tags its tables' columns for Lake Formation (issue 44)
+                                             "--lf-classification-tag", lake["lake_formation"]["classification_tag"]]
     assert driver["sparkSubmitParameters"].startswith(f"--py-files {prefix}spark_jobs.zip ")
     monitoring = run["configurationOverrides"]["monitoringConfiguration"]
     assert monitoring["cloudWatchMonitoringConfiguration"]["logGroupName"] == lake["log_group_name"]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import shlex
 import subprocess
 import sys
 import sysconfig
@@ -80,7 +81,7 @@ def bare_python(root: Path) -> Path:
 def _spark_submit_command(request: dict, local: dict[str, str], lake: Path) -> list[str]:
     """The request's spark-submit line with s3:// URIs swapped for local paths (``local``)."""
     driver = request["jobDriver"]["sparkSubmitJobDriver"]
-    params = driver["sparkSubmitParameters"].split(" ")
+    params = shlex.split(driver["sparkSubmitParameters"])
     for index, token in enumerate(params):
         uri, _, alias = token.partition("#")
         if uri in local:

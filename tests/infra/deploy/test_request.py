@@ -11,7 +11,7 @@ from botocore.validate import ParamValidator
 
 from infra.deploy.request import (
     DEFAULT_RELEASE_LABEL, LAYERS, PIPELINE, ArtifactLocation, JobSizing, RequestOptions, RunSpec, build_request,
-    client_token, job_name, run_plan,
+    client_token, entrypoint_arguments, job_name, run_plan,
 )
 from infra.deploy.target import DeployError, DeployTarget, flatten_outputs, target_from_outputs
 
@@ -184,6 +184,22 @@ def test_date_goes_to_silver_and_gold_only_and_no_date_means_everything():
     assert request["tags"]["event_date"] == "all" and request["tags"]["run_date"] == "2024-05-01"
 
 
+def test_submit_parameters_read_back_as_shell_words_and_a_value_that_needs_quoting_is_refused():
+    """The string is split back into words by shell rules (spark-submit, spark_jobs.usage.emr): each word the
+    deploy writes reads back as itself, the archive's ``#deps`` included; a quote or backslash is refused."""
+    options = RequestOptions(job_deps_uri="s3://acme-eu-west-1-lake/artifacts/job_deps/0123/job_deps.tar.gz",
+                             python="/usr/bin/python3.11")
+    params = build_request(TARGET, LOCATION, SPEC, "c0ffee", options)["jobDriver"]["sparkSubmitJobDriver"][
+        "sparkSubmitParameters"]
+    assert shlex.split(params) == params.split(" ")
+    assert f"{options.job_deps_uri}#deps" in shlex.split(params)
+    for memory in ("4 g", "4g'", '"4g"', "4\\g"):
+        options = RequestOptions(sizing=JobSizing(executor_memory=memory))
+        with pytest.raises(DeployError, match=r"sparkSubmitParameters: 'spark.executor.memory=.*' must not be empty or "
+                                              r"contain spaces or quotes"):
+            build_request(TARGET, LOCATION, SPEC, "c0ffee", options)
+
+
 def test_readme_states_the_defaults_the_code_uses():
     from pathlib import Path
 
@@ -254,7 +270,7 @@ def test_the_request_carries_the_glue_catalog_and_emrs_iceberg():
     driver = request["jobDriver"]["sparkSubmitJobDriver"]
     args = driver["entryPointArguments"]
     assert args[args.index("--glue-databases") + 1] == "gold=acme_gold,silver=acme_silver"
-    params = driver["sparkSubmitParameters"].split(" ")
+    params = shlex.split(driver["sparkSubmitParameters"])
     assert params[params.index("--jars") + 1] == "local:///usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
     defaults = next(c for c in request["configurationOverrides"]["applicationConfiguration"]
                     if c["classification"] == "spark-defaults")["properties"]
@@ -293,6 +309,28 @@ def test_a_personal_data_tenants_classification_reaches_the_job():
     assert _resolve(build_parser().parse_args(args)).data_classification == ("gdpr", "pii")
     without = build_request(dataclasses.replace(target, data_classification=()), LOCATION, SPEC, "x")
     assert "--data-classification" not in without["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
+
+
+def test_the_lake_formation_tag_reaches_pipeline_runs_which_tag_their_tables():
+    """The tenant output lake_formation.classification_tag becomes --lf-classification-tag of the runs that create
+    tables (spark_jobs/lf_tags.py tags their columns as the job role); a maintenance run creates none."""
+    import dataclasses
+
+    from spark_jobs.cli import _resolve, build_parser
+
+    outputs = {"tenant_id": "acme", "region": "eu-west-1", "lake_bucket_name": "b", "kms_key_arn": KEY,
+               "job_execution_role_arn": TARGET.role_arn, "emr_virtual_cluster_id": "x", "log_group_name": "g",
+               "glue_database_names": {"silver": "acme_silver", "gold": "acme_gold"},
+               "lake_formation": {"classification_tag": "acme-classification", "layer_tag": "acme-layer"}}
+    target = target_from_outputs("acme", outputs)
+    assert target.lf_classification_tag == "acme-classification"
+    args = build_request(target, LOCATION, SPEC, "x")["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
+    assert args[args.index("--lf-classification-tag") + 1] == "acme-classification"
+    assert _resolve(build_parser().parse_args(args)).lf_classification_tag == "acme-classification"
+    bronze = dataclasses.replace(SPEC, layer="bronze")
+    assert "--lf-classification-tag" not in entrypoint_arguments(target, bronze)
+    older = target_from_outputs("acme", {k: v for k, v in outputs.items() if k != "lake_formation"})
+    assert "--lf-classification-tag" not in entrypoint_arguments(older, SPEC)
 
 
 def test_an_erasure_run_is_the_erase_job_as_the_erasure_role_with_its_subjects_in_the_lake():

@@ -82,8 +82,11 @@ def test_erase_a_user_killed_midway_and_resumed(loaded, tmp_path):
     dry = cli(env, "erase", *lake, "--subject", f"user_id={SUBJECT}", "--dry-run")
     assert "dry run, nothing changed" in dry.stdout and "would touch" in dry.stderr
     assert "a session for small inputs" in dry.stderr  # every version in the bucket, listed before the JVM starts
-    # user-001 is nobody: a prefix of user-0010 ... user-0019, whose records stay out of it (issue 31).
-    nobody = json.loads(cli(env, "erase", *lake, "--subject", "user_id=user-001", "--dry-run", "--json").stdout)
+    # user-001 is nobody: a prefix of user-0010 ... user-0019, whose records stay out of it (issue 31). Nor is
+    # USER-0010: user_id has no case rule, so it is not user-0010, whose records stay out of it too (issue 40).
+    assert users_before["user-0010"] > 0
+    nobody = json.loads(cli(env, "erase", *lake, "--subject", "user_id=user-001", "--subject", "user_id=USER-0010",
+                            "--dry-run", "--json").stdout)
     assert nobody["datasets"][DATASET]["would_touch"] == {"bronze": {}, "quarantine": {}, "landing_files": [],
                                                           "event_dates": [], "silver": {}}
     assert holding(s3, bucket, SUBJECT, tmp_path) == before  # nothing touched

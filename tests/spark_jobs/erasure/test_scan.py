@@ -2,7 +2,8 @@
 
 Every format the scan reads (JSON text, gzip, CSV with a header, Parquet strings, dictionaries, nested
 columns, numeric and decimal columns, bronze's CSV ``_raw``, Iceberg manifests' column bounds), each
-with its near miss; an object that does not parse is unreadable, never clean.
+with its near miss; an object that does not parse is unreadable, never clean. A truncated string bound is
+a hint the data file confirms or not; text windows overlap, so an id across a seam is found.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from spark_jobs.erasure.matching import Needles
-from spark_jobs.erasure.scan import CHUNK_BYTES, Matcher, scan_chunks
+from spark_jobs.erasure.scan import CHUNK_BYTES, Matcher, batch_hits, scan_chunks
 
 STRING = Matcher(Needles.build(["user-0042", "ann@x.com"], {}))
 NUMERIC = Matcher(Needles.build([], {"customer_id": ["1042"], "amount_id": ["1042.5"]}))
@@ -27,8 +28,8 @@ def _parquet(table: pa.Table) -> bytes:
     return sink.getvalue()
 
 
-def _scan(data: bytes, matcher: Matcher, chunk: int = 1 << 16) -> tuple[bool, str]:
-    return scan_chunks([data[i:i + chunk] for i in range(0, len(data), chunk)] or [b""], matcher)
+def _scan(data: bytes, matcher: Matcher, chunk: int = 1 << 16, fetch=None) -> tuple[bool, str]:
+    return scan_chunks([data[i:i + chunk] for i in range(0, len(data), chunk)] or [b""], matcher, fetch)
 
 
 @pytest.mark.parametrize("data, matcher, expected", [
@@ -67,6 +68,33 @@ def test_text_is_cut_between_tokens_only():
     assert _scan(filler + b'{"user_id": "user-00420"}' + filler, STRING, chunk=1 << 20) == (False, "")
 
 
+def test_windows_overlap_so_an_id_across_a_seam_is_found():
+    """A long line with none of the usual cut characters (no newline, comma, brace): the windows still end
+    between tokens and overlap, so the id is found wherever the seam falls (issue 40: it was cut in two)."""
+    for start in range(CHUNK_BYTES - 4096 - 10, CHUNK_BYTES - 4096 + 2, 3):
+        data = b"/x" * (start // 2) + b"/" * (start % 2) + b"/user-0042/" + b"x/" * (CHUNK_BYTES // 2)
+        assert _scan(data, STRING, chunk=1 << 20) == (True, ""), start
+    near_miss = b"/x" * (CHUNK_BYTES // 2 - 2050) + b"/user-00420/" + b"x/" * (CHUNK_BYTES // 2)
+    assert _scan(near_miss, STRING, chunk=1 << 20) == (False, "")
+    # a run of letters longer than a window: no part of it is read as a token of its own
+    assert _scan(b"x" * (CHUNK_BYTES + 17) + b"user-0042 ok", STRING, chunk=1 << 20) == (False, "")
+
+
+def test_rows_of_a_batch_are_told_apart_at_any_depth():
+    """``batch_hits`` (what the erase matches bronze, quarantine and silver rows with): per row, a text hit
+    at any depth and a keyed column by value."""
+    batch = pa.record_batch({
+        "_raw": ['{"a": "x\\nuser-0042"}', "user-00420", None, "ok"],
+        "tags": pa.array([[], None, ["a", "USER-0042"], ["zz", "user-0042"]]),
+        "meta": pa.array([{"k": "user-00421"}, {"k": None}, None, {"k": "x"}]),
+        "customer_id": pa.array([1, 2, 1042, 1042], pa.int64()),
+    })
+    matcher = Matcher(Needles.build([], {"customer_id": ["1042"]}, exact=["user-0042"]))
+    text, value = batch_hits(batch, matcher)
+    assert text.tolist() == [True, False, False, True]  # USER-0042: a key without a case rule
+    assert value.tolist() == [False, False, True, True]
+
+
 def test_an_object_that_does_not_parse_is_unreadable_and_still_searched():
     hit, reason = _scan(b"PAR1 not parquet user-0042 PAR1", STRING)
     assert hit and reason.startswith("Parquet: ")
@@ -74,10 +102,13 @@ def test_an_object_that_does_not_parse_is_unreadable_and_still_searched():
     assert not hit and reason.startswith("Avro: ")
 
 
-def test_iceberg_manifest_bounds_hold_numeric_and_truncated_string_ids(spark, tmp_path):
+def test_iceberg_manifest_bounds_hold_numeric_ids_and_hint_at_truncated_ones(spark, tmp_path):
     """A real Iceberg table (local Hadoop catalog): its manifests keep each data file's column lower and
-    upper bounds; the subject that is a file's min or max is found there, by value, and a string id
-    longer than the 16 characters Iceberg keeps, by its prefix."""
+    upper bounds; the subject that is a file's min or max is found there, by value. A string id longer
+    than the 16 characters Iceberg keeps is only hinted at by its prefix: the data file tells (issue 40: a
+    prefix shared by another id was taken for a hit that no erasure could clear)."""
+    from pathlib import Path
+
     from spark_jobs.catalog import register
     from spark_jobs.lake import LakeConfig
 
@@ -87,13 +118,25 @@ def test_iceberg_manifest_bounds_hold_numeric_and_truncated_string_ids(spark, tm
     manifests = [p for p in (tmp_path / "silver" / "scan_bounds" / "metadata").iterdir()
                  if p.suffix == ".avro" and not p.name.startswith("snap-")]
     data = manifests[0].read_bytes()
+    fetched = []
+
+    def fetch(uri):
+        fetched.append(uri)
+        path = Path(uri.removeprefix("file:"))
+        return [path.read_bytes()] if path.is_file() else None
+
     for needles, expected in [
         (Needles.build([], {"customer_id": ["1042"]}), True),      # the lower bound
         (Needles.build([], {"customer_id": ["5000"]}), True),      # the upper bound
         (Needles.build([], {"customer_id": ["1043"]}), False),     # another column's bound
         (Needles.build([], {"customer_id": ["3000"]}), False),     # between the bounds: not in the manifest
-        (Needles.build(["annabelle.smith@example.com"], {}), True),  # truncated to 16 characters
-        (Needles.build(["annabelle.smith@example.org"], {}), True),  # (a prefix names it too)
+        (Needles.build(["annabelle.smith@example.com"], {}), True),  # truncated to 16 characters; the file holds it
+        (Needles.build(["annabelle.smith@example.org"], {}), False),  # the same 16 characters: the file says no
+        (Needles.build([], {}, exact=["Annabelle.smith@example.com"]), False),  # another case, no case rule
         (Needles.build(["carol@example.com"], {}), False),
     ]:
-        assert _scan(data, Matcher(needles)) == (expected, ""), needles
+        assert _scan(data, Matcher(needles), fetch=fetch) == (expected, ""), needles
+    assert len(fetched) == 2  # only the two hints read the data file
+    # Where the data file cannot be read, the hint is named, never taken as clean or as a hit.
+    hit, reason = _scan(data, Matcher(Needles.build(["annabelle.smith@example.org"], {})))
+    assert not hit and "truncated bound" in reason

@@ -29,9 +29,10 @@ def test_a_subject_is_column_equals_value(text):
 def test_bad_files_and_no_subject_are_one_line(tmp_path):
     with pytest.raises(SubjectError, match="no subject given"):
         read_subjects([], [])
-    (tmp_path / "bad.txt").write_text("user_id=a\nnonsense\n")
-    with pytest.raises(SubjectError, match=r"bad.txt line 2: subject 'nonsense' is not COLUMN=VALUE"):
+    (tmp_path / "bad.txt").write_text("user_id=a\nuser-9876\n")
+    with pytest.raises(SubjectError, match=r"bad.txt line 2: a subject of 9 characters is not COLUMN=VALUE \(no '='") as err:
         read_subjects([], [str(tmp_path / "bad.txt")])
+    assert "user-9876" not in str(err.value)  # the line may be an id: never echoed (issue 40)
 
 
 def test_values_are_normalised_as_silver_stores_them():
@@ -77,14 +78,37 @@ def test_ids_are_typed_as_their_columns():
 
 
 def test_what_the_scans_look_for():
-    found = needles([ACCOUNTS], [Subject("account_id", "1042"), Subject("email", "Ann@X.com"), Subject("ref", "00042")],
-                    bytes(32))
-    assert found.tokens == {"ann@x.com"}
+    found = needles([ACCOUNTS], [Subject("account_id", "1042"), Subject("email", "Ann@X.com"), Subject("ref", "00042"),
+                                 Subject("ref", "Ref-0042")], bytes(32))
+    assert found.tokens == {"ann@x.com"}  # a `case: lower` key: any case
+    assert found.exact == {"Ref-0042"}    # no case rule: as written (issue 40)
     assert dict(found.keyed) == {"account_id": {"1042"}, "ref": {"00042"}}  # "Ref" (its landing name) lower-cased
 
 
+def test_a_numeric_key_admits_any_number():
+    """min_length is for text keys: customer 42 is erasable (issue 40)."""
+    check_request([ACCOUNTS], [Subject("account_id", "42"), Subject("iban", "7")])
+
+
+def test_gold_pseudonyms_keep_the_key_out_of_the_plan(spark):
+    """The pseudonym column equals ``pseudonym`` in Python, and neither the key nor its HMAC pads appear
+    in the plan Spark logs (issue 40: they were literals in it)."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.erasure.subjects import pseudonymiser
+
+    key = bytes(range(100, 132))
+    frame = spark.createDataFrame([("user-0042",), (None,)], "user_id string")
+    hashed = frame.select(pseudonymiser(spark, key)(F.col("user_id")).alias("p"))
+    assert [r["p"] for r in hashed.collect()] == [pseudonym(key, "user-0042"), None]
+    plan = hashed._jdf.queryExecution().toString().lower()
+    block = key.ljust(64, b"\0")
+    for secret in (key, bytes(b ^ 0x36 for b in block), bytes(b ^ 0x5C for b in block)):
+        assert secret.hex() not in plan and secret.hex()[:16] not in plan
+
+
 @pytest.mark.parametrize("subject, message", [
-    (Subject("account_id", "42"), r"^subject 2 \(account_id=<2 characters>\): shorter than 3 characters"),
+    (Subject("ref", "ab"), r"^subject 2 \(ref=<2 characters>\): shorter than 4 characters"),
     (Subject("account_id", "10x42"), r"accounts.account_id is long, and this id is not a number"),
     (Subject("account_id", "99999999999999999999"), r"not a value of accounts.account_id \(long: out of range"),
     (Subject("iban", "1042.555"), r"more decimals than its scale"),

@@ -91,11 +91,44 @@ def test_table_is_format_v2_with_hidden_day_partitions_and_the_manifest_record_m
     assert tables.publish_record(spark, gold, created)["partitioning"] == ["event_date"]
 
 
-def test_a_column_the_contract_adds_appears_with_its_first_values(spark, silver):
-    rows = _rows(spark, [("a", ts("2020-11-16 10:00:00"), 1.0)])
-    tables.overwrite(rows, silver, DAYS, DAYS.covering(["2020-11-16"], False), "run-1")
-    tables.overwrite(rows.withColumn("unit", F.lit("C")), silver, DAYS, DAYS.covering(["2020-11-16"], False), "run-2")
-    assert [tuple(r) for r in tables.read(spark, silver).select("id", "unit").collect()] == [("a", "C")]
+def test_a_write_never_changes_the_schema_an_evolution_does_without_rewriting_a_file(spark, silver):
+    """A DataFrame with a column the table lacks fails the write (no merge-schema: the contract's plan decides);
+    ``evolve`` adds, widens, renames and drops in ONE metadata commit: no snapshot, the same data files, old rows
+    null in the new column, and the first snapshot still read with its own schema (time travel)."""
+    from spark_jobs.jobs.runtime import one_line
+
+    rows = spark.createDataFrame([("a", ts("2020-11-16 10:00:00"), 1.0, 7, "x")],
+                                 "id string, event_ts timestamp, v double, n int, gone string").withColumn(
+        "event_date", F.to_date("event_ts"))
+    first = tables.overwrite(rows, silver, DAYS, DAYS.covering(["2020-11-16"], False), "run-1")
+    with pytest.raises(Exception) as refused:
+        tables.overwrite(rows.withColumn("unit", F.lit("C")), silver, DAYS, DAYS.covering(["2020-11-16"], False), "run-2")
+    assert one_line(refused.value) == ("IllegalArgumentException: the data does not match the table's schema: column "
+                                       "unit is not in the table (the table was not changed; `python -m spark_jobs "
+                                       "contract plan` shows how the contract and the table differ)")
+    loaded = tables.load(spark, silver)
+    files = iceberg_files.data_files(silver.location)
+    tables.evolve(spark, loaded, [tables.SchemaStep("add", "unit", type="string", after="v"),
+                                  tables.SchemaStep("widen", "n", type="bigint"),
+                                  tables.SchemaStep("rename", "v", new_name="value"),
+                                  tables.SchemaStep("drop", "gone")], {"tenantlake.key": "id"})
+    assert iceberg_files.data_files(silver.location) == files
+    assert tables.snapshot_now(loaded)["snapshot_id"] == first["snapshot_id"]
+    assert tables.schema_id(loaded) == 1 and tables.table_property(loaded, "tenantlake.key") == "id"
+    assert tables.table_columns(spark, loaded) == [("id", "string"), ("event_ts", "timestamp"), ("value", "double"),
+                                                   ("unit", "string"), ("n", "bigint"), ("event_date", "date")]
+    assert [tuple(r) for r in tables.read(spark, silver).select("id", "value", "unit", "n").collect()] == [("a", 1.0, None, 7)]
+    old = spark.sql(f"SELECT * FROM {silver.qualified} VERSION AS OF {first['snapshot_id']}")
+    assert old.columns == ["id", "event_ts", "v", "n", "gone", "event_date"] and old.first()["gone"] == "x"
+    # A write in another column order is put in the table's order; a column the table keeps and the
+    # DataFrame lacks is written as null.
+    later = spark.createDataFrame([(8, "C", "b", ts("2020-11-17 10:00:00"))], "n bigint, unit string, id string, "
+                                  "event_ts timestamp").withColumn("event_date", F.to_date("event_ts"))
+    aligned = tables.in_table_order(later, [name for name, _ in tables.table_columns(spark, loaded)])
+    assert aligned.columns == ["id", "event_ts", "unit", "n", "event_date"]
+    tables.overwrite(aligned, silver, DAYS, DAYS.covering(["2020-11-17"], False), "run-3")
+    assert sorted(tuple(r) for r in tables.read(spark, silver).select("id", "value", "unit").collect()) == [
+        ("a", 1.0, None), ("b", None, "C")]
 
 
 def test_parquet_folders_from_before_the_tables_are_refused_in_one_line(spark, silver, tmp_path):
@@ -228,13 +261,13 @@ def test_a_publish_looks_its_table_up_once_and_records_what_describe_says(spark,
     lookups = []
     looked_up = tables._iceberg_table
     monkeypatch.setattr(tables, "_iceberg_table", lambda *args: lookups.append(args) or looked_up(*args))
-    rows = _rows(spark, [("b", ts("2024-01-31 10:00:00"), 2.0)]).withColumn("unit", F.lit("C"))  # a new column
+    rows = _rows(spark, [("b", ts("2024-01-31 10:00:00"), 2.0)])
     record = tables.publish(rows, silver, MONTHS, ["2024-01-31"], False, "run-2")
     assert len(lookups) == 1
     monkeypatch.setattr(tables, "_iceberg_table", looked_up)
     snapshot = {k: v for k, v in record.items() if k not in ("table", "location", "catalog", "columns", "partitioning")}
-    assert record == tables.publish_record(spark, silver, snapshot)
-    assert ["unit", "string"] in record["columns"] and record["partitioning"] == ["months(event_ts)"]
+    assert record == tables.publish_record(spark, silver, snapshot) and record["schema_id"] == 0
+    assert ["v", "double"] in record["columns"] and record["partitioning"] == ["months(event_ts)"]
     assert (record["run_id"], record["kept_records"], record["total_records"]) == ("run-2", 1, 2)
     assert record["snapshot_id"] == tables.current_snapshot(spark, silver)["snapshot_id"]
 

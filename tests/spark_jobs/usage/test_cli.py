@@ -30,7 +30,8 @@ def test_the_current_month_by_default_as_a_table_and_as_json(folder_lake, capsys
     month = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m")
     assert f"usage of tenant acme in {month}" in out and "estimated cost for the month (eu-west-1, USD" in out
     silver = next(line for line in out.splitlines() if line.startswith("silver "))
-    assert "2.0 KB" in silver and " 1 " in silver and "12.0 s" in silver
+    assert "2.0 KB" in silver and " 1 " in silver and "12.0 s" in silver and silver.split()[-1] == "-"  # no EMR
+    assert "hypothetical, not in the total: 1 runs made without EMR on EKS" in out
     assert err.strip().splitlines()[-1].startswith("usage page: file://")
     assert (tmp_path / "state/dq/acme/reports/usage" / month / "usage.html").is_file()
     assert cli.main(["usage", "--tenant", "acme", "--lake-uri", str(folder_lake), "--json",

@@ -29,6 +29,20 @@ def test_requested_resources_follow_sparks_kubernetes_rules():
     assert emr.memory_gb("2048") == 2.0 and emr.memory_gb("1t") == 1024.0
 
 
+def test_quoted_submit_parameters_are_read_as_spark_submit_reads_them():
+    """A run submitted by hand may quote its values: shell words, as spark-submit gets them, not space-split."""
+    job_run = {"jobDriver": {"sparkSubmitJobDriver": {"sparkSubmitParameters": (
+        "--conf \"spark.executor.memory=8g\" --conf 'spark.driver.extraJavaOptions=-XX:+UseG1GC --conf x=y' "
+        "--conf spark.executor.instances=4 --archives s3://b/deps.tar.gz#deps")}},
+        "configurationOverrides": {"applicationConfiguration": [
+            {"classification": "spark-defaults", "properties": {"spark.executor.memory": "1g"}}]}}
+    conf = emr.run_conf(job_run)
+    assert conf == {"spark.executor.memory": "8g", "spark.executor.instances": "4",
+                    "spark.driver.extraJavaOptions": "-XX:+UseG1GC --conf x=y"}
+    assert emr.requested(conf) == (1 + 4 * 1, (1 + 0.4) + 4 * (8 + 0.4 * 8))
+    assert emr.submit_words("--conf 'a=b") == ["--conf", "'a=b"]  # an unclosed quote: split on spaces
+
+
 def test_local_run_sizing_is_the_deploys_default():
     sizing = JobSizing()
     assert cost.LOCAL_RUN_SIZING == {"spark.driver.cores": str(sizing.driver_cores),

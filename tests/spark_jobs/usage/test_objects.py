@@ -14,6 +14,14 @@ GOLDS = {"iot_hourly": "iot", "clickstream_site_hourly": "clickstream"}
 MONTH = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m")
 
 
+def tally(versions, month: str = MONTH, days: tuple[str, ...] = ()) -> objects.Tally:
+    """The versions tallied as ``usage.collect_usage`` tallies them, one pass."""
+    counted = objects.Tally(GOLDS, month, list(days))
+    for version in versions:
+        counted.add(version)
+    return counted
+
+
 def test_keys_are_classified_by_layer_and_dataset():
     assert objects.classify("landing/iot/a.json", GOLDS) == ("landing", "iot")
     assert objects.classify("silver/iot/data/event_ts_day=2020-11-16/x.parquet", GOLDS) == ("silver", "iot")
@@ -45,7 +53,7 @@ def test_a_listing_counts_current_and_noncurrent_versions_apart(versioned_lake):
     s3, bucket = versioned_lake
     versions, source = objects.collect(s3, bucket)
     assert source["source"] == "listing" and source["why"] == "no inventory configuration on the bucket"
-    rows = {(r.layer, r.dataset): r for r in objects.summarise(versions, GOLDS, MONTH)}
+    rows = {(r.layer, r.dataset): r for r in tally(versions).rows()}
     landing, silver, gold = rows[("landing", "iot")], rows[("silver", "iot")], rows[("gold", "iot")]
     assert (landing.current_bytes, landing.current_objects, landing.noncurrent_bytes, landing.noncurrent_objects,
             landing.delete_markers) == (100, 1, 40, 1, 1)
@@ -104,8 +112,8 @@ def test_the_newest_inventory_report_gives_the_same_rows_as_a_listing(versioned_
     _write_inventory_report(s3, listed, bucket, logs, "lake-daily", now)
     reported, source = objects.collect(s3, bucket)
     assert source["source"] == "inventory" and source["report"].endswith(f"{now.strftime('%Y-%m-%dT%H-%MZ')}/manifest.json")
-    as_rows = [r.to_dict() for r in objects.summarise(reported, GOLDS, MONTH)]
-    assert as_rows == [r.to_dict() for r in objects.summarise(listed, GOLDS, MONTH)]
+    as_rows = [r.to_dict() for r in tally(reported).rows()]
+    assert as_rows == [r.to_dict() for r in tally(listed).rows()]
 
 
 def test_stored_by_day_is_cumulative_per_layer():
@@ -114,5 +122,5 @@ def test_stored_by_day_is_cumulative_per_layer():
                 objects.Version("silver/iot/b", 5, False, False, day + dt.timedelta(days=1)),
                 objects.Version("silver/iot/c", 0, True, True, day),
                 objects.Version("gold/iot_hourly/d", 7, True, False, day - dt.timedelta(days=60))]
-    series = objects.stored_by_day(versions, GOLDS, ["2026-11-01", "2026-11-02", "2026-11-03"])
+    series = tally(versions, "2026-11", ("2026-11-01", "2026-11-02", "2026-11-03")).stored_by_day()
     assert series == {"silver": [0, 10, 15], "gold": [7, 7, 7]}

@@ -38,8 +38,14 @@ def test_daily_is_the_default_period(spark):
         (ts("2024-05-01 00:00:00"), 3, 2, 3.0), (ts("2024-05-02 00:00:00"), 1, 0, None)]
 
 
+def test_without_measures_it_counts_rows_per_period(spark):
+    """What `contract infer` proposes for a file without numeric columns: a gold all the same."""
+    gold = load_gold("period_summary").build(_silver(spark), {})
+    assert gold.columns == ["event_date", "period_start", "row_count"]
+    assert [r["row_count"] for r in gold.orderBy("period_start").collect()] == [3, 1]
+
+
 @pytest.mark.parametrize("options, message", [
-    ({}, "measures must list numeric columns"),
     ({"measures": ["wind"], "period": "week"}, "period 'week' is not one of hour, day"),
     ({"measures": ["gust"]}, "gust not in silver"),
 ])
