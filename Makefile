@@ -172,16 +172,17 @@ browser: ## Install Debian's chromium for the browser tests, if /usr/bin/chromiu
 
 ##@ Benchmarks
 # BENCH_SIZES: events per dataset for the pipeline benchmark; BENCH_TENANTS: tenant counts for plan-all;
-# INGEST_SIZES: records in the one landing file of the ingest benchmark.
+# INGEST_SIZES: records in the one landing file of the ingest benchmark (INGEST_WIDE_SIZES: its wide-span row).
 BENCH_SIZES     ?= 1000000,5000000
 BENCH_TENANTS   ?= 1,5,20
 MAINTENANCE_RUNS ?= 365
 INGEST_SIZES    ?= 100000,200000,1000000,2000000,5000000,10000000
+INGEST_WIDE_SIZES ?= 5000000,10000000
 # ERASURE_EVENTS / ERASURE_SUBJECTS: the erasure benchmark's lake and request.
 ERASURE_EVENTS   ?= 5000000
 ERASURE_SUBJECTS ?= 1000
-.PHONY: bench bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest bench-small bench-export bench-erasure
-bench: bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest bench-small bench-export bench-erasure ## Run every benchmark, then render bench/results/*.md and their list in bench/README.md
+.PHONY: bench bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest bench-ingest-wide bench-small bench-export bench-erasure
+bench: bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest bench-ingest-wide bench-small bench-export bench-erasure ## Run every benchmark, then render bench/results/*.md and their list in bench/README.md
 	@$(PY) -m bench.report
 bench-pipeline: setup ## Pipeline benchmark vs DuckDB (BENCH_SIZES=1000000,5000000) -> bench/results/pipeline.json
 	@$(PY) -m bench.pipeline --sizes "$(BENCH_SIZES)"
@@ -197,6 +198,8 @@ bench-backfill: setup ## 365 days through run-all on s3a, this code (by day and 
 	@$(PY) -m bench.backfill --baseline-ref "$(or $(BASELINE_REF),main)" --month
 bench-ingest: setup ## One CSV / JSON-lines file (plain, gzip) through bronze and silver vs DuckDB (INGEST_SIZES) -> bench/results/ingest.json
 	@$(PY) -m bench.ingest --sizes "$(INGEST_SIZES)"
+bench-ingest-wide: setup ## One file over 32 years of month partitions (CSV, JSON lines) through run-all vs DuckDB (INGEST_WIDE_SIZES) -> bench/results/ingest-wide-span.json
+	@$(PY) -m bench.ingest --shape wide-span --sizes "$(INGEST_WIDE_SIZES)"
 bench-erasure: setup ## One erase request of ERASURE_SUBJECTS=1000 users from ERASURE_EVENTS=5000000 clickstream events on s3a -> bench/results/erasure.json
 	@$(PY) -m bench.erasure --events "$(ERASURE_EVENTS)" --subjects "$(ERASURE_SUBJECTS)"
 

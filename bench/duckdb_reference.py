@@ -345,7 +345,7 @@ def _relation(path: str | Path) -> str:
     return _parquet(path)
 
 
-def _copy(con: duckdb.DuckDBPyConnection, relation: str, out: Path, partition_by: str | None = "event_date") -> None:
+def _copy(con: duckdb.DuckDBPyConnection, relation: str, partition_by: str | None, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     options = "FORMAT PARQUET, OVERWRITE_OR_IGNORE true" + (f", PARTITION_BY ({partition_by})" if partition_by else "")
     con.execute(f"COPY ({relation}) TO {_lit(str(out))} ({options})")
@@ -359,14 +359,23 @@ def run_silver(con: duckdb.DuckDBPyConnection, contract: Contract, bronze_dir: s
     return _finish_silver(con, contract, out, started)
 
 
+def _partitioned(contract: Contract, relation: str) -> tuple[str, str]:
+    """(``relation`` with the column it is partitioned by, that column): ``event_date``, or at the contract's
+    ``partition_granularity: month`` also ``event_month`` (``YYYY-MM``), as our silver, gold and quarantine are."""
+    if contract.partition_granularity != "month":
+        return relation, "event_date"
+    return f"SELECT *, strftime(event_date, '%Y-%m') AS event_month FROM ({relation})", "event_month"
+
+
 def _finish_silver(con: duckdb.DuckDBPyConnection, contract: Contract, out: Path, started: float) -> dict[str, Any]:
     """From the ``flagged`` table: silver (valid rows deduped, late flag) and quarantine, written; counts."""
     con.execute("CREATE OR REPLACE TEMP VIEW valid AS SELECT * FROM flagged WHERE len(_failed_rules) = 0")
     con.execute(f"CREATE OR REPLACE TEMP TABLE silver AS {silver_select_sql(contract, 'valid')}")
-    _copy(con, "SELECT * FROM silver", out / "silver")
+    _copy(con, *_partitioned(contract, "SELECT * FROM silver"), out / "silver")
     event = _ident(contract.event_time)
-    _copy(con, f"SELECT _raw, _failed_rules, _source_file, _batch_id, _record_index, _ingested_at, "
-               f"CAST({event} AS DATE) AS event_date FROM flagged WHERE len(_failed_rules) > 0", out / "quarantine")
+    quarantine = (f"SELECT _raw, _failed_rules, _source_file, _batch_id, _record_index, _ingested_at, "
+                  f"CAST({event} AS DATE) AS event_date FROM flagged WHERE len(_failed_rules) > 0")
+    _copy(con, *_partitioned(contract, quarantine), out / "quarantine")
     wall = time.perf_counter() - started
     counts = con.execute("""
         SELECT (SELECT count(*) FROM flagged), (SELECT count(*) FROM valid), (SELECT count(*) FROM silver),
@@ -455,7 +464,7 @@ def run_gold(con: duckdb.DuckDBPyConnection, contract: Contract, silver_dir: str
     for name in contract.gold:
         options = dict(contract.gold_options.get(name, {}))
         reference = gold_reference(name, options)
-        _copy(con, reference.sql("silver_in", options), Path(out_dir) / "gold" / name)
+        _copy(con, *_partitioned(contract, reference.sql("silver_in", options)), Path(out_dir) / "gold" / name)
         output_rows[name] = int(con.execute(f"SELECT count(*) FROM {_parquet(Path(out_dir) / 'gold' / name)}").fetchone()[0])
     wall = time.perf_counter() - started
     con.execute("DROP TABLE IF EXISTS silver_in")

@@ -27,6 +27,16 @@ also measured. Targets (a report, not a test): doubling ratio <= 2.2, bronze >= 
 Writes ``bench/results/ingest.json`` (machine, commit, load average at the start and the end, rows,
 ratios, targets, checks; rewritten after each file, ``"complete": false`` until the end) and prints the
 table. Exit code 1 when a job failed or an equality check did not hold; a missed target never fails.
+
+``--shape wide-span`` (``make bench-ingest-wide``, result ``ingest-wide-span``): the same columns with the
+event times spread over 32 years (``bench.ingest_data.wide_span_step``; about 384 months) and the
+``stations_wide_*`` contracts (``partition_granularity: month``), plain CSV and JSON lines of 5M and 10M
+rows by default. Each file also goes through gold and ``run-all`` (bronze, silver, gold and the counts
+table in ONE process on a fresh lake, as ``python -m spark_jobs run-all`` runs them), and DuckDB also
+computes the gold from its silver (``duckdb_gold``; silver, quarantine and gold partitioned by month as
+ours). Ratios add gold / DuckDB gold and run-all / (DuckDB silver + gold): the same work from the landing
+file to gold. Targets: bronze >= 0.25x, silver >= 0.25x, run-all within 6x DuckDB's time, peak RSS under
+3 GB, doubling ratio <= 2.2.
 """
 from __future__ import annotations
 
@@ -41,12 +51,19 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import REPO_ROOT, RESULTS_DIR, run_sampled, target_line, utc_now, write_result
-from bench.ingest_data import CONTRACTS_DIR, DATASETS, file_name, write_file
+from bench.ingest_data import CONTRACTS_DIR, DATASETS, WIDE_DATASETS, file_name, write_file, write_wide_span_file
 
 SIZES = (100_000, 200_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000)
 FORMATS = ("csv", "json_lines")
 COMPRESSIONS = ("plain", "gzip")
 TARGETS = {"doubling_ratio": 2.2, "bronze_over_duckdb": 0.2, "silver_over_duckdb": 0.25, "peak_rss_mb": 3072}
+# The wide-span row (issue 42): one file spanning 32 years of month partitions, through to gold and run-all.
+WIDE_SPAN = "wide-span"
+SHAPES = ("narrow", WIDE_SPAN)
+WIDE_SPAN_SIZES = (5_000_000, 10_000_000)
+WIDE_SPAN_TARGETS = {**TARGETS, "bronze_over_duckdb": 0.25, "run_all_over_duckdb": round(1 / 6, 3)}
+SPARK_LAYERS = ("bronze", "silver", "silver_reparse", "gold", "run_all")
+DUCKDB_LAYERS = ("duckdb_ingest", "duckdb_silver", "duckdb_gold")
 RESULT_PREFIX = "BENCH_RESULT "
 WORKER_TIMEOUT_S = 7200
 DUCKDB_THREADS = 2
@@ -71,14 +88,43 @@ def _spark_worker(spec: dict[str, Any]) -> dict[str, Any]:
     spark, _ = session_for(lake, f"bench-ingest-{spec['layer']}")
     session_s = time.perf_counter() - started
     started = time.perf_counter()
+    if layer == "run_all":
+        return _run_all_worker(spark, lake, spec, session_s, started)
     manifest = run_layer(spark, lake, spec["dataset"], layer, progress=lambda line: print(line, file=sys.stderr))
     wall = time.perf_counter() - started
     spark.stop()
     return {"wall_s": wall, "session_s": session_s, "rows_in": manifest["rows_in"], "rows_out": manifest["rows_out"],
             "quarantined": manifest.get("quarantined", 0), "malformed": manifest.get("malformed", 0),
             "duplicates": manifest.get("duplicates", 0), "late": manifest.get("late", 0),
-            "status": manifest.get("status"), "run_id": manifest["run_id"],
+            "status": manifest.get("status"), "run_id": manifest["run_id"], "output_rows": manifest.get("output_rows") or {},
             "stages": {stage["stage"]: stage.get("elapsed_seconds") for stage in manifest.get("stages") or [] if "stage" in stage}}
+
+
+def _run_all_worker(spark, lake, spec: dict[str, Any], session_s: float, started: float) -> dict[str, Any]:
+    """bronze -> silver -> gold, then the counts table, in ONE session on a lake holding only the landing
+    file: what ``python -m spark_jobs run-all --dataset D`` does after its session starts."""
+    from spark_jobs.jobs.layer import run_layer
+    from spark_jobs.report import format_counts_table, layer_counts
+
+    layers: dict[str, float] = {}
+    manifests: dict[str, dict[str, Any]] = {}
+    dates = None
+    for layer in ("bronze", "silver", "gold"):
+        layer_started = time.perf_counter()
+        manifests[layer] = run_layer(spark, lake, spec["dataset"], layer, dates=dates if layer == "gold" else None,
+                                     progress=lambda line: print(line, file=sys.stderr))
+        layers[layer] = round(time.perf_counter() - layer_started, 2)
+        if layer == "silver":
+            dates = list(manifests[layer].get("event_dates") or [])
+    counts_started = time.perf_counter()
+    print(format_counts_table(layer_counts(spark, lake, [spec["dataset"]])), file=sys.stderr)
+    layers["counts"] = round(time.perf_counter() - counts_started, 2)
+    wall = time.perf_counter() - started
+    spark.stop()
+    return {"wall_s": wall, "session_s": session_s, "rows_in": manifests["bronze"]["rows_in"],
+            "rows_out": manifests["silver"]["rows_out"], "quarantined": manifests["silver"].get("quarantined", 0),
+            "layers_s": layers, "output_rows": manifests["gold"].get("output_rows", {}),
+            "status": manifests["gold"].get("status")}
 
 
 def _duckdb_worker(spec: dict[str, Any]) -> dict[str, Any]:
@@ -90,12 +136,14 @@ def _duckdb_worker(spec: dict[str, Any]) -> dict[str, Any]:
     out = Path(spec["reference_dir"])
     if spec["layer"] == "duckdb_ingest":
         return ref.ingest_file(con, contract, spec["file"], out / "ingest.parquet")
+    if spec["layer"] == "duckdb_gold":  # from DuckDB's own silver, as our gold reads our silver
+        return ref.run_gold(con, contract, out / "silver", out)
     return ref.run_silver_from_file(con, contract, spec["file"], out)
 
 
 def worker_main(spec_json: str) -> int:
     spec = json.loads(spec_json)
-    result = _spark_worker(spec) if spec["layer"] in ("bronze", "silver", "silver_reparse") else _duckdb_worker(spec)
+    result = _spark_worker(spec) if spec["layer"] in SPARK_LAYERS else _duckdb_worker(spec)
     print(RESULT_PREFIX + json.dumps(result, default=str), flush=True)
     return 0
 
@@ -142,13 +190,14 @@ def run_repeated(spec: dict[str, Any], env: dict[str, str], log: Path, repeats: 
     return row
 
 
-def landing_file(data_dir: Path, size: int, landing_format: str, compression: str) -> Path:
+def landing_file(data_dir: Path, size: int, landing_format: str, compression: str, shape: str = "narrow") -> Path:
     """The size's file, written once per work dir (the same bytes on every run: ingest_data is deterministic)."""
-    path = data_dir / file_name(size, landing_format, compression == "gzip")
+    wide = shape == WIDE_SPAN
+    path = data_dir / file_name(size, landing_format, compression == "gzip", shape=WIDE_SPAN if wide else "")
     if not path.exists():
         started = time.perf_counter()
         partial = path.with_name(f"partial-{path.name}")
-        write_file(partial, size, landing_format, gzip=compression == "gzip")
+        (write_wide_span_file if wide else write_file)(partial, size, landing_format, gzip=compression == "gzip")
         partial.rename(path)
         print(f"[bench] wrote {path} ({path.stat().st_size / 1e6:,.1f} MB) in {time.perf_counter() - started:.1f}s",
               file=sys.stderr, flush=True)
@@ -156,12 +205,13 @@ def landing_file(data_dir: Path, size: int, landing_format: str, compression: st
 
 
 def bench_file(work: Path, env: dict[str, str], log: Path, landing_format: str, compression: str, size: int,
-               repeats: int, keep: bool, reparse: bool = False) -> dict[str, Any]:
-    """Bronze, silver and DuckDB on one file; returns rows and checks."""
+               repeats: int, keep: bool, reparse: bool = False, shape: str = "narrow") -> dict[str, Any]:
+    """Bronze, silver and DuckDB on one file (wide-span: also gold and run-all); returns rows and checks."""
     from bench import duckdb_reference as ref
 
-    dataset = DATASETS[landing_format]
-    path = landing_file(work / "data", size, landing_format, compression)
+    wide = shape == WIDE_SPAN
+    dataset = (WIDE_DATASETS if wide else DATASETS)[landing_format]
+    path = landing_file(work / "data", size, landing_format, compression, shape)
     lake = work / f"lake-{landing_format}-{compression}-{size}"
     reference_dir = work / f"duckdb-{landing_format}-{compression}-{size}"
     base = {"format": landing_format, "compression": compression, "size": size, "dataset": dataset,
@@ -176,9 +226,23 @@ def bench_file(work: Path, env: dict[str, str], log: Path, landing_format: str, 
     if reparse:  # the same silver, parsing _raw as before bronze parsed once (run first: the outputs compared are silver's)
         rows.append(run_repeated({**base, "layer": "silver_reparse"}, env, log, repeats))
     rows.append(run_repeated({**base, "layer": "silver"}, env, log, repeats))
+    if wide:
+        rows.append(run_repeated({**base, "layer": "gold"}, env, log, repeats))
     shutil.rmtree(reference_dir, ignore_errors=True)
     rows.append(run_repeated({**base, "layer": "duckdb_ingest"}, env, log, repeats))
     rows.append(run_repeated({**base, "layer": "duckdb_silver"}, env, log, repeats))
+    if wide:
+        rows.append(run_repeated({**base, "layer": "duckdb_gold"}, env, log, repeats))
+        run_all_lake = work / f"run-all-{landing_format}-{compression}-{size}"
+
+        def fresh_run_all_lake() -> None:  # what a first run-all sees: the landing file alone
+            shutil.rmtree(run_all_lake, ignore_errors=True)
+            (run_all_lake / "landing" / dataset).mkdir(parents=True)
+            os.link(path, run_all_lake / "landing" / dataset / path.name)
+
+        rows.append(run_repeated({**base, "lake_uri": str(run_all_lake), "layer": "run_all"}, env, log, repeats,
+                                 before_each=fresh_run_all_lake))
+        shutil.rmtree(run_all_lake, ignore_errors=True)
     bronze, silver, duck_ingest, duck_silver = (_find(rows, layer=layer) for layer in
                                                 ("bronze", "silver", "duckdb_ingest", "duckdb_silver"))
     tag = {"format": landing_format, "compression": compression, "size": size}
@@ -191,6 +255,16 @@ def bench_file(work: Path, env: dict[str, str], log: Path, landing_format: str, 
     try:
         for check in ref.compare_silver(con, load_contract(dataset), lake, reference_dir, silver, duck_silver):
             checks.append({**tag, **check})
+        if wide:
+            for check in ref.compare_gold(con, load_contract(dataset), lake, reference_dir):
+                checks.append({**tag, **check})
+            run_all = _find(rows, layer="run_all")
+            checks.append({**tag, "check": "run_all_counts_equal_layers",
+                           "ours": {"silver_rows": run_all["rows_out"], "output_rows": run_all.get("output_rows")},
+                           "duckdb": {"silver_rows": duck_silver["rows_out"],
+                                      "output_rows": _find(rows, layer="gold").get("output_rows")},
+                           "equal": run_all["rows_out"] == duck_silver["rows_out"]
+                           and run_all.get("output_rows") == _find(rows, layer="gold").get("output_rows")})
     finally:
         con.close()
     if not keep:
@@ -212,7 +286,16 @@ def compute_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for landing_format, compression, size in keys:
         where = {"format": landing_format, "compression": compression, "size": size}
         entry: dict[str, Any] = dict(where)
-        found = {layer: _find(rows, **where, layer=layer) for layer in ("bronze", "silver", "duckdb_ingest", "duckdb_silver")}
+        layers = ("bronze", "silver", "gold", "run_all", "duckdb_ingest", "duckdb_silver", "duckdb_gold")
+        found = {layer: _find(rows, **where, layer=layer) for layer in layers}
+        if found["gold"] and found["duckdb_gold"]:
+            entry["gold_over_duckdb"] = round(found["duckdb_gold"]["wall_s"] / found["gold"]["wall_s"], 3)
+        if found["run_all"] and found["duckdb_silver"] and found["duckdb_gold"]:
+            # DuckDB's time for the same work: the landing file read, typed, checked, deduped and written
+            # (silver and quarantine), then the gold built from that silver.
+            duck = found["duckdb_silver"]["wall_s"] + found["duckdb_gold"]["wall_s"]
+            entry["run_all_over_duckdb"] = round(duck / found["run_all"]["wall_s"], 3)
+            entry["run_all_times_duckdb"] = round(found["run_all"]["wall_s"] / duck, 2)
         if found["bronze"] and found["duckdb_ingest"]:
             entry["bronze_over_duckdb"] = round(found["duckdb_ingest"]["wall_s"] / found["bronze"]["wall_s"], 3)
         if found["silver"] and found["duckdb_silver"]:
@@ -223,7 +306,7 @@ def compute_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if found["bronze"] and found["silver"] and found["duckdb_silver"]:
             entry["ingest_over_duckdb"] = round(found["duckdb_silver"]["wall_s"]
                                                 / (found["bronze"]["wall_s"] + found["silver"]["wall_s"]), 3)
-        for layer in ("bronze", "silver", "duckdb_ingest", "duckdb_silver"):
+        for layer in layers:
             doubled = _find(rows, format=landing_format, compression=compression, size=2 * size, layer=layer)
             if found[layer] and doubled and found[layer]["wall_s"] > 0:
                 entry[f"{layer}_doubling"] = round(doubled["wall_s"] / found[layer]["wall_s"], 3)
@@ -231,25 +314,29 @@ def compute_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return ratios
 
 
-def compute_targets(rows: list[dict[str, Any]], ratios: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def compute_targets(rows: list[dict[str, Any]], ratios: list[dict[str, Any]],
+                    targets_defined: dict[str, float] | None = None) -> list[dict[str, Any]]:
+    goals = targets_defined or TARGETS
     targets = []
     for ratio in ratios:
         tag = f"{ratio['format']} {ratio['compression']} {ratio['size']:,}"
-        for layer in ("bronze", "silver"):
+        for layer in ("bronze", "silver", "gold", "run_all"):
             if f"{layer}_doubling" in ratio:
                 targets.append(target_line(f"{tag} -> {2 * ratio['size']:,}: {layer} doubling ratio",
-                                           ratio[f"{layer}_doubling"], TARGETS["doubling_ratio"], higher_is_better=False,
+                                           ratio[f"{layer}_doubling"], goals["doubling_ratio"], higher_is_better=False,
                                            unit="x"))
-            if f"{layer}_over_duckdb" in ratio:
-                targets.append(target_line(f"{tag}: {layer} / DuckDB throughput", ratio[f"{layer}_over_duckdb"],
-                                           TARGETS[f"{layer}_over_duckdb"], unit="x"))
-    ours = [r for r in rows if r["layer"] in ("bronze", "silver")]
+            if f"{layer}_over_duckdb" in ratio and f"{layer}_over_duckdb" in goals:
+                label = ("run-all / DuckDB (silver + gold from the file)" if layer == "run_all"
+                         else f"{layer} / DuckDB throughput")
+                targets.append(target_line(f"{tag}: {label}", ratio[f"{layer}_over_duckdb"],
+                                           goals[f"{layer}_over_duckdb"], unit="x"))
+    ours = [r for r in rows if r["layer"] in ("bronze", "silver", "gold", "run_all")]
     if ours:
         largest = max(r["size"] for r in ours)
         worst = max((r for r in ours if r["size"] == largest), key=lambda r: r.get("peak_total_mb", 0))
         targets.append(target_line(
             f"peak RSS at {largest:,} rows, worst job ({worst['format']} {worst['compression']} {worst['layer']})",
-            round(worst["peak_total_mb"] / 1024, 2), TARGETS["peak_rss_mb"] / 1024, higher_is_better=False, unit=" GB"))
+            round(worst["peak_total_mb"] / 1024, 2), goals["peak_rss_mb"] / 1024, higher_is_better=False, unit=" GB"))
     return targets
 
 
@@ -262,7 +349,8 @@ def format_table(rows: list[dict[str, Any]], ratios: list[dict[str, Any]], targe
         lines.append(f"{r['format']:<10} {r['compression']:<5} {r['size']:>10,} {r['layer']:<13} {r['wall_s']:>8.1f} "
                      f"{r.get('session_s', 0):>9.1f} {r['rows_per_s'] or 0:>9,} {r['peak_total_mb']:>8.0f}")
     lines += ["", f"{'format':<10} {'gz':<5} {'rows':>10} {'bronze/DuckDB':>14} {'silver/DuckDB':>14} "
-                  f"{'x2 bronze':>10} {'x2 silver':>10} {'x2 DuckDB':>10} {'parse once':>10}"]
+                  f"{'x2 bronze':>10} {'x2 silver':>10} {'x2 DuckDB':>10} {'parse once':>10} {'gold/DuckDB':>12} "
+                  f"{'run-all/DuckDB':>15} {'x2 run-all':>10}"]
 
     def fmt(q: dict[str, Any], key: str) -> str:
         return f"{q[key]:.3f}x" if key in q else "-"
@@ -270,7 +358,8 @@ def format_table(rows: list[dict[str, Any]], ratios: list[dict[str, Any]], targe
     for q in ratios:
         lines.append(f"{q['format']:<10} {q['compression']:<5} {q['size']:>10,} {fmt(q, 'bronze_over_duckdb'):>14} "
                      f"{fmt(q, 'silver_over_duckdb'):>14} {fmt(q, 'bronze_doubling'):>10} {fmt(q, 'silver_doubling'):>10} "
-                     f"{fmt(q, 'duckdb_ingest_doubling'):>10} {fmt(q, 'silver_parse_once_speedup'):>10}")
+                     f"{fmt(q, 'duckdb_ingest_doubling'):>10} {fmt(q, 'silver_parse_once_speedup'):>10} "
+                     f"{fmt(q, 'gold_over_duckdb'):>12} {fmt(q, 'run_all_over_duckdb'):>15} {fmt(q, 'run_all_doubling'):>10}")
     lines += ["", "Targets (a report, not a test):"] + [f"  {t['text']}" for t in targets]
     failed = [c for c in checks if not c["equal"]]
     lines += ["", f"Equality checks: {len(checks) - len(failed)}/{len(checks)} equal"]
@@ -288,21 +377,28 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["_worker"]:
         return worker_main(argv[1])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES), help="records in the one file, comma-separated")
+    parser.add_argument("--shape", choices=SHAPES, default="narrow",
+                        help="narrow: 14 days by day; wide-span: 32 years by month, through gold and run-all")
+    parser.add_argument("--sizes", default="", help="records in the one file, comma-separated "
+                        f"(default {','.join(str(s) for s in SIZES)}; wide-span {','.join(str(s) for s in WIDE_SPAN_SIZES)})")
     parser.add_argument("--formats", default=",".join(FORMATS))
-    parser.add_argument("--compressions", default=",".join(COMPRESSIONS))
+    parser.add_argument("--compressions", default="", help=f"default {','.join(COMPRESSIONS)}; wide-span plain")
     parser.add_argument("--repeats", type=int, default=1, help="runs per job (the median is shown)")
     parser.add_argument("--reparse-sizes", default="1000000",
                         help="sizes at which silver also runs parsing _raw as before bronze parsed once (comma-separated)")
     parser.add_argument("--work-dir", default="", help="where files and lakes go (default: a new folder under /tmp)")
     parser.add_argument("--keep", action="store_true", help="keep the lakes and DuckDB outputs")
-    parser.add_argument("--result", default="ingest", help="result name: <results dir>/<name>.json")
+    parser.add_argument("--result", default="", help="result name: <results dir>/<name>.json (default ingest, "
+                        "or ingest-wide-span)")
     parser.add_argument("--results-dir", default=str(RESULTS_DIR), help="where the result goes (a quick check: elsewhere)")
     args = parser.parse_args(argv)
-    sizes = sorted(set(_csv_ints(args.sizes)))
-    reparse_sizes = set(_csv_ints(args.reparse_sizes))
+    wide = args.shape == WIDE_SPAN
+    sizes = sorted(set(_csv_ints(args.sizes or ",".join(str(s) for s in (WIDE_SPAN_SIZES if wide else SIZES)))))
+    reparse_sizes = set() if wide else set(_csv_ints(args.reparse_sizes))
     formats = [f for f in args.formats.split(",") if f]
-    compressions = [c for c in args.compressions.split(",") if c]
+    compressions = [c for c in (args.compressions or ("plain" if wide else ",".join(COMPRESSIONS))).split(",") if c]
+    result_name = args.result or ("ingest-wide-span" if wide else "ingest")
+    goals = WIDE_SPAN_TARGETS if wide else TARGETS
     unknown = [f for f in formats if f not in FORMATS] + [c for c in compressions if c not in COMPRESSIONS]
     if unknown:
         parser.error(f"unknown format or compression: {', '.join(unknown)}")
@@ -322,11 +418,11 @@ def main(argv: list[str] | None = None) -> int:
 
     def save(complete: bool) -> Path:
         ratios = compute_ratios(rows)
-        targets = compute_targets(rows, ratios)
-        return write_result(args.result, {
-            "complete": complete, "sizes": sizes, "formats": formats, "compressions": compressions,
+        targets = compute_targets(rows, ratios, goals)
+        return write_result(result_name, {
+            "complete": complete, "shape": args.shape, "sizes": sizes, "formats": formats, "compressions": compressions,
             "repeats": args.repeats, "load_average_start": load_start, "rows": rows, "ratios": ratios,
-            "targets": targets, "targets_defined": TARGETS, "checks": checks, "failures": failures,
+            "targets": targets, "targets_defined": goals, "checks": checks, "failures": failures,
             "work_dir": str(work)}, started_at=started_at, results_dir=Path(args.results_dir))
 
     for landing_format in formats:
@@ -334,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
             for size in sizes:
                 try:
                     done = bench_file(work, env, log, landing_format, compression, size, args.repeats, args.keep,
-                                      reparse=size in reparse_sizes)
+                                      reparse=size in reparse_sizes, shape=args.shape)
                 except JobError as exc:
                     failures.append(str(exc))
                     print(f"[bench] FAILED: {exc}", file=sys.stderr, flush=True)
@@ -344,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
                 save(complete=False)
     path = save(complete=True)
     ratios = compute_ratios(rows)
-    print(format_table(rows, ratios, compute_targets(rows, ratios), checks))
+    print(format_table(rows, ratios, compute_targets(rows, ratios, goals), checks))
     print(f"\n[bench] wrote {path}", file=sys.stderr)
     if not args.keep:
         shutil.rmtree(work / "data", ignore_errors=True)

@@ -13,6 +13,10 @@ by construction), event time ``observed_at``, and row rules that a few rows brea
 
 ``expected_counts`` gives what silver must hold (rows, quarantined per rule) by DuckDB over the same
 file, for the tests and the benchmark's equality checks.
+
+**Wide span** (``wide_span_step``, the ingest benchmark's ``wide-span`` row): the same columns with the
+event times spread over ``WIDE_SPAN_YEARS`` (32) years from 1990, whatever the size, so one file spans
+about 384 month partitions of the ``stations_wide_*`` contracts (``partition_granularity: month``).
 """
 from __future__ import annotations
 
@@ -26,6 +30,16 @@ COLUMNS = ("station_id", "observed_at", "temperature", "dew_point", "humidity", 
            "remarks")
 CONTRACTS_DIR = Path(__file__).resolve().parent / "contracts"
 DATASETS = {"csv": "stations_csv", "json_lines": "stations_jsonl"}
+WIDE_DATASETS = {"csv": "stations_wide_csv", "json_lines": "stations_wide_jsonl"}
+DEFAULT_START = "2024-01-01 00:00:00"
+WIDE_SPAN_START = "1990-01-01 00:00:00"
+WIDE_SPAN_YEARS = 32
+
+
+def wide_span_step(records: int, stations: int = STATIONS, years: int = WIDE_SPAN_YEARS) -> int:
+    """The seconds between two readings of a station that spread ``records`` over ``years`` years."""
+    per_station = max(1, -(-int(records) // int(stations)))
+    return max(1, int(years * 365.25 * 86400) // per_station)
 
 
 def _h(salt: int) -> str:
@@ -33,9 +47,10 @@ def _h(salt: int) -> str:
     return f"(hash(i * 7919 + {salt}) % 2147483647)"
 
 
-def rows_sql(records: int, stations: int = STATIONS, step_seconds: int = 60) -> str:
+def rows_sql(records: int, stations: int = STATIONS, step_seconds: int = 60, start: str = DEFAULT_START) -> str:
     """The N records as a DuckDB query, in row order (i = 0 .. N-1): ``stations`` stations, each reporting
-    every ``step_seconds`` from 2024-01-01 (the defaults: 500 stations a minute, 10M rows span 14 days)."""
+    every ``step_seconds`` from ``start`` (the defaults: 500 stations a minute from 2024-01-01, 10M rows
+    span 14 days)."""
     def num(salt: int, low: float, span: float, null_every: int | None = None, digits: int = 1) -> str:
         value = f"round({low} + ({_h(salt)} % 100000) / 100000.0 * {span}, {digits})"
         return f"CASE WHEN {_h(salt + 1)} % {null_every} = 0 THEN NULL ELSE {value} END" if null_every else value
@@ -45,7 +60,7 @@ def rows_sql(records: int, stations: int = STATIONS, step_seconds: int = 60) -> 
     return f"""
         SELECT
             'ws-' || lpad(CAST(i % {int(stations)} AS VARCHAR), 4, '0') AS station_id,
-            strftime(TIMESTAMP '2024-01-01 00:00:00' + to_seconds(CAST((i // {int(stations)}) * {int(step_seconds)} AS BIGINT)),
+            strftime(TIMESTAMP '{start}' + to_seconds(CAST((i // {int(stations)}) * {int(step_seconds)} AS BIGINT)),
                      '%Y-%m-%d %H:%M:%S') AS observed_at,
             CASE WHEN i % 1009 = 5 THEN NULL ELSE {num(10, -20, 60)} END AS temperature,
             {num(20, -30, 50)} AS dew_point,
@@ -66,9 +81,9 @@ def rows_sql(records: int, stations: int = STATIONS, step_seconds: int = 60) -> 
 
 
 def write_file(path: Path, records: int, landing_format: str, gzip: bool = False, threads: int = 2,
-               stations: int = STATIONS, step_seconds: int = 60) -> Path:
+               stations: int = STATIONS, step_seconds: int = 60, start: str = DEFAULT_START) -> Path:
     """Write N records to ``path`` (``.csv``/``.jsonl``, ``.gz`` added when ``gzip``); returns the path.
-    ``stations`` and ``step_seconds`` set the span of event time (``rows_sql``)."""
+    ``stations``, ``step_seconds`` and ``start`` set the span of event time (``rows_sql``)."""
     if landing_format not in DATASETS:
         raise ValueError(f"landing format {landing_format!r}: one of {', '.join(DATASETS)}")
     path = Path(path)
@@ -81,13 +96,20 @@ def write_file(path: Path, records: int, landing_format: str, gzip: bool = False
         options = f"FORMAT csv, HEADER true, NULLSTR 'NA', COMPRESSION {compression}"
     else:
         options = f"FORMAT json, COMPRESSION {compression}"
-    con.execute(f"COPY ({rows_sql(records, stations, step_seconds)}) TO '{path}' ({options})")
+    con.execute(f"COPY ({rows_sql(records, stations, step_seconds, start)}) TO '{path}' ({options})")
     con.close()
     return path
 
 
-def file_name(records: int, landing_format: str, gzip: bool = False) -> str:
-    return f"stations-{records}.{'csv' if landing_format == 'csv' else 'jsonl'}{'.gz' if gzip else ''}"
+def write_wide_span_file(path: Path, records: int, landing_format: str, gzip: bool = False,
+                         stations: int = STATIONS) -> Path:
+    """``write_file`` with the event times spread over ``WIDE_SPAN_YEARS`` years from 1990 (``wide_span_step``)."""
+    return write_file(path, records, landing_format, gzip=gzip, stations=stations,
+                      step_seconds=wide_span_step(records, stations), start=WIDE_SPAN_START)
+
+
+def file_name(records: int, landing_format: str, gzip: bool = False, shape: str = "") -> str:
+    return f"stations{'-' + shape if shape else ''}-{records}.{'csv' if landing_format == 'csv' else 'jsonl'}{'.gz' if gzip else ''}"
 
 
 def expected_counts(path: Path, landing_format: str) -> dict[str, int]:

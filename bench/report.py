@@ -107,7 +107,10 @@ INGEST_RATIO_COLUMNS = [("format", "format"), ("compression", "compression"), ("
                         ("ingest_over_duckdb", "bronze + silver / DuckDB silver"), ("bronze_doubling", "bronze x2"),
                         ("silver_doubling", "silver x2"), ("duckdb_ingest_doubling", "DuckDB ingest x2"),
                         ("duckdb_silver_doubling", "DuckDB silver x2"),
-                        ("silver_parse_once_speedup", "silver parsing _raw / silver reading _fields")]
+                        ("silver_parse_once_speedup", "silver parsing _raw / silver reading _fields"),
+                        ("gold_over_duckdb", "gold / DuckDB gold"), ("gold_doubling", "gold x2"),
+                        ("run_all_over_duckdb", "run-all / DuckDB silver + gold"),
+                        ("run_all_times_duckdb", "run-all time / DuckDB's"), ("run_all_doubling", "run-all x2")]
 SMALL_COLUMNS = [("run", "run"), ("dataset", "dataset"), ("layer", "layer"), ("wall_s", "wall s"), ("wall_s_min", "min s"),
                  ("wall_s_max", "max s"), ("runs", "runs"), ("step_lease", "lease"), ("step_listing", "listing"),
                  ("step_read + transform", "read + transform"), ("step_bronze batches", "bronze batches"),

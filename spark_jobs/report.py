@@ -110,10 +110,10 @@ def _landing_records(spark: SparkSession, landing_uri: str, contract) -> int | N
         from spark_jobs.transforms import bronze as bronze_tx
         from spark_jobs.transforms import landing_lines
 
-        splittable = contract.landing.format == "json_lines"
-        records = bronze_tx.records_from_lines(landing_io.read_lines(spark, files, splittable), contract.landing,
-                                               contract.landing_fields,
-                                               offsets=landing_io.split_line_offsets(spark, files, splittable))
+        lines, offsets, splits = landing_io.landing_lines(spark, files, bronze_tx.line_options(contract.landing,
+                                                                                               contract.landing_fields))
+        records = bronze_tx.records_from_lines(lines, contract.landing, contract.landing_fields, offsets=offsets,
+                                               splits=splits)
         try:
             per_file = records.groupBy("_source_file", "_kind").agg(F.count(F.lit(1)).alias("n")).collect()
         except Exception:  # noqa: BLE001 - a file Hadoop cannot read (a .gz that is not gzip): no count

@@ -53,7 +53,7 @@ from spark_jobs.erasure.journal import Journal
 from spark_jobs.erasure.matching import Needles
 from spark_jobs.erasure.subjects import (
     Subject, SubjectError, applies, check_request, load_key, needles, new_request_id, subject_hash, subjects_digest)
-from spark_jobs.io import storage, tables, writers
+from spark_jobs.io import readers, storage, tables, writers
 from spark_jobs.io.s3 import lake_client, list_versions
 from spark_jobs.lake import LakeConfig, gold_table_name
 from spark_jobs.leases import live_leases, lock_holder, lock_uri
@@ -120,7 +120,8 @@ def _match(run: EraseRun, contract: Contract, journal: Journal) -> dict[str, Any
     found: dict[str, Any] = {"bronze": {}, "quarantine": {}, "landing_files": [], "event_dates": [], "silver": {}}
     bronze = None
     if storage.has_data_files(spark, lake.bronze(dataset)):
-        bronze = records.bronze_actions(spark.read.schema(bronze_tx.bronze_schema(contract)).parquet(lake.bronze(dataset)),
+        index_type = readers.record_index_type(spark, lake.bronze(dataset))
+        bronze = records.bronze_actions(spark.read.schema(bronze_tx.bronze_schema(contract, index_type)).parquet(lake.bronze(dataset)),
                                         contract, frames, shared)
         if not run.dry_run:
             bronze.write.mode("overwrite").parquet(f"{matches}/bronze")

@@ -18,12 +18,15 @@ The job then reads the batch's files itself:
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
+import urllib.parse
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.contract import LandingSpec
+from spark_jobs.transforms.landing_lines import SUMMARY_SCHEMA, CsvSplit, LineOptions, csv_split_summaries, plan_csv_file
 
 # Temp files a producer hides as .x or _x are skipped (Spark skips names starting with "." or "_").
 LANDING_GLOBS: dict[str, tuple[str, ...]] = {
@@ -79,43 +82,123 @@ def parquet_landing_paths(spark: SparkSession, landing_uri: str) -> list[str]:
 MAX_SPLIT_BYTES = 128 * 1024 * 1024  # Spark's spark.sql.files.maxPartitionBytes default
 
 
+def _per_core(spark: SparkSession, files: list[tuple[str, int]]) -> int:
+    """The bytes of ``files`` per core (each file counted with Spark's open cost), at least 4 MiB."""
+    parallelism = max(1, spark.sparkContext.defaultParallelism)
+    total = sum(length + _OPEN_COST_BYTES for _, length in files)
+    return max(-(-total // parallelism), _OPEN_COST_BYTES)
+
+
 def split_bytes(spark: SparkSession, files: list[tuple[str, int]], splittable: bool) -> int:
     """The most bytes one task reads. Files that may be split: the batch's bytes per core (at most 128 MiB,
     at least 4 MiB), so one large file keeps every core busy. Files that may not: at least the largest file
     (none is split), and the batch's bytes per core (small files packed into about one task per core)."""
-    parallelism = max(1, spark.sparkContext.defaultParallelism)
-    total = sum(length + _OPEN_COST_BYTES for _, length in files)
-    per_core = max(-(-total // parallelism), _OPEN_COST_BYTES)
+    per_core = _per_core(spark, files)
     if splittable:
         return min(MAX_SPLIT_BYTES, per_core)
     return max(per_core, max((length for _, length in files), default=0))
 
 
-def reader_session(spark: SparkSession, max_split_bytes: int) -> SparkSession:
+def whole_file_groups(spark: SparkSession, files: list[tuple[str, int]]) -> list[tuple[int, int, list[tuple[str, int]]]]:
+    """Files that must each be read by one task, as ``(split bytes, open cost, files)`` reads: the files larger
+    than the batch's bytes per core each in a task of its own (split bytes and open cost: the largest of them,
+    so no two share a task), and the others packed into about one task per core by their own bytes per core.
+    One split size for all would be the largest file's, which packed every other file of the batch into a
+    few tasks next to it."""
+    per_core = _per_core(spark, files)
+    large = [f for f in files if f[1] > per_core]
+    small = [f for f in files if f[1] <= per_core]
+    groups = []
+    if large:
+        largest = max(length for _, length in large)
+        groups.append((largest, largest, large))
+    if small:
+        groups.append((split_bytes(spark, small, False), _OPEN_COST_BYTES, small))
+    return groups
+
+
+def reader_session(spark: SparkSession, max_split_bytes: int, open_cost: int = _OPEN_COST_BYTES) -> SparkSession:
     """A session (same SparkContext, its own SQL conf) whose file scans read at most ``max_split_bytes``
     per task (``spark.sql.files.maxPartitionBytes``, with ``minPartitionNum`` 1 so that Spark does not
-    shrink it): a file is split only where it is larger."""
+    shrink it): a file is split only where it is larger. ``open_cost`` (``openCostInBytes``): what each
+    file counts for besides its bytes when files are packed into tasks (``max_split_bytes``: one a task)."""
     session = spark.newSession()
     session.conf.set("spark.sql.files.maxPartitionBytes", str(max_split_bytes))
-    session.conf.set("spark.sql.files.openCostInBytes", str(_OPEN_COST_BYTES))
+    session.conf.set("spark.sql.files.openCostInBytes", str(open_cost))
     session.conf.set("spark.sql.files.minPartitionNum", "1")
     return session
 
 
-def read_lines(spark: SparkSession, files: list[tuple[str, int]], splittable: bool = False) -> DataFrame:
+def read_lines(spark: SparkSession, files: list[tuple[str, int]], splittable: bool = False,
+               whole: frozenset[str] | set[str] = frozenset()) -> DataFrame:
     """``(_line binary, _source_file, _split_start)``: every line of ``files`` (``(path, length)``), in file
     order within each task. A line is the bytes between two ``\n`` (a ``\r`` before it stays, so CRLF and
     quoted line breaks survive as they were); the text is decoded later, per record. Without
     ``splittable`` each file is read by one task (``_split_start`` 0); with it, a file larger than the
     split size (``split_bytes``; never a ``.gz``, which Hadoop cannot split) is read by several tasks,
-    each from ``_split_start`` (a byte offset: Hadoop's line reader starts a split at the line after it)."""
-    session = reader_session(spark, split_bytes(spark, files, splittable))
-    paths = [path for path, length in files if length > 0]
-    if not paths:
-        return session.createDataFrame([], "_line binary, _source_file string, _split_start long")
-    lines = session.read.format("text").option("lineSep", "\n").load(paths)
-    return lines.select(F.col("value").cast("binary").alias("_line"), F.col("_metadata.file_path").alias("_source_file"),
-                        F.col("_metadata.file_block_start").alias("_split_start"))
+    each from ``_split_start`` (a byte offset: Hadoop's line reader starts a split at the line after it),
+    except the files in ``whole``."""
+    files = [(path, length) for path, length in files if length > 0]
+    if not files:
+        return spark.createDataFrame([], "_line binary, _source_file string, _split_start long")
+    split = [f for f in files if splittable and f[0] not in whole]
+    groups = [(split_bytes(spark, files, True), _OPEN_COST_BYTES, split)] if split else []
+    groups += whole_file_groups(spark, [f for f in files if not splittable or f[0] in whole])
+    frames = []
+    for limit, open_cost, group in groups:
+        lines = reader_session(spark, limit, open_cost).read.format("text").option("lineSep", "\n").load([path for path, _ in group])
+        frames.append(lines.select(F.col("value").cast("binary").alias("_line"),
+                                   F.col("_metadata.file_path").alias("_source_file"),
+                                   F.col("_metadata.file_block_start").alias("_split_start")))
+    return functools.reduce(DataFrame.union, frames)
+
+
+def landing_lines(spark: SparkSession, files: list[tuple[str, int]], options: LineOptions
+                  ) -> tuple[DataFrame, dict[tuple[str, int], int], dict[tuple[str, int], CsvSplit]]:
+    """A batch's text files as ``read_lines`` gives them, with what ``transforms.landing_lines.lines_to_records``
+    needs to read the files split across tasks: ``(lines, offsets, splits)``. JSON lines: a large file is
+    split, its lines numbered on across splits (``split_line_offsets``). CSV: a large file is split when the
+    split plan (``csv_split_plan``) finds where each split's records start, else read whole. JSON arrays:
+    whole files (an element may run over lines, and a split cannot tell which bracket it is in)."""
+    if options.format == "json_lines":
+        return read_lines(spark, files, True), split_line_offsets(spark, files, True), {}
+    if options.format == "csv":
+        splits, whole = csv_split_plan(spark, files, options)
+        return read_lines(spark, files, True, whole), {}, splits
+    return read_lines(spark, files), {}, {}
+
+
+def csv_split_plan(spark: SparkSession, files: list[tuple[str, int]], options: LineOptions
+                   ) -> tuple[dict[tuple[str, int], CsvSplit], set[str]]:
+    """For the CSV files ``read_lines`` would split: how each split is read (``{(path, split start):
+    CsvSplit}``), and the files that must be read whole instead (``plan_csv_file`` says when). One pass over
+    those files' lines (the JVM reads them, the Python workers count their records twice per split, as if a
+    record or a quoted field started there); nothing when no file is split. The same split size makes the
+    same splits. The plan's paths are the lines' own (``_metadata.file_path``, a URI); ``whole`` holds the
+    listed paths, as ``read_lines`` is given them."""
+    limit = split_bytes(spark, files, True)
+    large = [path for path, length in files if length > limit and not path.endswith(".gz")]
+    if not large:
+        return {}, set()
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    lines = reader_session(spark, limit).read.format("text").option("lineSep", "\n").load(large)
+    lines = lines.select(F.col("value").cast("binary").alias("_line"), F.col("_metadata.file_path").alias("_source_file"),
+                         F.col("_metadata.file_block_start").alias("_split_start"))
+    summaries = lines.mapInArrow(csv_split_summaries(options), from_arrow_schema(SUMMARY_SCHEMA)).collect()
+    by_file: dict[str, list[dict]] = {}
+    for row in summaries:
+        by_file.setdefault(row["_source_file"], []).append(row.asDict())
+    splits: dict[tuple[str, int], CsvSplit] = {}
+    whole: set[str] = set()
+    listed = {urllib.parse.unquote(path): path for path in large}  # file_path is a URI: "a b.csv" is "a%20b.csv"
+    for path, rows in by_file.items():
+        plan = plan_csv_file(rows, options.header)
+        if plan is None:
+            whole.add(listed.get(urllib.parse.unquote(path), path))
+        else:
+            splits.update({(path, start): split for start, split in plan.items()})
+    return splits, whole
 
 
 def split_line_offsets(spark: SparkSession, files: list[tuple[str, int]], splittable: bool) -> dict[tuple[str, int], int]:

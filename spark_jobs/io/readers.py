@@ -22,6 +22,27 @@ def read_layer(spark: SparkSession, uri: str, what: str, hint: str, schema: Stru
 
 
 
+def record_index_type(spark: SparkSession, bronze_uri: str) -> str:
+    """How the bronze layer at ``bronze_uri`` stores ``_record_index``: ``long`` (64-bit), or ``int`` in a layer
+    written before it was 64-bit. Such a layer keeps 32 bits for every batch after, so that all its partitions
+    read alike: Spark 3.5 cannot read a 32-bit Parquet column as 64-bit, nor one column as both. Read from the
+    footer of one of its files (a listing that stops at the first file, and one read; no Spark job);
+    ``long`` for a layer with no data."""
+    first = storage.first_data_file(spark, bronze_uri)
+    if first is None:
+        return "long"
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(first)
+    footer = jvm.org.apache.parquet.hadoop.ParquetFileReader.readFooter(
+        spark.sparkContext._jsc.hadoopConfiguration(), path, jvm.org.apache.parquet.format.converter
+        .ParquetMetadataConverter.NO_FILTER)
+    schema = footer.getFileMetaData().getSchema()
+    if not schema.containsField("_record_index"):
+        return "long"
+    kind = str(schema.getType("_record_index").asPrimitiveType().getPrimitiveTypeName().name())
+    return "int" if kind == "INT32" else "long"
+
+
 def planned_bytes(df: DataFrame) -> int | None:
     """The bytes ``df``'s plan reads as Spark estimates them: for files (a Parquet layer), the listed files'
     sizes. Asks the query plan only: no Spark job, no request. None when Spark gives no estimate."""

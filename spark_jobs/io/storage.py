@@ -37,15 +37,21 @@ def exists(spark: SparkSession, uri: str) -> bool:
 
 def has_data_files(spark: SparkSession, uri: str) -> bool:
     """True when ``uri`` holds at least one visible (not ``_``/``.``-prefixed) file, at any depth."""
+    return first_data_file(spark, uri) is not None
+
+
+def first_data_file(spark: SparkSession, uri: str) -> str | None:
+    """The first visible (not ``_``/``.``-prefixed) file under ``uri`` at any depth, as Hadoop names it; None
+    when there is none."""
     fs, path = _fs_and_path(spark, uri)
     if not fs.exists(path):
-        return False
+        return None
     files = fs.listFiles(path, True)
     while files.hasNext():
-        name = files.next().getPath().getName()
-        if not name.startswith(("_", ".")):
-            return True
-    return False
+        found = files.next().getPath()
+        if not found.getName().startswith(("_", ".")):
+            return str(found.toString())
+    return None
 
 
 def list_dir(spark: SparkSession, uri: str) -> list[str]:

@@ -37,6 +37,17 @@ TABLE_PROPERTIES = {
 }
 
 
+# More date ranges than this in a row filter become one range plus a date list (``Partitioning.rows``).
+MAX_RANGE_TERMS = 32
+
+
+# Every write clusters its rows by partition first: a shuffle by the partition value, then each task writes
+# its partitions one after the other, ONE file open at a time (Iceberg's hash distribution and its local sort
+# by partition; ``fanout`` off). Written out, not left to the defaults, because a task that wrote rows of
+# hundreds of months at once would hold a Parquet writer (buffers for every column) per month.
+WRITE_OPTIONS = {"distribution-mode": "hash", "fanout-enabled": "false"}
+
+
 class TableError(RuntimeError):
     """A table cannot be written or read as asked; the message says what to do."""
 
@@ -120,15 +131,29 @@ class Partitioning:
         column = f"`{self.column}`"
         return [f"({column} >= {self._literal(start)} AND {column} < {self._literal(end)})" for start, end in ranges]
 
+    def _day_terms(self, dates: list[str]) -> list[str]:
+        column = f"`{self.column}`"
+        if self.transform == "identity":
+            return [f"{column} IN ({', '.join(self._literal(d) for d in dates)})"] if dates else []
+        return self._ranges_filter(_date_ranges(dates))
+
     def rows(self, dates: Iterable[str], include_null: bool) -> str:
         """A SQL filter selecting exactly the rows of ``dates`` (``YYYY-MM-DD``), plus the rows without a
-        value when ``include_null``. At ``day`` granularity these are whole partitions (``covering``)."""
+        value when ``include_null``. At ``day`` granularity these are whole partitions (``covering``).
+
+        Dates that make more than ``MAX_RANGE_TERMS`` ranges (a file with a reading every few days over
+        decades: thousands) are one range from the first to the last date AND the date IN the list (a hash
+        lookup per row): thousands of OR'ed ranges made Spark generate code too large to compile, which it
+        then interpreted row by row (a read-back of 1M rows over 2,000 dates took 91 s)."""
         column = f"`{self.column}`"
         dates = sorted(set(dates))
-        if self.transform == "identity":
-            terms = [f"{column} IN ({', '.join(self._literal(d) for d in dates)})"] if dates else []
+        if self.transform != "identity" and len(_date_ranges(dates)) > MAX_RANGE_TERMS:
+            day = column if self._is_date else f"CAST({column} AS DATE)"
+            last = (dt.date.fromisoformat(dates[-1]) + dt.timedelta(days=1)).isoformat()
+            terms = [f"({column} >= {self._literal(dates[0])} AND {column} < {self._literal(last)} AND "
+                     f"{day} IN ({', '.join(f'DATE {d!r}' for d in dates)}))"]
         else:
-            terms = self._ranges_filter(_date_ranges(dates))
+            terms = self._day_terms(dates)
         if include_null:
             terms.append(f"{column} IS NULL")
         return " OR ".join(terms) or "false"
@@ -136,9 +161,13 @@ class Partitioning:
     def covering(self, dates: Iterable[str], include_null: bool) -> str:
         """A SQL filter selecting exactly the partitions that hold ``dates`` (``YYYY-MM-DD``), plus the null
         partition when ``include_null``: aligned with the partitioning, so Iceberg replaces whole files.
-        At ``month`` granularity: the whole months of the dates."""
+        At ``month`` granularity: the whole months of the dates. (Ranges only: Iceberg turns this filter
+        into its own expression to delete whole files.)"""
         if self.transform != "month":
-            return self.rows(dates, include_null)
+            terms = self._day_terms(sorted(set(dates)))
+            if include_null:
+                terms.append(f"`{self.column}` IS NULL")
+            return " OR ".join(terms) or "false"
         terms = self._ranges_filter(_month_ranges(sorted({d[:7] for d in dates})))
         if include_null:
             terms.append(f"`{self.column}` IS NULL")
@@ -271,6 +300,8 @@ def _commit(df: DataFrame, tbl: Table, condition: str, run_id: str, options: dic
     """Spark's overwrite of ``condition`` by ``df`` (one commit), then the snapshot it created, read from
     ``loaded`` refreshed (or from the table loaded now, when it was created by this publish)."""
     writer = df.writeTo(tbl.qualified).option(f"snapshot-property.{RUN_ID_PROPERTY}", run_id)
+    for key, value in WRITE_OPTIONS.items():
+        writer = writer.option(key, value)
     for key, value in (options or {}).items():
         writer = writer.option(key, value)
     writer.overwrite(F.expr(condition))

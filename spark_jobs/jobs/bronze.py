@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from spark_jobs.io import landing as landing_io
-from spark_jobs.io import storage, writers
+from spark_jobs.io import readers, storage, writers
 from spark_jobs.jobs.checkpoint import CheckpointCorruptError, check_checkpoint, is_checkpoint_failure
 from spark_jobs.jobs.runtime import JobFailed, JobRun
 from spark_jobs.manifest import InvariantViolation
@@ -68,7 +68,7 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
         split = _split_batch(spark, listed, contract, report)
         stamp = functools.partial(bronze_tx.add_ingest_metadata, batch_id=batch_id,
                                   ingested_at=dt.datetime.now(dt.timezone.utc), source_field=contract.source_field,
-                                  source=bronze_tx.source_value(contract))
+                                  source=bronze_tx.source_value(contract), record_index=record_index)
         records = stamp(split)
         # ONE pass over the batch's files: read, split into records, write. The records go to a staging
         # folder first: nothing is visible in bronze until the batch is checked, counted and validated.
@@ -127,6 +127,7 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
         run.stage(f"batch {batch_id}", files=files, rows=rows_in, malformed=malformed)
 
     staging_root = staging_folder(lake, dataset)
+    record_index = readers.record_index_type(spark, bronze_uri)  # 64-bit, unless the layer is from before
     for leftover in (staging_root, fixed_folder(staging_root)):
         if storage.exists(spark, leftover):  # a run killed before it published its batch (not committed: replayed)
             writers.delete_path(spark, leftover)
@@ -186,11 +187,10 @@ def _split_batch(spark, files: list[tuple[str, int]], contract, report=None) -> 
     ``_file_problem``), by the landing format. ``report`` (an accumulator) learns of files that are not
     records (text formats)."""
     landing = contract.landing
-    if landing.is_text:
-        splittable = landing.format == "json_lines"  # a CSV record or a JSON-array element may run over lines
-        lines = landing_io.read_lines(spark, files, splittable)
-        offsets = landing_io.split_line_offsets(spark, files, splittable)
-        return bronze_tx.records_from_lines(lines, landing, contract.landing_fields, report=report, offsets=offsets)
+    if landing.is_text:  # a large file split across tasks where the format allows (io/landing.landing_lines)
+        lines, offsets, splits = landing_io.landing_lines(spark, files, bronze_tx.line_options(landing, contract.landing_fields))
+        return bronze_tx.records_from_lines(lines, landing, contract.landing_fields, report=report, offsets=offsets,
+                                            splits=splits)
     paths = [path for path, length in files if length > 0]
     frames, problems = landing_io.read_parquet_files(spark, paths)
     if problems:

@@ -10,6 +10,11 @@ the same rows; a month covered in part keeps its other dates' rows (``tables.rep
 commit too, and a blocked publish commits nothing. After the commit the rows of the covered
 partitions are read back from the new snapshot and must equal ``rows_out``.
 
+Volume: bronze is read and parsed ONCE, into a staging folder (``checkpoints/<dataset>/silver-staging/``,
+removed at the end, whatever happens) that every later step reads back, column by column, so nothing
+the size of the input is held in the heap (``run_silver``); the table commit clusters its rows by
+partition (``io/tables.WRITE_OPTIONS``), so a file spanning hundreds of months fits the default heap.
+
 Quarantine stays plain Parquet (written with dynamic partition overwrite): its objects expire by the
 bucket's lifecycle rule after ``retention_days["quarantine"]``, which would corrupt an Iceberg table
 (spark_jobs/README.md, "Quarantine").
@@ -29,6 +34,9 @@ from spark_jobs.transforms import silver as silver_tx
 
 
 QUARANTINE_PARTITION_COLUMNS = ("event_date", "event_month")
+# Up to this many duplicated keys, only their rows are ranked (the keys broadcast, about 50 bytes each);
+# more, and the dedupe ranks every row (``deduped``).
+BROADCAST_DUPLICATE_KEYS = 1_000_000
 
 
 def other_quarantine_layout(spark, uri: str, contract: Contract) -> list[str]:
@@ -78,14 +86,41 @@ def input_counts(flagged, contract: Contract) -> dict:
 
 
 def output_counts(silver) -> tuple[int, int]:
-    """(silver rows, late rows) in one aggregation; it also fills the persisted silver frame."""
+    """(silver rows, late rows) in one aggregation."""
     row = silver.agg(F.count(F.lit(1)).alias("rows"), F.count(F.when(F.col("_is_late"), 1)).alias("late")).first()
     return int(row["rows"]), int(row["late"])
 
 
+def staging_folder(lake, dataset: str) -> str:
+    """Where a silver run writes its flagged records (typed, checked; the raw text of the invalid rows only)
+    once, to read them back for each step instead of parsing bronze again or holding them in memory."""
+    return lake.path("checkpoints", dataset, "silver-staging")
+
+
+def deduped(spark, valid, contract: Contract):
+    """``valid`` deduped on the contract key, and how many duplicates were dropped. The duplicated keys are
+    found first (an aggregation of the key columns alone); up to ``BROADCAST_DUPLICATE_KEYS`` of them, only
+    their rows are ranked (the others pass without a shuffle), more and every row is (one shuffle and sort)."""
+    duplicates = silver_tx.duplicate_keys(valid, contract).persist()
+    try:
+        row = duplicates.agg(F.count(F.lit(1)).alias("keys"), F.sum(F.col("_rows") - 1).alias("dropped")).first()
+        keys, dropped = int(row["keys"]), int(row["dropped"] or 0)
+        if keys == 0:
+            return valid, 0, None
+        if keys > BROADCAST_DUPLICATE_KEYS:
+            duplicates.unpersist()
+            return silver_tx.dedupe_latest(valid, contract), dropped, None
+        return silver_tx.dedupe_latest(valid, contract, duplicates), dropped, duplicates
+    except BaseException:
+        duplicates.unpersist()
+        raise
+
+
 def run_silver(run: JobRun) -> None:
-    """One pass over bronze: parse once, persist the narrow form, count in one aggregation, dedupe and
-    flag late rows over the valid rows (persisted for validation and the write), then commit."""
+    """One pass over bronze (parse once, flag, write the flagged records to a staging folder), then each
+    step reads back only the columns it needs: the counts, the duplicated keys, the late flag, the
+    validation, the table commit (rows clustered by partition) and the quarantine. Nothing large is held
+    in memory, so the heap does not grow with the rows or the partitions they span."""
     spark, lake, contract, manifest = run.spark, run.lake, run.contract, run.manifest
     dataset = contract.dataset
     silver_table = tables.table(spark, lake, "silver", dataset)
@@ -101,7 +136,7 @@ def run_silver(run: JobRun) -> None:
                         "once, which rewrites the quarantine in the new layout", 2)
     bronze = readers.read_layer(spark, bronze_uri, f"bronze {dataset}",
                                 f"run `python -m spark_jobs run --dataset {dataset} --layer bronze` first",
-                                schema=bronze_tx.bronze_schema(contract))
+                                schema=bronze_tx.bronze_schema(contract, readers.record_index_type(spark, bronze_uri)))
     input_bytes = readers.planned_bytes(bronze)
     run.stage("inputs listed", input_bytes=input_bytes, small_input=run.size_for_input(input_bytes))
     # Bronze parsed its records once: silver parses _raw only if some row holds another contract's parse.
@@ -109,22 +144,38 @@ def run_silver(run: JobRun) -> None:
     parsed = silver_tx.parse_records(bronze, contract, reparse=reparse)
     if manifest.date:
         parsed = parsed.where(F.to_date(contract.event_time) == F.lit(manifest.date).cast("date"))
-    flagged = silver_tx.narrow(silver_tx.flag_invalid_rows(parsed, contract), contract).persist()
+    staging = staging_folder(lake, dataset)
+    writers.delete_path(spark, staging)
+    silver_tx.narrow(silver_tx.flag_invalid_rows(parsed, contract), contract).write.mode("overwrite").parquet(staging)
+    try:
+        _publish_from_staging(run, silver_table, spark.read.parquet(staging))
+    finally:
+        writers.delete_path(spark, staging)
+
+
+def _publish_from_staging(run: JobRun, silver_table: tables.Table, flagged) -> None:
+    spark, contract, manifest = run.spark, run.contract, run.manifest
+    dataset = contract.dataset
     counts = input_counts(flagged, contract)
     manifest.rows_in, manifest.quarantined, manifest.malformed = counts["rows_in"], counts["quarantined"], counts["malformed"]
     run.stage("read + parsed", rows_in=manifest.rows_in)
 
-    silver = silver_tx.to_silver(silver_tx.flag_late_rows(silver_tx.dedupe_latest(silver_tx.valid_rows(flagged), contract),
-                                                          contract), contract).persist()
-    quarantine = silver_tx.to_quarantine(silver_tx.invalid_rows(flagged), contract, run.run_id).persist()
+    valid, dropped, duplicates = deduped(spark, silver_tx.valid_rows(flagged), contract)
+    # One row per landing file, computed once (not again by each pass of the validation and the write).
+    newest = silver_tx.newest_per_file(valid, contract).persist()
+    silver = silver_tx.to_silver(silver_tx.flag_late_rows(valid, contract, newest), contract)
+    quarantine = silver_tx.to_quarantine(silver_tx.invalid_rows(flagged), contract, run.run_id)
     manifest.rows_out, manifest.late = output_counts(silver)
     manifest.duplicates = counts["valid"] - manifest.rows_out
     run.stage("deduped + split", rows_out=manifest.rows_out, quarantined=manifest.quarantined,
               duplicates=manifest.duplicates, late=manifest.late)
+    if manifest.duplicates != dropped:
+        raise InvariantViolation(f"silver {dataset}: {dropped} duplicate rows found by key, but {manifest.duplicates} "
+                                 "dropped by the dedupe")
     manifest.check_invariant()
 
     run.validate(silver, quarantine_df=quarantine, quarantine_rows=manifest.quarantined, rows=manifest.rows_out,
-                 rule_fields={UNKNOWN_FIELDS_RULE: counts["unknown_fields"]})
+                 read_from_storage=True, rule_fields={UNKNOWN_FIELDS_RULE: counts["unknown_fields"]})
     run.stage("validated")
     covered_dates = manifest.event_dates = counts["dates"]
     partitioning = silver_partitioning(contract)
@@ -146,8 +197,9 @@ def run_silver(run: JobRun) -> None:
                                  f"{covered_dates}")
     manifest.output_rows = {"silver": manifest.rows_out, "quarantine": manifest.quarantined}
     run.stage("published", silver_rows=written_rows, event_dates=len(covered_dates))
-    for df in (flagged, silver, quarantine):
-        df.unpersist()
+    for small in (newest, duplicates):
+        if small is not None:
+            small.unpersist()
 
 
 def write_quarantine(run: JobRun, quarantine, partitioning: tables.Partitioning, covered_dates: list[str],

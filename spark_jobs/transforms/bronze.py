@@ -148,7 +148,8 @@ def line_options(landing: LandingSpec, field_names: tuple[str, ...] = (), stream
 
 
 def records_from_lines(lines: DataFrame, landing: LandingSpec | str, field_names: tuple[str, ...] = (),
-                       streams: bool = True, report=None, offsets: dict[tuple[str, int], int] | None = None) -> DataFrame:
+                       streams: bool = True, report=None, offsets: dict[tuple[str, int], int] | None = None,
+                       splits: dict | None = None) -> DataFrame:
     """``(_line, _source_file[, _split_start])`` (every line of each file, in order within a task, a CSV or
     JSON-array file within one task: as ``io/landing.read_lines`` gives them) -> ``(_raw, _is_malformed,
     _source_file, _record_index, _fields,
@@ -161,7 +162,8 @@ def records_from_lines(lines: DataFrame, landing: LandingSpec | str, field_names
     records are checked and parsed here, once; stream objects (``streams``, JSON datasets only) have
     their envelopes unwrapped first. ``report`` (a ``FileReport`` accumulator) also collects ``(path, kind,
     problem)`` of the rows that are no record; ``offsets`` (``io/landing.split_line_offsets``) number the
-    lines of a JSON-lines file read in splits across its splits.
+    lines of a JSON-lines file read in splits across its splits, and ``splits`` (``io/landing.csv_split_plan``)
+    say where each split of a CSV file read in splits stands (``io/landing.landing_lines`` gives both).
     """
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -172,7 +174,7 @@ def records_from_lines(lines: DataFrame, landing: LandingSpec | str, field_names
     schema = from_arrow_schema(landing_lines.output_schema(options))
     split_start = F.col("_split_start") if "_split_start" in lines.columns else F.lit(0).cast("long").alias("_split_start")
     records = lines.select("_line", "_source_file", split_start).mapInArrow(
-        landing_lines.lines_to_records(options, report, offsets), schema)
+        landing_lines.lines_to_records(options, report, offsets, splits), schema)
     kind = ["_kind", "_file_problem"]
     parsed_with = F.lit(fields_id(landing, field_names)).alias(FIELDS_ID_COLUMN)
     if landing.format == "csv":
@@ -314,15 +316,17 @@ def json_path(name: str) -> str:
     return "$['" + name.replace("\\", "\\\\").replace("'", "\\'") + "']"
 
 
-def bronze_schema(contract: Contract) -> T.StructType:
+def bronze_schema(contract: Contract, record_index: str = "long") -> T.StructType:
     """The bronze layer's columns for ``contract``, for reading it back: partitions written before a
     column existed (``_fields``, kept since bronze parses once) read it as null instead of leaving
-    Spark to pick one file's schema for all."""
+    Spark to pick one file's schema for all. ``record_index``: how the layer stores ``_record_index``
+    (``io/readers.record_index_type``: ``long``, or ``int`` in a layer from before it was 64-bit)."""
     from spark_jobs.transforms.stream_records import STREAM_COLUMNS
 
+    index_type = T.LongType() if record_index == "long" else T.IntegerType()
     fields = [T.StructField(contract.source_field, T.StringType())] if contract.source_field else []
     fields += [T.StructField("_raw", T.StringType()), T.StructField("_is_malformed", T.BooleanType()),
-               T.StructField("_source_file", T.StringType()), T.StructField("_record_index", T.IntegerType()),
+               T.StructField("_source_file", T.StringType()), T.StructField("_record_index", index_type),
                T.StructField("_ingested_at", T.TimestampType()), T.StructField("_batch_id", T.LongType())]
     if contract.landing.format == "csv":
         fields.append(T.StructField("_header", T.StringType()))
@@ -335,12 +339,27 @@ def bronze_schema(contract: Contract) -> T.StructType:
     return T.StructType(fields)
 
 
+INT32_MAX = 2_147_483_647
+
+
+def _record_index_as(record_index: str) -> Column:
+    index = F.col("_record_index").cast("long")
+    if record_index == "long":
+        return index
+    too_large = F.raise_error(F.concat(F.lit("landing file "), F.col("_source_file"), F.lit(
+        " holds more than 2,147,483,647 records, and this dataset's bronze stores a 32-bit _record_index (written "
+        "before it was 64-bit); land it as several files")))
+    return F.when(index > F.lit(INT32_MAX), too_large.cast("int")).otherwise(index.cast("int"))
+
+
 def add_ingest_metadata(records: DataFrame, batch_id: int, ingested_at: dt.datetime, source_field: str | None,
-                        source: Column | None = None) -> DataFrame:
+                        source: Column | None = None, record_index: str = "long") -> DataFrame:
     """Stamp each record with the micro-batch id and ingest time, and expose the per-source field
     (text, null when absent or malformed; ``source`` reads it, default: the JSON field of that name);
     states the bronze schema. ``_fields``, ``_header`` (CSV) and the stream columns pass through when
-    present, and so do ``_kind`` and ``_file_problem``, which the job checks and drops before writing."""
+    present, and so do ``_kind`` and ``_file_problem``, which the job checks and drops before writing.
+    ``_record_index`` is 64-bit (``record_index``: ``int`` for a layer from before, whose every partition
+    keeps 32 bits: a record past 2,147,483,647 in a file then stops the write instead of wrapping)."""
     if source_field and source is None:
         source = F.get_json_object(F.col("_raw"), json_path(source_field))
     passed = [c for c in records.columns if c in (FIELDS_COLUMN, UNKNOWN_COLUMN, FIELDS_ID_COLUMN, "_header", "_kind",
@@ -350,7 +369,7 @@ def add_ingest_metadata(records: DataFrame, batch_id: int, ingested_at: dt.datet
         "_raw",
         "_is_malformed",
         "_source_file",
-        F.col("_record_index").cast("int").alias("_record_index"),
+        _record_index_as(record_index).alias("_record_index"),
         F.lit(ingested_at).cast("timestamp").alias("_ingested_at"),
         F.lit(batch_id).cast("long").alias("_batch_id"),
         # The parsed fields; CSV: the file's header line; stream metadata, when the records came from stream objects.

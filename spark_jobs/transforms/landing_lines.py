@@ -49,6 +49,9 @@ KIND_RECORD, KIND_PROBLEM, KIND_BROKEN_ARRAY = "record", "problem", "broken_arra
 BOM = b"\xef\xbb\xbf"
 # A quoted CSV field still open after this many bytes is taken as unterminated (it ends at its own line).
 MAX_OPEN_QUOTE_BYTES = 64 * 1024 * 1024
+# The first lines of a CSV split that end a record the split before started are handed to that split's task
+# (``CsvSplit.tail``) up to this size; a record that runs further over a split boundary has its file read whole.
+MAX_SPLIT_HEAD_BYTES = 1024 * 1024
 _WHITESPACE = b" \t\n\x0b\x0c\r"  # Java's \s, which blank records were judged by
 _FORMAT_LABEL = {"csv": "CSV", "json_array": "JSON", "json_lines": "JSON lines"}
 
@@ -74,6 +77,18 @@ class LineOptions:
         return "latin-1" if self.encoding == "iso-8859-1" else "utf-8"
 
 
+@dataclasses.dataclass(frozen=True)
+class CsvSplit:
+    """How a task reads one split of a CSV file read in several (``plan_csv_file``): the state the file is in at
+    the split's first line, as a read of the whole file would have it there."""
+
+    first_record: int                 # records before the split (blank ones and the header counted)
+    skip_lines: int = 0               # its first lines end the record the split before started: skipped here
+    header: bytes | None = None       # the file's header record (for every split but the first)
+    tail: tuple[bytes, ...] = ()      # the next split's first lines, which end this split's last record
+    last: bool = False                # the file's last split: its end is the file's end
+
+
 def fields_type(names: tuple[str, ...] | list[str]) -> pa.DataType:
     """``_fields``: one text field per contract landing field, in order (a name once)."""
     return pa.struct([pa.field(name, pa.string()) for name in dict.fromkeys(names)])
@@ -89,14 +104,16 @@ def output_schema(options: LineOptions) -> pa.Schema:
     return pa.schema(fields)
 
 
-def lines_to_records(options: LineOptions, report=None, offsets: dict[tuple[str, int], int] | None = None):
+def lines_to_records(options: LineOptions, report=None, offsets: dict[tuple[str, int], int] | None = None,
+                     splits: dict[tuple[str, int], CsvSplit] | None = None):
     """The ``mapInArrow`` function: batches of (``_line``, ``_source_file``, ``_split_start``) -> batches of
     ``output_schema``. ``report`` (a Spark accumulator of sets, optional) also receives ``(path, kind,
     problem)`` for every file that is not records (``problem``, ``broken_array``), so a job that writes
     only the records still learns of them. ``offsets``: for a JSON-lines file read in several splits,
-    the lines before each split (``io/landing.split_line_offsets``), so line numbers run on across them."""
+    the lines before each split (``io/landing.split_line_offsets``), so line numbers run on across them.
+    ``splits``: for a CSV file read in several splits, how each is read (``plan_csv_file``)."""
     stream = re.compile(options.stream_pattern) if options.stream_pattern else None
-    offsets = offsets or {}
+    offsets, splits = offsets or {}, splits or {}
 
     def reported(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -118,7 +135,8 @@ def lines_to_records(options: LineOptions, report=None, offsets: dict[tuple[str,
                 if current is None or current_key != key:
                     if current is not None:
                         yield from reported(current.finish())
-                    current, current_key = _file_reader(options, key[0], stream, key[1], offsets.get(key, 0)), key
+                    current = _file_reader(options, key[0], stream, key[1], offsets.get(key, 0), splits.get(key))
+                    current_key = key
                 yield from reported(current.feed(lines.slice(first, stop - first)))
         if current is not None:
             yield from reported(current.finish())
@@ -141,13 +159,13 @@ def _runs(files: pa.Array, starts: pa.Array) -> list[tuple[int, int]]:
 
 
 def _file_reader(options: LineOptions, path: str, stream: re.Pattern | None, split_start: int = 0,
-                 first_line: int = 0) -> "_FileReader":
+                 first_line: int = 0, split: CsvSplit | None = None) -> "_FileReader":
     from_stream = stream is not None and stream.search(path) is not None
     lines_of_json = options.format == "json_lines" or from_stream
-    if split_start and not lines_of_json:
+    if split_start and not lines_of_json and not (options.format == "csv" and split is not None):
         raise ValueError(f"{path}: a {options.format} file must be read by one task, from its start")
     if options.format == "csv":
-        return _CsvFile(options, path)
+        return _CsvFile(options, path, split_start, split)
     if lines_of_json:
         return _JsonLinesFile(options, path, from_stream=from_stream, split_start=split_start, first_line=first_line)
     return _JsonArrayFile(options, path)
@@ -207,6 +225,8 @@ class _FileReader:
         first = self.at_file_start
         self.at_file_start = False
         self.lines_seen += len(lines)
+        if first and self.options.python_encoding == "utf-8":
+            lines = _without_bom(lines)
         yield from self._feed(lines, first)
 
     def finish(self) -> Iterator[pa.RecordBatch]:
@@ -232,6 +252,15 @@ class _FileReader:
         return iter(())
 
 
+def _without_bom(lines: pa.Array) -> pa.Array:
+    """A file's first lines without the UTF-8 byte-order mark its first line may start with (every text
+    format; one further down the file, as ``cat a.csv b.csv`` leaves, is text)."""
+    head = lines[0].as_py() if len(lines) else None
+    if not head or not head.startswith(BOM):
+        return lines
+    return pa.concat_arrays([pa.array([head[len(BOM):]], lines.type), lines.slice(1)])
+
+
 def _has_nul(lines: pa.Array) -> bool:
     """Whether any of ``lines`` holds a NUL byte: one scan of the batch's data buffer (a ``memchr``)."""
     if len(lines) == 0:
@@ -242,6 +271,8 @@ def _has_nul(lines: pa.Array) -> bool:
 
 
 def _strip_cr(lines: pa.Array) -> pa.Array:
+    if not pc.any(pc.ends_with(lines, b"\r")).as_py():  # a scan for the common case, no copy
+        return lines
     return pc.replace_substring_regex(lines, rb"\r$", b"")
 
 
@@ -279,6 +310,7 @@ def _reject_constant(name: str):
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 _SPACE = re.compile(r"[ \t\n\r]*")
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(r"[\[\]{}]")
 
 
 class _JsonArrayFile(_FileReader):
@@ -304,8 +336,8 @@ class _JsonArrayFile(_FileReader):
                 text = line.decode(encoding, "replace") + "\n"
                 if self.parts:
                     self.parts.append(text)
-                    self.depth += _depth(text)
-                    if self.depth > 0:
+                    if not _closes(text, self.depth):
+                        self.depth += _depth(text)
                         continue
                     text, self.parts = "".join(self.parts), []
                 self._consume(text, raws)
@@ -365,6 +397,20 @@ def _depth(text: str) -> int:
     """Opening minus closing brackets of ``text``, outside JSON strings (which never span lines)."""
     bare = _STRINGS.sub("", text) if '"' in text else text
     return bare.count("{") + bare.count("[") - bare.count("}") - bare.count("]")
+
+
+def _closes(text: str, depth: int) -> bool:
+    """Whether an element open at bracket ``depth`` ends within the line ``text``: the running depth
+    reaches 0 somewhere in it. A line such as Jackson's ``}, {`` closes one element and opens the next
+    (its net depth is 0), so a line's net depth alone would keep the whole array as one pending element."""
+    bare = _STRINGS.sub("", text) if '"' in text else text
+    if bare.count("}") + bare.count("]") < depth:
+        return False
+    for bracket in _BRACKETS.findall(bare):
+        depth += 1 if bracket in "{[" else -1
+        if depth <= 0:
+            return True
+    return False
 
 
 # ----------------------------------------------------------------------------------------------- CSV
@@ -493,9 +539,19 @@ class CsvGrammar:
 
 
 class _CsvFile(_FileReader):
-    def __init__(self, options: LineOptions, path: str):
-        super().__init__(options, path)
+    """One CSV file's lines (or one split's, ``split``). ``count_only``: records are counted, not made (the
+    split plan's first pass); ``open_at_start``: the split is read as if it began inside a quoted field."""
+
+    def __init__(self, options: LineOptions, path: str, split_start: int = 0, split: CsvSplit | None = None,
+                 count_only: bool = False, open_at_start: bool = False):
+        super().__init__(options, path, split_start)
         self.grammar = CsvGrammar(options)
+        self.split, self.count_only = split, count_only
+        self.skip = split.skip_lines if split is not None else 0
+        self.header_raw: bytes | None = None
+        # With open_at_start: the lines until that field ends (None while it has not), their text and bytes.
+        self.head_lines: int | None = None if open_at_start else 0
+        self.head_consumed, self.head_text, self.head_bytes = 0, [], 0
         self.records = 0              # records seen, blank ones and the header included: the next _record_index
         self.header_text: str | None = None
         self.header_seen = not options.header
@@ -513,22 +569,31 @@ class _CsvFile(_FileReader):
         self.parts: list[bytes] = []
         self.parts_bytes = 0
         self.open_quote = False       # parts end inside a quoted field: only a line with a quote may close it
+        if open_at_start:  # a quote opens the field these lines continue (not a record of this split)
+            self.parts, self.parts_bytes, self.open_quote = [self.grammar.q], 1, True
+        if split is not None and split_start > 0:
+            self.records = split.first_record
+            if split.header is not None:
+                self._set_header(split.header)
 
     # -- feeding: every line that is a record on its own at once (vectorised), the scanner for the others
     def _feed(self, lines: pa.Array, first: bool) -> Iterator[pa.RecordBatch]:
-        if first and self.options.python_encoding == "utf-8":
-            head = lines[0].as_py()
-            if head.startswith(BOM):
-                lines = pa.concat_arrays([pa.array([head[len(BOM):]], pa.binary()), lines.slice(1)])
+        if self.skip:  # the lines that end the record the split before this one started (it made that record)
+            skipped = min(self.skip, len(lines))
+            lines, self.skip = lines.slice(skipped), self.skip - skipped
         n = len(lines)
         scanned: list[tuple[bytes, int]] = []   # records from the scanner: (raw, record index)
         start = 0
         if self.parts:  # a record is running over lines from the previous batch: the scanner goes on
             start, out = self._scan(lines, 0, at_end=False)
+            if self.head_lines is None:  # the field open at the split's start: its lines are the head
+                self._track_head(lines.slice(0, start))
+                if not self.parts:
+                    self.head_lines, out = self.head_consumed, out[1:]
             scanned += self._number(out)
         m = n - start
         text = _strip_cr(lines.slice(start)) if start else _strip_cr(lines)
-        alone = pc.match_substring_regex(text, self.grammar.well_formed_re2).to_numpy(zero_copy_only=False)
+        alone = self._alone(text)
         base = self.records
         consumed = np.zeros(m, dtype=bool)
         shift_at = np.zeros(m + 1, dtype=np.int64)  # change of (record index - line position) from a line on
@@ -561,12 +626,37 @@ class _CsvFile(_FileReader):
         if scanned:
             yield from self._scanned_records(scanned)
 
+    def _alone(self, text: pa.Array) -> np.ndarray:
+        """Which lines are a well-formed record on their own. A line without the quote and without a carriage
+        return always is (a field of such a line cannot be malformed); RE2 judges the others."""
+        special = pc.or_(pc.match_substring(text, self.grammar.q), pc.match_substring(text, b"\r"))
+        special_np = special.to_numpy(zero_copy_only=False)
+        alone = ~special_np
+        if special_np.any():
+            judged = pc.match_substring_regex(text.filter(special), self.grammar.well_formed_re2)
+            alone[special_np] = judged.to_numpy(zero_copy_only=False)
+        return alone
+
     def _finish(self) -> Iterator[pa.RecordBatch]:
-        if self.parts:
+        if self.parts and self.split is not None and not self.split.last:
+            # This split's last record runs on into the next split, whose first lines end it.
+            yield from self._feed(pa.array(list(self.split.tail), pa.binary()), False)
+            if self.parts:
+                raise ValueError(f"{self.path}: the next split's first lines do not end this split's last record")
+            return
+        if self.parts and not self.count_only:
             scanned = self._number(self._drain(at_end=True))
             if scanned and not self.header_seen:
                 self._set_header(scanned.pop(0)[0])
             yield from self._scanned_records(scanned)
+
+    def _track_head(self, lines: pa.Array) -> None:
+        self.head_consumed += len(lines)
+        if self.head_text is not None:
+            self.head_text += lines.to_pylist()
+            self.head_bytes = sum(len(line) + 1 for line in self.head_text)
+            if self.head_bytes > MAX_SPLIT_HEAD_BYTES:
+                self.head_text = None  # too long to hand to the split before: that file is read whole
 
     def _scan(self, lines: pa.Array, start: int, at_end: bool) -> tuple[int, list[bytes]]:
         """Lines from ``start`` into the scanner until no text is left over (the next line starts a
@@ -603,7 +693,7 @@ class _CsvFile(_FileReader):
     # -- records
     def _set_header(self, raw: bytes) -> None:
         grammar = self.grammar
-        self.header_seen = True
+        self.header_seen, self.header_raw = True, raw
         self.header_text = decode(pa.array([raw], pa.binary()), self.options.python_encoding)[0].as_py()
         well_formed = grammar.well_formed.match(raw) is not None
         tokens = grammar.values(raw) if well_formed else grammar.token.findall(raw + grammar.d)
@@ -630,7 +720,7 @@ class _CsvFile(_FileReader):
     def _line_records(self, records: pa.Array, index: np.ndarray) -> Iterator[pa.RecordBatch]:
         """Lines that are each one well-formed record: split by Arrow, with a plain split where they hold no
         quote and one RE2 match per record where they do (every line of an export that quotes its text)."""
-        if not self.header_seen:
+        if not self.header_seen or self.count_only:
             return
         quoted = pc.match_substring(records, self.grammar.q).to_numpy(zero_copy_only=False)
         plain = ~quoted
@@ -653,6 +743,8 @@ class _CsvFile(_FileReader):
 
     def _scanned_records(self, records: list[tuple[bytes, int]]) -> Iterator[pa.RecordBatch]:
         """Records from the scanner, one at a time: well-formed or not, and their field texts."""
+        if self.count_only:
+            return
         raws, index, values, well_formed = [], [], [], []
         for raw, position in records:
             ok = self.grammar.well_formed.match(raw) is not None
@@ -711,3 +803,113 @@ class _CsvFile(_FileReader):
             unknown = pa.ListArray.from_arrays(pa.array(np.zeros(rows + 1, dtype=np.int32)), pa.array([], pa.string()))
         yield _batch(self.schema, rows, self.path, raw=raw.filter(mask), index=index[good], header=self.header_text,
                      fields=fields, unknown=unknown, malformed=False)
+
+
+# ------------------------------------------------------------------------------------- CSV in splits
+# A large CSV file is read by several tasks, each from a split of its lines, when a first pass has found the
+# state the file is in at each split's first line: a record starts there, or a quoted field runs on from the
+# split before (``csv_split_summaries``, composed by ``plan_csv_file``). Each task then reads as a read of the
+# whole file would at that point, so the records and their ``_record_index`` are the same.
+SUMMARY_SCHEMA = pa.schema([
+    pa.field("_source_file", pa.string()), pa.field("_split_start", pa.int64()), pa.field("problem", pa.bool_()),
+    pa.field("header", pa.binary()),
+    pa.field("o_records", pa.int64()), pa.field("o_open", pa.bool_()), pa.field("o_pending", pa.int64()),
+    pa.field("q_head_lines", pa.int64()), pa.field("q_head", pa.list_(pa.binary())),
+    pa.field("q_records", pa.int64()), pa.field("q_open", pa.bool_()), pa.field("q_pending", pa.int64()),
+])
+
+
+class _SplitSummary:
+    """One split of a CSV file read twice in one pass, records counted, not made: as if a record starts at
+    its first line (``o``), and as if a quoted field runs on into it (``q``). The two reads agree once both
+    are between records at the end of a batch of lines; from there only ``o`` reads on."""
+
+    def __init__(self, options: LineOptions, path: str, start: int):
+        self.path, self.start = path, start
+        self.o = _CsvFile(options, path, start, count_only=True)
+        self.q = _CsvFile(options, path, start, count_only=True, open_at_start=True)
+        if start:  # the header is the first split's: a middle split has none of its own
+            self.o.header_seen = self.q.header_seen = True
+        self.joined: tuple[int, int] | None = None   # (o.records, q.records) when the two reads met
+
+    def feed(self, lines: pa.Array) -> None:
+        for _ in self.o.feed(lines):
+            pass
+        if self.joined is None:
+            for _ in self.q.feed(lines):
+                pass
+            if self.q.head_lines is not None and not self.o.parts and not self.q.parts:
+                self.joined = (self.o.records, self.q.records)
+
+    def summary(self) -> pa.RecordBatch:
+        o, q = self.o, self.q
+        o_open = bool(o.parts)
+        if self.joined is not None:
+            o_at, q_at = self.joined  # from there on, the two reads count the same records
+            q_records, q_open, q_pending = q_at + o.records - o_at, o_open, o.parts_bytes
+        else:
+            q_records, q_open, q_pending = q.records, bool(q.parts), q.parts_bytes
+        row = {"_source_file": self.path, "_split_start": self.start, "problem": o.dead or q.dead,
+               "header": o.header_raw if not self.start else None,
+               "o_records": o.records + int(o_open), "o_open": o_open, "o_pending": o.parts_bytes,
+               "q_head_lines": -1 if q.head_lines is None else q.head_lines,
+               "q_head": q.head_text if q.head_lines is not None else None,
+               "q_records": q_records + int(q_open), "q_open": q_open, "q_pending": q_pending}
+        return pa.RecordBatch.from_pylist([row], schema=SUMMARY_SCHEMA)
+
+
+def csv_split_summaries(options: LineOptions):
+    """The ``mapInArrow`` function of the split plan's pass: batches of (``_line``, ``_source_file``,
+    ``_split_start``), every line of each split in order -> one ``SUMMARY_SCHEMA`` row per split."""
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        current = None
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            lines, files, starts = batch.column(0), batch.column(1), batch.column(2)
+            for first, stop in _runs(files, starts):
+                key = (files[first].as_py(), starts[first].as_py() or 0)
+                if current is None or (current.path, current.start) != key:
+                    if current is not None:
+                        yield current.summary()
+                    current = _SplitSummary(options, *key)
+                current.feed(lines.slice(first, stop - first))
+        if current is not None:
+            yield current.summary()
+
+    return run
+
+
+def plan_csv_file(summaries: list[dict], header_expected: bool = True) -> dict[int, CsvSplit] | None:
+    """How to read each split of one CSV file (``{split start: CsvSplit}``) from its splits' summaries, in any
+    order; None when the file must be read whole: a split holds no text but binary (its problem is reported
+    by that read), a quoted field runs over a split boundary and does not end within the next split (or
+    within ``MAX_SPLIT_HEAD_BYTES`` of it, or ``MAX_OPEN_QUOTE_BYTES`` in all), or one is still open at the
+    file's end (an unterminated quote: a read of the whole file looks back for where it ends). With
+    ``header_expected``, the first split must hold the header."""
+    ordered = sorted(summaries, key=lambda row: row["_split_start"])
+    header = ordered[0]["header"] if ordered else None
+    if header_expected and header is None and len(ordered) > 1:
+        return None  # the first split holds no record: the header is further down
+    plan: dict[int, CsvSplit] = {}
+    records, open_field, pending, previous = 0, False, 0, None
+    for position, row in enumerate(ordered):
+        if row["problem"]:
+            return None
+        last = position == len(ordered) - 1
+        skip = 0
+        if open_field:
+            head = row["q_head"]
+            if row["q_head_lines"] < 0 or head is None or pending + sum(len(line) + 1 for line in head) > MAX_OPEN_QUOTE_BYTES:
+                return None
+            plan[previous] = dataclasses.replace(plan[previous], tail=tuple(head))
+            skip, started, open_field, pending = row["q_head_lines"], row["q_records"], row["q_open"], row["q_pending"]
+        else:
+            started, open_field, pending = row["o_records"], row["o_open"], row["o_pending"]
+        start = row["_split_start"]
+        plan[start] = CsvSplit(first_record=records, skip_lines=skip, header=header if start else None, last=last)
+        records += started
+        previous = start
+        if open_field and (last or pending > MAX_OPEN_QUOTE_BYTES):
+            return None
+    return plan

@@ -6,12 +6,15 @@ Order (each step a pure function, composed by ``spark_jobs.jobs.silver``):
    in the typed column and fails ``<col>_type``);
 2. ``flag_invalid_rows``: ``_failed_rules`` = the names of the row rules the record breaks;
 3. valid rows: ``dedupe_latest`` on the contract key (latest ``_ingested_at`` wins; ties broken by
-   ``_batch_id``, ``_source_file``, ``_record_index``, so the result never depends on task order);
-   ``flag_late_rows``; ``to_silver`` (enrichment + ``event_date`` + the silver schema);
+   ``_batch_id``, ``_source_file``, ``_record_index``, so the result never depends on task order; given
+   ``duplicate_keys``, only the rows of those keys are ranked); ``flag_late_rows``; ``to_silver``
+   (enrichment + ``event_date`` + the silver schema);
 4. invalid rows: ``to_quarantine`` (the raw record, the failed rule names, lineage).
 Invalid rows are quarantined before the dedupe, so a bad re-send never replaces a good record.
 """
 from __future__ import annotations
+
+import functools
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Window
@@ -211,13 +214,16 @@ def flag_invalid_rows(parsed: DataFrame, contract: Contract) -> DataFrame:
     for rule in contract.rules:
         # SQL three-valued logic: a rule over a missing optional value is not broken (null -> valid).
         failures.append((rule.name, ~F.coalesce(F.expr(rule.expr), F.lit(True))))
-    failed_names = F.array_compact(F.array(*[
-        F.when(F.coalesce(condition, F.lit(False)), F.lit(name)) for name, condition in failures
-    ]))
+    failed = [(name, F.coalesce(condition, F.lit(False))) for name, condition in failures]
+    failed_names = F.array_compact(F.array(*[F.when(condition, F.lit(name)) for name, condition in failed]))
+    # The names are gathered only for a row that fails some rule: building and compacting an array of every
+    # rule for each row (nearly all valid) cost more than the rules themselves.
+    fails_any = functools.reduce(lambda a, b: a | b, [condition for _, condition in failed], F.lit(False))
     return parsed.select(
         "*",
         F.when(F.col("_is_malformed"), F.array(F.lit(MALFORMED_RULE)))
-        .otherwise(failed_names)
+        .when(fails_any, failed_names)
+        .otherwise(F.array().cast("array<string>"))
         .alias("_failed_rules"),
     )
 
@@ -254,27 +260,53 @@ def narrow(flagged: DataFrame, contract: Contract) -> DataFrame:
                           *contract.column_names)
 
 
-def dedupe_latest(valid: DataFrame, contract: Contract) -> DataFrame:
-    """One row per contract key: the latest ``_ingested_at`` wins, with a deterministic tiebreak."""
+def duplicate_keys(valid: DataFrame, contract: Contract) -> DataFrame:
+    """The contract keys that more than one valid row holds, with ``_rows`` (how many): one aggregation
+    over the key columns alone, so finding them moves a few bytes per row, not the rows."""
+    return (valid.groupBy(*contract.key).agg(F.count(F.lit(1)).alias("_rows"))
+            .where(F.col("_rows") > 1))
+
+
+def dedupe_latest(valid: DataFrame, contract: Contract, duplicates: DataFrame | None = None) -> DataFrame:
+    """One row per contract key: the latest ``_ingested_at`` wins, with a deterministic tiebreak.
+
+    ``duplicates`` (``duplicate_keys(valid)``, small enough to broadcast): only the rows of those keys are
+    ranked; every other row is already the one row of its key and passes without a shuffle. Without it,
+    every row is ranked (one shuffle and sort of all of them). Both give the same rows."""
     latest_first = Window.partitionBy(*contract.key).orderBy(
         F.col("_ingested_at").desc(), F.col("_batch_id").desc(),
         F.col("_source_file").desc(), F.col("_record_index").desc(),
     )
-    return (
-        valid
+    if duplicates is None:
+        ranked = valid
+    else:
+        keys = F.broadcast(duplicates.select(*[F.col(k).alias(f"_dup_{k}") for k in contract.key]))
+        same_key = functools.reduce(lambda a, b: a & b, [F.col(k).eqNullSafe(F.col(f"_dup_{k}")) for k in contract.key])
+        ranked = valid.join(keys, same_key, "left_semi")
+    winners = (
+        ranked
         .withColumn("_key_rank", F.row_number().over(latest_first))
         .where(F.col("_key_rank") == 1)
         .drop("_key_rank")
     )
+    if duplicates is None:
+        return winners
+    return valid.join(keys, same_key, "left_anti").unionByName(winners)
 
 
-def flag_late_rows(records: DataFrame, contract: Contract) -> DataFrame:
+def newest_per_file(records: DataFrame, contract: Contract) -> DataFrame:
+    """``(_source_file, _newest_in_file)``: the newest event time of each landing file's records."""
+    return records.groupBy("_source_file").agg(F.max(contract.event_time).alias("_newest_in_file"))
+
+
+def flag_late_rows(records: DataFrame, contract: Contract, newest: DataFrame | None = None) -> DataFrame:
     """``_is_late``: the event time trails the newest event time of the same landing file by more than
     the contract's ``lateness_minutes`` (a late arrival rolled into a newer producer batch).
 
-    The newest event time per file is a small aggregate (one row per landing file) joined back by
-    broadcast: no second shuffle and sort of every record, as a window over the file would need."""
-    newest = records.groupBy("_source_file").agg(F.max(contract.event_time).alias("_newest_in_file"))
+    The newest event time per file is a small aggregate (one row per landing file, ``newest_per_file``;
+    ``newest``: the caller's, computed once) joined back by broadcast: no second shuffle and sort of every
+    record, as a window over the file would need."""
+    newest = newest if newest is not None else newest_per_file(records, contract)
     allowed_lag = F.expr(f"INTERVAL {int(contract.lateness_minutes)} MINUTES")
     joined = records.alias("r").join(F.broadcast(newest.alias("n")),
                                      F.col("r._source_file").eqNullSafe(F.col("n._source_file")), "left")

@@ -73,13 +73,13 @@ def test_new_rows_and_new_figures_flow_through_to_the_page(results_dir):
             {"format": "csv", "compression": "plain", "size": 1000, "layer": "run-all", "variant": "wide-span",
              "wall_s": 30.0, "months": 384}]
     write_result("ingest", {"rows": rows, "ratios": [{"format": "csv", "size": 1000, "bronze_over_duckdb": 0.5,
-                                                      "run_all_over_duckdb": 0.125}]},
+                                                      "spill_over_duckdb": 0.125}]},
                  started_at="2026-01-04T00:00:00+00:00", results_dir=results_dir)
     text = report.render_result(results_dir / "ingest.json")
     assert "| format | compression | rows | job | wall s | variant | months |" in text
     assert "| csv | plain | 1,000 | run-all | 30.0 | wide-span | 384 |" in text
     assert "| csv | plain | 1,000 | bronze | 2.0 | – | – |" in text and "process" not in text
-    assert "| csv | 1,000 | 0.500 | 0.125 |" in text and "run all over duckdb" in text
+    assert "| csv | 1,000 | 0.500 | 0.125 |" in text and "spill over duckdb" in text
     write_result("wide", {"rows": [{"case": "a", "wall_s": 1.25}]}, started_at="2026-01-05T00:00:00+00:00",
                  results_dir=results_dir)
     assert "| case | wall s |\n|---|---|\n| a | 1.2 |" in report.render_result(results_dir / "wide.json")

@@ -167,6 +167,43 @@ def test_month_filters_cover_whole_months_and_select_rows_by_day():
     assert (tables.granule("2024-02-29", "month"), tables.granule("2024-02-29", "day")) == ("2024-02", "2024-02-29")
 
 
+def test_scattered_dates_are_one_range_and_a_date_list(spark, silver):
+    """A reading every few days over years: more than MAX_RANGE_TERMS ranges would be thousands of OR'ed
+    terms (code too large for Spark to compile); one range AND the date list selects the same rows."""
+    dates = [(dt.date(1990, 1, 1) + dt.timedelta(days=3 * i)).isoformat() for i in range(tables.MAX_RANGE_TERMS + 1)]
+    assert MONTHS.rows(dates[:2], include_null=False).count(" OR ") == 1
+    compact = MONTHS.rows(dates, include_null=True)
+    assert compact == ("(`event_ts` >= TIMESTAMP '1990-01-01 00:00:00' AND `event_ts` < TIMESTAMP '1990-04-08 00:00:00' "
+                       f"AND CAST(`event_ts` AS DATE) IN ({', '.join(f'DATE {d!r}' for d in dates)})) OR `event_ts` IS NULL")
+    rows = [(f"r{i}", dt.datetime(1990, 1, 1) + dt.timedelta(hours=36 * i), 1.0) for i in range(80)] + [("n", None, 1.0)]
+    frame = _rows(spark, rows)
+    assert sorted(r["id"] for r in frame.where(F.expr(compact)).collect()) == sorted(
+        r["id"] for r in frame.where(F.col("event_date").cast("string").isin(dates) | F.col("event_ts").isNull()).collect())
+
+
+def _write_plans(spark) -> list[str]:
+    """The physical plans of the writes this session ran (Spark's SQL status store keeps them, UI or not)."""
+    executions = spark._jsparkSession.sharedState().statusStore().executionsList()
+    plans = [executions.apply(i).physicalPlanDescription() for i in range(executions.size())]
+    return [plan for plan in plans if "OverwriteByExpression" in plan or "InsertIntoHadoopFsRelationCommand" in plan]
+
+
+def test_a_write_clusters_its_rows_by_partition_one_open_file_per_task(spark, silver):
+    """Rows of 60 months in ONE task: the write shuffles them by month and sorts each task's rows by month, so
+    Iceberg writes one month after the other (a task fanned out to one open Parquet writer per month ran out
+    of heap on 10M rows over 384 months)."""
+    rows = [(f"id{i}", dt.datetime(1990 + i // 12, 1 + i % 12, 3), 1.0) for i in range(60)]
+    frame = _rows(spark, rows).coalesce(1)
+    before = len(_write_plans(spark))
+    tables.publish(frame, silver, MONTHS, sorted({r[1].date().isoformat() for r in rows}), True, "run-1")
+    plan = _write_plans(spark)[before:][-1]
+    final = plan.split("== Initial Plan ==")[0]
+    assert "Exchange" in final and "hashpartitioning(staticinvoke(class org.apache.iceberg.spark.functions.MonthsFunction" in plan
+    assert "Sort (" in final and "MonthsFunction$TimestampToMonthsFunction, IntegerType, invoke, event_ts" in plan.split(
+        "Arguments: [staticinvoke")[1]
+    assert len(iceberg_files.data_files(silver.location)) == 60
+
+
 def test_month_partitions_replace_one_day_and_keep_the_months_other_days_in_one_commit(spark, silver):
     first = _rows(spark, [("a", ts("2024-01-30 10:00:00"), 1.0), ("b", ts("2024-01-31 10:00:00"), 1.0),
                           ("c", ts("2024-02-01 10:00:00"), 1.0)])

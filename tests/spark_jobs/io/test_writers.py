@@ -42,3 +42,18 @@ def test_rewrite_replaces_only_the_partitions_it_covers(spark, tmp_path):
     assert _rows(spark, uri) == [(D1, "a2"), (D3, "c")]
     writers.replace_partitions(rerun, uri, ["event_date"], covered=[str(D1), str(D2)])
     assert _rows(spark, uri) == [(D1, "a2"), (D3, "c")]
+
+
+def test_a_partitioned_write_clusters_and_sorts_its_rows_by_partition(spark, tmp_path):
+    """Rows of 60 months in one task: shuffled by the partition value and sorted by it within each task, so
+    a task writes its partitions one after the other with one file open."""
+    from tests.spark_jobs.io.test_tables import _write_plans
+
+    rows = [(f"id{i}", f"{1990 + i // 12}-{1 + i % 12:02d}") for i in range(60)]
+    before = len(_write_plans(spark))
+    writers.replace_partitions(spark.createDataFrame(rows, "v string, event_month string").coalesce(1),
+                               str(tmp_path / "q"), ["event_month"])
+    final = _write_plans(spark)[before:][-1].split("== Initial Plan ==")[0]
+    assert "Exchange" in final and "Sort (" in final
+    assert "hashpartitioning(event_month" in _write_plans(spark)[-1]
+    assert len(_visible_partitions(spark, str(tmp_path / "q"))) == 60

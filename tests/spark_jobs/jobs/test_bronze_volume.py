@@ -1,6 +1,7 @@
-"""Bronze at volume, for correctness (timing is bench/ingest.py's): a 50,000-row CSV and JSON-lines export
-land and reach gold equal to DuckDB reading the same file; gzip input gives the same bronze; a large CSV
-with a quoted multi-line field, a malformed record and a byte-order mark near its end keeps every record.
+"""Bronze at volume and at shape, for correctness (timing is bench/ingest.py's): a 50,000-row CSV and JSON-lines
+export land and reach gold equal to DuckDB reading the same file; gzip input gives the same bronze; a large CSV
+with a quoted multi-line field, a malformed record and a byte-order mark near its end keeps every record; one
+file spanning hundreds of month partitions reaches gold equal to DuckDB.
 
 The files come from bench/ingest_data.py (15 columns, ``NA`` for null, quoted fields with delimiters,
 quotes and line breaks, a few rule breakers) and the contracts from bench/contracts/. One Spark session
@@ -16,10 +17,12 @@ import pytest
 from pyspark.sql import functions as F
 
 from bench import duckdb_reference as ref
-from bench.ingest_data import CONTRACTS_DIR, DATASETS, write_file
+from bench.ingest_data import CONTRACTS_DIR, DATASETS, WIDE_DATASETS, write_file, write_wide_span_file
 from spark_jobs import cli
 from spark_jobs.contract import load_contract
+from spark_jobs.io import landing as landing_io
 from spark_jobs.lake import LakeConfig
+from spark_jobs.transforms import bronze as bronze_tx
 
 pytestmark = pytest.mark.integration
 
@@ -124,6 +127,10 @@ def test_a_large_csv_keeps_every_record_near_its_end(spark, env, files):
     path.write_bytes(body + b"\n".join([multi_line, too_many, bommed, last]) + b"\n")
     lake = env / "lake-edge"
     _land_and_run(lake, DATASETS["csv"], path, ("bronze",))
+    contract = load_contract(DATASETS["csv"])
+    landed = landing_io.landing_files(spark, str(lake / "landing" / DATASETS["csv"]), contract.landing)
+    splits, whole = landing_io.csv_split_plan(spark, landed, bronze_tx.line_options(contract.landing, contract.landing_fields))
+    assert len(splits) == 2 and not whole  # read by two tasks, each from where its records start
     bronze = _bronze(spark, lake, DATASETS["csv"])
     assert bronze.count() == ROWS + 4
     assert bronze.select(F.countDistinct("_record_index")).first()[0] == ROWS + 4
@@ -139,3 +146,27 @@ def test_a_large_csv_keeps_every_record_near_its_end(spark, env, files):
     bom_record = appended[bommed.decode("utf-8")]
     assert bom_record["_is_malformed"] is False and bom_record["station_id"] == "\ufeffws-9996"
     assert appended[last.decode()]["_fields"]["remarks"] == "last"
+
+
+def test_a_file_spanning_hundreds_of_months_reaches_gold_equal_to_duckdb(spark, env):
+    """One CSV export of 4,000 readings over 32 years (``partition_granularity: month``): silver, its quarantine
+    and gold hold what DuckDB computes from the same file, and each table has a partition per month."""
+    dataset = WIDE_DATASETS["csv"]
+    contract = load_contract(dataset)
+    path = write_wide_span_file(env / "data" / "wide-span.csv", 4_000, "csv", stations=10)
+    lake = env / "lake-wide-span"
+    _land_and_run(lake, dataset, path, ("bronze", "silver", "gold"))
+    reference = env / "duckdb-wide-span"
+    con = ref.connect(2)
+    try:
+        counts = ref.run_silver_from_file(con, contract, path, reference)
+        ref.run_gold(con, contract, reference / "silver", reference)
+    finally:
+        con.close()
+    assert counts["rows_in"] == 4_000 and counts["quarantined"] > 0
+    assert [c for c in ref.compare_all(contract, lake, reference) if not c["equal"]] == []
+    silver_months = [p.name for p in (lake / "silver" / dataset / "data").iterdir()]
+    gold_months = [p.name for p in (lake / "gold" / f"{dataset}_period_summary" / "data").iterdir()]
+    assert len(silver_months) >= 370 and len(gold_months) == len(silver_months)
+    assert all(name.startswith("observed_at_month=") for name in silver_months)
+    assert {p.name.split("=")[0] for p in (lake / "quarantine" / dataset).iterdir()} == {"event_month"}

@@ -4,6 +4,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+import pytest
+
 from spark_jobs.contract import LandingSpec, parse_contract
 from spark_jobs.transforms import bronze
 
@@ -122,3 +124,21 @@ def test_source_value_reads_the_csv_field_by_header_name(spark):
     stamped = bronze.add_ingest_metadata(records, batch_id=1, ingested_at=dt.datetime(2026, 1, 1), source_field="site",
                                          source=bronze.source_value(contract))
     assert [(r["site"], r["_header"]) for r in stamped.collect()] == [("s-1", "Site,id,ts")]
+
+
+def test_record_index_is_64_bit(spark, tmp_path):
+    """A record past 2**31 in its file (here: the lines before a split, as the JVM counts them) keeps its
+    index through bronze's columns and its Parquet; a layer from before (32-bit) refuses it instead of wrapping."""
+    lines = spark.createDataFrame([(b'{"a":1}', "big.jsonl", 0), (b'{"a":2}', "big.jsonl", 0)],
+                                  "_line binary, _source_file string, _split_start long").coalesce(1)
+    records = bronze.records_from_lines(lines, "json_lines", ("a",), offsets={("big.jsonl", 0): 3_000_000_000})
+    at = dt.datetime(2026, 1, 1)
+    stamped = bronze.add_ingest_metadata(records, batch_id=0, ingested_at=at, source_field=None)
+    stamped.drop("_kind", "_file_problem").write.parquet(str(tmp_path / "b"))
+    back = spark.read.parquet(str(tmp_path / "b"))
+    assert dict(back.dtypes)["_record_index"] == "bigint"
+    assert sorted(r[0] for r in back.select("_record_index").collect()) == [3_000_000_000, 3_000_000_001]
+    legacy = bronze.add_ingest_metadata(records, batch_id=0, ingested_at=at, source_field=None, record_index="int")
+    assert dict(legacy.dtypes)["_record_index"] == "int"
+    with pytest.raises(Exception, match="holds more than 2,147,483,647 records"):
+        legacy.collect()

@@ -5,6 +5,9 @@ exercised as well as the vectorised path (lines that are a record on their own) 
 """
 from __future__ import annotations
 
+import itertools
+import json
+
 import pyarrow as pa
 import pytest
 
@@ -131,3 +134,94 @@ def test_a_json_lines_file_read_in_splits_numbers_its_lines_across_them():
         ('{"a":0}', 0), ('{"a":1}', 1), ('{"a":2}', 2), ('{"a":3}', 3), ('{"a":5}', 5)]
     with pytest.raises(ValueError, match="must be read by one task"):
         list(lines_to_records(CSV)(iter([split(64, [b"1,2"])])))
+
+
+def test_a_pretty_printed_json_array_streams_element_by_element():
+    """Jackson's pretty printer writes ``[ {`` ... ``}, {`` ... ``} ]``: a line that closes one element and opens
+    the next. Each element is a record as soon as its last line is read (memory bounded by an element), not
+    the whole array at its end."""
+    elements = [{"id": i, "nested": {"list": [1, {"s": "}, {"}]}} for i in range(50)]
+    body = ("[ " + ", ".join(json.dumps(e, indent=2) for e in elements) + " ]\n").encode()
+    lines = text_lines(body)
+    fed = []
+
+    def batches():
+        for i in range(0, len(lines), 3):
+            fed.append(i + 3)
+            yield pa.RecordBatch.from_arrays([pa.array(lines[i:i + 3], pa.binary()), pa.array(["p.json"] * len(lines[i:i + 3]))],
+                                             names=["_line", "_source_file"])
+
+    out, fed_when_first = [], None
+    for produced in lines_to_records(LineOptions(format="json_array"))(batches()):
+        fed_when_first = fed_when_first or fed[-1]
+        out += produced.to_pylist()
+    assert [(json.loads(r["_raw"]), r["_record_index"], r["_kind"]) for r in out] == [
+        (e, i, KIND_RECORD) for i, e in enumerate(elements)]
+    assert fed_when_first < 20 < len(lines)  # the first element came out after its own lines, not after the file
+
+
+@pytest.mark.parametrize("options, body, raws", [
+    (LineOptions(format="json_lines"), b'\xef\xbb\xbf{"a":1}\n{"a":2}\n', ['{"a":1}', '{"a":2}']),
+    (LineOptions(format="json_array"), b'\xef\xbb\xbf[{"a":1},\n{"a":2}]\n', ['{"a":1}', '{"a":2}']),
+    (LineOptions(format="json_array"), b'\xef\xbb\xbf[ {\n  "a" : 1\n} ]', ['{\n  "a" : 1\n}']),
+])
+def test_a_byte_order_mark_at_the_start_of_a_json_file_is_dropped(options, body, raws):
+    rows = _run(options, ("bom.json", body))
+    assert [(r["_raw"], r["_kind"]) for r in rows] == [(raw, KIND_RECORD) for raw in raws]
+
+
+def _split_batches(path: str, lines: list[bytes], start: int, size: int):
+    for i in range(0, len(lines), size):
+        chunk = lines[i:i + size]
+        yield pa.RecordBatch.from_arrays([pa.array(chunk, pa.binary()), pa.array([path] * len(chunk)),
+                                          pa.array([start] * len(chunk), pa.int64())],
+                                         names=["_line", "_source_file", "_split_start"])
+
+
+def _read_in_splits(options: LineOptions, body: bytes, cuts: list[int], batch: int):
+    """The records of ``body`` read as tasks read a file split at lines ``cuts``: the plan's pass over each split,
+    then each split on its own (in reverse order); None when the plan reads the file whole."""
+    from spark_jobs.transforms.landing_lines import csv_split_summaries, plan_csv_file
+
+    lines = text_lines(body)
+    bounds = [0, *cuts, len(lines)]
+    splits = [(bounds[i] * 100, lines[bounds[i]:bounds[i + 1]]) for i in range(len(bounds) - 1)]
+    summaries = [row for start, part in splits
+                 for produced in csv_split_summaries(options)(_split_batches("s.csv", part, start, batch))
+                 for row in produced.to_pylist()]
+    plan = plan_csv_file(summaries, options.header)
+    if plan is None:
+        return None
+    run = lines_to_records(options, splits={("s.csv", start): split for start, split in plan.items()})
+    rows = [row for start, part in reversed(splits) for produced in run(_split_batches("s.csv", part, start, batch))
+            for row in produced.to_pylist()]
+    return sorted(rows, key=lambda r: (r["_kind"], r["_record_index"]))
+
+
+@pytest.mark.parametrize("body", [
+    b'id,v\n1,"a\nb"\n\n2,x,extra\n3\n4,"x\n\ny, ""z"""\n5,NA\n',
+    b'\xef\xbb\xbfid,v\n1,"a\nb\nc\nd"\n2,"p ""q"""\n3,"r\ns"\n4,t\n5,u\n',
+    b'id,v\r\n1,a\r\n2,"b\r\nc"\r\n3,d\r\n',
+    b'id,v\n1,5\'10"\n2,"x"\n3,"y\nz"\n4,w\n',
+    b'id,v\n1,"oops\n2,ok\n3,"q"\n4,z\n',
+])
+def test_a_csv_file_read_in_splits_gives_the_records_of_one_read(body):
+    """Cut at every line (into two and three splits, fed in batches of 1 and 2 lines): each split read on its
+    own, from where the plan says its records start (a quoted field running over a cut is ended by the split
+    before), gives the records of a read of the whole file, ``_record_index`` included; a cut the plan cannot
+    place (an unterminated quote, a quoted field over a whole split) reads the file whole."""
+    whole = _run(CSV, ("s.csv", body))
+    n, placed = len(text_lines(body)), 0
+    for count in (1, 2):
+        for cuts in itertools.combinations(range(1, n), count):
+            for batch in (1, 2):
+                rows = _read_in_splits(CSV, body, list(cuts), batch)
+                if rows is not None:
+                    placed += 1
+                    assert rows == sorted(whole, key=lambda r: (r["_kind"], r["_record_index"])), (cuts, batch)
+    assert placed > 0
+
+
+def test_an_unterminated_quote_near_a_split_reads_the_file_whole():
+    assert _read_in_splits(CSV, b'id,v\n1,ok\n2,"oops\n3,ok\n4,ok\n', [3], 2) is None
+    assert _read_in_splits(CSV, b'id,v\n1,ok\n2,"b\nc"\n3,ok\n', [3], 2) is not None
