@@ -13,7 +13,7 @@ import pytest
 
 from spark_jobs.transforms.landing_lines import (KIND_BROKEN_ARRAY, KIND_PROBLEM, KIND_RECORD, LineOptions,
                                                  lines_to_records, output_schema)
-from spark_jobs.transforms.bronze import text_lines
+from tests.spark_jobs.transforms.landing_records import text_lines
 
 CSV = LineOptions(format="csv", null_values=("", "NA"), field_names=("id", "v"))
 
