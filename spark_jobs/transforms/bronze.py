@@ -1,7 +1,7 @@
 """Bronze: landing files -> one row per raw record, malformed input kept and flagged, never dropped.
 
 Formats (the contract's ``landing``): ``json_array``, ``json_lines``, ``csv`` (each record's raw text,
-plus the file's header line as ``_header``; ``transforms/csv_records.py`` says what a CSV record is) and
+plus the file's header line as ``_header``; ``landing_lines.csv_patterns`` says what a CSV record is) and
 ``parquet`` (each row as one JSON object, from ``parquet_rows_to_records``).
 A text file that is not text at all (NUL bytes, gzip or Parquet magic bytes) gets a ``_file_problem``:
 the job fails the batch naming the file instead of ingesting binary noise.

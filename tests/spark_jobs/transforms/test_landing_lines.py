@@ -51,6 +51,13 @@ def test_every_file_has_its_own_header_and_unknown_fields():
         ("a.csv", {"id": "9", "v": "q"}, ["extra"], False), ("b.csv", {"id": "1", "v": None}, [], False)]
 
 
+def test_csv_records_end_at_line_breaks_outside_quotes():
+    body = '\ufeffa,b\r\n1,"two\nlines, and ""quotes"""\n\n3,x\r4,y'.encode()
+    rows = _run(LineOptions(format="csv", field_names=("a", "b")), ("r.csv", body))
+    assert _records(rows) == [('1,"two\nlines, and ""quotes"""', 1, False), ("3,x", 3, False), ("4,y", 4, False)]
+    assert rows[0]["_fields"] == {"a": "1", "b": 'two\nlines, and "quotes"'} and rows[0]["_header"] == "a,b"
+
+
 def test_an_unterminated_quote_runs_to_the_next_quote_or_ends_at_its_line():
     assert _records(_run(CSV, ("u.csv", b'id,v\n1,"oops\n2,ok\n3,"q"\n'))) == [('1,"oops\n2,ok\n3,"q"', 1, True)]
     assert _records(_run(CSV, ("u.csv", b'id,v\n1,"oops\n2,ok\n'))) == [('1,"oops', 1, True), ("2,ok", 2, False)]
