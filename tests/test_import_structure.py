@@ -9,10 +9,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PRODUCT = ("infra", "spark_jobs", "policies", "bench", "tenant_model", "modules")
-KNOWN_CIRCLES = {
-    ("spark_jobs.transforms.bronze", "spark_jobs.transforms.stream_records"):
-        "issue 45: being rewritten with the landing formats; the lead removes it once that has landed",
-}
+KNOWN_CIRCLES: dict[tuple[str, ...], str] = {}  # none left (issue 45)
 
 
 def _modules() -> dict[str, Path]:

@@ -213,12 +213,34 @@ def _csv_column(header: str, matcher: "Matcher") -> tuple[str, int, str] | None:
     return None
 
 
-def _raw_csv_mask(batch, matcher: Matcher):
-    """Bronze of a CSV dataset: ``_raw`` records with their file's header in ``_header``; per row, whether
-    the keyed subject key's field holds an id, by value. A record with a quote is split by Python's CSV
-    reader (a quoted field may hold the delimiter), any other on the delimiter."""
+def _csv_grammar(delimiter: str):
+    """The CSV grammar bronze splits records and fields with (``transforms/landing_lines.csv_patterns``), for
+    a dialect told by a header: ``delimiter``, the double quote, doubled to escape it."""
+    from spark_jobs.transforms.landing_lines import CsvGrammar, LineOptions
+
+    return CsvGrammar(LineOptions(format="csv", delimiter=delimiter))
+
+
+def _csv_values(record: bytes, grammar) -> list[str]:
+    """A CSV record's field values (UTF-8 bytes in), by the grammar when it is well-formed. The scan only hunts
+    for an id, so it is deliberately more lenient than bronze: a record the grammar calls malformed (bronze
+    keeps no fields for it) is still read, by Python's CSV reader, which takes a quote anywhere and starts a
+    field at each delimiter outside one, so an id in it is not missed; failing that, split on the delimiter."""
     import csv
 
+    if grammar.well_formed.match(record) is not None:
+        return [value.decode("utf-8", "replace") for value in grammar.values(record)]
+    text, delimiter = record.decode("utf-8", "replace"), grammar.d.decode("latin-1")
+    try:
+        return next(csv.reader([text], delimiter=delimiter), [])
+    except csv.Error:
+        return text.split(delimiter)
+
+
+def _raw_csv_mask(batch, matcher: Matcher):
+    """Bronze of a CSV dataset: ``_raw`` records with their file's header in ``_header``; per row, whether
+    the keyed subject key's field holds an id, by value. A record without a quote is split on the delimiter
+    (what the grammar makes of it, vectorised as bronze does), one with a quote by ``_csv_values``."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -244,7 +266,8 @@ def _raw_csv_mask(batch, matcher: Matcher):
             found[rows[hit]] = True
         rows = np.flatnonzero(same & quoted)
         if len(rows):
-            records = [next(csv.reader([text or ""], delimiter=delimiter), []) for text in pc.take(raw, pa.array(rows)).to_pylist()]
+            grammar = _csv_grammar(delimiter)
+            records = [_csv_values((text or "").encode("utf-8"), grammar) for text in pc.take(raw, pa.array(rows)).to_pylist()]
             fields = pa.array([r[index].strip() if len(r) > index else None for r in records], pa.large_string())
             found[rows[matcher.value_mask(name, fields)]] = True
     return found
@@ -307,13 +330,43 @@ def _windows(chunks: Iterable[bytes], overlap_chars: int) -> Iterator[tuple[str,
             return
 
 
+def _csv_records(lines: Iterable[str], grammar) -> Iterator[bytes]:
+    """A CSV text's records (UTF-8 bytes), cut where bronze cuts them (``CsvGrammar.take_record``): at a line
+    break outside a quoted field; an unterminated quote runs to the next quote of the text, or ends at its own
+    line when there is none (or after ``MAX_OPEN_QUOTE_BYTES``)."""
+    from spark_jobs.transforms.landing_lines import MAX_OPEN_QUOTE_BYTES
+
+    parts: list[bytes] = []  # the text of the record still open (a quoted field running over lines)
+    size, is_open = 0, False
+    for line in lines:
+        data = line.encode("utf-8")
+        parts.append(data)
+        size += len(data)
+        if is_open and grammar.q not in data and size <= MAX_OPEN_QUOTE_BYTES:
+            continue  # this line cannot close the open field
+        pending, pos, is_open = b"".join(parts), 0, False
+        while pos < len(pending):
+            taken = grammar.take_record(pending, pos, len(pending) - pos > MAX_OPEN_QUOTE_BYTES)
+            if taken is None:
+                is_open = True
+                break
+            yield pending[pos:taken[0]]
+            pos = taken[1]
+        parts, size = ([pending[pos:]], len(pending) - pos) if pos < len(pending) else ([], 0)
+    pending, pos = b"".join(parts), 0
+    while pos < len(pending):
+        end, following = grammar.take_record(pending, pos, True)
+        yield pending[pos:end]
+        pos = following
+
+
 def _csv_hit(lines: Iterable[str], matcher: Matcher, column: tuple[str, int, str]) -> bool:
     """A CSV text whose header names a keyed subject key: that column's values compared by value."""
-    import csv
-
     delimiter, index, name = column
     wanted = matcher.needles.column_values(name)
-    for row in csv.reader(lines, delimiter=delimiter):
+    grammar = _csv_grammar(delimiter)
+    for record in _csv_records(lines, grammar):
+        row = _csv_values(record, grammar)
         if len(row) > index and (row[index].strip().lower() in wanted or canonical_number(row[index]) in wanted):
             return True
     return False

@@ -74,11 +74,6 @@ def landing_files(spark: SparkSession, landing_uri: str, landing: LandingSpec) -
     return [(r[0], int(r[1])) for r in listed.select("path", "length").collect()]
 
 
-def parquet_landing_paths(spark: SparkSession, landing_uri: str) -> list[str]:
-    """Every non-empty Parquet landing file under ``landing_uri`` (for counts)."""
-    return [path for path, length in landing_files(spark, landing_uri, LandingSpec(format="parquet")) if length > 0]
-
-
 MAX_SPLIT_BYTES = 128 * 1024 * 1024  # Spark's spark.sql.files.maxPartitionBytes default
 
 

@@ -1,7 +1,7 @@
 """Bronze: landing files -> one row per raw record, malformed input kept and flagged, never dropped.
 
 Formats (the contract's ``landing``): ``json_array``, ``json_lines``, ``csv`` (each record's raw text,
-plus the file's header line as ``_header``; ``transforms/csv_records.py`` says what a CSV record is) and
+plus the file's header line as ``_header``; ``landing_lines.csv_patterns`` says what a CSV record is) and
 ``parquet`` (each row as one JSON object, from ``parquet_rows_to_records``).
 A text file that is not text at all (NUL bytes, gzip or Parquet magic bytes) gets a ``_file_problem``:
 the job fails the batch naming the file instead of ingesting binary noise.
@@ -38,10 +38,12 @@ from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_type
 
 from spark_jobs.contract import Contract, LandingSpec
 from spark_jobs.transforms import csv_records
 from spark_jobs.transforms import landing_lines
+from spark_jobs.transforms.stream_records import STREAM_COLUMNS, STREAM_OBJECT_PATTERN, envelope_columns
 
 BRONZE_COLUMNS: tuple[str, ...] = (
     "_raw", "_is_malformed", "_source_file", "_record_index", "_ingested_at", "_batch_id",
@@ -96,8 +98,8 @@ def json_object_fields(raw: Column, parsed: Column) -> Column:
 
 
 def fields_type(field_names: tuple[str, ...]) -> T.StructType:
-    """The ``_fields`` struct: one text field per contract landing field, in schema order."""
-    return T.StructType([T.StructField(name, T.StringType()) for name in dict.fromkeys(field_names)])
+    """The ``_fields`` struct as Spark types: ``landing_lines.fields_type`` (what the workers write), converted."""
+    return from_arrow_type(landing_lines.fields_type(field_names))
 
 
 def fields_id(landing: LandingSpec, field_names: tuple[str, ...]) -> int:
@@ -138,8 +140,6 @@ def landing_spec(landing: LandingSpec | str) -> LandingSpec:
 def line_options(landing: LandingSpec, field_names: tuple[str, ...] = (), streams: bool = True) -> landing_lines.LineOptions:
     """What the workers need of the contract's landing spec. ``streams``: in a JSON dataset, files under
     Firehose's time prefix are stream objects (JSON lines, envelopes unwrapped here)."""
-    from spark_jobs.transforms.stream_records import STREAM_OBJECT_PATTERN
-
     return landing_lines.LineOptions(
         format=landing.format, delimiter=landing.delimiter, quote=landing.quote, escape=landing.escape,
         header=landing.header, null_values=tuple(landing.null_values), encoding=landing.encoding,
@@ -180,10 +180,8 @@ def records_from_lines(lines: DataFrame, landing: LandingSpec | str, field_names
     if landing.format == "csv":
         return records.select("_raw", "_is_malformed", "_source_file", "_record_index", FIELDS_COLUMN, UNKNOWN_COLUMN,
                               parsed_with, "_header", *kind)
-    with_stream = [c for c, _ in _stream_columns()] if options.stream_pattern else []
+    with_stream = [c for c, _ in STREAM_COLUMNS] if options.stream_pattern else []
     if options.stream_pattern:
-        from spark_jobs.transforms.stream_records import envelope_columns
-
         records = records.select("*", *envelope_columns(F.col("_raw"), F.col("_from_stream")))
         records = records.select(*[c for c in records.columns if c not in ("_raw",)], F.col("_record_raw").alias("_raw"))
     return json_records(records, field_names, [*with_stream, *kind])
@@ -201,45 +199,6 @@ def json_records(records: DataFrame, field_names: tuple[str, ...], passed: list[
         fields.alias(FIELDS_COLUMN), unknown.alias(UNKNOWN_COLUMN), F.lit(landing_id).alias(FIELDS_ID_COLUMN), *passed)
 
 
-def _stream_columns():
-    from spark_jobs.transforms.stream_records import STREAM_COLUMNS
-
-    return STREAM_COLUMNS
-
-
-def split_landing_records(landing_files: DataFrame, landing: LandingSpec | str,
-                          field_names: tuple[str, ...] | int | None = None, streams: bool = False) -> DataFrame:
-    """``(value: a file's whole text, _source_file)`` -> the records of ``records_from_lines``, for callers
-    that hold a few small files as text (tests): the files are collected and cut into lines as the
-    line reader cuts them. A broken ``json_array`` file becomes its one whole-file malformed row
-    (``whole_file_records``); problem rows stay (``_file_problem`` set). ``field_names`` may be a field
-    count (names ``_c0``, ``_c1``, ...)."""
-    landing = landing_spec(landing)
-    if isinstance(field_names, int):
-        field_names = tuple(f"_c{i}" for i in range(field_names))
-    spark = landing_files.sparkSession
-    files = [(bytes(r[0]), r[1]) for r in landing_files.select(F.col("value").cast("binary"), "_source_file").collect()]
-    lines = [(line, path) for body, path in files for line in text_lines(body)]
-    frame = spark.createDataFrame(lines, "_line binary, _source_file string").coalesce(1)
-    records = records_from_lines(frame, landing, tuple(field_names or ()), streams)
-    broken = {r[0] for r in records.where(F.col("_kind") == F.lit(landing_lines.KIND_BROKEN_ARRAY))
-              .select("_source_file").collect()}
-    kept = records.where((F.col("_kind") != F.lit(landing_lines.KIND_BROKEN_ARRAY))
-                         & ~F.col("_source_file").isin(list(broken)))
-    if not broken:
-        return kept
-    whole = spark.createDataFrame([(body, path) for body, path in files if path in broken], "value binary, _source_file string")
-    return kept.unionByName(whole_file_records(whole, kept.columns, kept.schema))
-
-
-def text_lines(body: bytes) -> list[bytes]:
-    """A file's lines as Spark's line reader (``lineSep`` ``\\n``) gives them: no line after a final ``\\n``."""
-    if not body:
-        return []
-    lines = body.split(b"\n")
-    return lines[:-1] if body.endswith(b"\n") else lines
-
-
 def whole_file_records(files: DataFrame, columns: list[str], schema: T.StructType | None = None) -> DataFrame:
     """``(value, _source_file)`` of broken ``json_array`` files -> one malformed record each, the whole
     text as ``_raw`` (decoded as the line reader's text: invalid UTF-8 as U+FFFD), with ``columns``
@@ -247,7 +206,7 @@ def whole_file_records(files: DataFrame, columns: list[str], schema: T.StructTyp
     raw = F.decode(F.col("value").cast("binary"), "UTF-8")
     base = {"_raw": raw, "_is_malformed": F.lit(True), "_source_file": F.col("_source_file"),
             "_record_index": F.lit(0).cast("long"), "_kind": F.lit(RECORD_KIND)}
-    types = {f.name: f.dataType for f in schema.fields} if schema is not None else dict(_stream_columns())
+    types = {f.name: f.dataType for f in schema.fields} if schema is not None else dict(STREAM_COLUMNS)
     return files.select(*[base[c].alias(c) if c in base else F.lit(None).cast(types.get(c, "string")).alias(c)
                           for c in columns])
 
@@ -321,8 +280,6 @@ def bronze_schema(contract: Contract, record_index: str = "long") -> T.StructTyp
     column existed (``_fields``, kept since bronze parses once) read it as null instead of leaving
     Spark to pick one file's schema for all. ``record_index``: how the layer stores ``_record_index``
     (``io/readers.record_index_type``: ``long``, or ``int`` in a layer from before it was 64-bit)."""
-    from spark_jobs.transforms.stream_records import STREAM_COLUMNS
-
     index_type = T.LongType() if record_index == "long" else T.IntegerType()
     fields = [T.StructField(contract.source_field, T.StringType())] if contract.source_field else []
     fields += [T.StructField("_raw", T.StringType()), T.StructField("_is_malformed", T.BooleanType()),

@@ -15,10 +15,11 @@ Per format (the contract's ``landing``):
 - ``json_lines``: each non-blank line is a record (a trailing ``\\r`` is dropped). ``_record_index``
   is the line's position in the file (0-based, blank lines counted). Strictness (one JSON object,
   nothing after it) is judged by the JVM (``bronze.records_from_lines``), once.
-- ``csv``: a record ends at a line break outside a quoted field (``transforms/csv_records.py`` says what
-  a record is; this is the same grammar, streamed). A line that is one well-formed record on its own
-  (the common case) is handled vectorised by Arrow; only lines that are not (a quoted field running
-  over lines, a malformed record, a lone ``\\r``) go through the sequential scanner. ``_record_index``
+- ``csv``: a record ends at a line break outside a quoted field (``csv_patterns`` below says what a
+  record is: the one home of the CSV grammar, which silver's ``csv_records.py`` and the erasure scan also
+  read). A line that is one well-formed record on its own (the common case) is handled vectorised by
+  Arrow; only lines that are not (a quoted field running over lines, a malformed record, a lone ``\\r``)
+  go through the sequential scanner. ``_record_index``
   is the record's position among the file's records (blank ones and the header counted), as before.
   The header (the file's first non-blank record) is parsed once per file; each record is then checked
   (well-formed, field count, header usable, undecodable bytes) and split into its fields here, so
@@ -39,7 +40,7 @@ import bisect
 import dataclasses
 import json
 import re
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -414,33 +415,70 @@ def _closes(text: str, depth: int) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------- CSV
-def _esc(char: str) -> bytes:
-    return re.escape(char.encode("latin-1"))
+@dataclasses.dataclass(frozen=True)
+class CsvPatterns:
+    """The CSV grammar of one dialect as regular-expression text (``csv_patterns``)."""
+
+    delimiter: str  # the delimiter, as a pattern
+    quoted: str     # a quoted field: the quote, its text (escaped quotes, escaped characters), the closing quote
+    unquoted: str   # a field that does not start with the quote: may be empty, holds no line break
+    field: str      # quoted | unquoted
+    record: str     # a well-formed record, field (delimiter field)*, with no anchors (each engine adds its own)
+    token: str      # each field of a well-formed record followed by the delimiter (group 1): find all in record + delimiter
+
+
+def csv_patterns(delimiter: str, quote: str, escape: str, char: Callable[[str], str] = re.escape,
+                 many: str = "*") -> CsvPatterns:
+    """THE CSV grammar (the one home of it; the contract's ``landing`` gives the dialect: delimiter, quote, and
+    escape, the quote itself, i.e. a doubled quote as in RFC 4180, or a backslash):
+
+    - a **record** ends at a line break (``\\n``, ``\\r\\n`` or ``\\r``) outside a quoted field; a quoted
+      field may hold line breaks, delimiters and escaped quotes. A quote is special only at the start of a
+      field (``5'10"`` is a plain value, as in Python's csv and Spark's reader);
+    - a record is **well-formed** when it is exactly ``field (delimiter field)*``, every field either
+      unquoted (no line break) or one quoted span with nothing after its closing quote. Anything else
+      (an unterminated quote, ``"ab"c``) is malformed; the caller also flags a wrong field count;
+    - an **unterminated quote** runs, like in every CSV reader, to the next quote character of the file;
+      the text up to there becomes ONE malformed record (kept whole, so nothing is lost). With no later
+      quote in the file it ends at its own line (``CsvGrammar.take_record``).
+
+    Written once for every engine that reads it: ``char`` spells a character as a pattern (``re.escape`` for
+    Python's ``re`` and RE2, as bytes once encoded as Latin-1; ``\\x{..}`` for Java), ``many`` is the
+    repetition (``*+``, possessive, for Java: linear work, no stack overflow on a 10 MB field)."""
+    d, q, e = char(delimiter), char(quote), char(escape)
+    if escape == quote:
+        quoted = f"{q}[^{q}]{many}(?:{q}{q}[^{q}]{many}){many}{q}"
+    else:
+        quoted = f"{q}[^{q}{e}]{many}(?:{e}[\\s\\S][^{q}{e}]{many}){many}{q}"
+    unquoted = f"(?:[^{d}{q}\\r\\n][^{d}\\r\\n]{many})?"
+    field = f"(?:{quoted}|{unquoted})"
+    return CsvPatterns(delimiter=d, quoted=quoted, unquoted=unquoted, field=field,
+                       record=f"{field}(?:{d}{field}){many}", token=f"({quoted}|[^{d}\\r\\n]{many}){d}")
 
 
 class CsvGrammar:
-    """The record grammar of ``transforms/csv_records.py`` for one dialect, as byte patterns: RE2 (Arrow,
-    vectorised) for 'this line is one well-formed record', Python's ``re`` for the rest."""
+    """The grammar of ``csv_patterns`` for one dialect, as byte patterns: RE2 (Arrow, vectorised) for 'this
+    line is one well-formed record', Python's ``re`` for the rest, and the sequential record scanner
+    (``take_record``). Silver's re-parse of old bronze rows reads the same patterns in the JVM
+    (``transforms/csv_records.py``)."""
 
     def __init__(self, options: LineOptions):
         d, q, e = (c.encode("latin-1") for c in (options.delimiter, options.quote, options.escape))
         self.d, self.q, self.e = d, q, e
-        qd, dd = _esc(options.quote), _esc(options.delimiter)
-        if e == q:
-            quoted = qd + b"[^" + qd + b"]*(?:" + qd + qd + b"[^" + qd + b"]*)*" + qd
-        else:
-            ed = _esc(options.escape)
-            quoted = qd + b"[^" + qd + ed + b"]*(?:" + ed + rb"[\s\S][^" + qd + ed + b"]*)*" + qd
-        unquoted = b"(?:[^" + dd + qd + rb"\r\n][^" + dd + rb"\r\n]*)?"
-        field = b"(?:" + quoted + b"|" + unquoted + b")"
-        self.well_formed_re2 = b"^" + field + b"(?:" + dd + field + b")*$"
-        self.well_formed = re.compile(b"(?:" + field + b")(?:" + dd + field + rb")*\Z")
-        self.token = re.compile(b"(" + quoted + b"|[^" + dd + rb"\r\n]*)" + dd)
-        self.quote_or_escape = re.compile(b"[" + qd + (b"" if e == q else _esc(options.escape)) + b"]")
+        grammar = csv_patterns(options.delimiter, options.quote, options.escape)
+
+        def as_bytes(pattern: str) -> bytes:
+            return pattern.encode("latin-1")
+
+        self.well_formed_re2 = as_bytes(f"^{grammar.record}$")
+        self.well_formed = re.compile(as_bytes(grammar.record + "\\Z"))
+        self.token = re.compile(as_bytes(grammar.token))
+        qd, dd = as_bytes(re.escape(options.quote)), as_bytes(grammar.delimiter)
+        self.quote_or_escape = re.compile(b"[" + qd + (b"" if e == q else as_bytes(re.escape(options.escape))) + b"]")
         self.field_end = re.compile(b"[" + dd + rb"\r\n]")
         self.double_quote = q + q
         self.null_texts = [v.encode(options.python_encoding) for v in options.null_values]
-        self._field_re2 = field
+        self._field_re2 = as_bytes(grammar.field)
         self._by_count: dict[int, bytes | None] = {}
 
     def split_quoted(self, records: pa.Array, count: int) -> tuple[pa.Array, np.ndarray] | None:

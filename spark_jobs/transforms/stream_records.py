@@ -14,22 +14,14 @@ Bronze then keeps ``_data`` as ``_raw`` and the metadata as ``_stream_arrival_ts
 """
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
-
-from spark_jobs.contract import LandingSpec
-from spark_jobs.transforms import bronze as bronze_tx
 
 STREAM_COLUMNS: tuple[tuple[str, str], ...] = (
     ("_stream_arrival_ts", "timestamp"), ("_stream_shard_id", "string"), ("_stream_sequence_number", "string"),
 )
 # Firehose's default time prefix (YYYY/MM/DD/HH/) right above the object.
 STREAM_OBJECT_PATTERN = r"/[0-9]{4}/[0-9]{2}/[0-9]{2}/[0-9]{2}/[^/]+$"
-STREAM_FORMAT = "json_lines"
-
-
-def is_stream_object(source_file: Column) -> Column:
-    return source_file.rlike(STREAM_OBJECT_PATTERN)
 
 
 def envelope_columns(raw: Column, from_stream: Column) -> list[Column]:
@@ -46,10 +38,3 @@ def envelope_columns(raw: Column, from_stream: Column) -> list[Column]:
         F.when(is_envelope, sequence).alias("_stream_sequence_number"),
     ]
 
-
-def split_landing_records(landing_files: DataFrame, landing: LandingSpec | str, field_count: int | None = None) -> DataFrame:
-    """Like ``bronze.split_landing_records``, for a mix of producer files (the contract's format) and
-    stream objects (JSON lines, envelopes unwrapped); adds the stream columns (null for files).
-    Streams deliver JSON only: in a CSV dataset every file is read as CSV wherever it lies, and no
-    stream columns are added."""
-    return bronze_tx.split_landing_records(landing_files, landing, field_count, streams=True)

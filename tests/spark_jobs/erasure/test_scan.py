@@ -55,6 +55,11 @@ def _scan(data: bytes, matcher: Matcher, chunk: int = 1 << 16, fetch=None) -> tu
     # a CSV text with a header (a landing file, an Athena result)
     (b'"bytes","customer_id"\n"1042","7"\n"5","01042"\n', NUMERIC, True),
     (b'"bytes","customer_id"\n"1042","7"\n', NUMERIC, False),
+    # records cut where bronze cuts them: an unterminated quote with no later quote ends at its own line, so the
+    # records after it (bronze's well-formed rows) are read; a quoted field may run over lines
+    (b'bytes,customer_id\n"oops,7\n5,1042\n', NUMERIC, True),
+    (b'bytes,customer_id\n"two\nlines",1042\n', NUMERIC, True),
+    (b'bytes,customer_id\n"two\n1042",7\n', NUMERIC, False),
     (b"customer_id=1042 in a log line\n", NUMERIC, True),
 ])
 def test_found_in_its_form_and_not_in_a_near_miss(data, matcher, expected):

@@ -8,6 +8,7 @@ import pytest
 
 from spark_jobs.contract import LandingSpec, parse_contract
 from spark_jobs.transforms import bronze
+from tests.spark_jobs.transforms.landing_records import split_landing_records
 
 
 RECORD = ("_raw", "_is_malformed", "_source_file", "_record_index")
@@ -18,7 +19,7 @@ def _files(spark, *files):
 
 
 def _split(landing, landing_format, field_count=None):
-    return bronze.split_landing_records(landing, landing_format, field_count)
+    return split_landing_records(landing, landing_format, field_count)
 
 
 def test_json_array_file_becomes_one_row_per_element_in_order(spark):

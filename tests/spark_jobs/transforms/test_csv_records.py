@@ -1,4 +1,4 @@
-"""CSV records with Spark built-ins: record boundaries, well-formedness, field values."""
+"""The CSV grammar as Spark column expressions (silver's re-parse of old bronze rows): well-formedness, field values."""
 from __future__ import annotations
 
 import pytest
@@ -6,6 +6,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.contract import LandingSpec
 from spark_jobs.transforms import csv_records
+from spark_jobs.transforms.landing_lines import CsvGrammar, LineOptions
 
 CSV = LandingSpec(format="csv", null_values=("", "NA"))
 
@@ -13,22 +14,6 @@ CSV = LandingSpec(format="csv", null_values=("", "NA"))
 def _one(spark, column_of, text: str, *extra):
     frame = spark.createDataFrame([(text, *extra)], "t string" + "".join(f", e{i} string" for i in range(len(extra))))
     return frame.select(column_of(frame).alias("out")).first()["out"]
-
-
-def test_records_end_at_line_breaks_outside_quotes(spark):
-    text = '\ufeffa,b\r\n1,"two\nlines, and ""quotes"""\n\n3,x\r4,y'
-    records = _one(spark, lambda f: csv_records.split_records(f["t"], CSV), text)
-    assert records == ["a,b", '1,"two\nlines, and ""quotes"""', "", "3,x", "4,y", ""]
-
-
-def test_an_unterminated_quote_ends_at_its_line_without_a_later_quote(spark):
-    records = _one(spark, lambda f: csv_records.split_records(f["t"], CSV), 'a,b\n1,"oops\n2,ok\n')
-    assert records == ["a,b", '1,"oops', "2,ok", ""]
-
-
-def test_an_unterminated_quote_runs_to_the_next_quote(spark):
-    records = _one(spark, lambda f: csv_records.split_records(f["t"], CSV), '1,"oops\n2,ok\n3,"q"\n')
-    assert records == ['1,"oops\n2,ok\n3,"q"', ""]
 
 
 @pytest.mark.parametrize("record, well_formed", [
@@ -50,17 +35,32 @@ def test_backslash_escape_and_other_delimiters(spark):
     assert _one(spark, lambda f: csv_records.fields(f["t"], spec), '"a\\"b;c";2;') == ['a"b;c', "2", ""]
 
 
-def test_field_of_finds_a_value_by_header_name(spark):
-    frame = spark.createDataFrame([("x,y,z", "3,4,5")], "h string, r string")
-    names, values = csv_records.header_names(frame["h"], CSV), csv_records.fields(frame["r"], CSV)
-    row = frame.select(csv_records.field_of(values, names, "z").alias("z"),
-                       csv_records.field_of(values, names, "nope").alias("nope")).first()
-    assert (row["z"], row["nope"]) == ("5", None)
-
-
 def test_a_10mb_quoted_field_does_not_overflow_the_regex_stack(spark):
-    big = '"' + "x" * (10 * 1024 * 1024) + '"'
-    frame = spark.createDataFrame([(f"a,b\n1,{big}\n",)], "t string")
-    row = frame.select(F.size(csv_records.split_records(frame["t"], CSV)).alias("n")).first()
-    assert row["n"] == 3
+    big = "x" * (10 * 1024 * 1024)
+    frame = spark.createDataFrame([(f'1,"{big}"',)], "t string")
+    row = frame.select(csv_records.is_well_formed(frame["t"], CSV).alias("ok"),
+                       F.transform(csv_records.fields(frame["t"], CSV), F.length).alias("n")).first()
+    assert (row["ok"], row["n"]) == (True, [1, len(big)])
 
+
+@pytest.mark.parametrize("spec", [CSV, LandingSpec(format="csv", delimiter=";", escape="\\", null_values=("NA",))],
+                         ids=["rfc4180", "backslash"])
+def test_the_jvm_and_bronze_workers_read_one_grammar(spark, spec):
+    """Silver's re-parse (these expressions) and bronze's workers (``landing_lines.CsvGrammar``) judge and split
+    every record alike: both read ``landing_lines.csv_patterns``."""
+    d = spec.delimiter
+    records = ["a,b,c", ",,", '"a,b",c', '"say ""hi""",x', '5\'10",x', '"two\nlines",x', '"unterminated,x',
+               '"ab"c,d', 'a,"b', 'NA,,"",x', '"a\\"b;c";2;', '"a\\\\";NA', "x;;y", '"a""b";"c"']
+    records = [r.replace(",", d) if d != "," else r for r in records]
+    grammar = CsvGrammar(LineOptions(format="csv", delimiter=d, quote=spec.quote, escape=spec.escape,
+                                     null_values=tuple(spec.null_values)))
+    frame = spark.createDataFrame([(r,) for r in records], "t string")
+    rows = frame.select("t", csv_records.is_well_formed(F.col("t"), spec).alias("ok"),
+                        csv_records.fields(F.col("t"), spec).alias("values")).collect()
+    for row in rows:
+        raw = row["t"].encode()
+        ok = grammar.well_formed.match(raw) is not None
+        assert row["ok"] is ok, row["t"]
+        if ok:
+            nulls = set(grammar.null_texts)
+            assert row["values"] == [None if v in nulls else v.decode() for v in grammar.values(raw)], row["t"]

@@ -13,7 +13,7 @@ import pytest
 
 from spark_jobs.transforms.landing_lines import (KIND_BROKEN_ARRAY, KIND_PROBLEM, KIND_RECORD, LineOptions,
                                                  lines_to_records, output_schema)
-from spark_jobs.transforms.bronze import text_lines
+from tests.spark_jobs.transforms.landing_records import text_lines
 
 CSV = LineOptions(format="csv", null_values=("", "NA"), field_names=("id", "v"))
 
@@ -49,6 +49,13 @@ def test_every_file_has_its_own_header_and_unknown_fields():
     rows = _run(CSV, ("a.csv", b"v,id,extra\r\nq,9,z\r\n"), ("b.csv", b"\xef\xbb\xbfid\n1\n"))
     assert [(r["_source_file"], r["_fields"], r["_unknown_fields"], r["_is_malformed"]) for r in rows] == [
         ("a.csv", {"id": "9", "v": "q"}, ["extra"], False), ("b.csv", {"id": "1", "v": None}, [], False)]
+
+
+def test_csv_records_end_at_line_breaks_outside_quotes():
+    body = '\ufeffa,b\r\n1,"two\nlines, and ""quotes"""\n\n3,x\r4,y'.encode()
+    rows = _run(LineOptions(format="csv", field_names=("a", "b")), ("r.csv", body))
+    assert _records(rows) == [('1,"two\nlines, and ""quotes"""', 1, False), ("3,x", 3, False), ("4,y", 4, False)]
+    assert rows[0]["_fields"] == {"a": "1", "b": 'two\nlines, and "quotes"'} and rows[0]["_header"] == "a,b"
 
 
 def test_an_unterminated_quote_runs_to_the_next_quote_or_ends_at_its_line():

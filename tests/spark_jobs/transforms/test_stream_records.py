@@ -5,6 +5,7 @@ import datetime as dt
 import json
 
 from spark_jobs.transforms import stream_records
+from tests.spark_jobs.transforms.landing_records import split_landing_records
 
 STREAM_OBJECT = "s3a://lake/landing/iot/2026/11/22/00/acme-lake-iot-to-landing-1-2026-11-22-00-49-42-x.jsonl"
 
@@ -24,7 +25,7 @@ def test_stream_objects_are_json_lines_whatever_the_contract_format(spark):
                       '{"sensor_id":"sensor-002"}']) + "\n"
     landing = _files(spark, ('[{"sensor_id":"sensor-003"}]', "s3a://lake/landing/iot/part-0-000000.json"),
                      (body, STREAM_OBJECT))
-    split = stream_records.split_landing_records(landing, "json_array")
+    split = split_landing_records(landing, "json_array", streams=True)
     assert split.where("_file_problem IS NOT NULL").count() == 0
     columns = ["_raw", "_is_malformed", "_source_file", "_record_index", *[c for c, _ in stream_records.STREAM_COLUMNS]]
     rows = split.select(*columns).orderBy("_source_file", "_record_index").collect()
@@ -42,13 +43,13 @@ def test_stream_objects_are_json_lines_whatever_the_contract_format(spark):
 def test_only_the_firehose_time_prefix_marks_a_stream_object(spark):
     landing = _files(spark, ('{"a":1}\n', "s3a://lake/landing/clickstream/site-01-000000.jsonl"),
                      (_envelope('{"a":2}', "7") + "\n", "/tmp/lake/landing/clickstream/2020/11/16/22/x.jsonl"))
-    rows = stream_records.split_landing_records(landing, "json_lines").orderBy("_source_file").collect()
+    rows = split_landing_records(landing, "json_lines", streams=True).orderBy("_source_file").collect()
     assert [(r["_raw"], r["_stream_sequence_number"]) for r in rows] == [('{"a":2}', "7"), ('{"a":1}', None)]
 
 
 def test_a_csv_dataset_has_no_stream_objects(spark):
     """Streams deliver JSON: in a CSV dataset a file under a YYYY/MM/DD/HH/ folder is a CSV file like any other."""
     landing = _files(spark, ("a,b\n1,2\n", "/tmp/lake/landing/weather/2020/11/16/22/x.csv"))
-    rows = stream_records.split_landing_records(landing, "csv").collect()
+    rows = split_landing_records(landing, "csv", streams=True).collect()
     assert [(r["_raw"], r["_header"], r["_is_malformed"]) for r in rows] == [("1,2", "a,b", False)]
     assert not [c for c in rows[0].__fields__ if c.startswith("_stream_")]
