@@ -24,6 +24,8 @@ from typing import Any
 
 from spark_jobs.contract import Contract, ContractError, load_contract
 from spark_jobs.io import tables
+from spark_jobs.jobs.sizing import command_session
+from spark_jobs.lake import lake_from_args
 
 KEY_PROPERTY = "tenantlake.key"                 # the silver key the table's rows were deduplicated on
 CONTRACT_PROPERTY = "tenantlake.contract-version"  # the contract version of the table's last evolution
@@ -485,9 +487,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
 
 
-def run(args: argparse.Namespace, spark, lake) -> int:
-    """Print the plan; exit 2 when a change is refused (the CLI's "bad configuration"), else 0."""
-    plan = plan_dataset(spark, lake, load_contract(args.dataset))
+def run(args: argparse.Namespace) -> int:
+    """``contract plan``: print the plan; exit 2 when a change is refused (the CLI's "bad configuration"), else 0."""
+    contract = load_contract(args.dataset)  # a bad contract: its one line before Spark starts
+    lake = lake_from_args(args)
+    with command_session(lake, "tenantlake-contract-plan", args.jars, small_inputs=True) as spark:
+        return _print_plan(args, plan_dataset(spark, lake, contract))
+
+
+def _print_plan(args: argparse.Namespace, plan: Plan) -> int:
     print(json.dumps(plan.to_dict(), indent=1) if args.json else format_plan(plan))
     if plan.refused:
         print(f"error: {refusal(plan)}".replace("; nothing was run", ""), file=sys.stderr)

@@ -31,7 +31,7 @@ class LakeConfig:
         region: the lake's region. @default - "eu-west-1"
         s3_endpoint: S3 endpoint for s3a ("" = AWS). @default - ""
         truststore: PKCS#12 trust store for the emulator's private CA (JVM side). @default - ""
-        ca_bundle: PEM CA bundle for boto3 (datagen only). @default - $AWS_CA_BUNDLE or ""
+        ca_bundle: PEM CA bundle for boto3 (every lake client: spark_jobs/io/s3.py). @default - $AWS_CA_BUNDLE or ""
         glue_databases: (layer, Glue database) pairs: the Iceberg catalog's namespaces when the lake's
             catalog is Glue (``s3://`` lakes on EMR; the tenant output ``glue_database_names``). Unused by
             the local Hadoop catalog, whose namespaces are the layer names. @default - ()
@@ -181,3 +181,25 @@ def resolve_lake(
                                    "data_classification": tuple(data_classification),
                                    "lf_classification_tag": lf_classification_tag}.items() if v}
     return dataclasses.replace(lake, **overrides)
+
+
+def lake_from_args(args) -> LakeConfig:
+    """``resolve_lake`` from a command line's lake selection options (``spark_jobs.cli``'s ``--lake-uri`` ...
+    ``--tenant``; the catalog and classification options where the command has them)."""
+    return resolve_lake(lake_uri=args.lake_uri, kms_key_arn=args.kms_key_arn, region=args.region,
+                        s3_endpoint=args.s3_endpoint, truststore=args.truststore, ca_bundle=args.ca_bundle,
+                        lake_config=args.lake_config, tenant=args.tenant,
+                        glue_databases=getattr(args, "glue_databases", ()),
+                        data_classification=getattr(args, "data_classification", ()),
+                        lf_classification_tag=getattr(args, "lf_classification_tag", ""))
+
+
+def lake_selection(args) -> str:
+    """The lake options of a command line, to repeat in a command an error message suggests."""
+    if getattr(args, "lake_uri", ""):
+        options = [("--lake-uri", args.lake_uri), ("--kms-key-arn", args.kms_key_arn), ("--region", args.region),
+                   ("--s3-endpoint", args.s3_endpoint), ("--truststore", args.truststore)]
+        return " ".join(f"{flag} {value}" for flag, value in options if value)
+    if getattr(args, "lake_config", ""):
+        return f"--lake-config {args.lake_config}"
+    return f"--tenant {args.tenant}" if getattr(args, "tenant", "") else ""

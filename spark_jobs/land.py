@@ -36,9 +36,10 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
-from spark_jobs.contract import Contract
+from spark_jobs.contract import Contract, load_contract
 from spark_jobs.io.landing import is_landing_file
-from spark_jobs.lake import LakeConfig
+from spark_jobs.io.s3 import lake_client
+from spark_jobs.lake import LakeConfig, lake_from_args, lake_selection
 from spark_jobs.landing_files import FileCheck, check_file
 
 ENV_VAR = "TENANTLAKE_ENV"
@@ -208,12 +209,9 @@ class _ObjectStore:
     """S3 (or the emulator): a conditional, SSE-KMS put per file, or a multipart upload for a large one."""
 
     def __init__(self, lake: LakeConfig, client=None, part_size: int = DEFAULT_PART_MIB * MiB):
-        import boto3
-
         self.lake = lake
         self.part_size = part_size
-        self.client = client or boto3.session.Session().client(
-            "s3", region_name=lake.region, endpoint_url=lake.s3_endpoint or None, verify=lake.ca_bundle or None)
+        self.client = client or lake_client(lake, fresh_session=True)
         self.encryption = ({"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": lake.kms_key_arn}
                            if lake.kms_key_arn else {})
 
@@ -390,7 +388,7 @@ def caller_line(lake: LakeConfig) -> str | None:
     return f"land: as {arn}{role_hint}"
 
 
-def summary(contract: Contract, lake: LakeConfig, result: LandResult, lake_selection: str, dry_run: bool) -> str:
+def summary(contract: Contract, lake: LakeConfig, result: LandResult, lake_options: str, dry_run: bool) -> str:
     where = lake.landing(contract.dataset)
     total = sum(c.size for c, _ in result.landed)
     verb = "would land" if dry_run else "landed"
@@ -406,7 +404,7 @@ def summary(contract: Contract, lake: LakeConfig, result: LandResult, lake_selec
         lines.append(f"land {contract.dataset}: {len(result.skipped)} file(s) in the folders are not "
                      f"{contract.landing_format} by name, not landed: {names}")
     if not dry_run:
-        lines.append(f"next: python -m spark_jobs run-all {lake_selection} --dataset {contract.dataset}".replace("  ", " "))
+        lines.append(f"next: python -m spark_jobs run-all {lake_options} --dataset {contract.dataset}".replace("  ", " "))
     return "\n".join(lines)
 
 
@@ -435,9 +433,13 @@ def _sigterm_interrupts():
         signal.signal(signal.SIGTERM, previous)
 
 
-def run(args: argparse.Namespace, lake: LakeConfig, contract: Contract, lake_selection: str) -> int:
-    """The CLI command (``spark_jobs.cli`` resolves the lake and the contract first). Exit codes: 0 landed,
-    1 an upload failed, 2 refused, 128 + the signal's number when interrupted (130 Ctrl-C, 143 SIGTERM)."""
+def run(args: argparse.Namespace) -> int:
+    """The CLI command, with the options ``spark_jobs.cli`` parsed (the contract, then the lake: a bad one raises
+    ``ContractError``/``LakeConfigError``). Exit codes: 0 landed, 1 an upload failed, 2 refused, 128 + the
+    signal's number when interrupted (130 Ctrl-C, 143 SIGTERM)."""
+    contract = load_contract(args.dataset)
+    lake = lake_from_args(args)
+
     def progress(line: str) -> None:
         print(f"[land {contract.dataset}] {line}", file=sys.stderr, flush=True)
 
@@ -457,5 +459,5 @@ def run(args: argparse.Namespace, lake: LakeConfig, contract: Contract, lake_sel
               "not landed and its upload was aborted, the files reported landed above are whole: run the same "
               "command again to land the rest", file=sys.stderr)
         return 128 + signum
-    print(summary(contract, lake, result, lake_selection, args.dry_run))
+    print(summary(contract, lake, result, lake_selection(args), args.dry_run))
     return EXIT_OK

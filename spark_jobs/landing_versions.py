@@ -163,12 +163,12 @@ def landing_versions(lake: LakeConfig, dataset: str, landing_format: str) -> tup
         return found, False
     from botocore.exceptions import ClientError
 
-    from spark_jobs.erasure import objects
+    from spark_jobs.io.s3 import lake_client, list_versions
 
-    s3 = objects.s3_client(lake)
+    s3 = lake_client(lake)
     try:
         return [LandingVersion(v.key, v.version_id, _ms(v.last_modified), v.etag, v.size)
-                for v in objects.versions(s3, lake.bucket, prefix) if visible(v.key)], True
+                for v in list_versions(s3, lake.bucket, prefix) if visible(v.key)], True
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") not in ("AccessDenied", "403"):
             raise

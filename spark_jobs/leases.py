@@ -95,9 +95,9 @@ class _S3Store:
     """Lease objects in the lake's bucket: conditional PUTs and DELETEs (moto enforces them too)."""
 
     def __init__(self, lake: LakeConfig):
-        from spark_jobs.erasure.objects import s3_client
+        from spark_jobs.io.s3 import lake_client
 
-        self.lake, self.client, self.bucket = lake, s3_client(lake), lake.bucket
+        self.lake, self.client, self.bucket = lake, lake_client(lake), lake.bucket
 
     _code = staticmethod(create_only.error_code)
 

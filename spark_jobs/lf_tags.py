@@ -33,8 +33,9 @@ import dataclasses
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import tenant_model
-from spark_jobs.contract import Contract, load_contract
-from spark_jobs.lake import LakeConfig, gold_table_name
+from spark_jobs.contract import Contract, available_datasets, load_contract
+from spark_jobs.jobs.sizing import command_session
+from spark_jobs.lake import LakeConfig, gold_table_name, lake_from_args
 
 
 class LfTagError(ValueError):
@@ -201,10 +202,9 @@ def classification(lake: LakeConfig) -> Classification | None:
 
 def lake_formation_client(lake: LakeConfig):
     """boto3 Lake Formation client: the emulator's endpoint and CA locally, the default chain on AWS."""
-    import boto3
+    from spark_jobs.io.s3 import lake_client
 
-    return boto3.client("lakeformation", region_name=lake.region, endpoint_url=lake.s3_endpoint or None,
-                        verify=lake.ca_bundle or None)
+    return lake_client(lake, "lakeformation")
 
 
 def apply(client: Any, tag: Classification, plans: Sequence[TablePlan]) -> dict[str, int]:
@@ -283,10 +283,9 @@ def add_parser(commands, datasets: Sequence[str], lake_args: Callable) -> None:
     lake_args(parser)
 
 
-def run(args, resolve: Callable, open_session: Callable) -> int:
-    from spark_jobs.contract import available_datasets
-
-    lake = resolve(args)
+def run(args) -> int:
+    """The command, with the options ``spark_jobs.cli`` parsed."""
+    lake = lake_from_args(args)
     tag = classification(lake)
     datasets = args.dataset or available_datasets()
     for dataset in datasets:  # contracts and gold declarations before Spark starts
@@ -294,12 +293,8 @@ def run(args, resolve: Callable, open_session: Callable) -> int:
     if tag is None:
         raise LfTagError("the lake config has no Lake Formation tags (the tenant output lake_formation); re-apply the "
                          "tenant, or pass --lf-classification-tag")
-    spark, created = open_session(args, lake, "tenantlake-sync-tags")
-    try:
+    with command_session(lake, "tenantlake-sync-tags", args.jars) as spark:
         plans, counts = sync(spark, lake, datasets, dry_run=args.dry_run)
-    finally:
-        if created:
-            spark.stop()
     for plan in plans:
         print(f"{plan.display}: {tag.not_personal}: {', '.join(plan.not_personal) or '-'}; "
               f"{tag.personal}: {', '.join(plan.personal) or '-'}")

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import os
 import uuid
 from typing import Any, Callable, Iterator
@@ -403,9 +404,14 @@ def _table_outputs(lake, layers_by_dataset: dict[str, list[str]]) -> list:
 
 
 @contextlib.contextmanager
-def tracked(spark, lake, job_name: str, progress: Progress | None = None) -> Iterator[Callable[[list], None]]:
+def tracked(spark, lake, job_name: str, progress: Progress | None = None,
+            track: bool = True) -> Iterator[Callable[[list], None]]:
     """START now; COMPLETE (with the outputs handed to the yielded function) or FAIL (with the error) at the end.
-    For the maintenance and erasure commands: ``with tracked(...) as outputs: report = ...; outputs(...)``."""
+    For the maintenance and erasure commands: ``with tracked(...) as outputs: report = ...; outputs(...)``.
+    ``track=False`` (an erasure's dry run, which changes nothing): no event at all."""
+    if not track:
+        yield lambda outputs: None
+        return
     from spark_jobs.manifest import code_version, new_run_id
 
     run_id, changed = new_run_id(), []
@@ -432,8 +438,22 @@ def tracked(spark, lake, job_name: str, progress: Progress | None = None) -> Ite
         _warn(progress, "COMPLETE event not built", exc)
 
 
+def _never_failing(outputs: Callable[..., list]) -> Callable[..., list]:
+    """``outputs`` returning [] when it fails: lineage never fails a run (the event then names no tables)."""
+    @functools.wraps(outputs)
+    def guarded(*args: Any) -> list:
+        try:
+            return outputs(*args)
+        except Exception:  # noqa: BLE001
+            return []
+
+    return guarded
+
+
+@_never_failing
 def maintenance_outputs(lake, report: dict[str, Any]) -> list:
-    """The tables a maintenance report says it maintained (``silver.iot``, ``gold.iot_hourly``)."""
+    """The tables a maintenance report says it maintained (``silver.iot``, ``gold.iot_hourly``); [] when they
+    cannot be built (lineage never fails a run)."""
     event_v2 = _facets_module()[0]
     outputs = []
     for result in report.get("tables") or []:
@@ -457,8 +477,10 @@ def _changed(facts: Any) -> bool:
     return isinstance(facts, (int, float)) and facts > 0
 
 
+@_never_failing
 def erasure_outputs(lake, receipt: dict[str, Any]) -> list:
-    """What an erasure receipt says it changed, per dataset and layer, as datasets: never a subject."""
+    """What an erasure receipt says it changed, per dataset and layer, as datasets: never a subject; [] when they
+    cannot be built (lineage never fails a run)."""
     layers = {}
     for dataset, touched in (receipt.get("datasets") or {}).items():
         names = [layer for layer in ("landing", "bronze", "quarantine", "silver", "gold")

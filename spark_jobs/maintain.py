@@ -34,13 +34,18 @@ so it follows the same rules.
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import datetime as dt
+import json
+import sys
 from typing import Any, Callable
 
-from spark_jobs.contract import load_contract
+from spark_jobs import lineage
+from spark_jobs.contract import available_datasets, load_contract
 from spark_jobs.io import tables
-from spark_jobs.lake import LakeConfig, gold_table_name
+from spark_jobs.jobs.sizing import command_session, table_folders
+from spark_jobs.lake import LakeConfig, gold_table_name, lake_from_args, read_lake_outputs
 from spark_jobs.leases import held_lease
 
 REPORT_VERSION = 1
@@ -239,8 +244,6 @@ def run_maintenance(spark, lake: LakeConfig, datasets: list[str], options: Maint
 def write_report(spark, lake: LakeConfig, report: dict[str, Any], tenant: str = "") -> str:
     """Write ``report.json`` to the lake and the local mirror, refresh the mirror's index; returns the lake
     URI of the report (the mirror path when the lake is not reachable as a path or object store)."""
-    import json
-
     from spark_jobs.quality import index, storage, tenant_of
     from spark_jobs.quality.report import mirror_root
 
@@ -253,3 +256,32 @@ def write_report(spark, lake: LakeConfig, report: dict[str, Any], tenant: str = 
     local.write_text(text + "\n", encoding="utf-8")
     index.build_index(mirror.parent.name, mirror)
     return uri
+
+
+def run(args: argparse.Namespace) -> int:
+    """The command, with the options ``spark_jobs.cli`` parsed: maintenance inside an OpenLineage run, then one
+    line of totals (or the tables as JSON)."""
+    lake = lake_from_args(args)
+    retention = args.snapshot_retention_days
+    if retention is None and (args.tenant or args.lake_config) and not args.lake_uri:
+        retention = retention_from_outputs(read_lake_outputs(args.tenant, args.lake_config)[0])
+    options = MaintainOptions(
+        snapshot_retention_days=DEFAULT_SNAPSHOT_RETENTION_DAYS if retention is None else retention,
+        retain_last=args.retain_last, orphan_age_days=args.orphan_age_days, rewrite_all=args.rewrite_all)
+    options.validate()
+    datasets = args.dataset or available_datasets()
+    progress = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    with command_session(lake, "tenantlake-maintain", args.jars, reads=table_folders(datasets)) as spark:
+        with lineage.tracked(spark, lake, "maintain", progress=progress) as changed:  # START, COMPLETE or FAIL
+            report = run_maintenance(spark, lake, datasets, options, tenant=args.tenant, progress=progress)
+            changed(lineage.maintenance_outputs(lake, report))
+    results, total = report["tables"], report["totals"]
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print(f"maintain: {len(results)} tables (snapshot retention {options.snapshot_retention_days} d, "
+              f"retain last {options.retain_last}, orphans older than {options.orphan_age_days} d): data files "
+              f"{total['before']['data_files']} -> {total['after']['data_files']}, kept in storage "
+              f"{total['before']['retained_data_bytes'] / 1e6:.1f} -> {total['after']['retained_data_bytes'] / 1e6:.1f} "
+              f"MB; report {report['report']}")
+    return 0

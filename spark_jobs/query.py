@@ -16,12 +16,16 @@ were more).
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import datetime as dt
 import json
 from typing import Any
 
+from spark_jobs import catalog
 from spark_jobs.catalog import CatalogSettings, LAYERS_WITH_TABLES
+from spark_jobs.jobs.sizing import command_session
+from spark_jobs.lake import lake_from_args
 
 DEFAULT_MAX_ROWS = 100
 _TIMESTAMP_FORMATS = ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S.%fZ",
@@ -209,3 +213,15 @@ def format_result(result: QueryResult) -> str:
 
 def format_json(result: QueryResult) -> str:
     return json.dumps(result.as_dicts(), indent=2, default=_cell)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The command, with the options ``spark_jobs.cli`` parsed: the rows as a table or JSON (errors raise:
+    ``QueryError``, ``CatalogError``)."""
+    lake = lake_from_args(args)
+    as_of = parse_as_of(args.as_of) if args.as_of else None
+    with command_session(lake, "tenantlake-query", args.jars, reads=["silver", "gold"]) as spark:
+        result = run_query(spark, catalog.register(spark, lake), args.sql, as_of=as_of, max_rows=args.max_rows,
+                           consumer=catalog.register_consumer_names(spark, lake))
+    print(format_json(result) if args.json else format_result(result))
+    return 0

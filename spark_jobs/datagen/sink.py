@@ -78,10 +78,10 @@ def write_landing(lake: LakeConfig, dataset: str, files: list[tuple[str, bytes]]
 
 class _S3Landing:
     def __init__(self, lake: LakeConfig, dataset: str):
-        from spark_jobs.erasure.objects import s3_client
+        from spark_jobs.io.s3 import lake_client
 
         self.lake, self.prefix = lake, f"landing/{dataset}/"
-        self.client = s3_client(lake)
+        self.client = lake_client(lake)
 
     _code = staticmethod(create_only.error_code)
 

@@ -10,7 +10,8 @@
 - ``iceberg.py``: the snapshots from before the request expired, with the files only they held;
 - ``scan.py`` + ``sweep.py``: every object version read for ids, streaming, on the executors;
 - ``reports.py``: reports, Athena results and logs scrubbed; ``purge.py``: versions deleted for good;
-- ``receipts.py``: the receipt and the history of requests for the same subjects; ``objects.py``: S3 versions.
+- ``receipts.py``: the receipt and the history of requests for the same subjects; ``objects.py``: S3 versions
+  written and deleted (listed by ``spark_jobs/io/s3.py``'s ``list_versions``).
 
 spark_jobs/README.md, "Erasure", says what it does and what the tests prove."""
 

@@ -54,6 +54,7 @@ from spark_jobs.erasure.matching import Needles
 from spark_jobs.erasure.subjects import (
     Subject, SubjectError, applies, check_request, load_key, needles, new_request_id, subject_hash, subjects_digest)
 from spark_jobs.io import readers, storage, tables, writers
+from spark_jobs.io.s3 import lake_client, list_versions
 from spark_jobs.lake import LakeConfig, gold_table_name
 from spark_jobs.leases import live_leases, lock_holder, lock_uri
 from spark_jobs.transforms import bronze as bronze_tx
@@ -372,7 +373,7 @@ def erase(spark: SparkSession, lake: LakeConfig, subjects: list[Subject], *, ten
     for contract in affected:
         receipt["datasets"][contract.dataset] = _erase_dataset(run, contract, journal)
 
-    s3 = objects.s3_client(lake)
+    s3 = lake_client(lake)
     swept = _sweep_and_purge(run, s3, affected, journal, tenant)
     for key_name in ("reports", "object_versions_removed", "subject_files_deleted", "unreferenced_files_deleted"):
         receipt[key_name] = journal.fact(key_name)
@@ -395,8 +396,8 @@ def erase(spark: SparkSession, lake: LakeConfig, subjects: list[Subject], *, ten
     written = receipts.write(s3, lake, receipt, tenant)
     receipts.record(spark, lake, digest, receipt)
     # The work folder (journal, matched lineage, staging) goes last, with its versions: the receipt is written.
-    work = [(v.key, v.version_id) for v in objects.versions(s3, lake.bucket, run.work_prefix)]
-    objects.delete_versions(s3, lake.bucket, work + list(objects.delete_markers(s3, lake.bucket, run.work_prefix)))
+    objects.delete_versions(s3, lake.bucket, [(v.key, v.version_id) for v in
+                                              list_versions(s3, lake.bucket, run.work_prefix, delete_markers=True)])
     for contract in affected:
         writers.delete_path(spark, lock_uri(lake, contract.dataset))
     run.say(f"{receipt['status']}: {verification.summary()['versions_scanned']} object versions verified, "

@@ -1,57 +1,16 @@
-"""The lake's objects and all their versions, as S3 keeps them: listing, reading, writing, deleting.
+"""The lake's objects and all their versions, as S3 keeps them: writing and deleting.
 
 Spark and the Iceberg procedures see only current objects; a versioned bucket keeps every overwritten
 or deleted object as a noncurrent version. Erasure therefore works on versions through the S3 API
-(boto3, the same credentials as the jobs' s3a). Reading a version for subjects is ``scan.py``'s, on the
-executors (``sweep.py``).
+(boto3, the same credentials as the jobs' s3a). The client and the listing of versions are
+``spark_jobs/io/s3.py``'s (``lake_client``, ``list_versions``); reading a version for subjects is
+``scan.py``'s, on the executors (``sweep.py``).
 """
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 from spark_jobs.lake import LakeConfig
-
-@dataclasses.dataclass(frozen=True)
-class Version:
-    """One object version (``is_latest``: the current one); delete markers are not listed. ``last_modified``
-    (UTC) and ``etag`` as S3 lists them (the landing check, ``spark_jobs/landing_versions.py``)."""
-
-    key: str
-    version_id: str
-    is_latest: bool
-    size: int
-    last_modified: Any = None
-    etag: str = ""
-
-
-def s3_client(lake: LakeConfig):
-    """boto3 S3 client for the lake: the emulator's endpoint and CA locally, the default chain on AWS."""
-    import boto3
-
-    kwargs: dict[str, Any] = {"region_name": lake.region}
-    if lake.s3_endpoint:
-        kwargs["endpoint_url"] = lake.s3_endpoint
-        kwargs["verify"] = lake.ca_bundle or None
-    return boto3.client("s3", **kwargs)
-
-
-def versions(s3, bucket: str, prefix: str = "") -> Iterator[Version]:
-    """Every version (current and noncurrent) under ``prefix``; delete markers skipped."""
-    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
-        for item in page.get("Versions", []):
-            yield Version(item["Key"], item.get("VersionId") or "null", bool(item.get("IsLatest")), int(item.get("Size", 0)),
-                          item.get("LastModified"), str(item.get("ETag", "")).strip('"'))
-
-
-def delete_markers(s3, bucket: str, prefix: str = "") -> Iterator[tuple[str, str]]:
-    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
-        for item in page.get("DeleteMarkers", []):
-            yield item["Key"], item.get("VersionId") or "null"
-
-
-def read_version(s3, bucket: str, version: Version) -> bytes:
-    return s3.get_object(Bucket=bucket, Key=version.key, VersionId=version.version_id)["Body"].read()
 
 
 def delete_versions(s3, bucket: str, pairs: Iterable[tuple[str, str]]) -> int:

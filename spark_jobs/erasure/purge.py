@@ -17,6 +17,7 @@ from typing import Callable
 
 from spark_jobs.erasure import INBOX_PREFIX, objects
 from spark_jobs.erasure.sweep import Sweep
+from spark_jobs.io.s3 import list_versions
 from spark_jobs.lake import LakeConfig
 
 
@@ -32,9 +33,8 @@ def inbox(s3, lake: LakeConfig, sweep: Sweep) -> int:
     keys = {f.key for f in sweep.hits if f.key.startswith(INBOX_PREFIX)}
     if not keys:
         return 0
-    versions = [(v.key, v.version_id) for v in objects.versions(s3, lake.bucket, INBOX_PREFIX) if v.key in keys]
-    markers = [(k, v) for k, v in objects.delete_markers(s3, lake.bucket, INBOX_PREFIX) if k in keys]
-    return objects.delete_versions(s3, lake.bucket, versions + markers)
+    return objects.delete_versions(s3, lake.bucket, [(v.key, v.version_id) for v in list_versions(
+        s3, lake.bucket, INBOX_PREFIX, delete_markers=True) if v.key in keys])
 
 
 def unreferenced_files(s3, lake: LakeConfig, sweep: Sweep, data_prefixes: dict[str, str],
@@ -50,7 +50,7 @@ def unreferenced_files(s3, lake: LakeConfig, sweep: Sweep, data_prefixes: dict[s
         uris = {lake.path(*key.split("/")): key for key in keys}
         for uri in unreferenced(table, sorted(uris)):
             key = uris[uri]
-            objects.delete_versions(s3, lake.bucket, [(v.key, v.version_id) for v in objects.versions(s3, lake.bucket, key)
+            objects.delete_versions(s3, lake.bucket, [(v.key, v.version_id) for v in list_versions(s3, lake.bucket, key)
                                                       if v.key == key])
             deleted.append(key)
     return deleted

@@ -17,6 +17,8 @@ verification would find. A row's action:
 """
 from __future__ import annotations
 
+import functools
+import operator
 from typing import Iterable
 
 from pyspark.sql import DataFrame, SparkSession
@@ -110,15 +112,19 @@ def text_hits(df: DataFrame, keys: Iterable[str], shared) -> DataFrame:
     return df.select(*read).mapInArrow(found, schema).distinct()
 
 
+def join_on_keys(df: DataFrame, marks: DataFrame, keys: list[str]) -> DataFrame:
+    """``df`` left-joined with the small ``marks`` (broadcast) on ``keys``, null-safe (a null key part matches a
+    null one, as the table's keys may hold nulls): ``df``'s columns, then ``marks``' other columns (null
+    where no row of ``marks`` matches)."""
+    marked = marks.select(*[F.col(k).alias(f"_m_{k}") for k in keys], *[c for c in marks.columns if c not in keys])
+    condition = functools.reduce(operator.and_, [F.col(k).eqNullSafe(F.col(f"_m_{k}")) for k in keys])
+    return df.join(F.broadcast(marked), condition, "left").drop(*[f"_m_{k}" for k in keys])
+
+
 def _with_hits(df: DataFrame, hits: DataFrame, keys: list[str]) -> DataFrame:
     """``df`` with ``_text_hit`` and ``_value_hit`` from ``text_hits`` (False where it found nothing),
     joined on ``keys`` (null-safe)."""
-    marked = hits.select(*[F.col(k).alias(f"_m_{k}") for k in keys], TEXT_HIT, VALUE_HIT)
-    condition = None
-    for k in keys:
-        term = F.col(k).eqNullSafe(F.col(f"_m_{k}"))
-        condition = term if condition is None else condition & term
-    joined = df.join(F.broadcast(marked), condition, "left").drop(*[f"_m_{k}" for k in keys])
+    joined = join_on_keys(df, hits.select(*keys, TEXT_HIT, VALUE_HIT), keys)
     return (joined.withColumn(TEXT_HIT, F.coalesce(F.col(TEXT_HIT), F.lit(False)))
             .withColumn(VALUE_HIT, F.coalesce(F.col(VALUE_HIT), F.lit(False))))
 

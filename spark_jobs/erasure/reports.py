@@ -71,10 +71,6 @@ def scrub_mirror(tenant: str, needles: Needles) -> int:
     return changed
 
 
-def is_scrubbed(key: str) -> bool:
-    return key.startswith(SCRUBBED_PREFIXES) and not key.startswith(RECEIPTS_PREFIX)
-
-
 def describe(result: dict[str, Any]) -> str:
     return (f"reports: {result['objects_rewritten']} rewritten ({result['tokens_redacted']} ids redacted), "
             f"{result['objects_deleted']} deleted")

@@ -90,12 +90,7 @@ def rewrite_silver(spark, tbl: tables.Table, contract: Contract, frames: dict[st
         include_null = any(r["null_date"] for r in summary)
         partitioning = silver_partitioning(contract)
         current = tables.read(spark, tbl).where(F.expr(partitioning.rows(dates, include_null)))
-        marked = found.select(*[F.col(k).alias(f"_m_{k}") for k in keys], records.ACTION)
-        condition = None
-        for k in keys:
-            term = F.col(k).eqNullSafe(F.col(f"_m_{k}"))
-            condition = term if condition is None else condition & term
-        flagged = current.join(F.broadcast(marked), condition, "left")
+        flagged = records.join_on_keys(current, found.select(*keys, records.ACTION), keys)
         redacted = records.redact(flagged.where(F.col(records.ACTION) == records.REDACT).select(*current.columns), needles)
         kept = flagged.where(F.col(records.ACTION).isNull()).select(*current.columns).unionByName(redacted)
         created = tables.replace_dates(kept, tbl, partitioning, dates, include_null, run_id)

@@ -1,6 +1,6 @@
 """Reading every version of every object in the bucket for the request's subjects, on the executors.
 
-The driver lists the versions (``list_object_versions``: keys, version ids and sizes only) and packs them
+The driver lists the versions (``io.s3.list_versions``: keys, version ids and sizes only) and packs them
 into slices of about ``SLICE_BYTES``, largest first; each executor task opens its own S3 client and reads
 its slice's versions one at a time, streaming (``scan.scan_version``: bounded memory whatever the object's
 size). The subjects travel to the executors in a broadcast variable, never in a plan. Only the findings
@@ -21,9 +21,9 @@ import time
 import uuid
 from typing import Any, Callable, Iterable, Iterator
 
-from spark_jobs.erasure import objects
 from spark_jobs.erasure.matching import Needles
 from spark_jobs.erasure.scan import Finding, Matcher, scan_version
+from spark_jobs.io.s3 import ObjectVersion, lake_client, list_versions
 from spark_jobs.lake import LakeConfig
 
 SKIPPED_PREFIXES = ("artifacts/",)
@@ -36,7 +36,7 @@ class Sweep:
     """What reading the bucket found: a finding per version read, and the versions skipped."""
 
     findings: dict[tuple[str, str], Finding] = dataclasses.field(default_factory=dict)
-    skipped: list[objects.Version] = dataclasses.field(default_factory=list)
+    skipped: list[ObjectVersion] = dataclasses.field(default_factory=list)
     seconds: float = 0.0        # spent reading, in this sweep and the ones it builds on
     read_versions: int = 0      # versions read (the same count across those sweeps)
     read_bytes: int = 0
@@ -66,14 +66,14 @@ class Sweep:
                             "keys": sorted({v.key for v in self.skipped})[:50]}}
 
 
-def list_bucket(s3, bucket: str) -> tuple[list[objects.Version], list[objects.Version]]:
+def list_bucket(s3, bucket: str) -> tuple[list[ObjectVersion], list[ObjectVersion]]:
     """(versions to read, versions skipped by construction), delete markers aside."""
-    listed = list(objects.versions(s3, bucket, ""))
+    listed = list(list_versions(s3, bucket, ""))
     return ([v for v in listed if not v.key.startswith(SKIPPED_PREFIXES)],
             [v for v in listed if v.key.startswith(SKIPPED_PREFIXES)])
 
 
-def slices(versions: list[objects.Version], parallelism: int) -> list[list[tuple[str, str, int]]]:
+def slices(versions: list[ObjectVersion], parallelism: int) -> list[list[tuple[str, str, int]]]:
     """Versions packed into slices of about ``SLICE_BYTES`` (at least two per core), largest first."""
     total = sum(v.size for v in versions)
     count = max(1, min(len(versions), max(2 * parallelism, -(-total // SLICE_BYTES))))
@@ -86,26 +86,16 @@ def slices(versions: list[objects.Version], parallelism: int) -> list[list[tuple
     return [b for b in bins if b]
 
 
-def _client_settings(lake: LakeConfig) -> dict[str, str]:
-    return {"region": lake.region, "endpoint": lake.s3_endpoint or "", "ca_bundle": lake.ca_bundle or "",
-            "bucket": lake.bucket}
-
-
-def _scan_slice(settings: dict[str, str], needles, items: Iterable[list[tuple[str, str, int]]]) -> Iterator[Finding]:
+def _scan_slice(lake: LakeConfig, needles, items: Iterable[list[tuple[str, str, int]]]) -> Iterator[Finding]:
     """One executor task: its own S3 client, each version read as a stream."""
-    import boto3
-
-    kwargs: dict[str, Any] = {"region_name": settings["region"]}
-    if settings["endpoint"]:
-        kwargs.update(endpoint_url=settings["endpoint"], verify=settings["ca_bundle"] or None)
-    s3 = boto3.client("s3", **kwargs)
+    s3 = lake_client(lake)
     matcher = Matcher(needles.value)
     for chunk in items:
         for key, version_id, size in chunk:
-            yield scan_version(s3, settings["bucket"], key, version_id, size, matcher)
+            yield scan_version(s3, lake.bucket, key, version_id, size, matcher)
 
 
-def scan(spark, lake: LakeConfig, versions: list[objects.Version], needles: Needles,
+def scan(spark, lake: LakeConfig, versions: list[ObjectVersion], needles: Needles,
          progress: Callable[[str], None], label: str = "scan") -> tuple[list[Finding], float]:
     """Read ``versions`` on the executors; returns the findings and the seconds it took. One progress line
     every ``PROGRESS_SECONDS`` while it runs."""
@@ -116,7 +106,7 @@ def scan(spark, lake: LakeConfig, versions: list[objects.Version], needles: Need
     packed = slices(versions, sc.defaultParallelism)
     broadcast = sc.broadcast(needles)
     rdd = sc.parallelize(packed, len(packed)).mapPartitions(
-        functools.partial(_scan_slice, _client_settings(lake), broadcast))
+        functools.partial(_scan_slice, lake, broadcast))
     group, outcome = f"tenantlake-erase-{label}-{uuid.uuid4().hex[:8]}", {}
 
     def run() -> None:

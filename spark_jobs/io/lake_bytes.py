@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 from urllib.parse import urlparse
 
+from spark_jobs.io.s3 import lake_client, list_versions
 from spark_jobs.lake import LakeConfig
 
 LIST_TIMEOUT_S = 5
@@ -34,24 +35,26 @@ def stored_bytes(lake: LakeConfig, folders: Iterable[str], limit: int, versions:
 
 
 def _object_bytes(lake: LakeConfig, folders: Iterable[str], limit: int, versions: bool) -> int:
-    import boto3
-    from botocore.config import Config
-
-    client = boto3.client("s3", region_name=lake.region, endpoint_url=lake.s3_endpoint or None,
-                          verify=lake.ca_bundle or None,
-                          config=Config(connect_timeout=LIST_TIMEOUT_S, read_timeout=LIST_TIMEOUT_S,
-                                        retries={"max_attempts": 1}))
+    client = lake_client(lake, timeout_s=LIST_TIMEOUT_S, retries=1)
     root = urlparse(lake.lake_uri).path.strip("/")
-    listing, entries = ("list_object_versions", "Versions") if versions else ("list_objects_v2", "Contents")
     total = 0
     for folder in folders:
         prefix = "/".join(p for p in (root, folder.strip("/")) if p)
         prefix = f"{prefix}/" if prefix else ""  # "" with no root: the whole bucket
-        for page in client.get_paginator(listing).paginate(Bucket=lake.bucket, Prefix=prefix):
-            total += sum(int(obj.get("Size") or 0) for obj in page.get(entries, []))
+        for size in _sizes(client, lake.bucket, prefix, versions):
+            total += size
             if total > limit:
                 return total
     return total
+
+
+def _sizes(client, bucket: str, prefix: str, versions: bool) -> Iterator[int]:
+    """The size of each object under ``prefix``, or of each of its versions, as the listing reads them."""
+    if versions:
+        yield from (version.size for version in list_versions(client, bucket, prefix))
+        return
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        yield from (int(obj.get("Size") or 0) for obj in page.get("Contents", []))
 
 
 def _folder_bytes(lake: LakeConfig, folders: Iterable[str], limit: int) -> int:

@@ -7,7 +7,6 @@ accepts any. Files already in the mirror with the same size are skipped.
 """
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -28,13 +27,9 @@ def sync_from_lake(tenant: str, mirror_reports: Path) -> int:
     if not lake.is_object_store:
         source = Path(lake.lake_uri.removeprefix("file://")) / "reports"
         return _copy_local(source, mirror_reports)
-    import boto3
+    from spark_jobs.io.s3 import lake_client
 
-    credentials = {}
-    if lake.s3_endpoint and not os.environ.get("AWS_ACCESS_KEY_ID"):
-        credentials = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
-    client = boto3.client("s3", region_name=lake.region, endpoint_url=lake.s3_endpoint or None,
-                          verify=lake.ca_bundle or None, **credentials)
+    client = lake_client(lake, emulator_credentials=True)
     copied = 0
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=lake.bucket, Prefix="reports/"):
         for item in page.get("Contents", []):

@@ -19,10 +19,10 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import json
-import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from spark_jobs.io.s3 import ObjectVersion, lake_client
 from spark_jobs.lake import LakeConfig, gold_table_name
 from spark_jobs.usage import cost, emr, objects, runs
 
@@ -58,21 +58,11 @@ class LakeStore:
         self.lake = lake
         self.s3 = None
         if lake.is_object_store:
-            import boto3
-
-            credentials = {}
-            if lake.s3_endpoint and not os.environ.get("AWS_ACCESS_KEY_ID"):  # the emulator takes any
-                credentials = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}  # pragma: allowlist secret
-            self.s3 = boto3.client("s3", region_name=lake.region, endpoint_url=lake.s3_endpoint or None,
-                                   verify=lake.ca_bundle or None, **credentials)
-            self.credentials = credentials
+            self.s3 = lake_client(lake, emulator_credentials=True)  # the emulator takes any keys
         self.root = None if lake.is_object_store else Path(lake.lake_uri.removeprefix("file://"))
 
     def client(self, service: str):
-        import boto3
-
-        return boto3.client(service, region_name=self.lake.region, endpoint_url=self.lake.s3_endpoint or None,
-                            verify=self.lake.ca_bundle or None, **getattr(self, "credentials", {}))
+        return lake_client(self.lake, service, emulator_credentials=self.s3 is not None)
 
     def keys(self, prefix: str) -> list[str]:
         if self.s3 is None:
@@ -100,15 +90,15 @@ class LakeStore:
                            ContentType="application/json", **extra)
         return f"s3://{self.lake.bucket}/{key}"
 
-    def versions(self) -> tuple[Iterable[objects.Version], dict[str, Any]]:
+    def versions(self) -> tuple[Iterable[ObjectVersion], dict[str, Any]]:
         if self.s3 is None:  # a folder has one version per file
             now = dt.datetime.now(dt.timezone.utc)
 
-            def files() -> Iterator[objects.Version]:
+            def files() -> Iterator[ObjectVersion]:
                 for key in self.keys(""):
                     stat = (self.root / key).stat()
-                    yield objects.Version(key, stat.st_size, True, False,
-                                          dt.datetime.fromtimestamp(stat.st_mtime, dt.timezone.utc))
+                    yield ObjectVersion(key, size=stat.st_size, last_modified=dt.datetime.fromtimestamp(
+                        stat.st_mtime, dt.timezone.utc))
             return files(), {"source": "listing", "as_of": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "why": "a folder lake"}
         return objects.collect(self.s3, self.lake.bucket)
 

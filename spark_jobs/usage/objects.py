@@ -19,21 +19,11 @@ import io
 import json
 from typing import Any, Iterator
 
+from spark_jobs.io.s3 import ObjectVersion, list_versions, utc
+
 DATASET_FOLDERS = ("landing", "bronze", "silver", "quarantine", "checkpoints")
 NO_DATASET = "-"
 BATCH_ROWS = 50_000  # inventory rows turned into Python objects at a time
-
-
-@dataclasses.dataclass(frozen=True)
-class Version:
-    """One object version (or delete marker) as a listing or an inventory report gives it."""
-
-    key: str
-    size: int
-    is_latest: bool
-    is_delete_marker: bool
-    last_modified: dt.datetime
-    storage_class: str = "STANDARD"
 
 
 @dataclasses.dataclass
@@ -50,7 +40,7 @@ class StorageRow:
     # versions written in the month asked for (PUT-class requests they cost, at least)
     versions_written: int = 0
 
-    def add(self, version: Version, written_in_month: bool) -> None:
+    def add(self, version: ObjectVersion, written_in_month: bool) -> None:
         if written_in_month:
             self.versions_written += 1
         if version.is_delete_marker:
@@ -97,7 +87,7 @@ class Tally:
         first = dt.datetime.strptime(days[0], "%Y-%m-%d").replace(tzinfo=dt.timezone.utc) if days else self.month_start
         self.days_start = first
 
-    def add(self, version: Version) -> None:
+    def add(self, version: ObjectVersion) -> None:
         self.versions += 1
         modified = version.last_modified
         layer, dataset = classify(version.key, self.gold_datasets)
@@ -127,21 +117,6 @@ class Tally:
                 values.append(total)
             series[layer] = values
         return series
-
-
-# --------------------------------------------------------------------------------------- listing
-def list_versions(s3, bucket: str) -> Iterator[Version]:
-    """Every version and delete marker of the bucket (``ListObjectVersions``, 1,000 per request)."""
-    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
-        for item in page.get("Versions", []):
-            yield Version(item["Key"], int(item.get("Size") or 0), bool(item.get("IsLatest")), False,
-                          _utc(item["LastModified"]), str(item.get("StorageClass") or "STANDARD"))
-        for item in page.get("DeleteMarkers", []):
-            yield Version(item["Key"], 0, bool(item.get("IsLatest")), True, _utc(item["LastModified"]))
-
-
-def _utc(moment: dt.datetime) -> dt.datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
 
 
 # --------------------------------------------------------------------------------------- inventory
@@ -205,7 +180,7 @@ def _is_report_folder(name: str) -> bool:
         return False
 
 
-def report_versions(s3, report: InventoryReport) -> Iterator[Version]:
+def report_versions(s3, report: InventoryReport) -> Iterator[ObjectVersion]:
     """The rows of a Parquet report's data files (pyarrow), as versions."""
     import pyarrow.parquet as pq
 
@@ -220,13 +195,14 @@ def report_versions(s3, report: InventoryReport) -> Iterator[Version]:
                 modified = row.get("last_modified_date")
                 if isinstance(modified, (int, float)):
                     modified = dt.datetime.fromtimestamp(modified / 1000, dt.timezone.utc)
-                yield Version(row["key"], int(row.get("size") or 0),
-                              bool(row["is_latest"]) if "is_latest" in columns else True,
-                              bool(row.get("is_delete_marker")), _utc(modified or report.created_at),
-                              str(row.get("storage_class") or "STANDARD"))
+                yield ObjectVersion(row["key"], size=int(row.get("size") or 0),
+                                    is_latest=bool(row["is_latest"]) if "is_latest" in columns else True,
+                                    is_delete_marker=bool(row.get("is_delete_marker")),
+                                    last_modified=utc(modified or report.created_at),
+                                    storage_class=str(row.get("storage_class") or "STANDARD"))
 
 
-def collect(s3, bucket: str) -> tuple[Iterator[Version], dict[str, Any]]:
+def collect(s3, bucket: str) -> tuple[Iterator[ObjectVersion], dict[str, Any]]:
     """The lake's versions (read as they are consumed, page by page or file by file) and where they come
     from: ``{"source": "inventory", "report": uri, "as_of": ...}`` when the bucket has an inventory with a
     delivered report, else ``{"source": "listing", ...}``."""
@@ -239,4 +215,4 @@ def collect(s3, bucket: str) -> tuple[Iterator[Version], dict[str, Any]]:
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     reason = ("no inventory configuration on the bucket" if config is None
               else f"inventory {config['Id']} has delivered no report yet (S3 delivers the first within 48 hours)")
-    return list_versions(s3, bucket), {"source": "listing", "as_of": now, "why": reason}
+    return list_versions(s3, bucket, delete_markers=True), {"source": "listing", "as_of": now, "why": reason}

@@ -11,6 +11,7 @@ from bench import duckdb_reference as ref
 from spark_jobs import cli
 from spark_jobs.contract import load_contract
 from spark_jobs.jobs.layer import run_layer
+from spark_jobs.lake import resolve_lake
 
 RECORDS = {"iot": 3000, "clickstream": 3000}
 
@@ -37,7 +38,7 @@ def pipeline(spark, tmp_path_factory):
                              "--bad-rate", "0.02", "--late-rate", "0.02", "--seed", "7", "--lake-uri", str(lake)]) == 0
             manifests = {}
             for layer in ("bronze", "silver", "gold"):
-                manifests[layer] = run_layer(spark, cli.resolve_lake(lake_uri=str(lake)), dataset, layer,
+                manifests[layer] = run_layer(spark, resolve_lake(lake_uri=str(lake)), dataset, layer,
                                                  progress=lambda line: None)
             contract = load_contract(dataset)
             con = ref.connect()

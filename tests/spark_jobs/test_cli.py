@@ -61,7 +61,7 @@ def test_a_refused_connection_with_the_driver_alive_is_not_a_dead_driver():
     the driver. py4j's own network error is (the JVM-kill test in tests/reliability covers the rest)."""
     from py4j.protocol import Py4JNetworkError
 
-    from spark_jobs.cli import _driver_gone
+    from spark_jobs.errors import driver_gone
 
     try:
         try:
@@ -69,10 +69,10 @@ def test_a_refused_connection_with_the_driver_alive_is_not_a_dead_driver():
         except ConnectionRefusedError as refused:
             raise RuntimeError("Could not connect to the endpoint URL") from refused
     except RuntimeError as exc:
-        assert not _driver_gone(exc)
+        assert not driver_gone(exc)
     wrapped = RuntimeError("call failed")
     wrapped.__cause__ = Py4JNetworkError("Answer from Java side is empty")
-    assert _driver_gone(wrapped)
+    assert driver_gone(wrapped)
 
 
 def test_erase_on_a_folder_lake_is_one_line_before_any_jvm(capsys, tmp_path):

@@ -296,7 +296,8 @@ def test_a_personal_data_tenants_classification_reaches_the_job():
     contracts against (every contract must then declare subject_keys)."""
     import dataclasses
 
-    from spark_jobs.cli import _resolve, build_parser
+    from spark_jobs.cli import build_parser
+    from spark_jobs.lake import lake_from_args
 
     outputs = {"tenant_id": "acme", "region": "eu-west-1", "lake_bucket_name": "b", "kms_key_arn": KEY,
                "job_execution_role_arn": TARGET.role_arn, "emr_virtual_cluster_id": "x", "log_group_name": "g",
@@ -306,7 +307,7 @@ def test_a_personal_data_tenants_classification_reaches_the_job():
     assert target.data_classification == ("gdpr", "pii")
     args = build_request(target, LOCATION, SPEC, "x")["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
     assert args[args.index("--data-classification") + 1] == "gdpr,pii"
-    assert _resolve(build_parser().parse_args(args)).data_classification == ("gdpr", "pii")
+    assert lake_from_args(build_parser().parse_args(args)).data_classification == ("gdpr", "pii")
     without = build_request(dataclasses.replace(target, data_classification=()), LOCATION, SPEC, "x")
     assert "--data-classification" not in without["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
 
@@ -316,7 +317,8 @@ def test_the_lake_formation_tag_reaches_pipeline_runs_which_tag_their_tables():
     tables (spark_jobs/lf_tags.py tags their columns as the job role); a maintenance run creates none."""
     import dataclasses
 
-    from spark_jobs.cli import _resolve, build_parser
+    from spark_jobs.cli import build_parser
+    from spark_jobs.lake import lake_from_args
 
     outputs = {"tenant_id": "acme", "region": "eu-west-1", "lake_bucket_name": "b", "kms_key_arn": KEY,
                "job_execution_role_arn": TARGET.role_arn, "emr_virtual_cluster_id": "x", "log_group_name": "g",
@@ -326,7 +328,7 @@ def test_the_lake_formation_tag_reaches_pipeline_runs_which_tag_their_tables():
     assert target.lf_classification_tag == "acme-classification"
     args = build_request(target, LOCATION, SPEC, "x")["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
     assert args[args.index("--lf-classification-tag") + 1] == "acme-classification"
-    assert _resolve(build_parser().parse_args(args)).lf_classification_tag == "acme-classification"
+    assert lake_from_args(build_parser().parse_args(args)).lf_classification_tag == "acme-classification"
     bronze = dataclasses.replace(SPEC, layer="bronze")
     assert "--lf-classification-tag" not in entrypoint_arguments(target, bronze)
     older = target_from_outputs("acme", {k: v for k, v in outputs.items() if k != "lake_formation"})

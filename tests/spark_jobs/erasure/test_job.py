@@ -35,7 +35,7 @@ def test_only_hits_in_a_dataset_the_request_left_out_are_set_apart():
     receipt, not counted against the request. Anything else (a similar name, a report) still is."""
     from spark_jobs.contract import load_contract
     from spark_jobs.erasure.job import _outside_request
-    from spark_jobs.erasure.objects import Version
+    from spark_jobs.io.s3 import ObjectVersion as Version
 
     keys = ["silver/clickstream/data/a.parquet", "gold/clickstream_user_sessions/data/b.parquet",
             "checkpoints/clickstream/bronze/sources/0/0", "landing/clickstream/f.json",

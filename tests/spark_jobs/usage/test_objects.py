@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from spark_jobs.io.s3 import ObjectVersion
 from spark_jobs.usage import objects
 
 GOLDS = {"iot_hourly": "iot", "clickstream_site_hourly": "clickstream"}
@@ -118,9 +119,9 @@ def test_the_newest_inventory_report_gives_the_same_rows_as_a_listing(versioned_
 
 def test_stored_by_day_is_cumulative_per_layer():
     day = dt.datetime(2026, 11, 2, 12, tzinfo=dt.timezone.utc)
-    versions = [objects.Version("silver/iot/a", 10, True, False, day),
-                objects.Version("silver/iot/b", 5, False, False, day + dt.timedelta(days=1)),
-                objects.Version("silver/iot/c", 0, True, True, day),
-                objects.Version("gold/iot_hourly/d", 7, True, False, day - dt.timedelta(days=60))]
+    versions = [ObjectVersion("silver/iot/a", size=10, last_modified=day),
+                ObjectVersion("silver/iot/b", size=5, is_latest=False, last_modified=day + dt.timedelta(days=1)),
+                ObjectVersion("silver/iot/c", is_delete_marker=True, last_modified=day),
+                ObjectVersion("gold/iot_hourly/d", size=7, last_modified=day - dt.timedelta(days=60))]
     series = tally(versions, "2026-11", ("2026-11-01", "2026-11-02", "2026-11-03")).stored_by_day()
     assert series == {"silver": [0, 10, 15], "gold": [7, 7, 7]}
