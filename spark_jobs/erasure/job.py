@@ -238,9 +238,11 @@ def _erase_dataset(run: EraseRun, contract: Contract, journal: Journal) -> dict[
 def _dataset_prefixes(contract: Contract) -> list[str]:
     dataset = contract.dataset
     # Bronze stages each batch's records under checkpoints/<dataset>/bronze-staging (and -fixed) before it
-    # publishes them: the staged copies' noncurrent versions hold the same records.
+    # publishes them, and silver its flagged records under checkpoints/<dataset>/silver-staging: the staged
+    # copies' noncurrent versions hold the same records.
     return [f"landing/{dataset}/", f"bronze/{dataset}/", f"quarantine/{dataset}/", f"silver/{dataset}/",
-            *[f"gold/{gold_table_name(dataset, g)}/" for g in contract.gold], f"checkpoints/{dataset}/bronze-staging"]
+            *[f"gold/{gold_table_name(dataset, g)}/" for g in contract.gold], f"checkpoints/{dataset}/bronze-staging",
+            f"checkpoints/{dataset}/silver-staging"]
 
 
 def _left_out(datasets: list[str] | None) -> list[Contract]:

@@ -2,8 +2,8 @@
 findings, ``sweep.py``):
 
 - **noncurrent versions** under the request's prefixes (each covered dataset's landing, bronze,
-  quarantine, silver and gold folders and bronze's staging folder ``checkpoints/<dataset>/bronze-staging``,
-  the scrubbed prefixes, the request's work folder): S3 keeps every
+  quarantine, silver and gold folders and the staging folders ``checkpoints/<dataset>/bronze-staging`` and
+  ``silver-staging``, the scrubbed prefixes, the request's work folder): S3 keeps every
   overwritten or deleted object as one; versions without subject data stay (versioning is the pipeline's
   recovery mechanism);
 - **the subject files in the inbox** (``checkpoints/_erasure/inbox/``, how an EMR run gets its ids):
