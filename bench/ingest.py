@@ -50,7 +50,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO_ROOT, RESULTS_DIR, run_sampled, target_line, utc_now, write_result
+from bench.common import RESULTS_DIR, run_sampled, target_line, utc_now, write_result
 from bench.ingest_data import CONTRACTS_DIR, DATASETS, WIDE_DATASETS, file_name, write_file, write_wide_span_file
 
 SIZES = (100_000, 200_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000)

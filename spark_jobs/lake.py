@@ -2,7 +2,8 @@
 
 Layout (INTERFACES section 4): ``landing/<ds>/``, ``bronze/<ds>/``, ``silver/<ds>/`` (the Iceberg table
 ``silver.<ds>``), ``gold/<table>/`` (the Iceberg table ``gold.<table>``, ``gold_table_name``), ``quarantine/<ds>/``,
-``checkpoints/<ds>/bronze/``, ``reports/<layer>/<ds>/<run_id>/manifest.json``. Jobs never rebuild resource names: the launcher
+``checkpoints/<ds>/bronze/``, the staging folders ``checkpoints/<ds>/<layer>-staging/`` (``STAGING_FOLDERS``),
+``reports/<layer>/<ds>/<run_id>/manifest.json``. Jobs never rebuild resource names: the launcher
 passes the lake URI and key (from the tenant's Terraform outputs).
 """
 from __future__ import annotations
@@ -15,6 +16,10 @@ from urllib.parse import urlparse
 
 LAYERS: tuple[str, ...] = ("bronze", "silver", "gold")
 STATE_DIR_ENV = "TENANTLAKE_STATE_DIR"
+# Where a layer's job writes its records before it publishes them (bronze: each batch, and ``-fixed`` beside it;
+# silver: the flagged records). Deleted after the run, but a versioned bucket keeps them as noncurrent
+# versions: the erasure sweeps these folders with the layers.
+STAGING_FOLDERS = {"bronze": "bronze-staging", "silver": "silver-staging"}
 
 
 class LakeConfigError(ValueError):
@@ -100,6 +105,10 @@ class LakeConfig:
 
     def checkpoint(self, dataset: str) -> str:
         return self.path("checkpoints", dataset, "bronze")
+
+    def staging(self, dataset: str, layer: str) -> str:
+        """``layer``'s staging folder for ``dataset`` (``STAGING_FOLDERS``)."""
+        return self.path("checkpoints", dataset, STAGING_FOLDERS[layer])
 
     def report_dir(self, layer: str, dataset: str, run_id: str) -> str:
         return self.path("reports", layer, dataset, run_id)

@@ -55,7 +55,7 @@ from spark_jobs.erasure.subjects import (
     Subject, SubjectError, applies, check_request, load_key, needles, new_request_id, subject_hash, subjects_digest)
 from spark_jobs.io import readers, storage, tables, writers
 from spark_jobs.io.s3 import lake_client, list_versions
-from spark_jobs.lake import LakeConfig, gold_table_name
+from spark_jobs.lake import STAGING_FOLDERS, LakeConfig, gold_table_name
 from spark_jobs.leases import live_leases, lock_holder, lock_uri
 from spark_jobs.transforms import bronze as bronze_tx
 from spark_jobs.transforms import silver as silver_tx
@@ -237,12 +237,11 @@ def _erase_dataset(run: EraseRun, contract: Contract, journal: Journal) -> dict[
 
 def _dataset_prefixes(contract: Contract) -> list[str]:
     dataset = contract.dataset
-    # Bronze stages each batch's records under checkpoints/<dataset>/bronze-staging (and -fixed) before it
-    # publishes them, and silver its flagged records under checkpoints/<dataset>/silver-staging: the staged
-    # copies' noncurrent versions hold the same records.
+    # The layers' staging folders (lake.STAGING_FOLDERS: bronze's batches, and -fixed beside them; silver's
+    # flagged records): the staged copies' noncurrent versions hold the same records.
     return [f"landing/{dataset}/", f"bronze/{dataset}/", f"quarantine/{dataset}/", f"silver/{dataset}/",
-            *[f"gold/{gold_table_name(dataset, g)}/" for g in contract.gold], f"checkpoints/{dataset}/bronze-staging",
-            f"checkpoints/{dataset}/silver-staging"]
+            *[f"gold/{gold_table_name(dataset, g)}/" for g in contract.gold],
+            *[f"checkpoints/{dataset}/{folder}" for folder in STAGING_FOLDERS.values()]]
 
 
 def _left_out(datasets: list[str] | None) -> list[Contract]:

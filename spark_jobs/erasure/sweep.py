@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import threading
 import time
 import uuid
 from typing import Any, Callable, Iterable, Iterator

@@ -179,7 +179,7 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
 
 def staging_folder(lake, dataset: str) -> str:
     """Where a batch's records are written before they are checked and moved into bronze."""
-    return lake.path("checkpoints", dataset, "bronze-staging")
+    return lake.staging(dataset, "bronze")
 
 
 def _split_batch(spark, files: list[tuple[str, int]], contract, report=None) -> DataFrame:

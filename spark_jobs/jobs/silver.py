@@ -94,7 +94,7 @@ def output_counts(silver) -> tuple[int, int]:
 def staging_folder(lake, dataset: str) -> str:
     """Where a silver run writes its flagged records (typed, checked; the raw text of the invalid rows only)
     once, to read them back for each step instead of parsing bronze again or holding them in memory."""
-    return lake.path("checkpoints", dataset, "silver-staging")
+    return lake.staging(dataset, "silver")
 
 
 def deduped(spark, valid, contract: Contract):

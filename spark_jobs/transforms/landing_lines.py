@@ -36,7 +36,6 @@ which marks the record malformed.
 """
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import json
 import re
