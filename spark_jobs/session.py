@@ -24,6 +24,7 @@ import sys
 from spark_jobs.catalog import session_conf as iceberg_session_conf
 
 LOCAL_SHUFFLE_PARTITIONS = 8  # 2 cores: 200 (Spark's default) made silver 2x larger and gold 3x slower
+LISTING_TASKS = 8  # tasks of the job Spark runs to list more than 32 paths (its default: one per path, up to 10,000)
 LOCAL_DRIVER_HOST = "127.0.0.1"
 DRIVER_MEMORY_ENV = "TENANTLAKE_DRIVER_MEMORY"  # a local session's driver heap, e.g. 3g (default: DEFAULT_DRIVER_MEMORY)
 # 2g, as the EMR request's driver (infra/deploy/request.py): run-all over 5M iot events fits in it (peak RSS
@@ -159,6 +160,10 @@ def local_conf(driver_memory: str, shuffle_partitions: int, jars: list[str] | No
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        # Listing more than 32 paths (a bronze batch's files, the broken arrays it reads again) runs a
+        # Spark job; by default it has one task per path, about 3 s per 1,000 files on 2 cores for
+        # scheduling alone (bench/FINDINGS.md). A few tasks list the same paths, each a share of them.
+        "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(LISTING_TASKS),
         "spark.driver.memory": driver_memory,
         "spark.driver.host": LOCAL_DRIVER_HOST,
         "spark.driver.bindAddress": LOCAL_DRIVER_HOST,

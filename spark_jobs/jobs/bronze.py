@@ -87,11 +87,17 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
             writers.delete_path(spark, staging_root)
             raise _bad_landing_files(dataset, bad_files)
         broken = [path for path, kind, _ in not_records if kind == landing_lines.KIND_BROKEN_ARRAY]
+        partly_written = any(kind == landing_lines.KIND_BROKEN_ARRAY and problem == landing_lines.ELEMENTS_BEFORE_BREAK
+                             for _, kind, problem in not_records)
         records_root = staging_root  # the folder that holds the batch's records from here on
-        if broken:  # not one JSON array: each such file is ONE malformed record, kept whole (written again)
-            kept = spark.read.parquet(staging_root).where(~F.col("_source_file").isin(broken)).drop("_batch_id")
+        if broken:  # not one JSON array: each such file is ONE malformed record, kept whole
             whole = stamp(bronze_tx.whole_file_records(landing_io.read_whole_files(spark, broken), split.columns,
                                                        split.schema))
+        if broken and not partly_written:  # none of their elements was written: add the whole files beside
+            _write_records(whole, staging, mode="append")
+            run.stage(f"batch {batch_id} broken arrays added", files=len(broken))
+        elif broken:  # some elements of a broken file were written: the batch is written again without them
+            kept = spark.read.parquet(staging_root).where(~F.col("_source_file").isin(broken)).drop("_batch_id")
             records_root = fixed_folder(staging_root)
             writers.delete_path(spark, records_root)
             _write_records(kept.unionByName(whole.select(*kept.columns)), f"{records_root}/_batch_id={batch_id}",
@@ -213,12 +219,13 @@ def fixed_folder(staging_root: str) -> str:
     return f"{staging_root}-fixed"
 
 
-def _write_records(records: DataFrame, uri: str, add_batch_id: bool = True) -> None:
+def _write_records(records: DataFrame, uri: str, add_batch_id: bool = True, mode: str = "overwrite") -> None:
     """The batch's records (not the rows that only report a file) as Parquet files in ``uri`` (the
-    ``_batch_id`` folder of a staging tree: the column is the folder, as in bronze)."""
+    ``_batch_id`` folder of a staging tree: the column is the folder, as in bronze); ``mode`` ``append``
+    adds files beside those already there."""
     if add_batch_id:
         records = records.where(F.col("_kind") == F.lit(bronze_tx.RECORD_KIND)).drop("_kind", "_file_problem", "_batch_id")
-    records.write.mode("overwrite").parquet(uri)
+    records.write.mode(mode).parquet(uri)
 
 
 def _publish(spark, staging: str, partition: str, bronze_uri: str) -> None:

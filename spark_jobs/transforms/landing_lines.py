@@ -27,7 +27,9 @@ Per format (the contract's ``landing``):
 - ``json_array``: the file's one JSON array is tokenised across lines (Python's C JSON scanner,
   strict: no NaN, no single quotes); each element's JSON text is a record, ``_record_index`` its
   position in the array. A file that is not exactly one array gets one ``broken_array`` row: the job
-  then keeps that file whole as ONE malformed record, as before (``io/landing.read_whole_files``).
+  then keeps that file whole as ONE malformed record, as before (``io/landing.read_whole_files``). Its
+  ``_file_problem`` is ``ELEMENTS_BEFORE_BREAK`` when elements of the file were already output as
+  records (they must then be dropped), else null.
 
 Every format: a file whose first bytes are gzip's or Parquet's magic, or that holds a NUL byte, gets
 one ``problem`` row (``_file_problem``) and no records: the job fails the batch naming the file.
@@ -46,6 +48,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 KIND_RECORD, KIND_PROBLEM, KIND_BROKEN_ARRAY = "record", "problem", "broken_array"
+# The ``_file_problem`` of a ``broken_array`` row whose file had elements written out as records before the
+# break (an array over more lines than one Arrow batch): the job must drop those, not only add the whole file.
+ELEMENTS_BEFORE_BREAK = "elements before the break"
 BOM = b"\xef\xbb\xbf"
 # A quoted CSV field still open after this many bytes is taken as unterminated (it ends at its own line).
 MAX_OPEN_QUOTE_BYTES = 64 * 1024 * 1024
@@ -323,6 +328,7 @@ class _JsonArrayFile(_FileReader):
         self.parts: list[str] = []  # the pending element's text, when it runs over lines
         self.depth = 0              # its bracket depth so far (strings left out)
         self.elements = 0
+        self.emitted = 0            # elements already yielded as records (before this batch of lines)
         self.broken = False
 
     def _feed(self, lines: pa.Array, first: bool) -> Iterator[pa.RecordBatch]:
@@ -348,6 +354,7 @@ class _JsonArrayFile(_FileReader):
         if raws:
             yield _batch(self.schema, len(raws), self.path, raw=pa.array(raws, pa.string()),
                          index=np.arange(start_index, start_index + len(raws)))
+            self.emitted = self.elements
 
     def _consume(self, text: str, raws: list[str]) -> None:
         pos = 0
@@ -390,7 +397,8 @@ class _JsonArrayFile(_FileReader):
             yield self._broken_row()
 
     def _broken_row(self) -> pa.RecordBatch:
-        return _batch(self.schema, 1, self.path, raw=pa.nulls(1, pa.string()), index=[0], kind=KIND_BROKEN_ARRAY)
+        return _batch(self.schema, 1, self.path, raw=pa.nulls(1, pa.string()), index=[0], kind=KIND_BROKEN_ARRAY,
+                      problem=ELEMENTS_BEFORE_BREAK if self.emitted else None)
 
 
 def _depth(text: str) -> int:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from spark_jobs.session import (DEFAULT_DRIVER_MEMORY, DRIVER_MEMORY_ENV, JIT_ENV, JVM_ARCHIVE_ENV, LOCAL_DRIVER_HOST,
-                                LOCAL_SHUFFLE_PARTITIONS, QUICK_JIT_OPTIONS, S3aSettings, driver_heap, local_conf)
+                                LISTING_TASKS, LOCAL_SHUFFLE_PARTITIONS, QUICK_JIT_OPTIONS, S3aSettings, driver_heap, local_conf)
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -46,6 +46,26 @@ def test_a_session_tenantlake_starts_is_local_and_tuned(spark):
     assert conf.get("spark.driver.host") == conf.get("spark.driver.bindAddress") == LOCAL_DRIVER_HOST
     assert spark.conf.get("spark.sql.shuffle.partitions") == str(LOCAL_SHUFFLE_PARTITIONS)
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+
+
+def test_listing_many_files_runs_a_few_tasks_not_one_per_file(spark, tmp_path):
+    """Reading 100 named files makes Spark list them in a job (past 32 paths); its tasks are
+    LISTING_TASKS, not one per file (each about 3 ms of scheduling: seconds per bronze batch)."""
+    paths = []
+    for i in range(100):
+        path = tmp_path / f"f{i}.txt"
+        path.write_text(f"{i}\n")
+        paths.append(str(path))
+    sc = spark.sparkContext
+    sc.setJobGroup("listing-test", "list 100 files")
+    try:
+        assert spark.read.text(paths).count() == 100
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    tracker = sc.statusTracker()
+    tasks = [tracker.getStageInfo(stage).numTasks for job in tracker.getJobIdsForGroup("listing-test")
+             for stage in tracker.getJobInfo(job).stageIds]
+    assert LISTING_TASKS in tasks and max(tasks) <= max(LISTING_TASKS, 2), tasks
 
 
 def test_local_conf_carries_the_trust_store_and_jars_only_when_given(monkeypatch):

@@ -29,6 +29,9 @@ def test_restart_replays_the_unfinished_batch_without_duplicating(spark, lake, t
     assert (first["rows_in"], first["rows_out"], len(first["batches"])) == (data.raw_records, data.raw_records, 1)
     malformed = sum(1 for b in data.bad if b["kind"] == "malformed")
     assert first["malformed"] == malformed
+    # datagen's malformed files are arrays cut off on their one line: no element was written before the
+    # break, so the whole files are added beside the batch's records (not the batch written again).
+    assert "batch 0 broken arrays added" in [s["stage"] for s in first["stages"]]
 
     # Crash after the sink wrote batch 0 but before Spark committed it: the commit log loses the entry.
     commits = tmp_path / "lake" / "checkpoints" / "iot" / "bronze" / "commits"
@@ -46,10 +49,16 @@ def test_restart_replays_the_unfinished_batch_without_duplicating(spark, lake, t
     # A new producer file: only it is read, in the next batch.
     extra = [{"event_id": f"x{i}", "sensor_id": "sensor-009", "event_ts": "2020-11-17T00:00:0{i}Z",
               "temperature": 20.0, "status": "ok"} for i in range(3)]
-    write_landing(lake, "iot", [("part-1-000000.json", json.dumps(extra).encode())])
+    # With it, a pretty-printed array cut off after two elements: those were written as records before the
+    # break was seen, so the batch is written again without them, the file kept whole as ONE record.
+    cut = json.dumps(extra[:2] + [{"event_id": "x9"}], indent=2).encode()[:-12]
+    write_landing(lake, "iot", [("part-1-000000.json", json.dumps(extra).encode()), ("part-1-000001.json", cut)])
     more = run_layer(spark, lake, "iot", "bronze", progress=lambda _: None)
-    assert [(b["batch_id"], b["rows"]) for b in more["batches"]] == [(1, 3)]
-    assert _bronze_rows(spark, lake) == data.raw_records + 3
+    assert [(b["batch_id"], b["rows"], b["malformed"]) for b in more["batches"]] == [(1, 4, 1)]
+    assert "batch 1 broken arrays added" not in [s["stage"] for s in more["stages"]]
+    assert _bronze_rows(spark, lake) == data.raw_records + 4
+    kept = spark.read.parquet(lake.bronze("iot")).where("_source_file like '%part-1-000001.json'").collect()
+    assert [(r["_raw"], r["_is_malformed"]) for r in kept] == [(cut.decode(), True)]
 
 
 def test_manifest_is_written_per_run(spark, lake):

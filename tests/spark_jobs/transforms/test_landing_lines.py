@@ -11,7 +11,7 @@ import json
 import pyarrow as pa
 import pytest
 
-from spark_jobs.transforms.landing_lines import (KIND_BROKEN_ARRAY, KIND_PROBLEM, KIND_RECORD, LineOptions,
+from spark_jobs.transforms.landing_lines import (ELEMENTS_BEFORE_BREAK, KIND_BROKEN_ARRAY, KIND_PROBLEM, KIND_RECORD, LineOptions,
                                                  lines_to_records, output_schema)
 from tests.spark_jobs.transforms.landing_records import text_lines
 
@@ -118,6 +118,20 @@ def test_json_array_elements_are_records_in_order_whatever_the_line_breaks(body,
 def test_a_file_that_is_not_one_json_array_is_reported_broken(body):
     rows = _run(LineOptions(format="json_array"), ("bad.json", body))
     assert [r["_kind"] for r in rows if r["_kind"] != KIND_RECORD] == [KIND_BROKEN_ARRAY]
+
+
+@pytest.mark.parametrize("body, batch, written_before", [
+    (b'[{"a":', 10_000, False),                    # cut off in the first element: nothing was output
+    (b'[{"a":1},{"a":', 10_000, True),             # the line's whole elements are output before the end
+    (b'[\n{"a":1},\n{"a":2},\n{"a":', 2, True),   # elements output in an earlier batch of lines
+    (b'[\n{"a":1},\n{"a":2},\n{"a":', 10_000, True),  # ... or in the batch the file ends in
+    (b'[\n{"a":1},\nx\n', 10_000, False),         # broken in the batch: its elements are not output
+])
+def test_a_broken_array_says_whether_elements_were_output_before_the_break(body, batch, written_before):
+    rows = _run(LineOptions(format="json_array"), ("bad.json", body), batch=batch)
+    broken = [r for r in rows if r["_kind"] == KIND_BROKEN_ARRAY]
+    assert [r["_file_problem"] for r in broken] == [ELEMENTS_BEFORE_BREAK if written_before else None]
+    assert bool([r for r in rows if r["_kind"] == KIND_RECORD]) is written_before
 
 
 def test_stream_objects_in_a_json_array_dataset_are_json_lines():
