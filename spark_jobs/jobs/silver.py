@@ -11,7 +11,9 @@ commit too, and a blocked publish commits nothing. After the commit the rows of 
 partitions are read back from the new snapshot and must equal ``rows_out``.
 
 Volume: bronze is read and parsed ONCE, into a staging folder (``checkpoints/<dataset>/silver-staging/``,
-removed at the end, whatever happens) that every later step reads back, column by column, so nothing
+removed at the end, whatever happens): every record, flagged (``flagged/``), then the deduped, late-flagged
+silver rows (``rows/``, written once so the validation's passes and the commit do not dedupe again).
+Every later step reads them back, column by column, so nothing
 the size of the input is held in the heap (``run_silver``); the table commit clusters its rows by
 partition (``io/tables.WRITE_OPTIONS``), so a file spanning hundreds of months fits the default heap.
 
@@ -91,6 +93,9 @@ def output_counts(silver) -> tuple[int, int]:
     return int(row["rows"]), int(row["late"])
 
 
+FLAGGED_FOLDER, ROWS_FOLDER = "flagged", "rows"  # in the staging folder: every record flagged; the silver rows
+
+
 def staging_folder(lake, dataset: str) -> str:
     """Where a silver run writes its flagged records (typed, checked; the raw text of the invalid rows only)
     once, to read them back for each step instead of parsing bronze again or holding them in memory."""
@@ -118,8 +123,9 @@ def deduped(spark, valid, contract: Contract):
 
 def run_silver(run: JobRun) -> None:
     """One pass over bronze (parse once, flag, write the flagged records to a staging folder), then each
-    step reads back only the columns it needs: the counts, the duplicated keys, the late flag, the
-    validation, the table commit (rows clustered by partition) and the quarantine. Nothing large is held
+    step reads back only the columns it needs: the counts, the duplicated keys, the late flag (the silver
+    rows written once more, to the same folder), the validation, the table commit (rows clustered by
+    partition) and the quarantine. Nothing large is held
     in memory, so the heap does not grow with the rows or the partitions they span."""
     spark, lake, contract, manifest = run.spark, run.lake, run.contract, run.manifest
     dataset = contract.dataset
@@ -146,14 +152,15 @@ def run_silver(run: JobRun) -> None:
         parsed = parsed.where(F.to_date(contract.event_time) == F.lit(manifest.date).cast("date"))
     staging = staging_folder(lake, dataset)
     writers.delete_path(spark, staging)
-    silver_tx.narrow(silver_tx.flag_invalid_rows(parsed, contract), contract).write.mode("overwrite").parquet(staging)
+    flagged_uri = f"{staging}/{FLAGGED_FOLDER}"
+    silver_tx.narrow(silver_tx.flag_invalid_rows(parsed, contract), contract).write.mode("overwrite").parquet(flagged_uri)
     try:
-        _publish_from_staging(run, silver_table, spark.read.parquet(staging))
+        _publish_from_staging(run, silver_table, spark.read.parquet(flagged_uri), f"{staging}/{ROWS_FOLDER}")
     finally:
         writers.delete_path(spark, staging)
 
 
-def _publish_from_staging(run: JobRun, silver_table: tables.Table, flagged) -> None:
+def _publish_from_staging(run: JobRun, silver_table: tables.Table, flagged, rows_uri: str) -> None:
     spark, contract, manifest = run.spark, run.contract, run.manifest
     dataset = contract.dataset
     counts = input_counts(flagged, contract)
@@ -163,7 +170,13 @@ def _publish_from_staging(run: JobRun, silver_table: tables.Table, flagged) -> N
     valid, dropped, duplicates = deduped(spark, silver_tx.valid_rows(flagged), contract)
     # One row per landing file, computed once (not again by each pass of the validation and the write).
     newest = silver_tx.newest_per_file(valid, contract).persist()
-    silver = silver_tx.to_silver(silver_tx.flag_late_rows(valid, contract, newest), contract)
+    # The silver rows are written once, to be read back (only the columns each needs) by the counts, every
+    # pass of the validation and the commit, instead of each of them deduping and flagging again.
+    silver_tx.to_silver(silver_tx.flag_late_rows(valid, contract, newest), contract).write.mode("overwrite").parquet(rows_uri)
+    silver = spark.read.parquet(rows_uri)
+    for small in (newest, duplicates):
+        if small is not None:
+            small.unpersist()
     quarantine = silver_tx.to_quarantine(silver_tx.invalid_rows(flagged), contract, run.run_id)
     manifest.rows_out, manifest.late = output_counts(silver)
     manifest.duplicates = counts["valid"] - manifest.rows_out
@@ -197,9 +210,6 @@ def _publish_from_staging(run: JobRun, silver_table: tables.Table, flagged) -> N
                                  f"{covered_dates}")
     manifest.output_rows = {"silver": manifest.rows_out, "quarantine": manifest.quarantined}
     run.stage("published", silver_rows=written_rows, event_dates=len(covered_dates))
-    for small in (newest, duplicates):
-        if small is not None:
-            small.unpersist()
 
 
 def write_quarantine(run: JobRun, quarantine, partitioning: tables.Partitioning, covered_dates: list[str],
