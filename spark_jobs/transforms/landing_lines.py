@@ -48,8 +48,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 KIND_RECORD, KIND_PROBLEM, KIND_BROKEN_ARRAY = "record", "problem", "broken_array"
-# The ``_file_problem`` of a ``broken_array`` row whose file had elements written out as records before the
-# break (an array over more lines than one Arrow batch): the job must drop those, not only add the whole file.
+# The ``_file_problem`` of a ``broken_array`` row whose file had elements output as records before the break
+# was seen (whole elements in an earlier batch of lines, or before a cut-off end): the job must drop those.
 ELEMENTS_BEFORE_BREAK = "elements before the break"
 BOM = b"\xef\xbb\xbf"
 # A quoted CSV field still open after this many bytes is taken as unterminated (it ends at its own line).
