@@ -87,24 +87,24 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
             writers.delete_path(spark, staging_root)
             raise _bad_landing_files(dataset, bad_files)
         broken = [path for path, kind, _ in not_records if kind == landing_lines.KIND_BROKEN_ARRAY]
-        partly_written = any(kind == landing_lines.KIND_BROKEN_ARRAY and problem == landing_lines.ELEMENTS_BEFORE_BREAK
-                             for _, kind, problem in not_records)
+        partly_written = any(problem == landing_lines.ELEMENTS_BEFORE_BREAK for _, kind, problem in not_records
+                             if kind == landing_lines.KIND_BROKEN_ARRAY)
         records_root = staging_root  # the folder that holds the batch's records from here on
         if broken:  # not one JSON array: each such file is ONE malformed record, kept whole
             whole = stamp(bronze_tx.whole_file_records(landing_io.read_whole_files(spark, broken), split.columns,
                                                        split.schema))
-        if broken and not partly_written:  # none of their elements was written: add the whole files beside
-            _write_records(whole, staging, mode="append")
-            run.stage(f"batch {batch_id} broken arrays added", files=len(broken))
-        elif broken:  # some elements of a broken file were written: the batch is written again without them
-            kept = spark.read.parquet(staging_root).where(~F.col("_source_file").isin(broken)).drop("_batch_id")
-            records_root = fixed_folder(staging_root)
-            writers.delete_path(spark, records_root)
-            _write_records(kept.unionByName(whole.select(*kept.columns)), f"{records_root}/_batch_id={batch_id}",
-                           add_batch_id=False)
-            # The batch is published from the second folder: no rename onto the folder just deleted (on S3 a
-            # folder is a listing; an emulator may still list a deleted one, and a rename is a copy anyway).
-            writers.delete_path(spark, staging_root)
+            if not partly_written:  # none of their elements was written: the whole files go beside the records
+                _write_records(whole, staging, mode="append")
+                run.stage(f"batch {batch_id} broken arrays added", files=len(broken))
+            else:  # some elements of a broken file were written: the batch is written again without them
+                kept = spark.read.parquet(staging_root).where(~F.col("_source_file").isin(broken)).drop("_batch_id")
+                records_root = fixed_folder(staging_root)
+                writers.delete_path(spark, records_root)
+                _write_records(kept.unionByName(whole.select(*kept.columns)), f"{records_root}/_batch_id={batch_id}",
+                               add_batch_id=False)
+                # The batch is published from the second folder: no rename onto the folder just deleted (on S3 a
+                # folder is a listing; an emulator may still list a deleted one, and a rename is a copy anyway).
+                writers.delete_path(spark, staging_root)
         written = spark.read.parquet(records_root)
         counts = written.agg(
             F.count(F.lit(1)).alias("rows"),

@@ -97,8 +97,9 @@ FLAGGED_FOLDER, ROWS_FOLDER = "flagged", "rows"  # in the staging folder: every 
 
 
 def staging_folder(lake, dataset: str) -> str:
-    """Where a silver run writes its flagged records (typed, checked; the raw text of the invalid rows only)
-    once, to read them back for each step instead of parsing bronze again or holding them in memory."""
+    """Where a silver run writes its flagged records (``FLAGGED_FOLDER``: typed, checked; the raw text of the
+    invalid rows only) and then its silver rows (``ROWS_FOLDER``), once each, to read them back for each step
+    instead of parsing bronze or deduping again, or holding them in memory."""
     return lake.staging(dataset, "silver")
 
 
