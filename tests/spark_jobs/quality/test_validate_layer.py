@@ -208,6 +208,9 @@ def test_a_row_rule_counts_its_breaking_rows_without_fetching_them(spark, contra
         finally:
             spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
         (result,) = run.results
+        # The status tracker learns of jobs from Spark's asynchronous listener bus: on a loaded machine it
+        # can be behind (a fresh-clone run counted 2 and 2), so wait until it has every event.
+        spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
         return result, len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
 
     # The query class is what a rule of another query shape gets (the rule here would be an aggregate).
