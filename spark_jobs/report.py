@@ -112,10 +112,9 @@ def _landing_records(spark: SparkSession, landing_uri: str, contract) -> int | N
 
         lines, offsets, splits = landing_io.landing_lines(spark, files, bronze_tx.line_options(contract.landing,
                                                                                                contract.landing_fields))
-        records = bronze_tx.records_from_lines(lines, contract.landing, contract.landing_fields, offsets=offsets,
-                                               splits=splits)
+        counted = bronze_tx.record_counts(lines, contract.landing, contract.landing_fields, offsets=offsets, splits=splits)
         try:
-            per_file = records.groupBy("_source_file", "_kind").agg(F.count(F.lit(1)).alias("n")).collect()
+            per_file = counted.groupBy("_source_file", "_kind").agg(F.sum("_records").alias("n")).collect()
         except Exception:  # noqa: BLE001 - a file Hadoop cannot read (a .gz that is not gzip): no count
             return None
         if any(r["_kind"] == landing_lines.KIND_PROBLEM for r in per_file):

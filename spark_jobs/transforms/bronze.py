@@ -29,6 +29,7 @@ collapse in the dedupe) and flagged malformed rather than ingested altered.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import re
@@ -185,6 +186,23 @@ def records_from_lines(lines: DataFrame, landing: LandingSpec | str, field_names
         records = records.select("*", *envelope_columns(F.col("_raw"), F.col("_from_stream")))
         records = records.select(*[c for c in records.columns if c not in ("_raw",)], F.col("_record_raw").alias("_raw"))
     return json_records(records, field_names, [*with_stream, *kind])
+
+
+def record_counts(lines: DataFrame, landing: LandingSpec | str, field_names: tuple[str, ...] = (),
+                  offsets: dict[tuple[str, int], int] | None = None, splits: dict | None = None) -> DataFrame:
+    """What ``records_from_lines`` would make of ``lines``, counted: ``(_source_file, _kind, _file_problem,
+    _records)``, one row per file, kind and batch of lines (sum ``_records`` per file and kind). The same
+    readers find the same records, but no record is decoded, split into fields or handed back to the JVM:
+    the counts table's landing row costs a pass of the workers over the lines, not a second bronze."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    landing = landing_spec(landing)
+    if not landing.is_text:
+        raise ValueError(f"landing format '{landing.format}' is not read as text (json_array, json_lines, csv)")
+    options = dataclasses.replace(line_options(landing, field_names), output="counts")
+    split_start = F.col("_split_start") if "_split_start" in lines.columns else F.lit(0).cast("long").alias("_split_start")
+    return lines.select("_line", "_source_file", split_start).mapInArrow(
+        landing_lines.lines_to_records(options, None, offsets, splits), from_arrow_schema(landing_lines.COUNTS_SCHEMA))
 
 
 def json_records(records: DataFrame, field_names: tuple[str, ...], passed: list[str]) -> DataFrame:

@@ -31,6 +31,10 @@ Per format (the contract's ``landing``):
   ``_file_problem`` is ``ELEMENTS_BEFORE_BREAK`` when elements of the file were already output as
   records (they must then be dropped), else null.
 
+``LineOptions.output = "counts"`` (the counts table's landing row, ``bronze.record_counts``): the same readers,
+but each output batch becomes one row, ``COUNTS_SCHEMA`` (file, kind, problem, how many records); no record
+is decoded or split into fields.
+
 Every format: a file whose first bytes are gzip's or Parquet's magic, or that holds a NUL byte, gets
 one ``problem`` row (``_file_problem``) and no records: the job fails the batch naming the file.
 Text is decoded here (UTF-8, or ISO-8859-1 by the contract): an invalid UTF-8 sequence becomes U+FFFD,
@@ -76,6 +80,9 @@ class LineOptions:
     # header; without a header, they are the record's fields by position).
     field_names: tuple[str, ...] = ()
     stream_pattern: str | None = None      # JSON datasets: files matching it are stream objects (JSON lines)
+    # "records": the records themselves (``output_schema``); "counts": how many, one row per file, kind and
+    # batch of lines (``COUNTS_SCHEMA``; the counts table's landing row), no record text decoded or split.
+    output: str = "records"
 
     @property
     def python_encoding(self) -> str:
@@ -99,8 +106,17 @@ def fields_type(names: tuple[str, ...] | list[str]) -> pa.DataType:
     return pa.struct([pa.field(name, pa.string()) for name in dict.fromkeys(names)])
 
 
+# ``LineOptions.output == "counts"``: ``_records`` records of the file (``_kind`` record), or one row that is
+# no record (``problem``, ``broken_array``, with ``_records`` 1), per batch the records come in.
+COUNTS_SCHEMA = pa.schema([pa.field("_source_file", pa.string()), pa.field("_kind", pa.string()),
+                           pa.field("_file_problem", pa.string()), pa.field("_records", pa.int64())])
+
+
 def output_schema(options: LineOptions) -> pa.Schema:
-    """What the workers return (CSV records also carry ``_fields`` and ``_unknown_fields``)."""
+    """What the workers return (CSV records also carry ``_fields`` and ``_unknown_fields``; with ``output``
+    "counts", ``COUNTS_SCHEMA``)."""
+    if options.output == "counts":
+        return COUNTS_SCHEMA
     fields = [pa.field("_raw", pa.string()), pa.field("_source_file", pa.string()), pa.field("_record_index", pa.int64())]
     if options.format == "csv":
         fields += [pa.field("_header", pa.string()), pa.field("_fields", fields_type(options.field_names)),
@@ -125,7 +141,7 @@ def lines_to_records(options: LineOptions, report=None, offsets: dict[tuple[str,
             kind = batch.column(batch.schema.get_field_index("_kind"))[0].as_py() if batch.num_rows else KIND_RECORD
             if report is not None and kind != KIND_RECORD:
                 problem = batch.column(batch.schema.get_field_index("_file_problem"))[0].as_py()
-                report.add({(batch.column(1)[0].as_py(), kind, problem)})
+                report.add({(batch.column(batch.schema.get_field_index("_source_file"))[0].as_py(), kind, problem)})
             yield batch
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -181,7 +197,12 @@ def _batch(schema: pa.Schema, n: int, path: str, *, raw: pa.Array, index: pa.Arr
            header: str | None = None, fields: pa.Array | None = None, unknown: pa.Array | None = None,
            malformed: bool | None = None, from_stream: bool = False, kind: str = KIND_RECORD,
            problem: str | None = None) -> pa.RecordBatch:
-    """One output batch of ``schema`` (``output_schema``): ``n`` rows of one file."""
+    """One output batch of ``schema`` (``output_schema``): ``n`` rows of one file (``COUNTS_SCHEMA``: one row
+    saying ``n``; ``raw`` and ``fields`` may then be None, they are not read)."""
+    if schema is COUNTS_SCHEMA:
+        return pa.RecordBatch.from_arrays([pa.array([path]), pa.array([kind]), pa.array([problem], pa.string()),
+                                           pa.array([n], pa.int64())], schema=COUNTS_SCHEMA)
+
     def repeat(value, type_) -> pa.Array:
         return pa.repeat(pa.scalar(value, type_), n) if value is not None else pa.nulls(n, type_)
 
@@ -299,8 +320,9 @@ class _JsonLinesFile(_FileReader):
         records = text.filter(keep)
         if len(records):
             index = np.flatnonzero(keep.to_numpy(zero_copy_only=False)) + base
-            yield _batch(self.schema, len(records), self.path, raw=decode(records, self.options.python_encoding), index=index,
-                         from_stream=self.from_stream)
+            counting = self.schema is COUNTS_SCHEMA
+            yield _batch(self.schema, len(records), self.path, index=index, from_stream=self.from_stream,
+                         raw=None if counting else decode(records, self.options.python_encoding))
 
 
 # ---------------------------------------------------------------------------------------- JSON array
@@ -767,6 +789,9 @@ class _CsvFile(_FileReader):
         quote and one RE2 match per record where they do (every line of an export that quotes its text)."""
         if not self.header_seen or self.count_only:
             return
+        if self.schema is COUNTS_SCHEMA:  # counted: no field split
+            yield _batch(self.schema, len(records), self.path, raw=None, index=index)
+            return
         quoted = pc.match_substring(records, self.grammar.q).to_numpy(zero_copy_only=False)
         plain = ~quoted
         if plain.all():
@@ -789,6 +814,10 @@ class _CsvFile(_FileReader):
     def _scanned_records(self, records: list[tuple[bytes, int]]) -> Iterator[pa.RecordBatch]:
         """Records from the scanner, one at a time: well-formed or not, and their field texts."""
         if self.count_only:
+            return
+        if self.schema is COUNTS_SCHEMA:
+            if records:
+                yield _batch(self.schema, len(records), self.path, raw=None, index=[position for _, position in records])
             return
         raws, index, values, well_formed = [], [], [], []
         for raw, position in records:

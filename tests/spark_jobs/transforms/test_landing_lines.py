@@ -246,3 +246,35 @@ def test_a_csv_file_read_in_splits_gives_the_records_of_one_read(body):
 def test_an_unterminated_quote_near_a_split_reads_the_file_whole():
     assert _read_in_splits(CSV, b'id,v\n1,ok\n2,"oops\n3,ok\n4,ok\n', [3], 2) is None
     assert _read_in_splits(CSV, b'id,v\n1,ok\n2,"b\nc"\n3,ok\n', [3], 2) is not None
+
+
+@pytest.mark.parametrize("batch", [1, 2, 50])
+def test_counts_output_counts_the_records_the_records_output_makes(batch):
+    """``output="counts"`` (the counts table's landing row) runs the same readers: per file and kind, as many as
+    the records output makes, over lines that are a record alone, the scanner, headers, blanks and breaks."""
+    import dataclasses
+
+    from spark_jobs.transforms.landing_lines import COUNTS_SCHEMA
+
+    cases = [
+        (CSV, [("a.csv", b'id,v\n1,"a\nb"\n\n2,x,extra\n3\n4,"x\n\ny, ""z"""\n5,NA\n'), ("b.csv", b"\xef\xbb\xbfid\n1\n"),
+               ("c.csv", b'id,v\n1,"never closed\n2,x\n')]),
+        (LineOptions(format="csv", header=False, field_names=("id", "v")), [("h.csv", b"1,2\n\n3,4\n")]),
+        (LineOptions(format="json_lines"), [("l.jsonl", b'{"a":1}\n\n  \n{"a":2}\r\nnot json\n'), ("z.jsonl", b"\x1f\x8bgz")]),
+        (LineOptions(format="json_array"), [("ok.json", b'[ {\n"a": 1\n}, {\n"a": 2\n} ]\n'), ("cut.json", b'[{"a":1},\n{"a":'),
+                                            ("two.json", b'[{"a":1}]\n[{"a":2}]\n')]),
+    ]
+    for options, files in cases:
+        made: dict[tuple[str, str], int] = {}
+        for row in _run(options, *files, batch=batch):
+            made[(row["_source_file"], row["_kind"])] = made.get((row["_source_file"], row["_kind"]), 0) + 1
+        lines = [(line, name) for name, body in files for line in text_lines(body)]
+        batches = [pa.RecordBatch.from_arrays([pa.array([r[0] for r in lines[i:i + batch]], pa.binary()),
+                                               pa.array([r[1] for r in lines[i:i + batch]], pa.string())],
+                                              names=["_line", "_source_file"]) for i in range(0, len(lines), batch)]
+        counted: dict[tuple[str, str], int] = {}
+        for produced in lines_to_records(dataclasses.replace(options, output="counts"))(iter(batches)):
+            assert produced.schema == COUNTS_SCHEMA and produced.num_rows == 1
+            row = produced.to_pylist()[0]
+            counted[(row["_source_file"], row["_kind"])] = counted.get((row["_source_file"], row["_kind"]), 0) + row["_records"]
+        assert counted == made and made, options.format
