@@ -110,9 +110,10 @@ def _landing_records(spark: SparkSession, landing_uri: str, contract) -> int | N
         from spark_jobs.transforms import bronze as bronze_tx
         from spark_jobs.transforms import landing_lines
 
-        lines, offsets, splits = landing_io.landing_lines(spark, files, bronze_tx.line_options(contract.landing,
-                                                                                               contract.landing_fields))
-        counted = bronze_tx.record_counts(lines, contract.landing, contract.landing_fields, offsets=offsets, splits=splits)
+        options = bronze_tx.line_options(contract.landing, contract.landing_fields)
+        # A CSV file read in splits is counted by the split plan's pass; the workers count the other files.
+        lines, offsets, splits = landing_io.landing_lines(spark, files, options, counted_by_plan=True)
+        counted = bronze_tx.record_counts(lines, contract.landing, contract.landing_fields, offsets=offsets)
         try:
             per_file = counted.groupBy("_source_file", "_kind").agg(F.sum("_records").alias("n")).collect()
         except Exception:  # noqa: BLE001 - a file Hadoop cannot read (a .gz that is not gzip): no count
@@ -121,8 +122,8 @@ def _landing_records(spark: SparkSession, landing_uri: str, contract) -> int | N
             return None
         broken = {r["_source_file"] for r in per_file if r["_kind"] == landing_lines.KIND_BROKEN_ARRAY}
         # A broken JSON array is one record (the whole file), whatever elements came before the break.
-        return len(broken) + sum(r["n"] for r in per_file
-                                 if r["_kind"] == landing_lines.KIND_RECORD and r["_source_file"] not in broken)
+        return len(broken) + sum(split.made for split in splits.values()) + sum(
+            r["n"] for r in per_file if r["_kind"] == landing_lines.KIND_RECORD and r["_source_file"] not in broken)
     paths = [path for path, length in files if length > 0]
     frames, problems = landing_io.read_parquet_files(spark, paths)
     return None if problems else sum(frame.count() for frame in frames)

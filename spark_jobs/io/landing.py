@@ -148,17 +148,22 @@ def read_lines(spark: SparkSession, files: list[tuple[str, int]], splittable: bo
     return functools.reduce(DataFrame.union, frames)
 
 
-def landing_lines(spark: SparkSession, files: list[tuple[str, int]], options: LineOptions
+def landing_lines(spark: SparkSession, files: list[tuple[str, int]], options: LineOptions, counted_by_plan: bool = False
                   ) -> tuple[DataFrame, dict[tuple[str, int], int], dict[tuple[str, int], CsvSplit]]:
     """A batch's text files as ``read_lines`` gives them, with what ``transforms.landing_lines.lines_to_records``
     needs to read the files split across tasks: ``(lines, offsets, splits)``. JSON lines: a large file is
     split, its lines numbered on across splits (``split_line_offsets``). CSV: a large file is split when the
     split plan (``csv_split_plan``) finds where each split's records start, else read whole. JSON arrays:
-    whole files (an element may run over lines, and a split cannot tell which bracket it is in)."""
+    whole files (an element may run over lines, and a split cannot tell which bracket it is in).
+    ``counted_by_plan`` (the counts table): the CSV files read in splits are left out of ``lines``, as the
+    plan's pass has counted their records already (``CsvSplit.made`` of each split); the other files whole."""
     if options.format == "json_lines":
         return read_lines(spark, files, True), split_line_offsets(spark, files, True), {}
     if options.format == "csv":
         splits, whole = csv_split_plan(spark, files, options)
+        if counted_by_plan:
+            planned = {urllib.parse.unquote(path) for path, _ in splits}  # the lines' paths are URIs
+            return read_lines(spark, [f for f in files if urllib.parse.unquote(f[0]) not in planned]), {}, splits
         return read_lines(spark, files, True, whole), {}, splits
     return read_lines(spark, files), {}, {}
 

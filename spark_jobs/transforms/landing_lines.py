@@ -99,6 +99,7 @@ class CsvSplit:
     header: bytes | None = None       # the file's header record (for every split but the first)
     tail: tuple[bytes, ...] = ()      # the next split's first lines, which end this split's last record
     last: bool = False                # the file's last split: its end is the file's end
+    made: int = 0                     # the records this split makes (blank ones and the header not counted)
 
 
 def fields_type(names: tuple[str, ...] | list[str]) -> pa.DataType:
@@ -620,6 +621,7 @@ class _CsvFile(_FileReader):
         self.head_lines: int | None = None if open_at_start else 0
         self.head_consumed, self.head_text, self.head_bytes = 0, [], 0
         self.records = 0              # records seen, blank ones and the header included: the next _record_index
+        self.made = 0                 # count_only: the records made (blank ones and the header not counted)
         self.header_text: str | None = None
         self.header_seen = not options.header
         self.struct_names = list(dict.fromkeys(options.field_names))
@@ -788,6 +790,7 @@ class _CsvFile(_FileReader):
         """Lines that are each one well-formed record: split by Arrow, with a plain split where they hold no
         quote and one RE2 match per record where they do (every line of an export that quotes its text)."""
         if not self.header_seen or self.count_only:
+            self.made += len(records) if self.header_seen else 0
             return
         if self.schema is COUNTS_SCHEMA:  # counted: no field split
             yield _batch(self.schema, len(records), self.path, raw=None, index=index)
@@ -814,6 +817,7 @@ class _CsvFile(_FileReader):
     def _scanned_records(self, records: list[tuple[bytes, int]]) -> Iterator[pa.RecordBatch]:
         """Records from the scanner, one at a time: well-formed or not, and their field texts."""
         if self.count_only:
+            self.made += len(records)
             return
         if self.schema is COUNTS_SCHEMA:
             if records:
@@ -890,6 +894,7 @@ SUMMARY_SCHEMA = pa.schema([
     pa.field("o_records", pa.int64()), pa.field("o_open", pa.bool_()), pa.field("o_pending", pa.int64()),
     pa.field("q_head_lines", pa.int64()), pa.field("q_head", pa.list_(pa.binary())),
     pa.field("q_records", pa.int64()), pa.field("q_open", pa.bool_()), pa.field("q_pending", pa.int64()),
+    pa.field("o_made", pa.int64()), pa.field("q_made", pa.int64()),
 ])
 
 
@@ -904,7 +909,7 @@ class _SplitSummary:
         self.q = _CsvFile(options, path, start, count_only=True, open_at_start=True)
         if start:  # the header is the first split's: a middle split has none of its own
             self.o.header_seen = self.q.header_seen = True
-        self.joined: tuple[int, int] | None = None   # (o.records, q.records) when the two reads met
+        self.joined: tuple[int, int, int, int] | None = None   # (o.records, q.records, o.made, q.made) when they met
 
     def feed(self, lines: pa.Array) -> None:
         for _ in self.o.feed(lines):
@@ -913,22 +918,25 @@ class _SplitSummary:
             for _ in self.q.feed(lines):
                 pass
             if self.q.head_lines is not None and not self.o.parts and not self.q.parts:
-                self.joined = (self.o.records, self.q.records)
+                self.joined = (self.o.records, self.q.records, self.o.made, self.q.made)
 
     def summary(self) -> pa.RecordBatch:
         o, q = self.o, self.q
         o_open = bool(o.parts)
         if self.joined is not None:
-            o_at, q_at = self.joined  # from there on, the two reads count the same records
+            o_at, q_at, o_made, q_made = self.joined  # from there on, the two reads count the same records
             q_records, q_open, q_pending = q_at + o.records - o_at, o_open, o.parts_bytes
+            q_made += o.made - o_made
         else:
-            q_records, q_open, q_pending = q.records, bool(q.parts), q.parts_bytes
+            q_records, q_open, q_pending, q_made = q.records, bool(q.parts), q.parts_bytes, q.made
         row = {"_source_file": self.path, "_split_start": self.start, "problem": o.dead or q.dead,
                "header": o.header_raw if not self.start else None,
                "o_records": o.records + int(o_open), "o_open": o_open, "o_pending": o.parts_bytes,
                "q_head_lines": -1 if q.head_lines is None else q.head_lines,
                "q_head": q.head_text if q.head_lines is not None else None,
-               "q_records": q_records + int(q_open), "q_open": q_open, "q_pending": q_pending}
+               "q_records": q_records + int(q_open), "q_open": q_open, "q_pending": q_pending,
+               # a record still open at the split's end is made by this split (its next lines end it)
+               "o_made": o.made + int(o_open), "q_made": q_made + int(q_open)}
         return pa.RecordBatch.from_pylist([row], schema=SUMMARY_SCHEMA)
 
 
@@ -978,10 +986,12 @@ def plan_csv_file(summaries: list[dict], header_expected: bool = True) -> dict[i
                 return None
             plan[previous] = dataclasses.replace(plan[previous], tail=tuple(head))
             skip, started, open_field, pending = row["q_head_lines"], row["q_records"], row["q_open"], row["q_pending"]
+            made = row["q_made"]
         else:
-            started, open_field, pending = row["o_records"], row["o_open"], row["o_pending"]
+            started, open_field, pending, made = row["o_records"], row["o_open"], row["o_pending"], row["o_made"]
         start = row["_split_start"]
-        plan[start] = CsvSplit(first_record=records, skip_lines=skip, header=header if start else None, last=last)
+        plan[start] = CsvSplit(first_record=records, skip_lines=skip, header=header if start else None, last=last,
+                               made=made)
         records += started
         previous = start
         if open_field and (last or pending > MAX_OPEN_QUOTE_BYTES):

@@ -21,7 +21,8 @@ from bench.ingest_data import CONTRACTS_DIR, DATASETS, WIDE_DATASETS, write_file
 from spark_jobs import cli
 from spark_jobs.contract import load_contract
 from spark_jobs.io import landing as landing_io
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake import LakeConfig, resolve_lake
+from spark_jobs.report import layer_counts
 from spark_jobs.transforms import bronze as bronze_tx
 
 pytestmark = pytest.mark.integration
@@ -133,6 +134,10 @@ def test_a_large_csv_keeps_every_record_near_its_end(spark, env, files):
     assert len(splits) == 2 and not whole  # read by two tasks, each from where its records start
     bronze = _bronze(spark, lake, DATASETS["csv"])
     assert bronze.count() == ROWS + 4
+    # The counts table's landing row takes this file's records from the plan's pass (no second pass over it).
+    assert sum(split.made for split in splits.values()) == ROWS + 4
+    counts = {row["layer"]: row["rows"] for row in layer_counts(spark, resolve_lake(lake_uri=str(lake)), [DATASETS["csv"]])}
+    assert counts["landing (records)"] == counts["bronze"] == ROWS + 4
     assert bronze.select(F.countDistinct("_record_index")).first()[0] == ROWS + 4
     # The header is record 0 and the export's records 1 .. ROWS (some over two lines): the new ones follow.
     appended = {r["_raw"]: r for r in bronze.where(F.col("_record_index") > ROWS).collect()}

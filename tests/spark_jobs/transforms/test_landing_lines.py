@@ -216,6 +216,8 @@ def _read_in_splits(options: LineOptions, body: bytes, cuts: list[int], batch: i
     run = lines_to_records(options, splits={("s.csv", start): split for start, split in plan.items()})
     rows = [row for start, part in reversed(splits) for produced in run(_split_batches("s.csv", part, start, batch))
             for row in produced.to_pylist()]
+    # The plan's own count of the records (what the counts table takes for a file read in splits) is theirs.
+    assert sum(split.made for split in plan.values()) == sum(row["_kind"] == KIND_RECORD for row in rows), (cuts, batch)
     return sorted(rows, key=lambda r: (r["_kind"], r["_record_index"]))
 
 
