@@ -166,16 +166,9 @@ def records_from_lines(lines: DataFrame, landing: LandingSpec | str, field_names
     lines of a JSON-lines file read in splits across its splits, and ``splits`` (``io/landing.csv_split_plan``)
     say where each split of a CSV file read in splits stands (``io/landing.landing_lines`` gives both).
     """
-    from pyspark.sql.pandas.types import from_arrow_schema
-
     landing = landing_spec(landing)
-    if not landing.is_text:
-        raise ValueError(f"landing format '{landing.format}' is not read as text (json_array, json_lines, csv)")
     options = line_options(landing, field_names, streams)
-    schema = from_arrow_schema(landing_lines.output_schema(options))
-    split_start = F.col("_split_start") if "_split_start" in lines.columns else F.lit(0).cast("long").alias("_split_start")
-    records = lines.select("_line", "_source_file", split_start).mapInArrow(
-        landing_lines.lines_to_records(options, report, offsets, splits), schema)
+    records = _line_workers(lines, landing, options, report, offsets, splits)
     kind = ["_kind", "_file_problem"]
     parsed_with = F.lit(fields_id(landing, field_names)).alias(FIELDS_ID_COLUMN)
     if landing.format == "csv":
@@ -194,15 +187,22 @@ def record_counts(lines: DataFrame, landing: LandingSpec | str, field_names: tup
     _records)``, one row per file, kind and batch of lines (sum ``_records`` per file and kind). The same
     readers find the same records, but no record is decoded, split into fields or handed back to the JVM:
     the counts table's landing row costs a pass of the workers over the lines, not a second bronze."""
+    landing = landing_spec(landing)
+    options = dataclasses.replace(line_options(landing, field_names), output="counts")
+    return _line_workers(lines, landing, options, None, offsets, splits)
+
+
+def _line_workers(lines: DataFrame, landing: LandingSpec, options: landing_lines.LineOptions, report,
+                  offsets: dict[tuple[str, int], int] | None, splits: dict | None) -> DataFrame:
+    """``lines`` through the Python workers (``landing_lines.lines_to_records``): ``output_schema(options)``."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    landing = landing_spec(landing)
     if not landing.is_text:
         raise ValueError(f"landing format '{landing.format}' is not read as text (json_array, json_lines, csv)")
-    options = dataclasses.replace(line_options(landing, field_names), output="counts")
     split_start = F.col("_split_start") if "_split_start" in lines.columns else F.lit(0).cast("long").alias("_split_start")
     return lines.select("_line", "_source_file", split_start).mapInArrow(
-        landing_lines.lines_to_records(options, None, offsets, splits), from_arrow_schema(landing_lines.COUNTS_SCHEMA))
+        landing_lines.lines_to_records(options, report, offsets, splits),
+        from_arrow_schema(landing_lines.output_schema(options)))
 
 
 def json_records(records: DataFrame, field_names: tuple[str, ...], passed: list[str]) -> DataFrame:
