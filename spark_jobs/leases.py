@@ -11,10 +11,19 @@
 - The holder rewrites its lease every ``LEASE_HEARTBEAT_SECONDS`` (a conditional write: S3 ``If-Match`` on
   the lease's ETag) and deletes it when the run ends, however it ends (conditionally too: a lease taken over
   is never deleted by its former holder). A lease is **stale**, and the next run takes it over (a
-  conditional replace, so of two runs only one does, and says so in a progress line), when its process is
-  gone from the host the next run runs on, or when it has not been rewritten for ``LEASE_STALE_SECONDS``
-  (a killed EMR driver: no heartbeat). A lease without heartbeats (written by another tool) counts for
-  ``LEASE_STALE_HOURS`` after its ``since``.
+  conditional replace, so of two runs only one does, and says so in a progress line), when it has not been
+  rewritten for ``LEASE_STALE_SECONDS`` by the store's own clock (S3's ``LastModified`` against the ``Date`` of
+  S3's answer: no local clock is compared with S3's), or at once when its process is gone from the host the
+  next run runs on, where a pid means the same process: the same host name, boot and pid namespace
+  (``host_identity``; containers that share a host name but not their pids wait for the heartbeats). A
+  lease without heartbeats (written by another tool) counts for ``LEASE_STALE_HOURS`` after its ``since``.
+- **Fencing.** Before every commit (the bronze move of a batch, the quarantine write, each silver and gold
+  table commit and schema change, a maintenance procedure, a recovered checkpoint) a run renews each lease
+  the commit needs with the same conditional write (``fence``). A run whose lease was taken over (it was
+  silent too long: a stalled driver) or cannot be renewed (expired credentials, throttling) stops there,
+  before the commit, with one line (``LeaseLost``, exit 1); a renewal also restarts the stale clock, so a
+  takeover cannot land between the fence and the commit unless the run stalls for ``LEASE_STALE_SECONDS``
+  in that gap.
 - The **erasure lock** (``checkpoints/<ds>/erasure.lock``) is written by an erase request before it looks
   for leases, and a run looks for it after it has taken its leases. Because each side writes first and looks
   second, at least one of two racing runs sees the other: a run refuses while a request holds the lock, a
@@ -84,11 +93,25 @@ def lease_uri(lake: LakeConfig, dataset: str, layer: str) -> str:
 @dataclasses.dataclass(frozen=True)
 class Stored:
     """An object as read: its text, the tag a conditional replace or delete must match (the S3 ETag, the
-    digest of a file's bytes), and when it was last written (S3's LastModified, a file's mtime; UTC)."""
+    digest of a file's bytes), when it was last written (S3's LastModified, a file's mtime; UTC) and the
+    store's own time when it was read (the ``Date`` of S3's answer; a folder: this machine's clock, which
+    stamped the mtime too), so a lease's silence is measured on one clock."""
 
     text: str
     tag: str
     modified: dt.datetime
+    now: dt.datetime | None = None
+
+
+def _response_time(response: dict[str, Any]) -> dt.datetime | None:
+    """S3's clock when it answered: the HTTP ``Date`` header (None when missing or unreadable)."""
+    from email.utils import parsedate_to_datetime
+
+    text = (response.get("ResponseMetadata", {}).get("HTTPHeaders", {}) or {}).get("date")
+    try:
+        return parsedate_to_datetime(text).astimezone(dt.timezone.utc) if text else None
+    except (TypeError, ValueError):
+        return None
 
 
 class _S3Store:
@@ -114,7 +137,7 @@ class _S3Store:
                 return None
             raise
         return Stored(got["Body"].read().decode("utf-8", "replace"), got["ETag"],
-                      got["LastModified"].astimezone(dt.timezone.utc))
+                      got["LastModified"].astimezone(dt.timezone.utc), _response_time(got))
 
     def replace(self, key: str, text: str, tag: str) -> str | None:
         from botocore.exceptions import ClientError
@@ -180,7 +203,7 @@ class _FolderStore:
         except FileNotFoundError:
             return None
         return Stored(data.decode("utf-8", "replace"), self._tag(data),
-                      dt.datetime.fromtimestamp(modified, dt.timezone.utc))
+                      dt.datetime.fromtimestamp(modified, dt.timezone.utc), dt.datetime.now(dt.timezone.utc))
 
     def replace(self, key: str, text: str, tag: str) -> str | None:
         path = self.root / key
@@ -214,6 +237,35 @@ def lease_store(lake: LakeConfig):
 # Leases this process holds now (store keys): a lease of this process's pid that is not among them was left
 # by an earlier run in the same process (a test session, a notebook) and no longer counts.
 _HELD: set[str] = set()
+# The same leases by (lake URI, store key), for ``fence``.
+_FENCES: dict[tuple[str, str], "_Held"] = {}
+
+
+def _read_first_line(path: str) -> str:
+    try:
+        with open(path, encoding="ascii", errors="replace") as handle:
+            return handle.readline().strip()
+    except OSError:
+        return ""
+
+
+def host_identity() -> dict[str, str]:
+    """What makes a pid on this host mean one process: the host name, this boot (Linux's ``boot_id``) and the
+    pid namespace (``/proc/self/ns/pid``). Containers with host networking share a host name but not pids;
+    two boots reuse pids. "" where the system does not say (then no lease is judged by its pid)."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        namespace = ""
+    return {"host": socket.gethostname(), "boot_id": _read_first_line("/proc/sys/kernel/random/boot_id"),
+            "pid_namespace": namespace}
+
+
+def _same_pid_space(lease: dict[str, Any]) -> bool:
+    """The lease was written by a process whose pid this process can check: same host, boot and pid namespace."""
+    mine = host_identity()
+    return (lease.get("host") == mine["host"] and bool(mine["boot_id"]) and bool(mine["pid_namespace"])
+            and lease.get("boot_id") == mine["boot_id"] and lease.get("pid_namespace") == mine["pid_namespace"])
 
 
 def _process_started(pid: int) -> str:
@@ -245,18 +297,20 @@ def _parse_time(text: Any) -> dt.datetime | None:
 
 
 def stale_reason(lease: dict[str, Any], modified: dt.datetime, key: str = "", now: dt.datetime | None = None) -> str | None:
-    """Why a lease no longer counts (None: it is live). ``modified``: when it was last written."""
+    """Why a lease no longer counts (None: it is live). ``modified``: when it was last written, and ``now``: the
+    time it was read, both by the store's clock (``Stored``; default: this machine's clock). Its pid decides only
+    where a pid means the same process (``_same_pid_space``); elsewhere its heartbeats do."""
     now = now or dt.datetime.now(dt.timezone.utc)
     pid = lease.get("pid")
     if "heartbeat_seconds" in lease:  # ours: rewritten while its run lives
-        if lease.get("host") == socket.gethostname() and isinstance(pid, int):
+        if _same_pid_space(lease) and isinstance(pid, int):
             if pid == os.getpid() and key not in _HELD:
                 return "this process left it behind"
             if not _process_alive(pid, str(lease.get("pid_started") or "")):
                 return f"its process (pid {pid}) on this host is gone"
             return None
         silent = (now - modified).total_seconds()
-        if silent > LEASE_STALE_SECONDS:
+        if silent >= LEASE_STALE_SECONDS:
             return f"no heartbeat for {int(silent // 60)} min"
         return None
     since = _parse_time(lease.get("since")) or modified
@@ -293,7 +347,7 @@ def live_leases(spark: Any, lake: LakeConfig, dataset: str,
         if stored is None:
             continue
         lease = _decode(stored)
-        if stale_reason(lease, stored.modified, prefix + name, now) is None:
+        if stale_reason(lease, stored.modified, prefix + name, now or stored.now) is None:
             found.append((lake.path(prefix + name), lease))
     return found
 
@@ -317,18 +371,68 @@ def active_request(spark: Any, lake: LakeConfig, dataset: str) -> str | None:
 
 
 # ---- taking, keeping and releasing leases ----------------------------------------------------------------
+class LeaseLost(JobFailed):
+    """A run no longer holds a lease it needs for a commit (taken over, or it cannot be renewed): it stops
+    before the commit, in one line (exit 1)."""
+
+    def __init__(self, message: str):
+        super().__init__(message, 1)
+
+
 @dataclasses.dataclass
 class _Held:
     key: str
     tag: str
+    store: Any = None
+    text: Callable[[], str] | None = None
+    label: str = ""
+    lake: LakeConfig | None = None
+    # Why the lease is no longer this run's (a heartbeat found it taken over); None while it is.
+    lost: str | None = None
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+
+    def renew(self) -> str | None:
+        """One conditional rewrite: the new tag, or None (another run holds it, or it is gone). Under the lock,
+        so the heartbeat and a fence never race on the tag."""
+        with self.lock:
+            if self.lost:
+                return None
+            tag = self.store.replace(self.key, self.text(), self.tag)
+            if tag:
+                self.tag = tag
+            else:
+                self.lost = self.lost or "another run took it over"
+            return tag
 
 
 def _lease_text(run_id: str, layer: str, command: str, since: str) -> str:
     pid = os.getpid()
-    return json.dumps({"run_id": run_id, "layer": layer, "command": command, "host": socket.gethostname(),
+    return json.dumps({"run_id": run_id, "layer": layer, "command": command, **host_identity(),
                        "pid": pid, "pid_started": _process_started(pid), "since": since,
                        "heartbeat": dt.datetime.now(dt.timezone.utc).strftime(_TIME),
                        "heartbeat_seconds": LEASE_HEARTBEAT_SECONDS}, sort_keys=True)
+
+
+def fence(lake: LakeConfig, dataset: str, layer: str, what: str) -> None:
+    """Right before a commit of ``what``: renew the ``layer`` lease of ``dataset`` this process holds (a
+    conditional write on its tag). ``LeaseLost`` in one line when another run took it over or the renewal
+    fails; nothing when this process holds no such lease (a job called without ``run_layer``)."""
+    held = _FENCES.get((lake.lake_uri, lease_key(dataset, layer)))
+    if held is None:
+        return
+    try:
+        tag = held.renew()
+    except Exception as exc:  # noqa: BLE001 - cannot prove the lease is still ours: do not commit
+        why = f"it could not be renewed: {(str(exc).splitlines() or [type(exc).__name__])[0][:200]}"
+    else:
+        if tag:
+            return
+        current = held.store.read(held.key)
+        holder = holder_text(_decode(current)) if current is not None else "nobody (it was deleted)"
+        why = f"{held.lost or 'another run took it over'}; it is now held by {holder}"
+    raise LeaseLost(f"{held.label} {dataset}: this run no longer holds the {layer} lease of {dataset} ({why}); it "
+                    f"stopped before committing {what}, which is as it was: run it again once the other run has "
+                    f"ended ({lake.path(held.key)})")
 
 
 def _take(store, lake: LakeConfig, dataset: str, layer: str, text: Callable[[], str], label: str,
@@ -343,7 +447,7 @@ def _take(store, lake: LakeConfig, dataset: str, layer: str, text: Callable[[], 
         if stored is None:
             continue
         lease = _decode(stored)
-        reason = stale_reason(lease, stored.modified, key)
+        reason = stale_reason(lease, stored.modified, key, stored.now)
         if reason is None:
             raise LeaseRefused(
                 f"{label} {dataset}: the {layer} layer of {dataset} is held by {holder_text(lease)}; nothing was "
@@ -365,8 +469,8 @@ def _stderr(line: str) -> None:
 class _Heartbeat:
     """Rewrites the held leases every ``LEASE_HEARTBEAT_SECONDS`` (a conditional replace on each one's tag)."""
 
-    def __init__(self, store, held: list[_Held], text: Callable[[str], str], label: str):
-        self.store, self.held, self.text, self.label = store, held, text, label
+    def __init__(self, store, held: list[_Held], label: str):
+        self.store, self.held, self.label = store, held, label
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._beat, name="tenantlake-lease-heartbeat", daemon=True)
 
@@ -383,16 +487,17 @@ class _Heartbeat:
         while not self.stop.wait(LEASE_HEARTBEAT_SECONDS):
             for lease in self.held:
                 try:
-                    tag = self.store.replace(lease.key, self.text(lease.key), lease.tag)
+                    tag = lease.renew()
                 except Exception as exc:  # noqa: BLE001 - a missed heartbeat is retried at the next one
                     tag, problem = "", (str(exc).splitlines() or [type(exc).__name__])[0]
                 else:
                     problem = "another run took it over (this run was silent too long)"
-                if tag:
-                    lease.tag = tag
-                elif lease.key not in warned:
+                    if not tag:
+                        lease.lost = "another run took it over while this run was silent"
+                if not tag and lease.key not in warned:
                     warned.add(lease.key)
-                    _stderr(f"warning: {self.label}: could not renew the lease {lease.key} ({problem})")
+                    _stderr(f"warning: {self.label}: could not renew the lease {lease.key} ({problem}); the run "
+                            "stops before its next commit unless a renewal succeeds first")
 
 
 @contextlib.contextmanager
@@ -420,8 +525,11 @@ def held_leases(lake: LakeConfig, claims: list[tuple[str, str]], *, label: str, 
     try:
         for dataset, layer in claims:
             key = lease_key(dataset, layer)
-            held.append(_take(store, lake, dataset, layer, lambda key=key: text(key), label, progress))
+            taken = _take(store, lake, dataset, layer, lambda key=key: text(key), label, progress)
+            taken.store, taken.text, taken.label, taken.lake = store, (lambda key=key: text(key)), label, lake
+            held.append(taken)
             _HELD.add(key)
+            _FENCES[(lake.lake_uri, key)] = taken
         for dataset in dict.fromkeys(dataset for dataset, _ in claims):
             request = active_request(None, lake, dataset)
             if request is not None and request != erasure_request:
@@ -429,15 +537,18 @@ def held_leases(lake: LakeConfig, claims: list[tuple[str, str]], *, label: str, 
                     f"{label} {dataset}: erasure request {request} is in progress on this dataset "
                     f"({lock_uri(lake, dataset)}); runs start again when it completes (if it was killed, run its "
                     "erase command again to finish it)")
-        with _Heartbeat(store, held, text, label):
+        with _Heartbeat(store, held, label):
             yield run_id
     finally:
         problems = []
         for lease in held:
             _HELD.discard(lease.key)
+            _FENCES.pop((lake.lake_uri, lease.key), None)
             try:
                 check_endpoint(lake)  # fast: after an outage, a delete would be retried for minutes
-                if not store.delete(lease.key, lease.tag):
+                with lease.lock:
+                    deleted = store.delete(lease.key, lease.tag)
+                if not deleted:
                     problems.append(f"{lease.key} was taken over by another run")
             except Exception as exc:  # noqa: BLE001 - never hide the run's own outcome; the lease goes stale
                 problems.append(f"{lease.key}: {(str(exc).splitlines() or [type(exc).__name__])[0]}")

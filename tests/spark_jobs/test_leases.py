@@ -7,6 +7,7 @@ test_maintain.py.
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import signal
@@ -138,6 +139,64 @@ def test_the_holder_renews_its_lease_and_removes_only_its_own(tmp_path, monkeypa
                     f"by another run); a lease counts until {leases.LEASE_STALE_SECONDS // 60} min after its last heartbeat"]
 
 
+def test_staleness_is_measured_on_the_stores_clock_not_this_machines():
+    """``modified`` and ``now`` both come from the store (S3's LastModified and the Date of its answer): a
+    lease is judged by how long the store saw no heartbeat, whatever this machine's clock says."""
+    lease = {"run_id": "r", "heartbeat_seconds": 60, "host": "emr-driver-7", "pid": 7}
+    written = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.timezone.utc)  # this machine's clock is years ahead
+    assert leases.stale_reason(lease, written, now=written + dt.timedelta(seconds=30)) is None
+    silent = written + dt.timedelta(seconds=leases.LEASE_STALE_SECONDS)
+    assert leases.stale_reason(lease, written, now=silent) == f"no heartbeat for {leases.LEASE_STALE_SECONDS // 60} min"
+
+
+def test_a_dead_pid_counts_only_where_a_pid_means_the_same_process(tmp_path):
+    """Containers with host networking share a host name but not their pids: a lease of another pid namespace
+    (or another boot) on this host name waits for its heartbeats; of this one, a gone process is taken over."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait(timeout=30)
+    lake = LakeConfig(str(tmp_path / "lake"))
+    path = tmp_path / "lake" / "checkpoints" / "iot" / "runs" / "bronze.lease"
+    path.parent.mkdir(parents=True)
+    mine = leases.host_identity()
+    assert mine["boot_id"] and mine["pid_namespace"]  # Linux: both known
+    other = {"run_id": "20260101T000000Z-c0ffee00", "layer": "bronze", "command": "run-all", "pid": gone.pid,
+             "since": "2026-01-01T00:00:00Z", "heartbeat_seconds": leases.LEASE_HEARTBEAT_SECONDS}
+    for differs in ({"pid_namespace": "pid:[1]"}, {"boot_id": "another-boot"}):
+        path.write_text(json.dumps({**other, **mine, **differs}))
+        with pytest.raises(leases.LeaseRefused, match="held by run 20260101T000000Z-c0ffee00"):
+            with leases.held_leases(lake, [("iot", "bronze")], label="bronze"):
+                pass
+    path.write_text(json.dumps({**other, **mine}))
+    said = []
+    with leases.held_leases(lake, [("iot", "bronze")], label="bronze", progress=said.append):
+        pass
+    assert said[0].endswith(f"its process (pid {gone.pid}) on this host is gone")
+
+
+def test_a_run_whose_lease_was_taken_away_stops_at_its_fence(tmp_path):
+    """``fence`` renews the lease with a conditional write right before a commit: while the lease is the run's
+    it passes (and restarts the lease's stale clock); taken over, the run stops there in one line."""
+    lake = LakeConfig(str(tmp_path / "lake"))
+    path = tmp_path / "lake" / "checkpoints" / "iot" / "runs" / "silver.lease"
+    leases.fence(lake, "iot", "silver", "silver.iot")  # no lease held by this process: nothing to check
+    with leases.held_leases(lake, [("iot", "silver")], label="run-all", progress=lambda line: None):
+        before = path.stat().st_mtime_ns
+        time.sleep(0.05)
+        leases.fence(lake, "iot", "silver", "silver.iot")
+        assert path.stat().st_mtime_ns > before  # renewed
+        path.write_text(json.dumps({"run_id": "20260101T000000Z-5eco0d00", "layer": "silver", "command": "run",
+                                    "host": "emr-driver-2", "pid": 12, "since": "2026-01-01T00:00:00Z",
+                                    "heartbeat_seconds": 60}))
+        with pytest.raises(leases.LeaseLost) as lost:
+            leases.fence(lake, "iot", "silver", "silver.iot")
+    message = str(lost.value)
+    assert len(message.splitlines()) == 1 and lost.value.exit_code == 1
+    assert message.startswith("run-all iot: this run no longer holds the silver lease of iot (another run took it "
+                              "over; it is now held by run 20260101T000000Z-5eco0d00 (run, pid 12 on emr-driver-2)")
+    assert "it stopped before committing silver.iot, which is as it was" in message
+    assert json.loads(path.read_text())["run_id"] == "20260101T000000Z-5eco0d00"  # the new holder's lease stays
+
+
 def test_an_erasure_request_refuses_the_run_and_it_keeps_no_lease(tmp_path):
     lake = LakeConfig(str(tmp_path / "lake"))
     lock = tmp_path / "lake" / "checkpoints" / "iot" / "erasure.lock"
@@ -184,6 +243,8 @@ def test_on_s3_a_lease_is_a_conditional_sse_kms_object(s3_lake, monkeypatch):
                 pass
         store = leases.lease_store(lake)
         stored = store.read(key)
+        # S3's own clock, from its answer's Date header: staleness compares it with LastModified.
+        assert stored.now is not None and abs((stored.now - stored.modified).total_seconds()) < 60
         assert store.create(key, "{}") is None  # If-None-Match: * on an existing name
         assert store.replace(key, stored.text, '"0000"') is None  # If-Match on another ETag
         assert store.delete(key, '"0000"') is False
