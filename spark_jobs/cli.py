@@ -172,7 +172,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _run_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--date", type=_date, default=None,
-                        help="silver/gold: only this event date (YYYY-MM-DD); default: everything")
+                        help="silver/gold: recompute only this event date (YYYY-MM-DD) from all of its input; "
+                             "default: what is new since the last run")
+    parser.add_argument("--full", action="store_true",
+                        help="silver/gold: recompute every partition from the whole input (a change that must "
+                             "reach old rows: `contract plan` says when); default: only what is new")
     parser.add_argument("--continuous", action="store_true",
                         help="bronze: keep polling landing/ instead of stopping when it is caught up (availableNow)")
     parser.add_argument("--trigger-seconds", type=_positive_int, default=10, help="bronze --continuous poll interval")

@@ -12,7 +12,8 @@ it, what it does to gold, and, when refused, the way forward. A gold column that
 
 ``run``/``run-all`` check the plan of every dataset they will run before any layer runs (a refused change
 stops everything, one line, exit 2), and each silver or gold publish first applies its table's allowed
-changes in ONE Iceberg commit (``tables.evolve``), then writes.
+changes in ONE Iceberg commit (``tables.evolve``), then writes; a write that fails puts the schema back
+(``publish_evolved``).
 """
 from __future__ import annotations
 
@@ -308,7 +309,7 @@ def gold_schema(spark, contract: Contract, name: str, silver):
         raise ContractError(contract.dataset, f"gold_options.{name}", first_line) from None
 
 
-def _columns(schema) -> list[tuple[str, str]]:
+def schema_columns(schema) -> list[tuple[str, str]]:
     return [(f.name, f.dataType.simpleString()) for f in schema.fields]
 
 
@@ -371,11 +372,11 @@ def plan_dataset(spark, lake, contract: Contract) -> Plan:
 
     expected_silver = silver_schema(spark, contract)
     silver_tbl = tables.table(spark, lake, "silver", contract.dataset)
-    silver_plan = table_plan(spark, silver_tbl, tables.load(spark, silver_tbl), _columns(expected_silver), contract,
+    silver_plan = table_plan(spark, silver_tbl, tables.load(spark, silver_tbl), schema_columns(expected_silver), contract,
                              "silver", silver_partitioning(contract))
     gold_plans = []
     for name in contract.gold:
-        expected = _columns(gold_schema(spark, contract, name, expected_silver))
+        expected = schema_columns(gold_schema(spark, contract, name, expected_silver))
         gold_tbl = tables.table(spark, lake, "gold", gold_table_name(contract.dataset, name))
         partitioning = gold_partitioning(load_gold(name), contract.partition_granularity)
         gold_plans.append(table_plan(spark, gold_tbl, tables.load(spark, gold_tbl), expected, contract, "gold",
@@ -424,9 +425,9 @@ def refusal(plan: Plan) -> ContractError:
 # ------------------------------------------------------------------------------------------ applying it
 def evolve_for_write(run, tbl: tables.Table, df, layer: str, partitioning: tables.Partitioning, loaded: Any = None):
     """Before a publish: the table's allowed changes in ONE metadata commit (``tables.evolve``), so the write
-    matches the table; returns ``(df in the table's column order, the table object, the manifest's record)``.
-    A silver table created now records its key. A change the contract's policy refuses stops the run
-    (``ContractError``; ``run``/``run-all`` found it before any layer ran)."""
+    matches the table; returns ``(df in the table's column order, the table object, the manifest's record,
+    what undoes the change or None)``. A silver table created now records its key. A change the contract's
+    policy refuses stops the run (``ContractError``; ``run``/``run-all`` found it before any layer ran)."""
     spark, contract = run.spark, run.contract
     loaded = loaded if loaded is not None else tables.load(spark, tbl)
     if loaded is None:
@@ -434,14 +435,16 @@ def evolve_for_write(run, tbl: tables.Table, df, layer: str, partitioning: table
             tables.ensure_table(spark, tbl, df.schema, partitioning,
                                 properties={KEY_PROPERTY: ",".join(contract.key), CONTRACT_PROPERTY: contract.version})
             loaded = tables.load(spark, tbl)
-        return df, loaded, {"created": True, "schema_id": tables.schema_id(loaded), "changes": []}
-    plan = table_plan(spark, tbl, loaded, _columns(df.schema), contract, layer, partitioning)
+        return df, loaded, {"created": True, "schema_id": tables.schema_id(loaded), "changes": []}, None
+    plan = table_plan(spark, tbl, loaded, schema_columns(df.schema), contract, layer, partitioning)
     if plan.refused:
         raise refusal(Plan(contract.dataset, contract.version, contract.evolution, [plan]))
     before = tables.schema_id(loaded)
     snapshot = tables.snapshot_now(loaded)
+    evolved = None
     if plan.steps or plan.properties:
-        tables.evolve(spark, loaded, plan.steps, plan.properties)
+        run.fence(f"the schema of {tbl.display}")
+        evolved = tables.evolve(spark, loaded, plan.steps, plan.properties)
     after = tables.snapshot_now(loaded)
     record = {"schema_id_before": before, "schema_id": tables.schema_id(loaded),
               "changes": [c.what for c in plan.changes if c.kind != "partition"],
@@ -450,7 +453,34 @@ def evolve_for_write(run, tbl: tables.Table, df, layer: str, partitioning: table
               "snapshot_unchanged": (snapshot or {}).get("snapshot_id") == (after or {}).get("snapshot_id")}
     if plan.steps:
         run.stage(f"evolved {tbl.display}", changes=len(plan.steps), schema_id=record["schema_id"])
-    return tables.in_table_order(df, [name for name, _ in tables.table_columns(spark, loaded)]), loaded, record
+    aligned = tables.in_table_order(df, [name for name, _ in tables.table_columns(spark, loaded)])
+    return aligned, loaded, record, evolved
+
+
+def publish_evolved(run, tbl: tables.Table, df, layer: str, partitioning: tables.Partitioning, dates: list[str],
+                    include_null: bool, loaded: Any = None, marks: dict[str, str] | None = None,
+                    everything: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The table's allowed schema changes (``evolve_for_write``), then the publish (``tables.publish``, fenced by
+    the run's lease): returns (the publish record, the evolution record). The schema change and the data are two
+    Iceberg commits (Spark's write cannot join a transaction), so when the write fails the schema change is
+    undone (``tables.undo_evolution``): the table is left on the schema and properties it had, with the error."""
+    aligned, loaded, record, evolved = evolve_for_write(run, tbl, df, layer, partitioning, loaded)
+    try:
+        published = tables.publish(aligned, tbl, partitioning, dates, include_null, run.run_id, loaded, marks,
+                                   fence=run.fence, everything=everything)
+    except BaseException:
+        if evolved is not None:
+            try:
+                undone = tables.undo_evolution(run.spark, loaded, evolved)
+            except Exception as exc:  # noqa: BLE001 - the write's own error is the one to report
+                run.progress(f"[{run.layer} {run.contract.dataset}] warning: the schema change of {tbl.display} was not "
+                             f"undone ({type(exc).__name__}); run `contract plan` and the layer again")
+            else:
+                record["undone"] = undone
+                if undone:
+                    run.stage(f"schema of {tbl.display} put back", schema_id=evolved.schema_id_before)
+        raise
+    return published, record
 
 
 # ------------------------------------------------------------------------------------------ the command

@@ -46,7 +46,7 @@ from spark_jobs.contract import available_datasets, load_contract
 from spark_jobs.io import tables
 from spark_jobs.jobs.sizing import command_session, table_folders
 from spark_jobs.lake import LakeConfig, gold_table_name, lake_from_args, read_lake_outputs
-from spark_jobs.leases import held_lease
+from spark_jobs.leases import fence, held_lease
 
 REPORT_VERSION = 1
 REPORTS_PREFIX = "reports/maintenance"  # reports/maintenance/<run_id>/report.json
@@ -181,6 +181,7 @@ def maintain(spark, lake: LakeConfig, datasets: list[str], options: MaintainOpti
             continue
         with held_lease(spark, lake, dataset, "maintain"):
             for tbl in found:
+                fence(lake, dataset, tbl.layer, f"the maintenance of {tbl.display}")  # still this run's lease
                 result = maintain_table(spark, tbl, options, now)
                 before, after = result["before"], result["after"]
                 progress(f"[maintain] {tbl.display}: snapshots {before['snapshots']} -> {after['snapshots']}, "

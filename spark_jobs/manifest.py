@@ -67,6 +67,9 @@ class RunManifest:
     code_version: str
     date: str | None = None
     contract_version: str = ""         # Contract.version: sha256 of the contract as the model holds it
+    # silver/gold: ``incremental`` (what is new since the table's watermark), ``full`` (--full, or a first run)
+    # or ``date`` (--date); bronze is always incremental (its checkpoint)
+    mode: str = "incremental"
     status: str = "running"           # running | succeeded | failed
     finished_at: str | None = None
     duration_seconds: float | None = None
@@ -93,6 +96,10 @@ class RunManifest:
     validation: dict[str, Any] = dataclasses.field(default_factory=dict)
     # output name -> {schema_id_before, schema_id, changes, sql, snapshot_unchanged} (spark_jobs.contract_plan)
     evolution: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    # silver/gold: what the run read and rewrote (watermarks before and after, new input rows, rows of the
+    # partitions it rewrote read back, partitions touched, why it ran full): spark_jobs/README.md, "What a run
+    # reads and rewrites"
+    increment: dict[str, Any] = dataclasses.field(default_factory=dict)
     error: str | None = None          # one line (spark_jobs.jobs.runtime.one_line)
     error_detail: str | None = None   # the error's whole text, a JVM exception's message with its causes
 

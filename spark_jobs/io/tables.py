@@ -11,6 +11,14 @@ row filter aligned to the partitioning, in ONE commit: rows deleted and rows add
 together). The run's output is a function of its input, so a re-run on the same input commits the
 same rows. Each commit records the run id in the snapshot summary (``tenantlake.run-id``), which is
 how the job finds the snapshot it created.
+
+Marks: what a table's rows were computed from (silver: the last bronze batch taken, ``BRONZE_BATCH_MARK``;
+gold: the silver snapshot read, ``SILVER_SNAPSHOT_MARK``) go into the snapshot summary of the same commit
+(``snapshot-property.<mark>``), so the mark and the rows are committed together or not at all. A commit that
+names no marks (an erasure's rewrite, a ``--date`` run) carries the current ones forward. Table maintenance and
+an erasure end with snapshots of their own (``replace``: the same rows in other files) and expire older ones,
+so the marks are also written beside the table after each commit (``marks_uri``), naming the snapshot they
+belong to: ``read_marks`` trusts that copy only for that snapshot (``latest_data_snapshot``).
 """
 from __future__ import annotations
 
@@ -22,11 +30,20 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+import json
+
 from spark_jobs.catalog import FORMAT_VERSION, CatalogSettings, register
 from spark_jobs.io import storage
 from spark_jobs.lake import LakeConfig
 
 RUN_ID_PROPERTY = "tenantlake.run-id"
+# Marks (see the module's docstring): silver's last bronze batch taken, gold's silver snapshot read.
+BRONZE_BATCH_MARK = "tenantlake.bronze-batch"
+SILVER_SNAPSHOT_MARK = "tenantlake.silver-snapshot"
+MARKS = (BRONZE_BATCH_MARK, SILVER_SNAPSHOT_MARK)
+# A snapshot of this operation holds the same rows as its parent in other files (compaction, a manifest
+# rewrite, a partition layout change): it changes no partition's rows and carries no marks of its own.
+SAME_ROWS_OPERATION = "replace"
 TABLE_PROPERTIES = {
     "format-version": FORMAT_VERSION,
     # Iceberg, not Spark's analyser, judges a write against the table: columns resolved by name, and a
@@ -296,22 +313,35 @@ def ensure_table(spark: SparkSession, tbl: Table, schema: T.StructType, partitio
 
 
 def _commit(df: DataFrame, tbl: Table, condition: str, run_id: str, options: dict[str, str] | None,
-            loaded: Any) -> tuple[dict[str, Any], Any]:
+            loaded: Any, marks: dict[str, str] | None = None, fence=None) -> tuple[dict[str, Any], Any]:
     """Spark's overwrite of ``condition`` by ``df`` (one commit), then the snapshot it created, read from
-    ``loaded`` refreshed (or from the table loaded now, when it was created by this publish)."""
+    ``loaded`` refreshed (or from the table loaded now, when it was created by this publish). ``marks`` go
+    into the snapshot's summary (None: the table's current marks, carried forward) and beside the table
+    (``marks_uri``). ``fence`` (a callable naming what is committed) runs right before the commit: a run
+    that no longer holds its lease stops there (``spark_jobs.leases.fence``)."""
+    spark = df.sparkSession
+    if marks is None:
+        marks = read_marks(spark, tbl, loaded) if loaded is not None else {}
     writer = df.writeTo(tbl.qualified).option(f"snapshot-property.{RUN_ID_PROPERTY}", run_id)
+    for key, value in marks.items():
+        writer = writer.option(f"snapshot-property.{key}", str(value))
     for key, value in WRITE_OPTIONS.items():
         writer = writer.option(key, value)
     for key, value in (options or {}).items():
         writer = writer.option(key, value)
+    if fence is not None:
+        fence(tbl.display)
     writer.overwrite(F.expr(condition))
     if loaded is None:
-        loaded = _iceberg_table(df.sparkSession, tbl)
+        loaded = _iceberg_table(spark, tbl)
     else:
         loaded.refresh()
     created = _snapshot_of_run(loaded, run_id)
     if created is None:
         raise TableError(f"{tbl.display}: the write returned but no snapshot carries run id {run_id}")
+    if marks:
+        storage.write_text(spark, marks_uri(tbl), json.dumps({"snapshot_id": created["snapshot_id"],
+                                                             "marks": {k: str(v) for k, v in marks.items()}}))
     return created, loaded
 
 
@@ -324,10 +354,15 @@ def overwrite(df: DataFrame, tbl: Table, partitioning: Partitioning, condition: 
 
 
 def _replace(df: DataFrame, tbl: Table, partitioning: Partitioning, dates: list[str], include_null: bool,
-             run_id: str, loaded: Any = None) -> tuple[dict[str, Any], Any]:
-    """``replace_dates``, also returning the table object refreshed after the commit."""
+             run_id: str, loaded: Any = None, marks: dict[str, str] | None = None,
+             fence=None, everything: bool = False) -> tuple[dict[str, Any], Any]:
+    """``replace_dates``, also returning the table object refreshed after the commit (``everything``: every
+    row of the table is replaced, whatever the dates)."""
     spark = df.sparkSession
     loaded, _ = _ensure(spark, tbl, df.schema, partitioning, loaded)
+    if everything:
+        created, loaded = _commit(df, tbl, "true", run_id, {}, loaded, marks, fence)
+        return {**created, "kept_records": 0}, loaded
     partial = partitioning.partial(dates)
     current = None
     if partial and loaded is not None and loaded.currentSnapshot() is not None:
@@ -342,7 +377,8 @@ def _replace(df: DataFrame, tbl: Table, partitioning: Partitioning, dates: list[
         if kept:
             df = df.unionByName(kept_df, allowMissingColumns=True)
         options = {"validate-from-snapshot-id": str(current["snapshot_id"]), "isolation-level": "serializable"}
-    created, loaded = _commit(df, tbl, partitioning.covering(dates, include_null), run_id, options, loaded)
+    created, loaded = _commit(df, tbl, partitioning.covering(dates, include_null), run_id, options, loaded,
+                              marks, fence)
     if kept_df is not None:
         kept_df.unpersist()
     return {**created, "kept_records": kept}, loaded
@@ -363,15 +399,19 @@ def replace_dates(df: DataFrame, tbl: Table, partitioning: Partitioning, dates: 
 
 
 def publish(df: DataFrame, tbl: Table, partitioning: Partitioning, dates: list[str], include_null: bool,
-            run_id: str, loaded: Any = None) -> dict[str, Any]:
+            run_id: str, loaded: Any = None, marks: dict[str, str] | None = None, fence=None,
+            everything: bool = False) -> dict[str, Any]:
     """``replace_dates``, returning what the run manifest records about it (``publish_record``): the
     snapshot created, ``kept_records``, and the table's columns and partitioning after the commit.
+    ``marks``: what the rows were computed from, committed with them (None: the current marks, carried
+    forward); ``fence``: called with the table's name right before the commit (``_commit``); ``everything``:
+    replace every row of the table (a full gold rebuild), not only the dates'.
 
     The table is looked up once (or not at all when the caller passes it ``loaded``: ``load``) and
     refreshed once after the commit; the record comes from that object, not from more lookups (a
     DESCRIBE TABLE, the spec, the snapshot list each looked the table up again: 10 lookups per publish
     before, 4 now with Spark's own)."""
-    created, loaded = _replace(df, tbl, partitioning, dates, include_null, run_id, loaded)
+    created, loaded = _replace(df, tbl, partitioning, dates, include_null, run_id, loaded, marks, fence, everything)
     return {"table": tbl.display, "location": tbl.location, "catalog": tbl.catalog.kind, **created,
             **_describe_loaded(df.sparkSession, loaded)}
 
@@ -444,6 +484,113 @@ def snapshot_now(loaded) -> dict[str, Any] | None:
     return None if snapshot is None else _snapshot_dict(snapshot)
 
 
+# ---------------------------------------------------------------------------- marks and changed partitions
+def marks_uri(tbl: Table) -> str:
+    """Where a table's marks are written beside it after each commit (``_commit``): under the lake's
+    ``checkpoints/_tables/`` (the job role's prefix), not in the table's folder, whose unreferenced files
+    ``maintain``'s orphan removal deletes."""
+    return f"{tbl.catalog.warehouse}/checkpoints/_tables/{tbl.layer}/{tbl.name}.marks.json"
+
+
+def latest_data_snapshot(loaded) -> int | None:
+    """The id of the newest snapshot that changed the table's rows: the current one, or the first parent
+    before it of an operation other than ``replace`` (a compaction or manifest rewrite holds the same rows in
+    other files). A parent expired since is still named by its child. None: no snapshot."""
+    snapshot = loaded.currentSnapshot() if loaded is not None else None
+    while snapshot is not None and str(snapshot.operation()) == SAME_ROWS_OPERATION:
+        parent = snapshot.parentId()
+        if parent is None:
+            return None
+        found = loaded.snapshot(parent)
+        if found is None:
+            return int(parent)
+        snapshot = found
+    return None if snapshot is None else int(snapshot.snapshotId())
+
+
+def read_marks(spark: SparkSession, tbl: Table, loaded) -> dict[str, str]:
+    """The marks of the table's rows (``MARKS``): from the summary of its latest data snapshot
+    (``latest_data_snapshot``), else from the copy beside the table when it names that snapshot; {} when
+    neither says (no snapshot, an older table, or marks lost with expired snapshots)."""
+    latest = latest_data_snapshot(loaded)
+    if latest is None:
+        return {}
+    snapshot = loaded.snapshot(latest)
+    if snapshot is not None:
+        summary = {str(k): str(v) for k, v in dict(snapshot.summary()).items()}
+        found = {key: summary[key] for key in MARKS if key in summary}
+        if found:
+            return found
+    uri = marks_uri(tbl)
+    if not storage.exists(spark, uri):
+        return {}
+    try:
+        beside = json.loads(storage.read_text(spark, uri))
+    except ValueError:
+        return {}
+    if not isinstance(beside, dict) or beside.get("snapshot_id") != latest:
+        return {}
+    return {str(k): str(v) for k, v in (beside.get("marks") or {}).items() if k in MARKS}
+
+
+@dataclasses.dataclass
+class ChangedPartitions:
+    """The partitions whose rows some snapshots changed, as event dates (a month: each of its days), the
+    null partition (``null``), or every row (``everything``: a file of a table without partitions)."""
+
+    dates: set[str] = dataclasses.field(default_factory=set)
+    null: bool = False
+    everything: bool = False
+    snapshots: int = 0
+
+
+def changed_since(spark: SparkSession, loaded, since: int) -> ChangedPartitions | None:
+    """The partitions whose data or delete files the snapshots after ``since`` (up to the current one)
+    added or removed, from their own manifests (no data file is read); ``replace`` snapshots change no rows
+    and are skipped. None when ``since`` is not an ancestor of the current snapshot (expired, or another
+    history): the caller must then read everything."""
+    changed = ChangedPartitions()
+    snapshot = loaded.currentSnapshot()
+    io = loaded.io()
+    specs = loaded.specs()
+    while snapshot is not None and int(snapshot.snapshotId()) != since:
+        if str(snapshot.operation()) != SAME_ROWS_OPERATION:
+            changed.snapshots += 1
+            for files in (snapshot.addedDataFiles(io), snapshot.removedDataFiles(io),
+                          snapshot.addedDeleteFiles(io), snapshot.removedDeleteFiles(io)):
+                for data_file in files:
+                    _add_partition(spark, changed, specs.get(data_file.specId()), data_file.partition())
+        parent = snapshot.parentId()
+        if parent is None:
+            return None
+        if int(parent) == since:
+            return changed
+        snapshot = loaded.snapshot(parent)
+    return changed if snapshot is not None else None
+
+
+def _add_partition(spark: SparkSession, changed: ChangedPartitions, spec, partition) -> None:
+    """One data file's partition as event dates: ``day``/``identity`` (days since 1970-01-01) is one date,
+    ``month`` (months since 1970-01) every day of the month; a null value is the null partition. A file
+    of a table without partitions changes ``everything``."""
+    fields = list(spec.fields()) if spec is not None else []
+    if not fields:
+        changed.everything = True
+        return
+    value = partition.get(0, spark._jvm.java.lang.Object().getClass())
+    if value is None:
+        changed.null = True
+        return
+    transform = str(fields[0].transform())
+    epoch = dt.date(1970, 1, 1)
+    if transform == "month":
+        month = f"{1970 + int(value) // 12:04d}-{int(value) % 12 + 1:02d}"
+        first = dt.date.fromisoformat(f"{month}-01")
+        changed.dates.update((first + dt.timedelta(days=i)).isoformat() for i in range(_days_in_month(month)))
+    else:
+        changed.dates.add((epoch + dt.timedelta(days=int(value))).isoformat())
+
+
 _TRANSFORM_TERMS = {"day": "days", "month": "months", "year": "years", "hour": "hours"}
 
 
@@ -451,6 +598,11 @@ def spec_terms(spark: SparkSession, tbl: Table) -> list[str]:
     """The table's current partition spec as Spark's DDL writes it (``days(event_ts)``, ``event_date``),
     from Iceberg's own spec (no Spark job)."""
     return _spec_terms(_iceberg_table(spark, tbl))
+
+
+def spec_of(loaded) -> list[str]:
+    """``spec_terms`` of a table object already loaded (``load``)."""
+    return _spec_terms(loaded)
 
 
 def _spec_terms(iceberg) -> list[str]:
@@ -548,12 +700,27 @@ def table_property(loaded, name: str) -> str | None:
     return None if value is None else str(value)
 
 
-def evolve(spark: SparkSession, loaded, steps: list[SchemaStep], properties: dict[str, str] | None = None) -> None:
+@dataclasses.dataclass(frozen=True)
+class Evolved:
+    """What ``evolve`` changed, to undo it (``undo_evolution``) when the write it was made for fails:
+    the schema id before, the metadata file it committed, and the old values of the properties it set
+    (None: the property was not set)."""
+
+    schema_id_before: int
+    metadata_after: str
+    properties_before: dict[str, str | None]
+
+
+def evolve(spark: SparkSession, loaded, steps: list[SchemaStep],
+           properties: dict[str, str] | None = None) -> Evolved:
     """Apply ``steps`` and set ``properties`` in ONE Iceberg commit (a transaction: all of it or none).
     Every step changes metadata only: no data file is read or written, and no snapshot is made, so the
     table's current snapshot, its files and time travel to earlier snapshots stay as they were (a snapshot
-    is read with the schema it was written with). Names refer to the table as it is before the commit."""
+    is read with the schema it was written with). Names refer to the table as it is before the commit.
+    Returns what ``undo_evolution`` needs to put the schema and properties back."""
     jvm = spark._jvm
+    before = Evolved(int(loaded.schema().schemaId()), "",
+                     {key: table_property(loaded, key) for key in (properties or {})})
     txn = loaded.newTransaction()
     if steps:
         update = txn.updateSchema()
@@ -578,6 +745,30 @@ def evolve(spark: SparkSession, loaded, steps: list[SchemaStep], properties: dic
         update_properties.commit()
     txn.commitTransaction()
     loaded.refresh()
+    return dataclasses.replace(before, metadata_after=str(loaded.operations().current().metadataFileLocation()))
+
+
+def undo_evolution(spark: SparkSession, loaded, evolved: Evolved) -> bool:
+    """Put the schema and properties ``evolve`` changed back, when the write it was made for failed: one
+    metadata commit that makes the schema of before current again (Iceberg keeps every schema, so the ids
+    and the data files read through them are the same) and restores the properties. Only when nothing was
+    committed since the evolution (the table's metadata file is still the one it wrote); returns whether it
+    undid it. No data file was written under the new schema (the write failed), so nothing reads it."""
+    loaded.refresh()
+    ops = loaded.operations()
+    base = ops.current()
+    if str(base.metadataFileLocation()) != evolved.metadata_after:
+        return False
+    builder = spark._jvm.org.apache.iceberg.TableMetadata.buildFrom(base).setCurrentSchema(evolved.schema_id_before)
+    restore = {k: v for k, v in evolved.properties_before.items() if v is not None}
+    if restore:
+        builder = builder.setProperties(restore)
+    unset = [k for k, v in evolved.properties_before.items() if v is None]
+    if unset:
+        builder = builder.removeProperties(spark._jvm.java.util.HashSet(unset))
+    ops.commit(base, builder.build())
+    loaded.refresh()
+    return True
 
 
 def _iceberg_type(jvm, spark_type: str | None):

@@ -119,6 +119,8 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
             writers.delete_path(spark, records_root)
             raise
         run.stage(f"batch {batch_id} validated")
+        # The batch's move is its commit (Spark's commit log follows when this returns): only under the lease.
+        run.fence(f"bronze batch {batch_id}")
         if rows_in:  # a batch of empty files adds no partition
             _publish(spark, f"{records_root}/_batch_id={batch_id}", f"{bronze_uri}/_batch_id={batch_id}", bronze_uri)
         writers.delete_path(spark, records_root)

@@ -80,6 +80,14 @@ def _batch_ids(spark: SparkSession, folder: str) -> list[tuple[int, str]]:
     return sorted(found)
 
 
+def last_committed_batch(spark: SparkSession, lake: LakeConfig, dataset: str) -> int | None:
+    """The latest batch the bronze stream of ``dataset`` committed (its ``commits/`` log): every bronze partition
+    ``_batch_id`` up to it is whole. A later partition may still be being written or waits for its replay. None
+    when there is no checkpoint (or no commit yet)."""
+    commits = _batch_ids(spark, f"{lake.checkpoint(dataset)}/commits")
+    return commits[-1][0] if commits else None
+
+
 def _read(spark: SparkSession, uri: str) -> list[str]:
     try:
         return storage.read_text(spark, uri).splitlines()

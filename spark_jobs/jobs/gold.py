@@ -1,10 +1,11 @@
 """Gold job: the table silver.<dataset> -> an Iceberg table gold.<table> for each gold in the contract
 (``spark_jobs.lake.gold_table_name``: ``gold.iot_hourly``, ``gold.airquality_period_summary``).
 
-Silver is read at one snapshot (recorded in the manifest as ``input_snapshots``), so a silver commit
-during the run cannot mix two versions. Every output is computed (and reconciled) before any is
-written; each is then committed with an overwrite of the event dates read (plus the null partition on
-a full run), so re-runs are idempotent. Counts: rows_in = silver rows read; rows_out = silver rows the
+Silver is read at one snapshot (recorded in the manifest as ``input_snapshots``, and in each gold commit as
+its watermark), so a silver commit during the run cannot mix two versions. A run rebuilds only the output
+dates whose silver partitions changed since the table's watermark (``jobs/increment.py``; everything with
+``--full``). Every output is computed (and reconciled) before any is written; each is then committed with an
+overwrite of the event dates it rebuilds (the whole table on a full run), so re-runs are idempotent. Counts: rows_in = silver rows read; rows_out = silver rows the
 aggregates account for (the sum of each gold's ``RECONCILE_COLUMN``, which must equal rows_in for
 every gold that declares one). Each gold table is its own commit: a run stopped between two of them
 leaves the first new and the second as it was, both readable.
@@ -13,8 +14,9 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from spark_jobs.contract_plan import evolve_for_write
+from spark_jobs.contract_plan import publish_evolved
 from spark_jobs.io import readers, tables
+from spark_jobs.jobs import increment
 from spark_jobs.jobs.partitioning import GoldPartitioningError, gold_partitioning, silver_partitioning  # noqa: F401
 from spark_jobs.jobs.runtime import JobRun
 from spark_jobs.lake import gold_table_name
@@ -38,19 +40,20 @@ def pseudonymised(silver, run: JobRun):
 
 
 def _load_gold_tables(run: JobRun) -> dict:
-    """Each gold table of the contract, looked up once (None: not created yet): the run asks it whether it
-    has data and publishes through the same object (``tables.publish``), instead of looking it up again."""
-    return {name: tables.load(run.spark, tables.table(run.spark, run.lake, "gold", gold_table_name(run.contract.dataset, name)))
-            for name in run.contract.gold}
-
-
-def _every_gold_table_has_data(gold_tables: dict) -> bool:
-    """Every gold table of the contract has a snapshot: only then may gold read just the dates silver
-    replaced (a gold table new in the contract needs every silver date)."""
-    return all(tables.snapshot_now(loaded) is not None for loaded in gold_tables.values())
+    """Each gold table of the contract, looked up once: name -> (the table, its Iceberg object or None when it is
+    not created yet). The run reads its watermark and publishes through the same object (``tables.publish``)."""
+    found = {}
+    for name in run.contract.gold:
+        tbl = tables.table(run.spark, run.lake, "gold", gold_table_name(run.contract.dataset, name))
+        found[name] = (tbl, tables.load(run.spark, tbl))
+    return found
 
 
 def run_gold(run: JobRun) -> None:
+    """Gold from the silver partitions that changed since each gold table's watermark (``jobs/increment.py``;
+    every one with ``--full``, on a first run, or when a watermark is unknown): the output dates those changes
+    feed, each rebuilt from the silver dates its gold module says it needs (``SILVER_DATES``). Silver is read at
+    one snapshot, which each table's commit records as its new watermark."""
     spark, lake, contract, manifest = run.spark, run.lake, run.contract, run.manifest
     dataset = contract.dataset
     silver_table = tables.table(spark, lake, "silver", dataset)
@@ -62,20 +65,29 @@ def run_gold(run: JobRun) -> None:
         raise readers.MissingInputError(f"silver {dataset} has no data in table {silver_table.display} "
                                         f"({silver_table.location}); {hint}")
     manifest.input_snapshots = {silver_table.display: snapshot["snapshot_id"]}
-    input_bytes = tables.snapshot_bytes(silver_loaded)  # the whole table: at most what this run reads
-    small = run.size_for_input(input_bytes)
-    run.stage("silver located", snapshot_id=snapshot["snapshot_id"], input_bytes=input_bytes, small_input=small)
+    gold_tables = _load_gold_tables(run)
+    specs = {name: load_gold(name) for name in contract.gold}
+    plan = increment.plan_gold(spark, silver_loaded, gold_tables, specs, full=run.full, date=manifest.date,
+                               extra_dates=run.dates)
+    manifest.mode = plan.mode
+    manifest.increment = plan.record(snapshot["snapshot_id"]) if plan.mode != "date" else {}
+    partitioning = silver_partitioning(contract)
     silver = tables.read(spark, silver_table, snapshot["snapshot_id"])
     if manifest.date:
         # The event-time range lets Iceberg prune to the one partition; event_date is the contract.
-        day = silver_partitioning(contract).rows([manifest.date], include_null=False)
+        day = partitioning.rows([manifest.date], include_null=False)
         silver = silver.where(F.expr(day)).where(F.col("event_date") == F.lit(manifest.date).cast("date"))
-    gold_tables = _load_gold_tables(run)
-    dates = run.dates if run.dates is not None and _every_gold_table_has_data(gold_tables) else None
-    if dates is not None and not manifest.date:
-        # run-all: only the event dates the silver run before this one replaced, and the null partition
-        # (that run was a full one); the other dates' gold is already built from unchanged silver.
-        silver = silver.where(F.expr(silver_partitioning(contract).rows(dates, include_null=True)))
+    elif plan.mode == "incremental":
+        if not plan.read_dates and not plan.read_null:
+            run.stage("nothing new", silver_snapshot=snapshot["snapshot_id"])
+            manifest.check_invariant()
+            return
+        silver = silver.where(F.expr(partitioning.rows(plan.read_dates, plan.read_null)))
+    # The whole table on a full run; else what the plan reads, as Spark sizes the pruned scan.
+    input_bytes = (tables.snapshot_bytes(silver_loaded) if plan.mode == "full" else readers.planned_bytes(silver))
+    small = run.size_for_input(input_bytes)
+    run.stage("silver located", snapshot_id=snapshot["snapshot_id"], input_bytes=input_bytes, small_input=small,
+              mode=plan.mode)
     # A small input is cached for the passes below (one read of its few files); a large one is not: each
     # pass reads only the columns it needs from the snapshot's Parquet, where a cache of every silver column
     # (10M rows over 384 months: 45 of gold's 66 CPU seconds) would be built and spilled first.
@@ -84,23 +96,30 @@ def run_gold(run: JobRun) -> None:
     # Rows in and the dates covered in one aggregation (one Spark job; it also fills the cache).
     read = silver.agg(F.count(F.lit(1)).alias("rows"), F.collect_set(F.col("event_date").cast("string")).alias("dates")).first()
     manifest.rows_in = int(read["rows"])
+    silver_dates = sorted(read["dates"])
     if manifest.date:  # the date is recomputed even when silver no longer has rows for it (after an erasure)
-        covered_dates = [manifest.date]
+        covered = {name: [manifest.date] for name in contract.gold}
+    elif plan.mode == "incremental":
+        covered = plan.outputs
     else:
-        covered_dates = sorted(set(dates)) if dates is not None else sorted(read["dates"])
-    manifest.event_dates = covered_dates
-    run.stage("silver read", rows_in=manifest.rows_in, event_dates=len(covered_dates))
+        covered = {name: silver_dates for name in contract.gold}
+    manifest.event_dates = sorted({d for dates in covered.values() for d in dates})
+    run.stage("silver read", rows_in=manifest.rows_in, event_dates=len(manifest.event_dates))
 
     gold_input = pseudonymised(silver, run)
     built = []
     accounted: int | None = None
     for name in contract.gold:
-        spec = load_gold(name)
-        partitioning = gold_partitioning(spec, contract.partition_granularity)
-        output = spec.build(gold_input, dict(contract.gold_options.get(name, {}))).persist()
-        # Rows and the reconciling sum in one aggregation (one Spark job, which also fills the cache).
-        totals = output.agg(F.count(F.lit(1)).alias("rows"),
+        spec = specs[name]
+        gold_partitioning_ = gold_partitioning(spec, contract.partition_granularity)
+        output = spec.build(gold_input, dict(contract.gold_options.get(name, {})))
+        # An incremental run reads a window around the dates it rebuilds (SILVER_DATES): the outputs of the
+        # window's edges are partial and are left out; the reconciling sum counts every row read.
+        keep = _output_filter(spec, plan, name) if plan.mode == "incremental" else None
+        wanted = F.lit(True) if keep is None else keep
+        totals = output.agg(F.count(F.when(wanted, 1)).alias("rows"),
                             *([F.sum(spec.reconcile_column).alias("total")] if spec.reconcile_column else [])).first()
+        output = (output if keep is None else output.where(keep)).persist()
         rows = int(totals["rows"])
         manifest.output_rows[name] = rows
         manifest.outputs[name] = lake.gold(dataset, name)
@@ -111,20 +130,23 @@ def run_gold(run: JobRun) -> None:
                                          f"{manifest.rows_in} silver rows were read")
             accounted = total
         run.stage(f"built {name}", rows=rows)
-        built.append((spec, partitioning, output))
+        built.append((spec, gold_partitioning_, output))
     manifest.rows_out = manifest.rows_in if accounted is None else accounted
     manifest.check_invariant()
 
     for spec, _, output in built:
         run.validate(output, gold_name=spec.name, silver_count=manifest.rows_in, rows=manifest.output_rows[spec.name])
         run.stage(f"validated {spec.name}")
-    for spec, partitioning, output in built:
-        gold_table = tables.table(spark, lake, "gold", gold_table_name(dataset, spec.name))
+    marks = None if manifest.date else {tables.SILVER_SNAPSHOT_MARK: str(snapshot["snapshot_id"])}
+    for spec, gold_partitioning_, output in built:
+        gold_table, loaded = gold_tables[spec.name]
+        dates = covered[spec.name]
+        include_null = not manifest.date and (plan.null.get(spec.name, False) if plan.mode == "incremental" else True)
         # The gold's output schema changed with the contract: the table evolves first (spark_jobs/contract_plan.py).
-        aligned, loaded, manifest.evolution[spec.name] = evolve_for_write(run, gold_table, output, "gold", partitioning,
-                                                                          gold_tables[spec.name])
-        created = manifest.tables[spec.name] = tables.publish(aligned, gold_table, partitioning, covered_dates,
-                                                              not manifest.date, run.run_id, loaded)
+        created, manifest.evolution[spec.name] = publish_evolved(
+            run, gold_table, output, "gold", gold_partitioning_, dates, include_null, loaded, marks,
+            everything=plan.mode == "full")
+        manifest.tables[spec.name] = created
         manifest.published = True
         # The commit's own record count (from its manifests) must be the rows computed (plus, at month
         # granularity, the rows of a month's other dates written again); a scan per gold table would add
@@ -139,3 +161,13 @@ def run_gold(run: JobRun) -> None:
     manifest.published = True
     if small:
         silver.unpersist()
+
+
+def _output_filter(spec, plan: increment.GoldPlan, name: str):
+    """The rows of the output dates this gold table rebuilds (and of the null date when it does): the run reads
+    the silver dates every gold table of the contract needs (a window around each one's outputs:
+    ``SILVER_DATES``), so a table's output holds other dates too, built from part of their input."""
+    dates = plan.outputs.get(name, [])
+    column = F.col(spec.partition_by[0])
+    in_dates = column.cast("string").isin(dates) if dates else F.lit(False)
+    return (in_dates | column.isNull()) if plan.null.get(name) else F.coalesce(in_dates, F.lit(False))

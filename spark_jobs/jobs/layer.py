@@ -9,19 +9,22 @@ import time
 
 from spark_jobs.contract import load_contract
 from spark_jobs.lake import LakeConfig
-from spark_jobs.leases import held_lease
+from spark_jobs.leases import fence, held_lease
 
 
 def run_layer(spark, lake: LakeConfig, dataset: str, layer: str, *, date: str | None = None,
               continuous: bool = False, trigger_seconds: int = 10, max_runtime: float | None = None,
               max_files_per_trigger: int = 200, progress=None, erasure_request: str | None = None,
-              dates: list[str] | None = None, lease_held: bool = False, run_id: str | None = None) -> dict:
+              dates: list[str] | None = None, lease_held: bool = False, run_id: str | None = None,
+              full: bool = False) -> dict:
     """Run one layer of one dataset on ``spark``; returns the run manifest (a dict). The layer's lease is
     taken first (``lease_held``: the caller holds it already); a layer another live run holds, or a dataset
     locked by an erasure request, is refused (``leases.LeaseRefused``, exit 1), except for the runs that
-    request makes itself (``erasure_request``). ``dates`` (gold only, from run-all): the event dates silver
-    just replaced; gold reads and replaces only those and the null partition, when every gold table of the
-    contract has data. ``run_id``: the run's id (default: the lease's, a new one)."""
+    request makes itself (``erasure_request``). ``dates`` (gold only, an erasure's): event dates to recompute
+    besides those gold finds changed in silver since its watermark. ``full``: silver and gold recompute
+    everything from their whole input (``--full``), not only what is new. Before each commit the run renews its
+    lease (``leases.fence``) and stops when it is no longer its own. ``run_id``: the run's id (default: the
+    lease's, a new one)."""
     from spark_jobs.jobs.bronze import run_bronze
     from spark_jobs.jobs.counters import RunCounters
     from spark_jobs.jobs.gold import run_gold
@@ -36,7 +39,8 @@ def run_layer(spark, lake: LakeConfig, dataset: str, layer: str, *, date: str | 
              else held_lease(spark, lake, dataset, layer, erasure_request=erasure_request, run_id=run_id))
     with lease as lease_run_id:
         with job_run(spark, lake, contract, layer, date=date, progress=progress or print_progress,
-                     dates=dates if layer == "gold" else None, leased=leased, run_id=lease_run_id) as run:
+                     dates=dates if layer == "gold" else None, leased=leased, run_id=lease_run_id, full=full,
+                     fence=lambda what: fence(lake, dataset, layer, what)) as run:
             if layer == "bronze":
                 run_bronze(run, continuous=continuous, trigger_seconds=trigger_seconds,
                            max_runtime_seconds=max_runtime, max_files_per_trigger=max_files_per_trigger)

@@ -23,7 +23,7 @@ from spark_jobs.jobs.checkpoint import recover_checkpoint
 from spark_jobs.jobs.layer import run_layer
 from spark_jobs.jobs.sizing import command_session, dataset_folders, reads_small_inputs
 from spark_jobs.lake import LAYERS, LakeConfig, lake_from_args
-from spark_jobs.leases import held_leases
+from spark_jobs.leases import fence, held_lease, held_leases
 from spark_jobs.quality import exit_code, run_status
 from spark_jobs.report import format_counts_table, landing_warnings, layer_counts
 
@@ -67,17 +67,15 @@ def _run_plan(args: argparse.Namespace, lake: LakeConfig, datasets: list[str], p
             if steps:
                 print(f"[contract {checked.dataset}] {steps} table change(s) allowed by evolution: {checked.evolution}, "
                       "applied before each write (`contract plan` lists them)", file=sys.stderr, flush=True)
-        silver_dates: dict[str, list[str]] = {}
         for dataset, layer in plan:
             manifest = run_layer(spark, lake, dataset, layer, date=args.date, continuous=args.continuous,
                                  trigger_seconds=args.trigger_seconds, max_runtime=args.max_runtime,
-                                 max_files_per_trigger=args.max_files_per_trigger, dates=silver_dates.get(dataset),
+                                 max_files_per_trigger=args.max_files_per_trigger, full=args.full,
                                  lease_held=True, run_id=run_id if args.command == "run" else None)
-            if args.command == "run-all" and layer == "silver" and not args.date:
-                silver_dates[dataset] = list(manifest.get("event_dates") or [])
+            mode = f" mode={manifest['mode']}" if layer != "bronze" else ""
             print(f"{layer} {dataset}: rows_in={manifest['rows_in']} rows_out={manifest['rows_out']} "
                   f"quarantined={manifest['quarantined']} duplicates={manifest['duplicates']} "
-                  f"late={manifest['late']} ({manifest['duration_seconds']}s) manifest: "
+                  f"late={manifest['late']}{mode} ({manifest['duration_seconds']}s) manifest: "
                   f"{lake.report_dir(layer, dataset, manifest['run_id'])}/manifest.json")
             statuses.append(run_status(manifest.get("validation")))
             tagged = lf_tags.tag_after_run(spark, lake, dataset, layer)  # the new tables' columns, for Lake Formation
@@ -106,10 +104,12 @@ def _print_counts(rows: list[dict], as_json: bool = False) -> None:
 
 
 def recover(args: argparse.Namespace) -> int:
-    """``recover``: a new bronze checkpoint from what bronze already holds (``jobs.checkpoint``)."""
+    """``recover``: a new bronze checkpoint from what bronze already holds (``jobs.checkpoint``), under the
+    bronze lease (a live bronze run refuses it; the checkpoint is written only while the lease is its own)."""
     lake = lake_from_args(args)
-    with command_session(lake, "tenantlake-recover", args.jars,
-                         reads=[f"bronze/{args.dataset}", f"checkpoints/{args.dataset}"]) as spark:
+    with held_lease(None, lake, args.dataset, "bronze"), command_session(
+            lake, "tenantlake-recover", args.jars, reads=[f"bronze/{args.dataset}", f"checkpoints/{args.dataset}"]) as spark:
+        fence(lake, args.dataset, "bronze", f"a new bronze checkpoint of {args.dataset}")
         recovery = recover_checkpoint(spark, lake, args.dataset)
     print(f"recover bronze {args.dataset}: {recovery.summary()}")
     return EXIT_OK

@@ -197,8 +197,13 @@ class JobRun:
     manifest: RunManifest
     progress: Progress
     started: float = dataclasses.field(default_factory=time.monotonic)
-    # run-all's gold: the event dates the silver run just before it replaced (None: every date).
+    # Gold: event dates to recompute besides those its silver watermark finds changed (an erasure's).
     dates: list[str] | None = None
+    # Recompute everything from the whole input (``--full``), not only what is new since the watermark.
+    full: bool = False
+    # Called with what is about to be committed, right before each commit: ``run_layer`` renews the run's
+    # lease there (``spark_jobs.leases.fence``), and a run that lost it stops before the commit.
+    fence_hook: Callable[[str], None] | None = None
     validations: quality.RunValidations = dataclasses.field(default_factory=quality.RunValidations)
     # Spark jobs and S3 requests per stage (spark_jobs/jobs/counters.py); None: not counted.
     counters: RunCounters | None = None
@@ -208,6 +213,11 @@ class JobRun:
     @property
     def run_id(self) -> str:
         return self.manifest.run_id
+
+    def fence(self, what: str) -> None:
+        """Right before a commit of ``what``: stop unless the run still holds its lease (``fence_hook``)."""
+        if self.fence_hook is not None:
+            self.fence_hook(what)
 
     def stage(self, name: str, **counts: Any) -> None:
         """One progress line and one ``stages`` entry of the manifest: the elapsed seconds since the run
@@ -272,7 +282,8 @@ class JobRun:
 @contextlib.contextmanager
 def job_run(spark: SparkSession, lake: LakeConfig, contract: Contract, layer: str, *, date: str | None = None,
             progress: Progress = print_progress, run_id: str | None = None,
-            dates: list[str] | None = None, leased: tuple[float, RunCounters] | None = None) -> Iterator[JobRun]:
+            dates: list[str] | None = None, leased: tuple[float, RunCounters] | None = None,
+            full: bool = False, fence: Callable[[str], None] | None = None) -> Iterator[JobRun]:
     """Wrap a layer job: the manifest is written whatever happens, then the report hook runs.
 
     ``leased``: (monotonic start, counters) of a caller that took the run's lease first
@@ -281,13 +292,13 @@ def job_run(spark: SparkSession, lake: LakeConfig, contract: Contract, layer: st
     manifest = RunManifest(
         run_id=run_id or new_run_id(), dataset=contract.dataset, layer=layer, lake_uri=lake.lake_uri,
         started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), code_version=code_version(),
-        date=date, contract_version=contract.version,
+        date=date, contract_version=contract.version, mode="date" if date else ("full" if full else "incremental"),
     )
     # Per layer, not only per session: in run-all the endpoint may go away between two layers, and s3a
     # would retry for minutes (the manifest write included) instead of failing.
     check_endpoint(lake)
     run = JobRun(spark=spark, lake=lake, contract=contract, layer=layer, manifest=manifest, progress=progress,
-                 dates=dates)
+                 dates=dates, full=full, fence_hook=fence)
     if leased is not None:
         run.started, run.counters = leased
         run.stage("lease taken")

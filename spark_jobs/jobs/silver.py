@@ -23,11 +23,15 @@ bucket's lifecycle rule after ``retention_days["quarantine"]``, which would corr
 """
 from __future__ import annotations
 
+import functools
+
 from pyspark.sql import functions as F
 
+from spark_jobs import contract_plan
 from spark_jobs.contract import MALFORMED_RULE, UNKNOWN_FIELDS_RULE, Contract
-from spark_jobs.contract_plan import evolve_for_write
+from spark_jobs.contract_plan import publish_evolved
 from spark_jobs.io import readers, storage, tables, writers
+from spark_jobs.jobs import increment
 from spark_jobs.jobs.partitioning import silver_partitioning
 from spark_jobs.jobs.runtime import JobFailed, JobRun
 from spark_jobs.manifest import InvariantViolation
@@ -69,8 +73,9 @@ def quarantine_kept(spark, uri: str, months: list[str], dates: list[str], column
 
 def input_counts(flagged, contract: Contract) -> dict:
     """Every count the manifest needs from the flagged records, in ONE aggregation (one Spark job): rows
-    in, valid, quarantined, malformed, the event dates covered and the event dates quarantined, and the
-    landing fields the ``unknown_fields`` rows failed on (named in a blocked publish's reason)."""
+    in, valid, quarantined, malformed, the event dates covered, those of the valid rows and of the quarantined
+    ones (and whether any of either has none), and the landing fields the ``unknown_fields`` rows failed on
+    (named in a blocked publish's reason)."""
     invalid = silver_tx.is_invalid()
     event_date = F.to_date(contract.event_time).cast("string")
     row = flagged.agg(
@@ -79,12 +84,16 @@ def input_counts(flagged, contract: Contract) -> dict:
         F.count(F.when(invalid, 1)).alias("quarantined"),
         F.count(F.when(F.array_contains("_failed_rules", MALFORMED_RULE), 1)).alias("malformed"),
         F.collect_set(event_date).alias("dates"),
+        F.collect_set(F.when(~invalid, event_date)).alias("valid_dates"),
+        F.max(F.when(~invalid, event_date.isNull())).alias("valid_null"),
         F.collect_set(F.when(invalid, event_date)).alias("quarantine_dates"),
+        F.max(F.when(invalid, event_date.isNull())).alias("quarantine_null"),
         F.array_distinct(F.flatten(F.collect_set("_unknown_fields"))).alias("unknown_fields"),
     ).first()
     return {"rows_in": int(row["rows_in"]), "valid": int(row["valid"]), "quarantined": int(row["quarantined"]),
-            "malformed": int(row["malformed"]), "dates": sorted(row["dates"]),
-            "quarantine_dates": sorted(row["quarantine_dates"]), "unknown_fields": sorted(row["unknown_fields"] or [])}
+            "malformed": int(row["malformed"]), "dates": sorted(row["dates"]), "valid_dates": sorted(row["valid_dates"]),
+            "valid_null": bool(row["valid_null"]), "quarantine_dates": sorted(row["quarantine_dates"]),
+            "quarantine_null": bool(row["quarantine_null"]), "unknown_fields": sorted(row["unknown_fields"] or [])}
 
 
 def output_counts(silver) -> tuple[int, int]:
@@ -103,10 +112,11 @@ def staging_folder(lake, dataset: str) -> str:
     return lake.staging(dataset, "silver")
 
 
-def deduped(spark, valid, contract: Contract):
+def deduped(spark, valid, contract: Contract, prefer: str | None = None):
     """``valid`` deduped on the contract key, and how many duplicates were dropped. The duplicated keys are
     found first (an aggregation of the key columns alone); up to ``BROADCAST_DUPLICATE_KEYS`` of them, only
-    their rows are ranked (the others pass without a shuffle), more and every row is (one shuffle and sort)."""
+    their rows are ranked (the others pass without a shuffle), more and every row is (one shuffle and sort).
+    ``prefer``: the column that breaks the last tie (``silver_tx.dedupe_latest``)."""
     duplicates = silver_tx.duplicate_keys(valid, contract).persist()
     try:
         row = duplicates.agg(F.count(F.lit(1)).alias("keys"), F.sum(F.col("_rows") - 1).alias("dropped")).first()
@@ -115,19 +125,22 @@ def deduped(spark, valid, contract: Contract):
             return valid, 0, None
         if keys > BROADCAST_DUPLICATE_KEYS:
             duplicates.unpersist()
-            return silver_tx.dedupe_latest(valid, contract), dropped, None
-        return silver_tx.dedupe_latest(valid, contract, duplicates), dropped, duplicates
+            return silver_tx.dedupe_latest(valid, contract, prefer=prefer), dropped, None
+        return silver_tx.dedupe_latest(valid, contract, duplicates, prefer=prefer), dropped, duplicates
     except BaseException:
         duplicates.unpersist()
         raise
 
 
 def run_silver(run: JobRun) -> None:
-    """One pass over bronze (parse once, flag, write the flagged records to a staging folder), then each
-    step reads back only the columns it needs: the counts, the duplicated keys, the late flag (the silver
-    rows written once more, to the same folder), the validation, the table commit (rows clustered by
-    partition) and the quarantine. Nothing large is held
-    in memory, so the heap does not grow with the rows or the partitions they span."""
+    """Silver from the bronze batches it has not taken yet (``jobs/increment.py``; all of them with ``--full``
+    or on a first run): one pass over them (parse once, flag, write the flagged records to a staging folder),
+    then each step reads back only the columns it needs: the counts, the partitions the new records touch
+    (their dates, and those that hold their keys already), the dedupe over the new records and those
+    partitions' current rows, the late flag (the silver rows written once more, to the same folder), the
+    validation, the quarantine and the table commit (rows clustered by partition), which records the last
+    batch taken. Nothing large is held in memory, so the heap does not grow with the rows or the partitions
+    they span."""
     spark, lake, contract, manifest = run.spark, run.lake, run.contract, run.manifest
     dataset = contract.dataset
     silver_table = tables.table(spark, lake, "silver", dataset)
@@ -141,11 +154,28 @@ def run_silver(run: JobRun) -> None:
                         f"({', '.join(other_layout[:2])}{', ...' if len(other_layout) > 2 else ''}): the contract's "
                         f"partition_granularity is now {contract.partition_granularity}; run silver without --date "
                         "once, which rewrites the quarantine in the new layout", 2)
-    bronze = readers.read_layer(spark, bronze_uri, f"bronze {dataset}",
-                                f"run `python -m spark_jobs run --dataset {dataset} --layer bronze` first",
-                                schema=bronze_tx.bronze_schema(contract, readers.record_index_type(spark, bronze_uri)))
+    if not storage.has_data_files(spark, bronze_uri):
+        raise readers.MissingInputError(f"bronze {dataset} has no data at {bronze_uri}; run `python -m spark_jobs run "
+                                        f"--dataset {dataset} --layer bronze` first")
+    partitioning = silver_partitioning(contract)
+    loaded = tables.load(spark, silver_table)
+    reshaped = ""
+    if other_layout:
+        reshaped = f"the quarantine holds the other partition layout ({other_layout[0]})"
+    elif loaded is not None and tables.spec_of(loaded) != [partitioning.spec]:
+        reshaped = f"the table is partitioned by {tables.spec_of(loaded)}, the contract says {partitioning.spec}"
+    plan = increment.plan_silver(spark, lake, contract, loaded, full=run.full, date=manifest.date, reshaped=reshaped)
+    manifest.mode = plan.mode
+    manifest.increment = plan.record()
+    if not plan.batches:
+        run.stage("nothing new", watermark=plan.watermark_before, bronze_committed=plan.upto)
+        manifest.check_invariant()
+        return
+    schema = bronze_tx.bronze_schema(contract, readers.record_index_type(spark, bronze_uri))
+    bronze = increment.read_bronze(spark, bronze_uri, schema, plan)
     input_bytes = readers.planned_bytes(bronze)
-    run.stage("inputs listed", input_bytes=input_bytes, small_input=run.size_for_input(input_bytes))
+    run.stage("inputs listed", input_bytes=input_bytes, small_input=run.size_for_input(input_bytes), mode=plan.mode,
+              batches=len(plan.batches))
     # Bronze parsed its records once: silver parses _raw only if some row holds another contract's parse.
     reparse = bool(bronze.where(silver_tx.parsed_for_another_contract(bronze, contract)).limit(1).count())
     parsed = silver_tx.parse_records(bronze, contract, reparse=reparse)
@@ -156,33 +186,80 @@ def run_silver(run: JobRun) -> None:
     flagged_uri = f"{staging}/{FLAGGED_FOLDER}"
     silver_tx.narrow(silver_tx.flag_invalid_rows(parsed, contract), contract).write.mode("overwrite").parquet(flagged_uri)
     try:
-        _publish_from_staging(run, silver_table, spark.read.parquet(flagged_uri), f"{staging}/{ROWS_FOLDER}")
+        _publish_from_staging(run, silver_table, loaded, plan, spark.read.parquet(flagged_uri), staging)
     finally:
         writers.delete_path(spark, staging)
 
 
-def _publish_from_staging(run: JobRun, silver_table: tables.Table, flagged, rows_uri: str) -> None:
+def _touched(run: JobRun, loaded, plan, valid, counts: dict) -> tuple[list[str], bool]:
+    """The event dates (whole partitions) and whether the null partition an incremental run rewrites: the new
+    valid records' dates, and the partitions whose current rows hold one of their keys (a key sent again with
+    another event time moves its row; ``increment.moved_key_dates``)."""
+    contract = run.contract
+    dates, null = set(counts["valid_dates"]), counts["valid_null"]
+    lookup: dict = {"skipped": "the key holds the event time"} if increment.key_holds_event_time(contract) else {}
+    if not lookup and counts["valid"]:
+        current = tables.read(run.spark, tables.table(run.spark, run.lake, "silver", contract.dataset),
+                              tables.snapshot_now(loaded)["snapshot_id"])
+        moved, moved_null = increment.moved_key_dates(current, valid, contract)
+        lookup = {"dates_holding_keys": len(moved), "outside_new_dates": len(moved - dates)}
+        dates |= moved
+        null = null or moved_null
+    run.manifest.increment["key_lookup"] = lookup
+    return increment.whole_partitions(dates, contract.partition_granularity), null
+
+
+def _publish_from_staging(run: JobRun, silver_table: tables.Table, loaded, plan, flagged, staging: str) -> None:
     spark, contract, manifest = run.spark, run.contract, run.manifest
     dataset = contract.dataset
+    rows_uri = f"{staging}/{ROWS_FOLDER}"
     counts = input_counts(flagged, contract)
-    manifest.rows_in, manifest.quarantined, manifest.malformed = counts["rows_in"], counts["quarantined"], counts["malformed"]
-    run.stage("read + parsed", rows_in=manifest.rows_in)
+    new_rows = counts["rows_in"]
+    manifest.quarantined, manifest.malformed = counts["quarantined"], counts["malformed"]
+    run.stage("read + parsed", rows_in=new_rows)
 
-    valid, dropped, duplicates = deduped(spark, silver_tx.valid_rows(flagged), contract)
+    partitioning = silver_partitioning(contract)
+    valid = silver_tx.valid_rows(flagged)
     # One row per landing file, computed once (not again by each pass of the validation and the write).
     newest = silver_tx.newest_per_file(valid, contract).persist()
+    computed = silver_tx.to_silver(silver_tx.flag_late_rows(valid, contract, newest), contract)
+    incremental = plan.mode == "incremental"
+    current_rows, kept = None, []
+    if incremental:
+        covered_dates, include_null = _touched(run, loaded, plan, valid, counts)
+        current = tables.read(spark, silver_table, tables.snapshot_now(loaded)["snapshot_id"])
+        current_rows = _as_contract(current.where(F.expr(partitioning.rows(covered_dates, include_null))), run, silver_table,
+                                    loaded, partitioning)
+    else:
+        covered_dates, include_null = counts["dates"], not manifest.date
+        kept = _kept_columns(run, loaded, partitioning)
+    reread = 0
+    if current_rows is not None:
+        reread = current_rows.count()
+        candidates = (computed.withColumn(INCOMING, F.lit(1))
+                      .unionByName(current_rows.withColumn(INCOMING, F.lit(0)), allowMissingColumns=True))
+    else:
+        candidates = computed.withColumn(INCOMING, F.lit(1))
+    valid_in = counts["valid"] + reread
+    manifest.rows_in = new_rows + reread
+    rows, dropped, duplicates = deduped(spark, candidates, contract, prefer=INCOMING)
+    rows = rows.drop(INCOMING)
+    if kept:
+        rows = _carry_kept_values(spark, rows, silver_table, loaded, partitioning, covered_dates, include_null, kept)
     # The silver rows are written once, to be read back (only the columns each needs) by the counts, every
     # pass of the validation and the commit, instead of each of them deduping and flagging again.
-    silver_tx.to_silver(silver_tx.flag_late_rows(valid, contract, newest), contract).write.mode("overwrite").parquet(rows_uri)
+    rows.write.mode("overwrite").parquet(rows_uri)
     silver = spark.read.parquet(rows_uri)
     for small in (newest, duplicates):
         if small is not None:
             small.unpersist()
     quarantine = silver_tx.to_quarantine(silver_tx.invalid_rows(flagged), contract, run.run_id)
     manifest.rows_out, manifest.late = output_counts(silver)
-    manifest.duplicates = counts["valid"] - manifest.rows_out
+    manifest.duplicates = valid_in - manifest.rows_out
+    manifest.increment.update({"bronze_rows": new_rows, "silver_rows_reread": reread,
+                               "partitions_rewritten": len(covered_dates) + int(include_null)})
     run.stage("deduped + split", rows_out=manifest.rows_out, quarantined=manifest.quarantined,
-              duplicates=manifest.duplicates, late=manifest.late)
+              duplicates=manifest.duplicates, late=manifest.late, reread=reread)
     if manifest.duplicates != dropped:
         raise InvariantViolation(f"silver {dataset}: {dropped} duplicate rows found by key, but {manifest.duplicates} "
                                  "dropped by the dedupe")
@@ -191,26 +268,74 @@ def _publish_from_staging(run: JobRun, silver_table: tables.Table, flagged, rows
     run.validate(silver, quarantine_df=quarantine, quarantine_rows=manifest.quarantined, rows=manifest.rows_out,
                  read_from_storage=True, rule_fields={UNKNOWN_FIELDS_RULE: counts["unknown_fields"]})
     run.stage("validated")
-    covered_dates = manifest.event_dates = counts["dates"]
-    partitioning = silver_partitioning(contract)
-    # The contract's allowed schema changes first, in one metadata commit (spark_jobs/contract_plan.py).
-    aligned, loaded, manifest.evolution["silver"] = evolve_for_write(run, silver_table, silver, "silver", partitioning)
-    # A full run covers the null partition too (rows without an event time, if a contract allows them).
-    snapshot = manifest.tables["silver"] = tables.publish(aligned, silver_table, partitioning, covered_dates,
-                                                            not manifest.date, run.run_id, loaded)
-    run.stage("committed silver", snapshot_id=snapshot["snapshot_id"], event_dates=len(covered_dates),
-              kept_rows=snapshot["kept_records"])
-    write_quarantine(run, quarantine, partitioning, covered_dates, counts["quarantine_dates"])
-    manifest.published = True
+    manifest.event_dates = covered_dates
+    # The quarantine first, then the table: the table's commit records the batches taken, so a run stopped in
+    # between takes them again and replaces the same quarantine rows (an incremental quarantine write drops
+    # the rows of the batches it writes before adding them).
+    run.fence(f"quarantine/{dataset}")
+    if incremental:
+        write_quarantine_increment(run, quarantine, plan.batches, counts, staging)
+    else:
+        write_quarantine(run, quarantine, partitioning, covered_dates, counts["quarantine_dates"])
     run.stage("quarantine written", rows=manifest.quarantined)
+    # The contract's allowed schema changes first, in one metadata commit, undone if the write fails
+    # (spark_jobs/contract_plan.py); a full run covers the null partition too (rows without an event time).
+    marks = None if plan.mode == "date" else {tables.BRONZE_BATCH_MARK: str(plan.watermark)}
+    snapshot, manifest.evolution["silver"] = publish_evolved(run, silver_table, silver, "silver", partitioning,
+                                                             covered_dates, include_null, loaded, marks)
+    manifest.tables["silver"] = snapshot
+    manifest.published = True
+    run.stage("committed silver", snapshot_id=snapshot["snapshot_id"], event_dates=len(covered_dates),
+              kept_rows=snapshot["kept_records"], watermark=plan.watermark)
     written_rows = tables.count_where(spark, silver_table, snapshot["snapshot_id"],
-                                      partitioning.rows(covered_dates, not manifest.date))
+                                      partitioning.rows(covered_dates, include_null))
     if written_rows != manifest.rows_out:
         raise InvariantViolation(f"silver {dataset}: {manifest.rows_out} rows computed but {written_rows} read back "
                                  f"from {silver_table.display} snapshot {snapshot['snapshot_id']} for event dates "
                                  f"{covered_dates}")
     manifest.output_rows = {"silver": manifest.rows_out, "quarantine": manifest.quarantined}
     run.stage("published", silver_rows=written_rows, event_dates=len(covered_dates))
+
+
+INCOMING = "_incoming"  # 1 for a record computed by this run, 0 for a row read back from the table
+
+
+def _as_contract(current, run: JobRun, silver_table: tables.Table, loaded, partitioning):
+    """The table's current rows in the columns this run writes: renamed as the contract renames them, without
+    the columns it drops (``contract plan``'s steps for the table), the rest as they are (a column the table
+    keeps under ``additive`` keeps its values)."""
+    expected = contract_plan.silver_schema(run.spark, run.contract)
+    plan = contract_plan.table_plan(run.spark, silver_table, loaded, contract_plan.schema_columns(expected),
+                                    run.contract, "silver", partitioning)
+    for step in plan.steps:
+        if step.op == "rename" and step.column in current.columns:
+            current = current.withColumnRenamed(step.column, step.new_name)
+        elif step.op == "drop" and step.column in current.columns:
+            current = current.drop(step.column)
+    return current
+
+
+def _kept_columns(run: JobRun, loaded, partitioning) -> list[str]:
+    """The columns a full or ``--date`` run must carry over from the table: those the contract removed under
+    ``evolution: additive`` (``removed: true``), which the table keeps with their old values."""
+    if tables.snapshot_now(loaded) is None or run.contract.evolution != "additive":
+        return []
+    ours = set(silver_tx.silver_columns(run.contract))
+    removed = set(run.contract.removed_columns)
+    return [name for name, _ in tables.table_columns(run.spark, loaded) if name not in ours and name in removed]
+
+
+def _carry_kept_values(spark, rows, silver_table: tables.Table, loaded, partitioning, dates: list[str],
+                       include_null: bool, kept: list[str]):
+    """``rows`` recomputed from bronze, with the kept columns' values of the same records (their landing file
+    and position) from the table's current rows: a record keeps the value it had; a record first seen now has
+    none."""
+    lineage = ["_source_file", "_record_index"]
+    current = (tables.read(spark, silver_table, tables.snapshot_now(loaded)["snapshot_id"])
+               .where(F.expr(partitioning.rows(dates, include_null)))
+               .select(*[F.col(c).alias(f"_kept_{c}") for c in lineage], *kept))
+    same_record = functools.reduce(lambda a, b: a & b, [F.col(c).eqNullSafe(F.col(f"_kept_{c}")) for c in lineage])
+    return rows.join(current, same_record, "left").drop(*[f"_kept_{c}" for c in lineage])
 
 
 def write_quarantine(run: JobRun, quarantine, partitioning: tables.Partitioning, covered_dates: list[str],
@@ -237,3 +362,30 @@ def write_quarantine(run: JobRun, quarantine, partitioning: tables.Partitioning,
             writers.delete_path(spark, f"{uri}/{name}")
         if stale:
             run.stage("quarantine moved to the new layout", removed_partitions=len(stale))
+
+
+def write_quarantine_increment(run: JobRun, quarantine, batches: list[int], counts: dict, staging: str) -> None:
+    """The quarantine of an incremental run: only the partitions its invalid records fall in, each rewritten
+    with its current rows (less any of the batches this run takes: a run stopped before its table commit
+    wrote them once already) and the new ones. Staged first (the rows are read from the folders they
+    replace), then swapped in with dynamic partition overwrite."""
+    spark, contract, uri = run.spark, run.contract, run.lake.quarantine(run.contract.dataset)
+    if not counts["quarantined"]:
+        return
+    column = silver_tx.quarantine_partition(contract)
+    values = sorted({tables.granule(day, contract.partition_granularity) for day in counts["quarantine_dates"]})
+    folders = [f"{uri}/{column}={value}" for value in values]
+    if counts["quarantine_null"]:
+        folders.append(f"{uri}/{column}={NULL_PARTITION}")
+    present = [folder for folder in folders if storage.has_data_files(spark, folder)]
+    rows = quarantine
+    if present:
+        current = (spark.read.schema(quarantine.schema).option("basePath", uri).parquet(*present)
+                   .where(~F.col("_batch_id").isin([int(b) for b in batches])))
+        rows = quarantine.unionByName(current.select(*quarantine.columns))
+    staged = f"{staging}/quarantine"
+    rows.write.mode("overwrite").parquet(staged)
+    writers.replace_partitions(spark.read.parquet(staged), uri, [column])
+
+
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # where Spark writes the rows whose partition value is null

@@ -267,15 +267,19 @@ def duplicate_keys(valid: DataFrame, contract: Contract) -> DataFrame:
             .where(F.col("_rows") > 1))
 
 
-def dedupe_latest(valid: DataFrame, contract: Contract, duplicates: DataFrame | None = None) -> DataFrame:
+def dedupe_latest(valid: DataFrame, contract: Contract, duplicates: DataFrame | None = None,
+                  prefer: str | None = None) -> DataFrame:
     """One row per contract key: the latest ``_ingested_at`` wins, with a deterministic tiebreak.
 
     ``duplicates`` (``duplicate_keys(valid)``, small enough to broadcast): only the rows of those keys are
     ranked; every other row is already the one row of its key and passes without a shuffle. Without it,
-    every row is ranked (one shuffle and sort of all of them). Both give the same rows."""
+    every row is ranked (one shuffle and sort of all of them). Both give the same rows. ``prefer``: a column
+    that breaks the last tie, higher first (an incremental run: the record computed now over the same record
+    as the table holds it)."""
     latest_first = Window.partitionBy(*contract.key).orderBy(
         F.col("_ingested_at").desc(), F.col("_batch_id").desc(),
         F.col("_source_file").desc(), F.col("_record_index").desc(),
+        *([F.col(prefer).desc()] if prefer else []),
     )
     if duplicates is None:
         ranked = valid

@@ -1,7 +1,10 @@
 """Per-user sessions: a new session starts after ``session_gap_minutes`` of inactivity (default 30).
 
-Sessions are built over the silver rows the job reads: a gold run limited to one ``--date`` cuts
-sessions that cross midnight at the day boundary; a full run does not.
+A session's row is in the partition of the date it starts on. Sessions are built over the silver rows the job
+reads: a gold run limited to one ``--date`` cuts sessions that cross midnight at the day boundary; a full run
+does not, and neither does an incremental one: the sessions of date D are rebuilt from silver's D-1 (whether
+D's first event continues a session of the evening before), D and D+1 (a session running past midnight), so
+a session must last less than a day for an incremental run to build it as a full one does.
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from pyspark.sql import functions as F
 
 PARTITION_BY = ("event_date",)
 RECONCILE_COLUMN = "event_count"
+SILVER_DATES = (-1, 1)  # the evening before and the morning after (gold/__init__.py)
 DEFAULT_SESSION_GAP_MINUTES = 30
 COLUMNS = (
     "event_date", "user_id", "session_id", "session_start", "session_end", "duration_seconds",

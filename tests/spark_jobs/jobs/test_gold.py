@@ -1,5 +1,5 @@
-"""The gold job inside run-all: it reads only the event dates the silver run before it replaced, and the
-tables it leaves equal what a full gold run builds."""
+"""The gold job inside run-all: it reads only the event dates silver changed since gold's watermark, and the
+tables it leaves equal what a full gold run (``--full``) builds."""
 from __future__ import annotations
 
 import json
@@ -24,7 +24,7 @@ def _gold_rows(spark, lake: LakeConfig) -> list[tuple]:
     return sorted(tuple(r) for r in tables.read(spark, gold).collect())
 
 
-def test_run_all_gold_reads_only_the_dates_silver_replaced(spark, tmp_path, monkeypatch):
+def test_run_all_gold_reads_only_the_dates_silver_changed(spark, tmp_path, monkeypatch):
     monkeypatch.setenv("TENANTLAKE_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("TENANTLAKE_VALIDATION", "off")
     lake_dir = tmp_path / "lake"
@@ -53,9 +53,13 @@ def test_run_all_gold_reads_only_the_dates_silver_replaced(spark, tmp_path, monk
     dates = {str(r[0]) for r in tables.read(spark, gold_table).select("event_date").distinct().collect()}
     assert dates == {"2024-03-01", "2024-03-02"}  # the first day's gold was kept, not rebuilt from nothing
 
-    # A full gold run over every silver date builds exactly the same table.
+    # Nothing changed in silver since: a gold run reads nothing. A full one (--full) reads every silver date and
+    # builds exactly the same table.
     assert cli.main(["run", "--layer", "gold", *args]) == 0
+    assert _last_manifest(lake_dir, "gold")["rows_in"] == 0
+    assert cli.main(["run", "--layer", "gold", "--full", *args]) == 0
     full = _last_manifest(lake_dir, "gold")
+    assert full["mode"] == "full"
     assert full["rows_in"] == first_gold["rows_in"] + gold["rows_in"]
     assert full["event_dates"] == ["2024-03-01", "2024-03-02"]
     assert _gold_rows(spark, lake) == incremental

@@ -57,7 +57,11 @@ def test_a_date_run_replaces_one_day_and_a_blocked_publish_commits_nothing(spark
     (contracts / "iot.yaml").write_text(yaml.safe_dump(iot))
     monkeypatch.setenv("TENANTLAKE_CONTRACTS_DIR", str(contracts))
     monkeypatch.setenv("TENANTLAKE_VALIDATION", "on")
-    assert cli.main(["run", "--dataset", "iot", "--layer", "silver", *lake_args]) == 4
+    # No new bronze batch: an incremental run has nothing to validate; a full one validates every row again.
+    assert cli.main(["run", "--dataset", "iot", "--layer", "silver", *lake_args]) == 0
+    assert _manifest(lake_dir, _runs(lake_dir)[-1])["rows_in"] == 0
+    before = _snapshots(spark, silver)
+    assert cli.main(["run", "--dataset", "iot", "--layer", "silver", "--full", *lake_args]) == 4
     blocked = _manifest(lake_dir, _runs(lake_dir)[-1])
     assert blocked["status"] == "failed" and blocked["published"] is False and blocked["tables"] == {}
     assert _snapshots(spark, silver) == before
