@@ -60,11 +60,20 @@ def _listing(reader, landing_uri: str, landing: LandingSpec):
     )
 
 
+# How long the stream remembers a file name it handed out (Spark's ``maxFileAge``, counted back from the newest
+# file listed; Spark's default is 7 days, after which it forgets the name, so new bytes under it, or content
+# landed again under its name once the landing lifecycle expired the object, were ingested a second time):
+# 100 years, so a name bronze has read is never read again for the life of the lake.
+REMEMBER_NAMES_FOR = "36500d"
+
+
 def landing_stream(spark: SparkSession, landing_uri: str, landing: LandingSpec, max_files_per_trigger: int) -> DataFrame:
     """A streaming DataFrame of landing files, ``(_source_file, length)``, whose checkpoint remembers every
-    file it handed out, so each file is ingested exactly once. Only path and length are selected, so the
-    binary source never reads the files' bytes: the job reads each batch's files itself."""
-    reader = _listing(spark.readStream, landing_uri, landing).option("maxFilesPerTrigger", str(max_files_per_trigger))
+    file it handed out, so each file is ingested exactly once, however old (``REMEMBER_NAMES_FOR``). Only path
+    and length are selected, so the binary source never reads the files' bytes: the job reads each batch's
+    files itself."""
+    reader = (_listing(spark.readStream, landing_uri, landing).option("maxFilesPerTrigger", str(max_files_per_trigger))
+              .option("maxFileAge", REMEMBER_NAMES_FOR))
     return reader.load(landing_uri).select(F.col("path").alias("_source_file"), "length")
 
 
