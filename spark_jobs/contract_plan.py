@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
+import importlib.resources
 import json
 import sys
 from typing import Any
@@ -30,6 +32,9 @@ from spark_jobs.lake import lake_from_args
 
 KEY_PROPERTY = "tenantlake.key"                 # the silver key the table's rows were deduplicated on
 CONTRACT_PROPERTY = "tenantlake.contract-version"  # the contract version of the table's last evolution
+# What computed the table's rows as of its creation or last full run (``rows_contract``, JSON): a run that is
+# not full recomputes only new and touched partitions, so a change here reaches the others with ``--full``.
+ROWS_PROPERTY = "tenantlake.rows-contract"
 WIDENINGS = {("int", "bigint"), ("float", "double")}
 KINDS = ("add", "widen", "rename", "drop", "keep", "narrow", "retype", "key", "partition")
 
@@ -85,13 +90,16 @@ class Change:
 
 @dataclasses.dataclass
 class TablePlan:
-    """The plan of one table: its changes, and the properties the evolution records."""
+    """The plan of one table: its changes, the properties the evolution records, and what of the contract that
+    computes its rows changed since its last full run (``rebuild``: old rows keep what they were computed
+    with until a run with ``--full``)."""
 
     table: str
     exists: bool
     schema_id: int | None = None
     changes: list[Change] = dataclasses.field(default_factory=list)
     properties: dict[str, str] = dataclasses.field(default_factory=dict)
+    rebuild: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def steps(self) -> list[tables.SchemaStep]:
@@ -121,8 +129,8 @@ class Plan:
         return {"dataset": self.dataset, "contract_version": self.contract_version, "evolution": self.evolution,
                 "refused": len(self.refused),
                 "tables": [{"table": t.table, "exists": t.exists, "schema_id": t.schema_id,
-                            "properties": t.properties, "changes": [c.to_dict() for c in t.changes]}
-                           for t in self.tables]}
+                            "properties": t.properties, "changes": [c.to_dict() for c in t.changes],
+                            "rebuild": t.rebuild} for t in self.tables]}
 
 
 # ------------------------------------------------------------------------------------------ types and policy
@@ -363,6 +371,81 @@ def _partition_change(tbl: tables.Table, loaded, partitioning: tables.Partitioni
                    "the partition column changes (the event time)", f"keep the event time, or {rebuild}")]
 
 
+# ------------------------------------------------------------------------------------------ what computes the rows
+SILVER_ROW_PARTS = ("landing", "source_field", "key", "event_time", "rules", "derived", "lateness_minutes",
+                    "allow_extra_fields", "ignored_fields")
+
+
+def rows_contract(contract: Contract, layer: str, gold: str | None = None) -> dict[str, Any]:
+    """What of the contract (and code) computes a table's rows: silver's landing options, key, event time,
+    columns (each one's spec), rules, derived columns, lateness and field handling; a gold table's module
+    (a digest of its source) and options."""
+    if layer == "silver":
+        parts: dict[str, Any] = {name: getattr(contract, name) for name in SILVER_ROW_PARTS}
+        parts["schema"] = {col.name: col for col in contract.schema}
+    else:
+        from spark_jobs.transforms.gold import GOLD_PACKAGE
+
+        module = importlib.resources.files(GOLD_PACKAGE) / f"{gold}.py"
+        digest = hashlib.sha256(module.read_bytes()).hexdigest()[:16] if module.is_file() else ""
+        parts = {"module": digest, "options": contract.gold_options.get(gold, {}),
+                 "pseudonymise_gold": contract.pseudonymise_gold}
+    return json.loads(json.dumps(parts, sort_keys=True, default=_plain))
+
+
+def _plain(value: Any) -> Any:
+    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else str(value)
+
+
+def rows_changes(recorded: str | None, current: dict[str, Any]) -> list[str]:
+    """What differs between the table's recorded ``ROWS_PROPERTY`` and the contract's ``rows_contract``: part
+    names, and per column ``column X added|removed|changed``. Nothing when the table records none (created
+    before it was recorded: not known)."""
+    if not recorded:
+        return []
+    try:
+        before = json.loads(recorded)
+    except ValueError:
+        return []
+    found = []
+    for name in sorted(set(before) | set(current)):
+        if name == "schema" and isinstance(before.get(name), dict) and isinstance(current.get(name), dict):
+            found += _column_changes(before[name], current[name])
+        elif before.get(name) != current.get(name):
+            found.append(name)
+    return found
+
+
+def _column_changes(old: dict[str, dict], new: dict[str, dict]) -> list[str]:
+    """Columns added, removed or changed in what computes their values; a rename (``renamed_from``) and a
+    widened type keep the values, so they are no change here."""
+    def same(before: dict, after: dict) -> bool:
+        ignored = ("name", "renamed_from", "type")
+        if {k: v for k, v in before.items() if k not in ignored} != {k: v for k, v in after.items() if k not in ignored}:
+            return False
+        kinds = (_spark_name(str(before.get("type"))), _spark_name(str(after.get("type"))))
+        return type_change(*kinds) in ("same", "widen")
+
+    renamed = {spec.get("renamed_from"): name for name, spec in new.items() if spec.get("renamed_from") in old}
+    changes = []
+    for column in sorted(set(old) | set(new)):
+        if column in renamed and same(old[column], new[renamed[column]]):
+            continue
+        if column in new and new[column].get("renamed_from") in renamed and same(old[new[column]["renamed_from"]], new[column]):
+            continue
+        if column not in old:
+            changes.append(f"column {column} added")
+        elif column not in new:
+            changes.append(f"column {column} removed")
+        elif not same(old[column], new[column]):
+            changes.append(f"column {column} changed")
+    return changes
+
+
+def _rows_json(parts: dict[str, Any]) -> str:
+    return json.dumps(parts, sort_keys=True, separators=(",", ":"))
+
+
 # ------------------------------------------------------------------------------------------ a dataset
 def plan_dataset(spark, lake, contract: Contract) -> Plan:
     """The plan of the dataset's silver table and every gold table of its contract."""
@@ -372,15 +455,21 @@ def plan_dataset(spark, lake, contract: Contract) -> Plan:
 
     expected_silver = silver_schema(spark, contract)
     silver_tbl = tables.table(spark, lake, "silver", contract.dataset)
-    silver_plan = table_plan(spark, silver_tbl, tables.load(spark, silver_tbl), schema_columns(expected_silver), contract,
+    silver_loaded = tables.load(spark, silver_tbl)
+    silver_plan = table_plan(spark, silver_tbl, silver_loaded, schema_columns(expected_silver), contract,
                              "silver", silver_partitioning(contract))
+    silver_plan.rebuild = rows_changes(tables.table_property(silver_loaded, ROWS_PROPERTY),
+                                       rows_contract(contract, "silver"))
     gold_plans = []
     for name in contract.gold:
         expected = schema_columns(gold_schema(spark, contract, name, expected_silver))
         gold_tbl = tables.table(spark, lake, "gold", gold_table_name(contract.dataset, name))
         partitioning = gold_partitioning(load_gold(name), contract.partition_granularity)
-        gold_plans.append(table_plan(spark, gold_tbl, tables.load(spark, gold_tbl), expected, contract, "gold",
-                                     partitioning))
+        gold_loaded = tables.load(spark, gold_tbl)
+        gold_plan = table_plan(spark, gold_tbl, gold_loaded, expected, contract, "gold", partitioning)
+        gold_plan.rebuild = rows_changes(tables.table_property(gold_loaded, ROWS_PROPERTY),
+                                         rows_contract(contract, "gold", name))
+        gold_plans.append(gold_plan)
     silver_plan.changes = [dataclasses.replace(c, effect=c.effect or _gold_effect(c, gold_plans))
                            for c in silver_plan.changes]
     return Plan(contract.dataset, contract.version, contract.evolution, [silver_plan, *gold_plans])
@@ -430,15 +519,19 @@ def evolve_for_write(run, tbl: tables.Table, df, layer: str, partitioning: table
     policy refuses stops the run (``ContractError``; ``run``/``run-all`` found it before any layer ran)."""
     spark, contract = run.spark, run.contract
     loaded = loaded if loaded is not None else tables.load(spark, tbl)
+    rows = _rows_json(rows_contract(contract, layer, None if layer == "silver" else _gold_name(run, tbl)))
     if loaded is None:
+        properties = {CONTRACT_PROPERTY: contract.version, ROWS_PROPERTY: rows}
         if layer == "silver":
-            tables.ensure_table(spark, tbl, df.schema, partitioning,
-                                properties={KEY_PROPERTY: ",".join(contract.key), CONTRACT_PROPERTY: contract.version})
-            loaded = tables.load(spark, tbl)
+            properties[KEY_PROPERTY] = ",".join(contract.key)
+        tables.ensure_table(spark, tbl, df.schema, partitioning, properties=properties)
+        loaded = tables.load(spark, tbl)
         return df, loaded, {"created": True, "schema_id": tables.schema_id(loaded), "changes": []}, None
     plan = table_plan(spark, tbl, loaded, schema_columns(df.schema), contract, layer, partitioning)
     if plan.refused:
         raise refusal(Plan(contract.dataset, contract.version, contract.evolution, [plan]))
+    if run.manifest.mode == "full" and tables.table_property(loaded, ROWS_PROPERTY) != rows:
+        plan.properties[ROWS_PROPERTY] = rows  # every row is computed again: they follow this contract now
     before = tables.schema_id(loaded)
     snapshot = tables.snapshot_now(loaded)
     evolved = None
@@ -455,6 +548,13 @@ def evolve_for_write(run, tbl: tables.Table, df, layer: str, partitioning: table
         run.stage(f"evolved {tbl.display}", changes=len(plan.steps), schema_id=record["schema_id"])
     aligned = tables.in_table_order(df, [name for name, _ in tables.table_columns(spark, loaded)])
     return aligned, loaded, record, evolved
+
+
+def _gold_name(run, tbl: tables.Table) -> str:
+    """The gold of the contract whose table ``tbl`` is."""
+    from spark_jobs.lake import gold_table_name
+
+    return next(name for name in run.contract.gold if gold_table_name(run.contract.dataset, name) == tbl.name)
 
 
 def publish_evolved(run, tbl: tables.Table, df, layer: str, partitioning: tables.Partitioning, dates: list[str],
@@ -490,7 +590,7 @@ def format_plan(plan: Plan) -> str:
         if not table.exists:
             lines.append(f"{table.table}: not created yet (the first run creates it as the contract says)")
             continue
-        if not table.changes:
+        if not table.changes and not table.rebuild:
             lines.append(f"{table.table} (schema {table.schema_id}): no change")
             continue
         lines.append(f"{table.table} (schema {table.schema_id}):")
@@ -500,6 +600,8 @@ def format_plan(plan: Plan) -> str:
             lines.append(f"  {change.what:<48} {how:<20} {verdict}")
             if change.effect and change.allowed:
                 lines.append(f"  {'':<48} effect: {change.effect}")
+        if table.rebuild:
+            lines.append(f"  {rebuild_note(table)}")
     allowed = [c for c in plan.changes if c.allowed and c.step is not None]
     if plan.refused:
         lines.append(f"{len(plan.refused)} change(s) refused: run and run-all stop before any work until the contract "
@@ -509,7 +611,16 @@ def format_plan(plan: Plan) -> str:
                      "commit per table (no data file is rewritten)")
     else:
         lines.append("nothing to change")
+    if any(t.rebuild for t in plan.tables):
+        lines.append(f"old rows follow the contract only after `python -m spark_jobs run-all --dataset {plan.dataset} "
+                     "--full` (a run without it recomputes only the partitions new data touches)")
     return "\n".join(lines)
+
+
+def rebuild_note(table: TablePlan) -> str:
+    """One line: what of the contract that computes the table's rows changed since its last full run."""
+    return (f"rows computed by another contract ({', '.join(table.rebuild)}): new and rewritten partitions follow "
+            "this one, the others keep their values until a run with --full")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -16,7 +16,7 @@ import sys
 
 from spark_jobs import lf_tags
 from spark_jobs.contract import available_datasets, load_contract
-from spark_jobs.contract_plan import check_datasets
+from spark_jobs.contract_plan import check_datasets, rebuild_note
 from spark_jobs.errors import EXIT_FAILED, EXIT_OK
 from spark_jobs.io import storage
 from spark_jobs.jobs.checkpoint import recover_checkpoint
@@ -67,6 +67,9 @@ def _run_plan(args: argparse.Namespace, lake: LakeConfig, datasets: list[str], p
             if steps:
                 print(f"[contract {checked.dataset}] {steps} table change(s) allowed by evolution: {checked.evolution}, "
                       "applied before each write (`contract plan` lists them)", file=sys.stderr, flush=True)
+            if not args.full and not args.date:
+                for table in (t for t in checked.tables if t.rebuild):
+                    print(f"[contract {checked.dataset}] {table.table}: {rebuild_note(table)}", file=sys.stderr, flush=True)
         for dataset, layer in plan:
             manifest = run_layer(spark, lake, dataset, layer, date=args.date, continuous=args.continuous,
                                  trigger_seconds=args.trigger_seconds, max_runtime=args.max_runtime,

@@ -141,3 +141,52 @@ def test_a_changed_key_or_event_time_is_refused_and_an_unrecorded_key_is_recorde
     tables.ensure_table(spark, unrecorded, schema, silver_partitioning(iot))
     fresh = table_plan(spark, unrecorded, tables.load(spark, unrecorded), expected, iot, "silver", silver_partitioning(iot))
     assert not fresh.changes and fresh.properties == {KEY_PROPERTY: "event_id", "tenantlake.contract-version": iot.version}
+
+
+def test_what_computes_the_rows_is_compared_part_by_part_and_a_rename_or_widening_is_no_change():
+    import json
+
+    from spark_jobs.contract_plan import rows_changes, rows_contract
+
+    inventory = load_contract("inventory")
+    current = rows_contract(inventory, "silver")
+    assert rows_changes(None, current) == []  # a table from before it was recorded: not known
+    before = json.loads(json.dumps(current))
+    before["rules"], before["lateness_minutes"] = [], 5
+    before["schema"]["cpu_percent"]["max"] = 50  # a changed range: other rows would be quarantined
+    del before["schema"]["disk_total_gb"]
+    renamed = json.loads(json.dumps(current))
+    renamed["schema"]["org"] = {**renamed["schema"].pop("org_id"), "name": "org"}
+    assert rows_changes(json.dumps(before), current) == ["lateness_minutes", "rules", "column cpu_percent changed",
+                                                          "column disk_total_gb added"]
+    after_rename = json.loads(json.dumps(current))
+    after_rename["schema"]["org_id"]["renamed_from"] = "org"
+    assert rows_changes(json.dumps(renamed), after_rename) == []
+    narrow = json.loads(json.dumps(current))
+    narrow["schema"]["cpu_percent"]["type"] = "float"
+    assert rows_changes(json.dumps(narrow), current) == []  # float -> double: old values read the same
+    gold = rows_contract(inventory, "gold", "inventory_compliance")
+    assert len(gold["module"]) == 16 and gold["options"] == dict(inventory.gold_options["inventory_compliance"])
+
+
+def test_a_table_computed_by_another_contract_is_planned_as_a_rebuild(spark, tmp_path):
+    """``contract plan`` says when old rows need ``--full``: the table records what computed its rows at its
+    creation and last full run (``ROWS_PROPERTY``)."""
+    import json
+
+    from spark_jobs.contract_plan import ROWS_PROPERTY, format_plan, plan_dataset, rows_contract, silver_schema
+    from spark_jobs.io import tables
+    from spark_jobs.jobs.partitioning import silver_partitioning
+    from spark_jobs.lake import LakeConfig
+
+    iot = load_contract("iot")
+    lake = LakeConfig(lake_uri=str(tmp_path / "lake"))
+    older = {**rows_contract(iot, "silver"), "lateness_minutes": iot.lateness_minutes + 30}
+    tables.ensure_table(spark, tables.table(spark, lake, "silver", "iot"), silver_schema(spark, iot),
+                        silver_partitioning(iot), properties={ROWS_PROPERTY: json.dumps(older)})
+    plan = plan_dataset(spark, lake, iot)
+    assert plan.tables[0].rebuild == ["lateness_minutes"] and not plan.refused
+    text = format_plan(plan)
+    assert ("rows computed by another contract (lateness_minutes): new and rewritten partitions follow this one, the "
+            "others keep their values until a run with --full") in text
+    assert "run-all --dataset iot --full" in text and plan.to_dict()["tables"][0]["rebuild"] == ["lateness_minutes"]
