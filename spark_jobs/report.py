@@ -1,7 +1,10 @@
 """Row counts per layer, read back from the lake: what ``make demo`` prints at the end.
 
-Landing, bronze and quarantine are counted from their Parquet/JSON files; silver and gold from their
-Iceberg tables' current snapshots (``SELECT count(*) FROM gold.iot_hourly`` gives the same number).
+Silver and gold come from their Iceberg tables' current snapshots (the summary's record count: no data read;
+``SELECT count(*) FROM gold.iot_hourly`` gives the same number). Landing, bronze and quarantine are counted
+per file, and each file only once: their files are never changed in place, so the counts of the files a
+count has seen are remembered beside the layer (``spark_jobs/io/counted.py``) and a later count lists the
+layer and reads only the files it has not counted (a run's new batch, today's landing files).
 Landing is also counted by object version against what bronze read (``spark_jobs.landing_versions``):
 ``landing (object versions)`` and ``landing versions ingested`` on every dataset, ``landing versions NOT
 ingested`` and ``landing versions pending`` (not read by bronze yet) when there are any; the versions never
@@ -13,7 +16,7 @@ from pyspark.sql import SparkSession
 
 from spark_jobs.contract import load_contract
 from spark_jobs.io import landing as landing_io
-from spark_jobs.io import storage, tables
+from spark_jobs.io import counted, storage, tables
 from spark_jobs.lake import LakeConfig, gold_table_name
 
 
@@ -38,14 +41,16 @@ def layer_counts(spark: SparkSession, lake: LakeConfig, datasets: list[str]) -> 
 def _dataset_counts(spark: SparkSession, lake: LakeConfig, dataset: str) -> list[dict]:
     contract = load_contract(dataset)
     landing = lake.landing(dataset)
-    landing_rows = None
-    if storage.has_data_files(spark, landing):
-        landing_rows = _landing_records(spark, landing, contract)
-    table = [{"dataset": dataset, "layer": "landing (records)", "rows": landing_rows, "location": landing},
+    landing_files = [f for f in storage.list_sized_files(spark, landing)
+                     if landing_io.is_landing_file(f[0].rsplit("/", 1)[-1], contract.landing.format)]
+    landing_rows = counted.count_files(spark, lake, dataset, "landing", landing_files,
+                                       lambda files: _landing_records(spark, files, contract))
+    table = [{"dataset": dataset, "layer": "landing (records)", "rows": landing_rows.rows if landing_files else None,
+              "location": landing, "counted_files": landing_rows.counted_now},
              *_version_counts(spark, lake, contract, landing),
-             _parquet_count(spark, dataset, "bronze", lake.bronze(dataset)),
+             _parquet_count(spark, lake, dataset, "bronze", lake.bronze(dataset)),
              _table_count(spark, lake, dataset, "silver", "silver", dataset),
-             _parquet_count(spark, dataset, "quarantine", lake.quarantine(dataset))]
+             _parquet_count(spark, lake, dataset, "quarantine", lake.quarantine(dataset))]
     return table + [_table_count(spark, lake, dataset, f"gold {name}", "gold", gold_table_name(dataset, name))
                     for name in contract.gold]
 
@@ -80,9 +85,12 @@ def landing_warnings(rows: list[dict]) -> list[str]:
     return [f"warning: {row['dataset']}: {line}" for row in rows for line in row.get("warnings") or []]
 
 
-def _parquet_count(spark: SparkSession, dataset: str, label: str, uri: str) -> dict:
-    rows = spark.read.parquet(uri).count() if storage.has_data_files(spark, uri) else None
-    return {"dataset": dataset, "layer": label, "rows": rows, "location": uri}
+def _parquet_count(spark: SparkSession, lake: LakeConfig, dataset: str, label: str, uri: str) -> dict:
+    """A Parquet layer's rows: its files listed, those not counted before counted (``counted.count_files``)."""
+    files = [f for f in storage.list_sized_files(spark, uri) if f[0].endswith(".parquet")]
+    found = counted.count_files(spark, lake, dataset, label, files, lambda new: counted.parquet_rows(spark, uri, new))
+    return {"dataset": dataset, "layer": label, "rows": found.rows if files else None, "location": uri,
+            "counted_files": found.counted_now}
 
 
 def _table_count(spark: SparkSession, lake: LakeConfig, dataset: str, label: str, layer: str, name: str) -> dict:
@@ -101,9 +109,8 @@ def _table_count(spark: SparkSession, lake: LakeConfig, dataset: str, label: str
     return {"dataset": dataset, "layer": label, "rows": rows, "location": location, "table": tbl.display}
 
 
-def _landing_records(spark: SparkSession, landing_uri: str, contract) -> int | None:
-    """Records in the landing files, as bronze would count them (None when a file cannot be read)."""
-    files = landing_io.landing_files(spark, landing_uri, contract.landing)
+def _landing_records(spark: SparkSession, files: list[tuple[str, int]], contract) -> dict[str, int] | None:
+    """Records per landing file, as bronze would count them (None when a file cannot be read)."""
     if contract.landing.is_text:
         from pyspark.sql import functions as F
 
@@ -113,20 +120,33 @@ def _landing_records(spark: SparkSession, landing_uri: str, contract) -> int | N
         options = bronze_tx.line_options(contract.landing, contract.landing_fields)
         # A CSV file read in splits is counted by the split plan's pass; the workers count the other files.
         lines, offsets, splits = landing_io.landing_lines(spark, files, options, counted_by_plan=True)
-        counted = bronze_tx.record_counts(lines, contract.landing, contract.landing_fields, offsets=offsets)
+        counted_lines = bronze_tx.record_counts(lines, contract.landing, contract.landing_fields, offsets=offsets)
         try:
-            per_file = counted.groupBy("_source_file", "_kind").agg(F.sum("_records").alias("n")).collect()
+            per_file = counted_lines.groupBy("_source_file", "_kind").agg(F.sum("_records").alias("n")).collect()
         except Exception:  # noqa: BLE001 - a file Hadoop cannot read (a .gz that is not gzip): no count
             return None
         if any(r["_kind"] == landing_lines.KIND_PROBLEM for r in per_file):
             return None
-        broken = {r["_source_file"] for r in per_file if r["_kind"] == landing_lines.KIND_BROKEN_ARRAY}
+        records: dict[str, int] = {}
         # A broken JSON array is one record (the whole file), whatever elements came before the break.
-        return len(broken) + sum(split.made for split in splits.values()) + sum(
-            r["n"] for r in per_file if r["_kind"] == landing_lines.KIND_RECORD and r["_source_file"] not in broken)
+        broken = {r["_source_file"] for r in per_file if r["_kind"] == landing_lines.KIND_BROKEN_ARRAY}
+        for path in broken:
+            records[path] = 1
+        for r in per_file:
+            if r["_kind"] == landing_lines.KIND_RECORD and r["_source_file"] not in broken:
+                records[r["_source_file"]] = records.get(r["_source_file"], 0) + int(r["n"])
+        for (path, _), split in splits.items():
+            records[path] = records.get(path, 0) + split.made
+        return records
     paths = [path for path, length in files if length > 0]
     frames, problems = landing_io.read_parquet_files(spark, paths)
-    return None if problems else sum(frame.count() for frame in frames)
+    if problems:
+        return None
+    records: dict[str, int] = {}
+    for frame in frames:
+        for row in frame.groupBy("_source_file").count().collect():
+            records[row["_source_file"]] = records.get(row["_source_file"], 0) + int(row["count"])
+    return records
 
 
 def format_counts_table(rows: list[dict]) -> str:

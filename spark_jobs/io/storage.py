@@ -79,6 +79,24 @@ def list_files(spark: SparkSession, uri: str) -> list[tuple[str, str, int]]:
     return found
 
 
+def list_sized_files(spark: SparkSession, uri: str) -> list[tuple[str, int, int]]:
+    """Every visible file under ``uri`` at any depth (a folder whose name starts with ``_`` or ``.``, such as a
+    write's staging folder, skipped too), as ``(path, size in bytes, modified_ms)``; one listing."""
+    fs, path = _fs_and_path(spark, uri)
+    if not fs.exists(path):
+        return []
+    root = str(path.toUri().getPath()).rstrip("/")
+    found = []
+    files = fs.listFiles(path, True)
+    while files.hasNext():
+        status = files.next()
+        file_path = status.getPath()
+        below = str(file_path.toUri().getPath())[len(root):].strip("/").split("/")
+        if not any(part.startswith(("_", ".")) and "=" not in part for part in below):
+            found.append((file_path.toString(), int(status.getLen()), int(status.getModificationTime())))
+    return found
+
+
 def make_dirs(spark: SparkSession, uri: str) -> None:
     """Create the folder ``uri`` and its parents (a no-op when it exists; on S3 a marker object)."""
     fs, path = _fs_and_path(spark, uri)

@@ -292,11 +292,16 @@ def _ensure(spark: SparkSession, tbl: Table, schema: T.StructType, partitioning:
             loaded.refresh()
         return loaded, False
     check_no_legacy_files(spark, tbl)
-    properties = ", ".join(f"'{k}' = '{v}'" for k, v in {**TABLE_PROPERTIES, **(properties or {})}.items())
+    properties = ", ".join(f"'{k}' = {_sql_text(v)}" for k, v in {**TABLE_PROPERTIES, **(properties or {})}.items())
     location = f" LOCATION '{tbl.location}'" if tbl.catalog.kind == "glue" else ""  # Hadoop: fixed by the catalog
     spark.sql(f"CREATE TABLE IF NOT EXISTS {tbl.qualified} ({_column_ddl(schema)}) USING iceberg "
               f"PARTITIONED BY ({partitioning.sql}){location} TBLPROPERTIES ({properties})")
     return None, True
+
+
+def _sql_text(value: str) -> str:
+    """A Spark SQL string literal holding ``value`` (a property's JSON text may hold quotes and backslashes)."""
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def ensure_table(spark: SparkSession, tbl: Table, schema: T.StructType, partitioning: Partitioning,

@@ -283,3 +283,63 @@ def test_a_snapshots_rows_come_from_its_summary_unless_it_has_delete_files(spark
     spark.sql(f"DELETE FROM {silver.qualified} WHERE id = 'b'")
     assert tables.snapshot_rows(tables.load(spark, silver)) is None  # a position delete file: count instead
     assert tables.load(spark, tables.table(spark, LakeConfig(lake_uri=silver.catalog.warehouse), "silver", "none")) is None
+
+
+def test_a_schema_change_is_undone_when_the_write_it_was_made_for_fails(spark, silver):
+    """``evolve`` and the write are two commits; ``undo_evolution`` makes the schema of before current again and
+    restores the properties, so a failed write leaves the table as it was (the same schema id, columns and
+    properties), and only while nothing else committed since."""
+    first = tables.overwrite(_rows(spark, [("a", ts("2020-11-16 10:00:00"), 1.0)]), silver, DAYS,
+                             DAYS.covering(["2020-11-16"], False), "run-1")
+    loaded = tables.load(spark, silver)
+    before = tables.table_columns(spark, loaded)
+    evolved = tables.evolve(spark, loaded, [tables.SchemaStep("add", "unit", type="string")],
+                            {"tenantlake.contract-version": "sha256:new", "tenantlake.key": "id"})
+    assert tables.schema_id(loaded) == 1 and evolved.schema_id_before == 0
+    with pytest.raises(Exception):  # a column neither the old nor the new schema has: the write fails
+        tables.overwrite(_rows(spark, [("b", ts("2020-11-16 11:00:00"), 2.0)]).withColumn("bogus", F.lit(1)), silver,
+                         DAYS, DAYS.covering(["2020-11-16"], False), "run-2")
+    assert tables.undo_evolution(spark, loaded, evolved) is True
+    again = tables.load(spark, silver)
+    assert tables.schema_id(again) == 0 and tables.table_columns(spark, again) == before
+    assert tables.table_property(again, "tenantlake.key") is None
+    assert tables.table_property(again, "tenantlake.contract-version") is None
+    assert tables.snapshot_now(again)["snapshot_id"] == first["snapshot_id"]
+    # Once another commit followed the evolution, it is not undone (that commit may have used it).
+    evolved = tables.evolve(spark, again, [tables.SchemaStep("add", "unit", type="string")])
+    tables.evolve(spark, again, [], {"tenantlake.key": "id"})
+    assert tables.undo_evolution(spark, again, evolved) is False and tables.schema_id(again) > 0
+
+
+def test_marks_commit_with_the_rows_survive_a_replace_and_name_the_changed_partitions(spark, silver):
+    """A publish's marks go into its snapshot's summary and beside the table; a commit that names none carries
+    them forward; after a manifest rewrite (a ``replace``) and the expiry of every older snapshot the copy
+    beside the table still gives them; ``changed_since`` names the partitions the snapshots after a given one
+    changed, skipping ``replace`` snapshots."""
+    one = tables.publish(_rows(spark, [("a", ts("2020-11-16 10:00:00"), 1.0), ("b", ts("2020-11-17 10:00:00"), 1.0)]),
+                         silver, DAYS, ["2020-11-16", "2020-11-17"], True, "run-1",
+                         marks={tables.BRONZE_BATCH_MARK: "4"})
+    loaded = tables.load(spark, silver)
+    assert tables.read_marks(spark, silver, loaded) == {tables.BRONZE_BATCH_MARK: "4"}
+    two = tables.publish(_rows(spark, [("c", ts("2020-11-18 10:00:00"), 1.0)]), silver, DAYS, ["2020-11-18"], False,
+                         "run-2")  # no marks named: carried forward
+    loaded.refresh()
+    assert tables.read_marks(spark, silver, loaded) == {tables.BRONZE_BATCH_MARK: "4"}
+    three = tables.publish(_rows(spark, [("b", ts("2020-11-20 10:00:00"), 2.0)]), silver, DAYS,
+                           ["2020-11-17", "2020-11-20"], False, "run-3", marks={tables.BRONZE_BATCH_MARK: "6"})
+    loaded.refresh()
+    changed = tables.changed_since(spark, loaded, one["snapshot_id"])
+    assert (sorted(changed.dates), changed.null, changed.snapshots) == (["2020-11-17", "2020-11-18", "2020-11-20"], False, 2)
+    assert sorted(tables.changed_since(spark, loaded, two["snapshot_id"]).dates) == ["2020-11-17", "2020-11-20"]
+    assert tables.changed_since(spark, loaded, 12345) is None  # not in the table's history
+    system, name = f"{silver.catalog.name}.system", f"'{silver.catalog.namespace('silver')}.events'"
+    spark.sql(f"CALL {system}.rewrite_manifests(table => {name})").collect()
+    loaded.refresh()
+    replaced = tables.snapshot_now(loaded)["snapshot_id"]
+    expired = ", ".join(f"{s.snapshotId()}L" for s in loaded.snapshots() if s.snapshotId() != replaced)
+    spark.sql(f"CALL {system}.expire_snapshots(table => {name}, snapshot_ids => array({expired}))").collect()
+    loaded.refresh()
+    assert tables.latest_data_snapshot(loaded) == three["snapshot_id"] and loaded.snapshot(three["snapshot_id"]) is None
+    assert tables.read_marks(spark, silver, loaded) == {tables.BRONZE_BATCH_MARK: "6"}
+    changed = tables.changed_since(spark, loaded, three["snapshot_id"])
+    assert (changed.dates, changed.snapshots) == (set(), 0)

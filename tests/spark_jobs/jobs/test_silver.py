@@ -66,3 +66,57 @@ def test_a_date_run_replaces_one_day_and_a_blocked_publish_commits_nothing(spark
     assert blocked["status"] == "failed" and blocked["published"] is False and blocked["tables"] == {}
     assert _snapshots(spark, silver) == before
     assert tables.current_snapshot(spark, silver)["snapshot_id"] == one_day["snapshot_id"]
+
+
+READINGS = """dataset: readings
+landing: {format: json_lines}
+key: [station, at]
+event_time: at
+evolution: additive
+schema:
+  - {name: station, type: string, required: true}
+  - {name: at, type: timestamp, required: true, format: "yyyy-MM-dd HH:mm:ss"}
+  - {name: temp, type: double}
+  - {name: dewp, type: double%s}
+"""
+
+
+def test_a_removed_column_under_additive_keeps_every_old_rows_value(spark, tmp_path, monkeypatch):
+    """``removed: true`` under ``evolution: additive``: the table keeps the column, and every row its value, through
+    an incremental run, a full one and a ``--date`` one (each record's value from the table's row of the same
+    record); records that come in after the removal read null."""
+    from spark_jobs.jobs.layer import run_layer
+
+    contracts, lake_dir = tmp_path / "contracts", tmp_path / "lake"
+    contracts.mkdir()
+    monkeypatch.setenv("TENANTLAKE_CONTRACTS_DIR", str(contracts))
+    monkeypatch.setenv("TENANTLAKE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("TENANTLAKE_VALIDATION", "off")
+    lake = LakeConfig(lake_uri=str(lake_dir))
+    landing = lake_dir / "landing" / "readings"
+    landing.mkdir(parents=True)
+
+    def land(name: str, day: int, dewp: bool) -> None:
+        lines = [json.dumps({"station": s, "at": f"2024-05-0{day} 1{s[-1]}:00:00", "temp": 20.0 + day,
+                             **({"dewp": 10.0 + day} if dewp else {})}) for s in ("ws-1", "ws-2")]
+        (landing / name).write_text("\n".join(lines) + "\n")
+
+    def silver_dewp() -> list[tuple]:
+        tbl = tables.table(spark, lake, "silver", "readings")
+        return sorted((str(r["event_date"]), r["station"], r["dewp"]) for r in tables.read(spark, tbl).collect())
+
+    (contracts / "readings.yaml").write_text(READINGS % "")
+    land("a.jsonl", 1, True)
+    for layer in ("bronze", "silver"):
+        run_layer(spark, lake, "readings", layer, progress=lambda line: None)
+    (contracts / "readings.yaml").write_text(READINGS % ", removed: true")
+    land("b.jsonl", 2, False)
+    kept = [("2024-05-01", "ws-1", 11.0), ("2024-05-01", "ws-2", 11.0), ("2024-05-02", "ws-1", None),
+            ("2024-05-02", "ws-2", None)]
+    for layer in ("bronze", "silver"):
+        run_layer(spark, lake, "readings", layer, progress=lambda line: None)
+    assert silver_dewp() == kept
+    assert run_layer(spark, lake, "readings", "silver", full=True, progress=lambda line: None)["mode"] == "full"
+    assert silver_dewp() == kept
+    run_layer(spark, lake, "readings", "silver", date="2024-05-01", progress=lambda line: None)
+    assert silver_dewp() == kept
