@@ -417,8 +417,11 @@ def rows_changes(recorded: str | None, current: dict[str, Any]) -> list[str]:
 
 
 def _column_changes(old: dict[str, dict], new: dict[str, dict]) -> list[str]:
-    """Columns added, removed or changed in what computes their values; a rename (``renamed_from``) and a
-    widened type keep the values, so they are no change here."""
+    """Columns whose values old rows would have otherwise: one changed in what computes it (its rules, format,
+    source, case...), or a ``computed`` column added (old rows read null where a full run computes it). A
+    rename (``renamed_from``) and a widened type keep the values; a plain column added reads null in old rows
+    either way (a record that carried the field failed ``unknown_fields``), and a removed one keeps (``additive``)
+    or loses (``permissive``) its values as the table does: none of these is a change here."""
     def same(before: dict, after: dict) -> bool:
         ignored = ("name", "renamed_from", "type")
         if {k: v for k, v in before.items() if k not in ignored} != {k: v for k, v in after.items() if k not in ignored}:
@@ -434,10 +437,9 @@ def _column_changes(old: dict[str, dict], new: dict[str, dict]) -> list[str]:
         if column in new and new[column].get("renamed_from") in renamed and same(old[new[column]["renamed_from"]], new[column]):
             continue
         if column not in old:
-            changes.append(f"column {column} added")
-        elif column not in new:
-            changes.append(f"column {column} removed")
-        elif not same(old[column], new[column]):
+            if new[column].get("computed"):
+                changes.append(f"column {column} added")
+        elif column in new and not same(old[column], new[column]):
             changes.append(f"column {column} changed")
     return changes
 

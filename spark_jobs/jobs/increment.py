@@ -103,9 +103,9 @@ def plan_silver(spark: SparkSession, lake: LakeConfig, contract: Contract, loade
     before = int(marks[tables.BRONZE_BATCH_MARK]) if tables.BRONZE_BATCH_MARK in marks else None
     if date:
         return SilverPlan("date", present, upto, before)
-    reason = ""
+    reason = ""  # why the run is full ("" when asked to be)
     if full:
-        reason = ""
+        pass
     elif tables.snapshot_now(loaded) is None:
         full, reason = True, "the table has no data yet"
     elif reshaped:

@@ -191,7 +191,7 @@ def run_silver(run: JobRun) -> None:
         writers.delete_path(spark, staging)
 
 
-def _touched(run: JobRun, loaded, plan, valid, counts: dict) -> tuple[list[str], bool]:
+def _touched(run: JobRun, loaded, valid, counts: dict) -> tuple[list[str], bool]:
     """The event dates (whole partitions) and whether the null partition an incremental run rewrites: the new
     valid records' dates, and the partitions whose current rows hold one of their keys (a key sent again with
     another event time moves its row; ``increment.moved_key_dates``)."""
@@ -226,7 +226,7 @@ def _publish_from_staging(run: JobRun, silver_table: tables.Table, loaded, plan,
     incremental = plan.mode == "incremental"
     current_rows, kept = None, []
     if incremental:
-        covered_dates, include_null = _touched(run, loaded, plan, valid, counts)
+        covered_dates, include_null = _touched(run, loaded, valid, counts)
         current = tables.read(spark, silver_table, tables.snapshot_now(loaded)["snapshot_id"])
         current_rows = _as_contract(current.where(F.expr(partitioning.rows(covered_dates, include_null))), run, silver_table,
                                     loaded, partitioning)

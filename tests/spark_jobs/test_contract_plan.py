@@ -154,11 +154,14 @@ def test_what_computes_the_rows_is_compared_part_by_part_and_a_rename_or_widenin
     before = json.loads(json.dumps(current))
     before["rules"], before["lateness_minutes"] = [], 5
     before["schema"]["cpu_percent"]["max"] = 50  # a changed range: other rows would be quarantined
-    del before["schema"]["disk_total_gb"]
+    del before["schema"]["disk_total_gb"]  # a plain column added: old rows read null either way
+    computed = json.loads(json.dumps(current))
+    computed["schema"]["collected_day"] = {"name": "collected_day", "type": "string", "computed": "substr(collected_at, 1, 10)"}
     renamed = json.loads(json.dumps(current))
     renamed["schema"]["org"] = {**renamed["schema"].pop("org_id"), "name": "org"}
-    assert rows_changes(json.dumps(before), current) == ["lateness_minutes", "rules", "column cpu_percent changed",
-                                                          "column disk_total_gb added"]
+    assert rows_changes(json.dumps(before), current) == ["lateness_minutes", "rules", "column cpu_percent changed"]
+    assert rows_changes(json.dumps(current), computed) == ["column collected_day added"]
+    assert rows_changes(json.dumps(computed), current) == []  # a column removed: the table keeps or drops it
     after_rename = json.loads(json.dumps(current))
     after_rename["schema"]["org_id"]["renamed_from"] = "org"
     assert rows_changes(json.dumps(renamed), after_rename) == []
