@@ -250,11 +250,12 @@ def _latest_manifest(lake_dir: Path, layer: str) -> dict:
 
 
 def _kill_during_write(env, log, lake_dir: Path, layer: str, table: Path) -> list[str]:
-    """Run one layer and SIGKILL it as soon as it writes a new data file into ``table`` (its Iceberg write,
-    before the commit); retried if the commit came first. Returns the files the killed write left."""
+    """Run one layer with ``--full`` (a run without it finds nothing new to write) and SIGKILL it as soon as it
+    writes a new data file into ``table`` (its Iceberg write, before the commit); retried if the commit came
+    first. Returns the files the killed write left."""
     for _ in range(3):
         before_files, (before_snapshot, _) = _data_files_on_disk(table), _table_state(table)
-        job = _start(env, log, "run", "--lake-uri", str(lake_dir), "--dataset", DATASET, "--layer", layer)
+        job = _start(env, log, "run", "--lake-uri", str(lake_dir), "--dataset", DATASET, "--layer", layer, "--full")
         try:
             deadline = time.monotonic() + 240
             while time.monotonic() < deadline and job.poll() is None and not _data_files_on_disk(table) - before_files:
@@ -298,7 +299,7 @@ def test_silver_and_gold_killed_during_their_write_leave_the_previous_snapshot_a
         runs = sorted((lake_dir / "reports" / layer / DATASET).iterdir())
         (runs[-1] / "manifest.json").write_text('{"status": "succeeded", "rows_out": ')
 
-    code, rerun = in_process(*run_all)
+    code, rerun = in_process(*run_all, "--full")  # the killed runs were full: so is their re-run
     assert code == 0, rerun
     for name, folder in {"silver": silver, "gold": gold}.items():
         snapshot, rows = _table_state(folder)

@@ -126,9 +126,10 @@ def pipeline(emulator, aws_env, tmp_path_factory):
     objects_first = _objects(s3, "bronze/")
     integrity = _landing_integrity(s3, env, key_arn)
     # The re-run checks the data only: validation (covered by tests/spark_jobs/quality) is off to save time.
-    # iot's re-run is the pair of concurrent run-alls above; the other datasets run again here.
+    # iot's re-run is the pair of concurrent run-alls above (nothing new: it reads and commits nothing); the
+    # other datasets run again here with --full, which recomputes every row from bronze.
     second = _cli({**env, "TENANTLAKE_VALIDATION": "off"}, "run-all", "--tenant", TENANT, "--dataset", "clickstream",
-                  "--dataset", "inventory", timeout=1500)
+                  "--dataset", "inventory", "--full", timeout=1500)
     integrity["counts"] = _cli(env, "counts", "--tenant", TENANT, "--dataset", "iot", "--json")
     after_second = _download(s3, "", work / "run2")
     yield {"s3": s3, "truth": truth, "first": first, "second": second, "run1": after_first, "run2": after_second,
@@ -196,11 +197,20 @@ def test_manifests_hold_the_invariant_and_match_the_truth(pipeline, dataset):
     assert first_bronze["rows_in"] == truth["raw_records"]
     assert first_bronze["malformed"] == sum(1 for b in truth["bad"] if b["kind"] == "malformed")
     assert second_bronze["rows_in"] == 0 and second_bronze["batches"] == []
-    for silver in silver_runs:
+    first_silver, second_silver = sorted(silver_runs, key=lambda m: m["run_id"])
+    # iot ran again with nothing new (incremental: nothing read, nothing committed); the others with --full.
+    recomputed = [first_silver] if dataset == "iot" else [first_silver, second_silver]
+    for silver in recomputed:
         assert (silver["rows_in"], silver["rows_out"], silver["quarantined"], silver["duplicates"], silver["late"]) == (
             truth["raw_records"], len(truth["valid"]), len(truth["bad"]), truth["duplicates"], truth["late"])
         assert silver["outputs"] == {"silver": f"s3a://{BUCKET}/silver/{dataset}",
                                      "quarantine": f"s3a://{BUCKET}/quarantine/{dataset}"}
+    assert first_silver["mode"] == "full" and first_silver["increment"]["full_because"] == "the table has no data yet"
+    if dataset == "iot":
+        assert second_silver["mode"] == "incremental" and second_silver["rows_in"] == 0 and second_silver["tables"] == {}
+        assert second_silver["increment"]["watermark"] == first_silver["increment"]["watermark"]
+    else:
+        assert second_silver["mode"] == "full"
 
 
 @pytest.mark.parametrize("dataset", list(DATASETS))
@@ -449,18 +459,23 @@ def test_every_published_table_has_the_schema_partitioning_and_snapshot_its_mani
     contract, s3, run2 = load_contract(dataset), pipeline["s3"], pipeline["run2"]
     silver_runs = sorted(_manifests(s3, "silver", dataset), key=lambda m: m["run_id"])
     gold_runs = sorted(_manifests(s3, "gold", dataset), key=lambda m: m["run_id"])
+    if dataset == "iot":  # its second run found nothing new: it committed nothing, the first run's tables stand
+        assert silver_runs[-1]["tables"] == {} and gold_runs[-1]["tables"] == {}
+        silver_runs, gold_runs = silver_runs[:1], gold_runs[:1]
     first, latest = silver_runs[0]["tables"]["silver"], silver_runs[-1]["tables"]["silver"]
     assert (latest["table"], latest["location"], latest["catalog"]) == (
         f"silver.{dataset}", f"s3a://{BUCKET}/silver/{dataset}", "hadoop")
     assert latest["partitioning"] == [f"days({contract.event_time})"]
-    assert latest["parent_id"] == first["snapshot_id"] and latest["operation"] == "overwrite"
-    assert latest["added_records"] == latest["deleted_records"] == silver_runs[-1]["rows_out"]  # the re-run replaced
+    if dataset != "iot":  # the --full re-run replaced every row
+        assert latest["parent_id"] == first["snapshot_id"] and latest["operation"] == "overwrite"
+        assert latest["added_records"] == latest["deleted_records"] == silver_runs[-1]["rows_out"]
     _check_table_against(run2 / "silver" / dataset, latest, list(silver_columns(contract)),
                          ("day", contract.event_time), silver_runs[-1]["run_id"])
     for name in contract.gold:
         first_gold, record = gold_runs[0]["tables"][name], gold_runs[-1]["tables"][name]
         assert (record["table"], record["location"]) == (f"gold.{name}", f"s3a://{BUCKET}/gold/{name}")
-        assert record["partitioning"] == ["event_date"] and record["parent_id"] == first_gold["snapshot_id"]
+        assert record["partitioning"] == ["event_date"]
+        assert dataset == "iot" or record["parent_id"] == first_gold["snapshot_id"]
         columns = list(importlib.import_module(f"spark_jobs.transforms.gold.{name}").COLUMNS)
         _check_table_against(run2 / "gold" / name, record, columns, ("identity", "event_date"), gold_runs[-1]["run_id"])
     # Gold read the silver snapshot of the run before it (lineage in the manifest).
