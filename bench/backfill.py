@@ -47,7 +47,7 @@ START = "2024-01-01T00:00:00Z"
 REGION = "eu-west-1"
 RUN_TIMEOUT_S = 4 * 3600
 LAYER_LINE = re.compile(r"^(bronze|silver|gold) iot: rows_in=(\d+) rows_out=(\d+) quarantined=(\d+) duplicates=(\d+) "
-                        r"late=(\d+) \(([\d.]+)s\)")
+                        r"late=(\d+)(?: mode=\w+)? \(([\d.]+)s\)")
 PROGRESS_LINE = re.compile(r"^\[(bronze|silver|gold) iot\] (.+?)\s{2,}.*\(([\d.]+)s\)$")
 PUBLISH_SPANS = {"silver": ("deduped + split", "published"), "gold": ("built iot_hourly", "published iot_hourly")}
 

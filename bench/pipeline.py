@@ -93,7 +93,10 @@ def _spark_worker(spec: dict[str, Any]) -> dict[str, Any]:
     files = int(spec.get("max_files_per_trigger", MAX_FILES_PER_TRIGGER))
     if spec["layer"] == "run-all":
         return _run_all_worker(spark, lake, spec, files, session_s, started)
-    manifest = run_layer(spark, lake, spec["dataset"], spec["layer"], max_files_per_trigger=files)
+    # Each variant and repeat of silver and gold runs on the same lake: full, so each does the whole layer's work
+    # (a run with nothing new since the last reads nothing: spark_jobs/README.md, "What a run reads and rewrites").
+    manifest = run_layer(spark, lake, spec["dataset"], spec["layer"], max_files_per_trigger=files,
+                         full=spec["layer"] != "bronze")
     wall = time.perf_counter() - started
     spark.stop()
     statuses: dict[str, Any] = {name: v.get("status") for name, v in (manifest.get("validation") or {}).items()}
