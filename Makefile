@@ -178,11 +178,12 @@ BENCH_TENANTS   ?= 1,5,20
 MAINTENANCE_RUNS ?= 365
 INGEST_SIZES    ?= 100000,200000,1000000,2000000,5000000,10000000
 INGEST_WIDE_SIZES ?= 5000000,10000000
+DAY_N_SIZES ?= 1000000,2000000
 # ERASURE_EVENTS / ERASURE_SUBJECTS: the erasure benchmark's lake and request.
 ERASURE_EVENTS   ?= 5000000
 ERASURE_SUBJECTS ?= 1000
-.PHONY: bench bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest bench-ingest-wide bench-small bench-export bench-erasure
-bench: bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest bench-ingest-wide bench-small bench-export bench-erasure ## Run every benchmark, then render bench/results/*.md and their list in bench/README.md
+.PHONY: bench bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest bench-ingest-wide bench-small bench-export bench-erasure bench-day-n
+bench: bench-pipeline bench-infra bench-backfill bench-maintenance bench-ingest bench-ingest-wide bench-small bench-export bench-erasure bench-day-n ## Run every benchmark, then render bench/results/*.md and their list in bench/README.md
 	@$(PY) -m bench.report
 bench-pipeline: setup ## Pipeline benchmark vs DuckDB (BENCH_SIZES=1000000,5000000) -> bench/results/pipeline.json
 	@$(PY) -m bench.pipeline --sizes "$(BENCH_SIZES)"
@@ -200,6 +201,8 @@ bench-ingest: setup ## One CSV / JSON-lines file (plain, gzip) through bronze an
 	@$(PY) -m bench.ingest --sizes "$(INGEST_SIZES)"
 bench-ingest-wide: setup ## One file over 32 years of month partitions (CSV, JSON lines) through run-all vs DuckDB (INGEST_WIDE_SIZES) -> bench/results/ingest-wide-span.json
 	@$(PY) -m bench.ingest --shape wide-span --sizes "$(INGEST_WIDE_SIZES)"
+bench-day-n: setup ## A grown wide-span lake (DAY_N_SIZES rows), then 1,000 new rows in one month and 1,000 late rows over 100 months: run-all time and rows read per layer -> bench/results/day_n.json
+	@$(PY) -m bench.day_n --sizes "$(DAY_N_SIZES)"
 bench-erasure: setup ## One erase request of ERASURE_SUBJECTS=1000 users from ERASURE_EVENTS=5000000 clickstream events on s3a -> bench/results/erasure.json
 	@$(PY) -m bench.erasure --events "$(ERASURE_EVENTS)" --subjects "$(ERASURE_SUBJECTS)"
 

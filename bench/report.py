@@ -161,12 +161,20 @@ DETAIL_KEYS = {
     "small": frozenset({"rows_in", "rows_out", "session_cpu_s", "counts_cpu_s", "process_s"}),
 }
 # Each kind of result: its title, its columns, and the heading of its method in bench/README.md.
+DAY_N_COLUMNS = [("lake_rows", "lake rows"), ("scenario", "run-all after"), ("wall_s", "wall s"),
+                 ("wall_s_min", "min s"), ("wall_s_max", "max s"),
+                 ("bronze_s", "bronze s"), ("silver_s", "silver s"), ("gold_s", "gold s"),
+                 ("counts_and_start_s", "session + counts s"), ("bronze_rows_in", "bronze read"),
+                 ("silver_new_rows", "silver read: new"), ("silver_rows_reread", "silver read: rewritten partitions"),
+                 ("silver_partitions", "silver partitions rewritten"), ("gold_rows_in", "gold read"),
+                 ("silver_mode", "silver"), ("peak_total_mb", "peak RSS MB")]
 KINDS = {"pipeline": ("Pipeline", PIPELINE_COLUMNS, "pipeline"), "infra": ("Infrastructure", INFRA_COLUMNS, "infrastructure"),
          "backfill": ("Backfill", BACKFILL_COLUMNS, "backfill"),
          "maintenance": ("Maintenance", MAINTENANCE_COLUMNS, "maintenance"),
          "ingest": ("Ingest", INGEST_COLUMNS, "ingest"), "small": ("Small inputs", SMALL_COLUMNS, "small-inputs"),
          "export": ("A first export", EXPORT_COLUMNS, "a-first-export"), "erasure": ("Erasure", ERASURE_COLUMNS, "erasure"),
-         "land": ("Land", [], "land"), "contract_infer": ("Contract infer", CONTRACT_INFER_COLUMNS, "contract-infer")}
+         "land": ("Land", [], "land"), "contract_infer": ("Contract infer", CONTRACT_INFER_COLUMNS, "contract-infer"),
+         "day_n": ("Day N", DAY_N_COLUMNS, "day-n")}
 
 
 def _checks(result: dict[str, Any]) -> str:
@@ -196,6 +204,12 @@ def _body(result: dict[str, Any], path: Path, columns: list[tuple[str, str]], hi
         lines += ["", "Each run-all (one process: the session start, the layers above, the counts table):", "",
                   *_table(result["runs"], SMALL_RUN_COLUMNS, hidden=hidden)]
         lines += ["", _checks(result)]
+    elif benchmark.startswith("day_n") and ratios:
+        lines += ["", "Ratios (the run-all's wall time over the same rows into an empty lake; per doubling: the run on "
+                      "the largest lake over the smallest, per doubling of its rows):", "",
+                  *_table(ratios, [("lake_rows", "lake rows"), ("scenario", "run-all after"),
+                                   ("over_empty_lake", "over an empty lake"), ("per_doubling", "per doubling")],
+                          digits=3, hidden=hidden)]
     elif isinstance(ratios, list) and ratios:
         ratio_keys = ("ours_over_duckdb", "tuned_over_naive", "validation_overhead", "gold_in_run_all_over_duckdb",
                       "pipeline_over_duckdb")
