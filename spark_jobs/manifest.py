@@ -80,7 +80,7 @@ class RunManifest:
     late: int = 0
     malformed: int = 0
     invariant_holds: bool | None = None
-    published: bool = False            # the outputs were written (false when a check stopped the run)
+    published: bool = False            # the outputs were written, or were up to date (false when a check stopped the run)
     inputs: list[str] = dataclasses.field(default_factory=list)
     outputs: dict[str, str] = dataclasses.field(default_factory=dict)
     # output name -> {table, location, catalog, snapshot_id, parent_id, operation, committed_at, run_id,

@@ -170,6 +170,7 @@ def run_silver(run: JobRun) -> None:
     if not plan.batches:
         run.stage("nothing new", watermark=plan.watermark_before, bronze_committed=plan.upto)
         manifest.check_invariant()
+        manifest.published = True  # nothing to commit: the table is up to date
         return
     schema = bronze_tx.bronze_schema(contract, readers.record_index_type(spark, bronze_uri))
     bronze = increment.read_bronze(spark, bronze_uri, schema, plan)
