@@ -54,9 +54,10 @@ def day_files(folder: Path, repeat: int = 0) -> dict[str, Path]:
     month = f"2022-{3 + repeat:02d}-01 00:00:00"
     return {"new month": write_file(folder / f"new-month-{repeat}.csv", NEW_ROWS, "csv", stations=500,
                                     step_seconds=60, start=month),
-            # 10 stations, 100 readings each a month apart: 100 old partitions.
+            # 10 stations, 100 readings each 31 days apart (longer than any month: each in a month of its own):
+            # 100 old partitions.
             "late rows": write_file(folder / f"late-rows-{repeat}.csv", NEW_ROWS, "csv", stations=10,
-                                    step_seconds=2_629_800, start=f"2000-01-01 00:00:{7 + repeat:02d}")}
+                                    step_seconds=31 * 86_400, start=f"2000-01-01 00:00:{7 + repeat:02d}")}
 
 
 def land(lake: Path, source: Path, name: str) -> None:

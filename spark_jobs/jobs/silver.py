@@ -257,8 +257,9 @@ def _publish_from_staging(run: JobRun, silver_table: tables.Table, loaded, plan,
     quarantine = silver_tx.to_quarantine(silver_tx.invalid_rows(flagged), contract, run.run_id)
     manifest.rows_out, manifest.late = output_counts(silver)
     manifest.duplicates = valid_in - manifest.rows_out
+    rewritten = {tables.granule(day, contract.partition_granularity) for day in covered_dates}
     manifest.increment.update({"bronze_rows": new_rows, "silver_rows_reread": reread,
-                               "partitions_rewritten": len(covered_dates) + int(include_null)})
+                               "partitions_rewritten": len(rewritten) + int(include_null)})
     run.stage("deduped + split", rows_out=manifest.rows_out, quarantined=manifest.quarantined,
               duplicates=manifest.duplicates, late=manifest.late, reread=reread)
     if manifest.duplicates != dropped:
