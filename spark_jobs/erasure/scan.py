@@ -31,15 +31,17 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import decimal
+import functools
 import json
 import os
 import struct
 import tempfile
 import time
+import unicodedata
 import zlib
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
-from spark_jobs.erasure.matching import Needles, canonical_number
+from spark_jobs.erasure.matching import Needles
 
 PARQUET_MAGIC, AVRO_MAGIC, GZIP_MAGIC = b"PAR1", b"Obj\x01", b"\x1f\x8b"
 CHUNK_BYTES = 4 << 20
@@ -80,11 +82,16 @@ def overlap(needles: Needles) -> int:
 
 
 class Matcher:
-    """``Needles`` applied to data: Arrow arrays of text (``matching.Needles.hits``), keyed columns by value."""
+    """``Needles`` applied to data: Arrow arrays of text (``matching.Needles.hits``, rules 2 to 4), columns named
+    like a subject key by value (``KeyRule.mask``, rule 1). ``encoding``: how a text object's bytes are
+    decoded (a landing file's contract says; else UTF-8); ``dialect``: (delimiter, quote, escape) of a CSV
+    landing file's dataset, None where the header tells."""
 
-    def __init__(self, needles: Needles):
+    def __init__(self, needles: Needles, encoding: str = "utf-8", dialect: tuple[str, str, str] | None = None):
         self.needles = needles
         self.overlap = overlap(needles)
+        self.encoding = encoding
+        self.dialect = dialect
 
     def hits(self, values):
         return self.needles.hits(values)
@@ -94,44 +101,36 @@ class Matcher:
         return bool(self.hits(values).any())
 
     def value_mask(self, column: str, array):
-        """Per value: a column named like a keyed subject key holds one of its ids, by value (rule 3)."""
+        """Per value: a column named like a subject key holds one of its ids, by the key's type (rule 1)."""
         import numpy as np
-        import pyarrow as pa
-        import pyarrow.compute as pc
 
-        wanted = self.needles.column_values(column)
-        nothing = np.zeros(len(array), dtype=bool)
-        if not wanted or len(array) == 0:
-            return nothing
-        kind = array.type
-        if pa.types.is_integer(kind):
-            numbers = [int(v) for v in wanted if canonical_number(v) == v and "." not in v]
-            if not numbers:
-                return nothing
-            return pc.fill_null(pc.is_in(pc.cast(array, pa.int64()), value_set=pa.array(numbers, pa.int64())),
-                                False).to_numpy(zero_copy_only=False)
-        if pa.types.is_decimal(kind):
-            numbers = [decimal.Decimal(v) for v in wanted if canonical_number(v) == v]
-            fitting = [n for n in numbers if -n.as_tuple().exponent <= kind.scale]
-            try:
-                if not fitting:
-                    return nothing
-                return pc.fill_null(pc.is_in(array, value_set=pa.array(fitting, kind)), False).to_numpy(zero_copy_only=False)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                pass  # an id beyond the column's precision: compared one distinct value at a time below
-        matching = []
-        for value in pc.unique(array).to_pylist():
-            if value is None:
-                continue
-            text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-            if text.lower() in wanted or canonical_number(text) in wanted:
-                matching.append(value)
-        if not matching:
-            return nothing
-        return pc.fill_null(pc.is_in(array, value_set=pa.array(matching, kind)), False).to_numpy(zero_copy_only=False)
+        found = np.zeros(len(array), dtype=bool)
+        for rule in self.needles.rules_for(column):
+            found |= rule.mask(array)
+        return found
 
-    def values_hit(self, column: str, array) -> bool:
-        return bool(self.value_mask(column, array).any())
+    def equals(self, column: str, text: str) -> bool:
+        """One value's text of a column named like a subject key is one of its ids (rule 1)."""
+        return any(rule.equals(text) for rule in self.needles.rules_for(column))
+
+
+class Matchers:
+    """The matcher each object of the lake is read with (``Needles.for_key``: its dataset's key names, the
+    encoding and CSV dialect of its landing files), one per dataset."""
+
+    def __init__(self, needles: Needles):
+        self.needles = needles
+        self._made: dict[tuple, Matcher] = {}
+
+    def for_key(self, key: str) -> Matcher:
+        owner = self.needles.owner_of(key)
+        landing = owner is not None and key.startswith(owner.landing_prefix)
+        encoding = owner.encoding if landing else "utf-8"
+        dialect = (owner.delimiter, owner.quote, owner.escape) if landing and owner.delimiter else None
+        made = (owner.dataset if owner else None, encoding, dialect)
+        if made not in self._made:
+            self._made[made] = Matcher(self.needles.scoped(made[0]), encoding, dialect)
+        return self._made[made]
 
 
 # --------------------------------------------------------------------------------------------- a batch of rows
@@ -204,21 +203,26 @@ _DELIMITERS = (",", ";", "\t", "|")
 
 
 def _csv_column(header: str, matcher: "Matcher") -> tuple[str, int, str] | None:
-    """(delimiter, index, name) of a keyed subject key's field in a CSV header line, if there is one."""
-    for delimiter in _DELIMITERS:
-        fields = [f.strip().strip('"').strip("'").lower() for f in header.split(delimiter)]
+    """(delimiter, index, name) of a subject key's field in a CSV header line, if there is one: the header
+    read by the one CSV grammar (a quoted name may hold the delimiter), in the dialect of its dataset where
+    the matcher knows it, else each common delimiter with the double quote."""
+    dialects = [matcher.dialect] if matcher.dialect else [(d, '"', '"') for d in _DELIMITERS]
+    for delimiter, quote, escape in dialects:
+        grammar = _csv_grammar(delimiter, quote, escape)
+        fields = [f.strip() for f in _csv_values(header.rstrip("\r\n").encode("utf-8"), grammar)]
         for index, name in enumerate(fields):
-            if len(fields) > 1 and matcher.needles.column_values(name):
+            if len(fields) > 1 and matcher.needles.rules_for(name):
                 return delimiter, index, name
     return None
 
 
-def _csv_grammar(delimiter: str):
+@functools.lru_cache(maxsize=16)
+def _csv_grammar(delimiter: str, quote: str = '"', escape: str = '"'):
     """The CSV grammar bronze splits records and fields with (``transforms/landing_lines.csv_patterns``), for
-    a dialect told by a header: ``delimiter``, the double quote, doubled to escape it."""
+    one dialect: ``delimiter``, ``quote``, ``escape`` (the quote itself: doubled to escape it)."""
     from spark_jobs.transforms.landing_lines import CsvGrammar, LineOptions
 
-    return CsvGrammar(LineOptions(format="csv", delimiter=delimiter))
+    return CsvGrammar(LineOptions(format="csv", delimiter=delimiter, quote=quote, escape=escape))
 
 
 def _csv_values(record: bytes, grammar) -> list[str]:
@@ -232,14 +236,14 @@ def _csv_values(record: bytes, grammar) -> list[str]:
         return [value.decode("utf-8", "replace") for value in grammar.values(record)]
     text, delimiter = record.decode("utf-8", "replace"), grammar.d.decode("latin-1")
     try:
-        return next(csv.reader([text], delimiter=delimiter), [])
+        return next(csv.reader([text], delimiter=delimiter, quotechar=grammar.q.decode("latin-1")), [])
     except csv.Error:
         return text.split(delimiter)
 
 
 def _raw_csv_mask(batch, matcher: Matcher):
     """Bronze of a CSV dataset: ``_raw`` records with their file's header in ``_header``; per row, whether
-    the keyed subject key's field holds an id, by value. A record without a quote is split on the delimiter
+    a subject key's field holds an id, by value (rule 1). A record without a quote is split on the delimiter
     (what the grammar makes of it, vectorised as bronze does), one with a quote by ``_csv_values``."""
     import numpy as np
     import pyarrow as pa
@@ -250,7 +254,8 @@ def _raw_csv_mask(batch, matcher: Matcher):
     if "_raw" not in names or "_header" not in names or not matcher.needles.keyed:
         return found
     raw, header = batch.column(names.index("_raw")), batch.column(names.index("_header"))
-    quoted = pc.fill_null(pc.match_substring(raw, '"'), False).to_numpy(zero_copy_only=False)
+    quote = matcher.dialect[1] if matcher.dialect else '"'
+    quoted = pc.fill_null(pc.match_substring(raw, quote), False).to_numpy(zero_copy_only=False)
     for value in pc.unique(header).to_pylist():
         column = _csv_column(value or "", matcher)
         if column is None:
@@ -262,13 +267,12 @@ def _raw_csv_mask(batch, matcher: Matcher):
         rows = np.flatnonzero(same & wide & ~quoted)
         if len(rows):
             fields = pc.list_element(pc.take(parts, pa.array(rows)), index)
-            hit = matcher.value_mask(name, pc.utf8_trim(pc.utf8_trim_whitespace(fields), "'"))
-            found[rows[hit]] = True
+            found[rows[matcher.value_mask(name, fields)]] = True
         rows = np.flatnonzero(same & quoted)
         if len(rows):
-            grammar = _csv_grammar(delimiter)
+            grammar = _csv_grammar(delimiter, *(matcher.dialect[1:] if matcher.dialect else ('"', '"')))
             records = [_csv_values((text or "").encode("utf-8"), grammar) for text in pc.take(raw, pa.array(rows)).to_pylist()]
-            fields = pa.array([r[index].strip() if len(r) > index else None for r in records], pa.large_string())
+            fields = pa.array([r[index] if len(r) > index else None for r in records], pa.large_string())
             found[rows[matcher.value_mask(name, fields)]] = True
     return found
 
@@ -289,8 +293,9 @@ def _blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
 
 
 def _in_run(char: str) -> bool:
-    """A character a token, a keyed value or an escape may hold (a window must not end or start next to it)."""
-    return char.isalnum() or char in "-_.@+\\"
+    """A character a token, a keyed value or an escape may hold (a window must not end or start next to it):
+    a letter, digit or combining mark, a joiner, a backslash."""
+    return char.isalnum() or char in "-_.@+\\" or unicodedata.category(char)[0] == "M"
 
 
 def _cut(text: str) -> int:
@@ -301,12 +306,12 @@ def _cut(text: str) -> int:
     return cut + 1 if cut >= 0 else -1
 
 
-def _windows(chunks: Iterable[bytes], overlap_chars: int) -> Iterator[tuple[str, str]]:
+def _windows(chunks: Iterable[bytes], overlap_chars: int, encoding: str = "utf-8") -> Iterator[tuple[str, str]]:
     """Byte chunks -> (new text, window to search): the new texts in order cover the input exactly once
     (for the CSV reading); each window is its new text after the ``overlap_chars`` characters before it,
     so a hit that crosses a seam is whole in one window. A window's edge inside a run of letters, digits,
     joiners or backslashes gets a letter beside it, so no part of the run reads as a token of its own."""
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    decoder = codecs.getincrementaldecoder(encoding)("replace")
     pending, context = "", ""
     blocks = _blocks(chunks)
     while True:
@@ -361,15 +366,21 @@ def _csv_records(lines: Iterable[str], grammar) -> Iterator[bytes]:
 
 
 def _csv_hit(lines: Iterable[str], matcher: Matcher, column: tuple[str, int, str]) -> bool:
-    """A CSV text whose header names a keyed subject key: that column's values compared by value."""
+    """A CSV text whose header names a subject key: that column's values compared by value (rule 1), a batch
+    of records at a time."""
+    import pyarrow as pa
+
     delimiter, index, name = column
-    wanted = matcher.needles.column_values(name)
-    grammar = _csv_grammar(delimiter)
+    grammar = _csv_grammar(delimiter, *(matcher.dialect[1:] if matcher.dialect else ('"', '"')))
+    values: list[str | None] = []
     for record in _csv_records(lines, grammar):
         row = _csv_values(record, grammar)
-        if len(row) > index and (row[index].strip().lower() in wanted or canonical_number(row[index]) in wanted):
-            return True
-    return False
+        values.append(row[index] if len(row) > index else None)
+        if len(values) >= 8192:
+            if matcher.value_mask(name, pa.array(values, pa.large_string())).any():
+                return True
+            values = []
+    return bool(values) and bool(matcher.value_mask(name, pa.array(values, pa.large_string())).any())
 
 
 def _lines(texts: Iterable[str]) -> Iterator[str]:
@@ -384,7 +395,7 @@ def _lines(texts: Iterable[str]) -> Iterator[str]:
 
 def _text_hit(chunks: Iterable[bytes], matcher: Matcher) -> bool:
     """Text windows searched by RE2; a CSV text with a keyed column also read as CSV, in the same pass."""
-    windows = _windows(chunks, matcher.overlap)
+    windows = _windows(chunks, matcher.overlap, matcher.encoding)
     first = next(windows, None)
     if first is None:
         return False
@@ -480,8 +491,7 @@ def _bounds(entry: dict, fields: dict[int, tuple[str, Any]], matcher: Matcher) -
             text = _bound_text(kind, item.get("value") or b"")
             if text is None:
                 continue
-            wanted = matcher.needles.column_values(name)
-            if wanted and (text.lower() in wanted or canonical_number(text) in wanted):
+            if matcher.equals(name, text):
                 return True, hinted
             if kind == "string" and _may_be_truncated_id(text, lower, matcher.needles):
                 hinted = True
