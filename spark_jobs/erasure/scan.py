@@ -5,8 +5,8 @@
 
 - **Parquet** (``PAR1`` at both ends): spilled to a local temporary file and read a batch of
   ``BATCH_ROWS`` rows at a time, each batch by ``batch_hits``: text columns (strings, binary, the
-  leaves of lists, structs and maps) by ``matching``'s rules 2 to 4, a column named like a keyed subject
-  key (numbers, digit ids) by value, bronze's ``_raw`` of a CSV dataset by its ``_header``. The erase
+  leaves of lists, structs and maps) by ``matching``'s rules 2 to 4, a column named like a subject key of
+  the object's dataset by the key's type (rule 1), bronze's ``_raw`` of a CSV dataset by its ``_header``. The erase
   itself decides which rows of bronze, the quarantine and silver hold a subject with the same
   ``batch_hits`` (``records.py``): what the verification reads is what the erase matched.
 - **Avro** (Iceberg manifests and manifest lists, read with ``fastavro``): a block at a time. Every
@@ -20,7 +20,7 @@
   Consecutive windows overlap by ``overlap(needles)`` characters (16 times the longest id and key, at
   least ``MIN_OVERLAP_CHARS``), more than any hit can span, and each ends after a character that no
   token holds: an id across a seam is read whole in one window. A text whose first line is a CSV header
-  naming a keyed subject key (a landing CSV, an Athena result) is also read as CSV, that column compared
+  naming a subject key (a landing CSV, an Athena result) is also read as CSV, that column compared
   by value.
 
 A version whose format does not parse is ``unreadable`` (its bytes are then searched as text, so a hit
@@ -173,7 +173,7 @@ def _mark(target, found, rows) -> None:
 def batch_hits(batch, matcher: Matcher):
     """Per row of an Arrow record batch: (a text holds a subject, a keyed column holds one by value) as two
     numpy bool arrays. Every column is read: strings and binary at any depth by rules 2 to 4 (all of a
-    batch's texts in one RE2 pass), a column named like a keyed subject key by value, bronze's CSV ``_raw``
+    batch's texts in one RE2 pass), a column named like a subject key by the key's type, bronze's CSV ``_raw``
     under its ``_header`` by value."""
     import numpy as np
     import pyarrow as pa
