@@ -206,3 +206,32 @@ def test_before_a_commit_only_personal_columns_are_tagged():
     closing = lf_tags.personal_only(plans)
     assert closing and all(not p.not_personal and p.personal for p in closing)
     assert {c for p in closing for c in p.personal} >= {"user_id", "url", "session_id", "added_by_evolution"}
+
+
+@pytest.mark.integration
+def test_a_run_refuses_a_database_that_hands_new_tables_to_iam_allowed_principals(lf_env, aws_env, boto_session,
+                                                                                    tmp_path, capsys):
+    """Where the account kept IAM_ALLOWED_PRINCIPALS in its defaults when the tenant's databases were created, AWS
+    copied it into each database's CreateTableDefaultPermissions (moto applies no defaults: the state is made here):
+    every table a run would create there is IAM's alone. The run refuses in one line naming the fix, before Spark."""
+    _, key = lf_env
+    glue = boto_session("glue")
+    suffix = uuid.uuid4().hex[:8]
+    open_db, closed_db = f"open_{suffix}", f"closed_{suffix}"
+    glue.create_database(DatabaseInput={"Name": closed_db, "CreateTableDefaultPermissions": []})
+    glue.create_database(DatabaseInput={"Name": open_db, "CreateTableDefaultPermissions": [{
+        "Principal": {"DataLakePrincipalIdentifier": "IAM_ALLOWED_PRINCIPALS"}, "Permissions": ["ALL"]}]})
+    lake_args = ["--lake-uri", str(tmp_path / "lake"), "--glue-databases", f"silver={closed_db},gold={open_db}",
+                 "--lf-classification-tag", key, "--s3-endpoint", aws_env["AWS_ENDPOINT_URL"],
+                 "--ca-bundle", aws_env["AWS_CA_BUNDLE"]]
+    assert cli.main(["run-all", "--dataset", "iot", *lake_args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: Glue database {open_db} gives every table created in it to IAM_ALLOWED_PRINCIPALS "
+                          "(CreateTableDefaultPermissions), so Lake Formation's tags and grants would decide nothing")
+    assert "nothing was run" in err and "lake_formation.manage_settings = true" in err and "\n" not in err
+    assert not (tmp_path / "lake").exists()  # nothing written, not even a lease
+    glue.update_database(Name=open_db, DatabaseInput={"Name": open_db, "CreateTableDefaultPermissions": []})
+    lf_tags.check_default_permissions(LakeConfig(lake_uri=str(tmp_path / "lake"), lf_classification_tag=key,
+                                                 glue_databases=(("gold", open_db), ("silver", closed_db)),
+                                                 s3_endpoint=aws_env["AWS_ENDPOINT_URL"],
+                                                 ca_bundle=aws_env["AWS_CA_BUNDLE"]))  # the fix: the run may start
