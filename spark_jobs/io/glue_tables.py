@@ -97,7 +97,10 @@ def register(spark, lake: LakeConfig, layer: str, name: str, glue=None, s3=None)
     except glue.exceptions.EntityNotFoundException:
         previous = None
     if previous is None:
-        glue.create_table(DatabaseName=databases[layer], TableInput=table_input(name, metadata, _s3(location)))
+        try:
+            glue.create_table(DatabaseName=databases[layer], TableInput=table_input(name, metadata, _s3(location)))
+        except glue.exceptions.EntityNotFoundException:
+            return False  # no such database (a lake config naming databases the emulator does not hold)
     else:
         before = (previous.get("Parameters") or {}).get("metadata_location", "")
         glue.update_table(DatabaseName=databases[layer], TableInput=table_input(name, metadata, _s3(location), before),
