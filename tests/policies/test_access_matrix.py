@@ -370,7 +370,7 @@ def test_a_readers_query_results_are_denied_to_the_consumer(matrix, applied, cli
     assert cells["reader-athena-query"].key == "personal"
 
 
-DEMO_DATASET, DEMO_RECORDS = "clickstream", "300"
+DEMO_DATASET, DEMO_RECORDS = "clickstream", "1000"
 
 
 @pytest.fixture(scope="module")
@@ -390,7 +390,7 @@ def demo_lake(matrix, applied, client, aws_env):
     env = {**os.environ, **aws_env, "TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR), "SPARK_LOCAL_IP": "127.0.0.1",
            "TENANTLAKE_SPARK_JARS": ",".join(str(j) for j in ensure_jars())}
     for args in (["datagen", "--tenant", owner.tenant_id, "--dataset", DEMO_DATASET, "--records", DEMO_RECORDS,
-                  "--bad-rate", "0.05"],
+                  "--bad-rate", "0.02"],
                  ["run-all", "--tenant", owner.tenant_id, "--dataset", DEMO_DATASET, "--allow-warn"]):
         done = subprocess.run([sys.executable, "-m", "spark_jobs", *args], cwd=REPO_ROOT, env=env, capture_output=True,
                               text=True, timeout=1200)
