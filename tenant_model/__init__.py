@@ -58,6 +58,10 @@ NAME_TEMPLATES: dict[str, str] = {
     "log_group": "/tenantlake/{tenant_id}/emr",
     "virtual_cluster": "{tenant_id}-lake",
     "athena_workgroup": "{tenant_id}-lake",
+    # Query results per principal (modules/athena_workgroup.py): the readers of personal data query in a workgroup
+    # of their own, whose results the consumer cannot read; they attach the module's managed policy.
+    "athena_personal_workgroup": "{tenant_id}-lake-personal",
+    "personal_data_reader_policy": "{tenant_id}-lake-personal-data-reader",
     # Table maintenance on a schedule (modules/maintenance_schedule.py): the EventBridge Scheduler schedule
     # and the role it starts EMR job runs with.
     "maintenance_schedule": "{tenant_id}-lake-maintenance",
@@ -135,8 +139,11 @@ STREAM_BUFFER_MIB = 1
 # ``tenant_key = replace(var.tenant_id, "-", "_")``.
 CATALOG_LAYERS: tuple[str, ...] = ("silver", "gold")
 GLUE_DATABASE_TEMPLATE = "{tenant_key}_{layer}"
-# Where the tenant's Athena workgroup writes query results: s3://<lake>/<ATHENA_RESULTS_PREFIX>/.
+# Where the tenant's Athena workgroups write query results: s3://<lake>/<ATHENA_RESULTS_PREFIX>/, one folder per
+# querying principal (each workgroup enforces its own): the consumer's, and the readers of personal data's, whose
+# results may hold personal columns and which the consumer may not read (modules/README.md, "Query results").
 ATHENA_RESULTS_PREFIX = "athena"
+ATHENA_RESULT_PREFIXES: dict[str, str] = {"consumer": "athena/consumer", "personal": "athena/personal"}
 
 
 # Lake Formation tag-based access control (modules/lake_formation.py, spark_jobs/lf_tags.py). Every column is

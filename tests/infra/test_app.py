@@ -18,6 +18,7 @@ INTERFACE_OUTPUTS = {
     "emr_virtual_cluster_arn", "retention_days", "maintenance_scheduler_role_arn", "maintenance_schedule_name",
     "inventory",  # issue 30: the lake's S3 Inventory (modules/inventory.py), which `usage` reads
     "lake_formation",  # issue 44: the LF-tag keys the jobs tag columns with (modules/lake_formation.py)
+    "personal_data_reader",  # issue 52: the readers' workgroup and the managed policy they attach
 }
 
 
@@ -82,7 +83,7 @@ def test_athena_workgroup_enforces_encrypted_results_under_the_lake(tenant_modul
     config = workgroup["configuration"]
     assert config["enforce_workgroup_configuration"] is True and config["bytes_scanned_cutoff_per_query"] > 0
     results = config["result_configuration"]
-    assert results["output_location"] == "s3://${var.tenant_id}-${var.region}-lake/athena/"
+    assert results["output_location"] == "s3://${var.tenant_id}-${var.region}-lake/athena/consumer/"
     assert results["encryption_configuration"] == {"encryption_option": "SSE_KMS",
                                                     "kms_key_arn": "${aws_kms_key.kms_key.arn}"}
     assert workgroup["force_destroy"] == '${var.environment == "local"}'
@@ -100,7 +101,8 @@ def test_checkov_skips_are_few_and_justified(tenant_module):
 def test_resource_inventory(tenant_module):
     counts = {t: len(b) for t, b in tenant_module["resource"].items()}
     assert counts == {
-        "aws_athena_workgroup": 1, "aws_glue_catalog_database": 2,  # one per table layer
+        "aws_athena_workgroup": 2, "aws_glue_catalog_database": 2,  # the consumer's and the readers'; one per table layer
+        "aws_iam_policy": 1,  # the readers of personal data's managed policy
         "aws_cloudwatch_log_group": 1, "aws_emrcontainers_virtual_cluster": 1,
         # + per-stream (for_each) Firehose role, 2 policies; + the maintenance scheduler's role and policy (count);
         # + Lake Formation's data-access role and policy

@@ -237,7 +237,7 @@ def test_virtual_cluster_is_running_in_the_tenant_namespace(lake, boto_session):
 
 def test_glue_databases_and_athena_workgroup_are_the_tenants(lake, boto_session, cfg):
     """The table catalog on AWS, as applied: a Glue database per table layer at its prefix of the lake, and a
-    workgroup whose results are SSE-KMS with the tenant key under athena/, enforced."""
+    workgroup whose results are SSE-KMS with the tenant key under athena/consumer/, enforced."""
     assert lake["glue_database_names"] == cfg.glue_databases == {"silver": "acme_silver", "gold": "acme_gold"}
     glue = boto_session("glue", REGION)
     for layer, name in lake["glue_database_names"].items():
@@ -251,8 +251,14 @@ def test_glue_databases_and_athena_workgroup_are_the_tenants(lake, boto_session,
     config = workgroup["Configuration"]
     assert config["EnforceWorkGroupConfiguration"] is True
     assert config["ResultConfiguration"] == {
-        "OutputLocation": f"s3://{lake['lake_bucket_name']}/athena/",
+        "OutputLocation": f"s3://{lake['lake_bucket_name']}/athena/consumer/",
         "EncryptionConfiguration": {"EncryptionOption": "SSE_KMS", "KmsKey": lake["kms_key_arn"]}}
+    # The readers of personal data's own workgroup (issue 52): their results where the consumer cannot read.
+    personal = athena.get_work_group(WorkGroup=lake["personal_data_reader"]["workgroup"])["WorkGroup"]
+    assert personal["Name"] == cfg.name("athena_personal_workgroup") == "acme-lake-personal"
+    assert personal["Configuration"]["EnforceWorkGroupConfiguration"] is True
+    assert personal["Configuration"]["ResultConfiguration"]["OutputLocation"] == (
+        f"s3://{lake['lake_bucket_name']}/athena/personal/")
 
 
 def test_lake_formation_tags_grants_and_settings_are_applied(lake, boto_session, cfg):
