@@ -336,33 +336,21 @@ def _windows(chunks: Iterable[bytes], overlap_chars: int, encoding: str = "utf-8
 
 
 def _csv_records(lines: Iterable[str], grammar) -> Iterator[bytes]:
-    """A CSV text's records (UTF-8 bytes), cut where bronze cuts them (``CsvGrammar.take_record``): at a line
-    break outside a quoted field; an unterminated quote runs to the next quote of the text, or ends at its own
-    line when there is none (or after ``MAX_OPEN_QUOTE_BYTES``)."""
-    from spark_jobs.transforms.landing_lines import MAX_OPEN_QUOTE_BYTES
+    """A CSV text's records (UTF-8 bytes), cut where bronze cuts them (``PendingRecords``, ``CsvGrammar.take_record``):
+    at a line break outside a quoted field; an unterminated quote runs to the next quote of the text, or ends at its
+    own line when there is none (or after ``MAX_OPEN_QUOTE_BYTES``). Linear in the text, however many lines a
+    quoted field runs over."""
+    from spark_jobs.transforms.landing_lines import MAX_OPEN_QUOTE_BYTES, PendingRecords
 
-    parts: list[bytes] = []  # the text of the record still open (a quoted field running over lines)
-    size, is_open = 0, False
+    pending, is_open = PendingRecords(), False  # the text of the record still open (a quoted field over lines)
     for line in lines:
         data = line.encode("utf-8")
-        parts.append(data)
-        size += len(data)
-        if is_open and grammar.q not in data and size <= MAX_OPEN_QUOTE_BYTES:
+        pending.add(data)
+        if is_open and grammar.q not in data and len(pending) <= MAX_OPEN_QUOTE_BYTES:
             continue  # this line cannot close the open field
-        pending, pos, is_open = b"".join(parts), 0, False
-        while pos < len(pending):
-            taken = grammar.take_record(pending, pos, len(pending) - pos > MAX_OPEN_QUOTE_BYTES)
-            if taken is None:
-                is_open = True
-                break
-            yield pending[pos:taken[0]]
-            pos = taken[1]
-        parts, size = ([pending[pos:]], len(pending) - pos) if pos < len(pending) else ([], 0)
-    pending, pos = b"".join(parts), 0
-    while pos < len(pending):
-        end, following = grammar.take_record(pending, pos, True)
-        yield pending[pos:end]
-        pos = following
+        yield from pending.take(grammar, at_end=False)
+        is_open = bool(pending)
+    yield from pending.take(grammar, at_end=True)
 
 
 def _csv_hit(lines: Iterable[str], matcher: Matcher, column: tuple[str, int, str]) -> bool:
