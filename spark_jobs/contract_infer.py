@@ -88,7 +88,7 @@ _INTEGER_RE2 = r"^[-+]?[0-9]+$"
 _TIMESTAMP_RE2 = tuple(f"^(?:{r.pattern})$" for r in TIMESTAMP_REGEXES)
 _BOOLEAN_CASES = ("true", "false", "True", "False", "TRUE", "FALSE")  # the common cases; others are lowered
 BATCH = 4096                # records per batch of the Python readers (JSON, and CSV when pyarrow's reader cannot)
-ARROW_BLOCK_BYTES = 4 << 20  # pyarrow's CSV reader: bytes of text per batch
+ARROW_BLOCK_BYTES = 1 << 20  # pyarrow's CSV reader: bytes of text per batch
 PLAIN_TRIES = 3             # a column's batches tried as read, as long as one of these in a row passes
 PROGRESS_EVERY_S = 10.0     # a progress line on stderr at most this often during a long pass
 PARQUET_TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"  # how bronze writes Parquet timestamps
@@ -555,7 +555,7 @@ def sample_csv(path: Path, is_gzip: bool, rows: int, delimiter: str | None) -> S
     header = len(first_records) > 1 and _looks_like_header(first, first_records[1:])
     names = first if header else [f"field_{i + 1}" for i in range(len(first))]
     landing = dataclasses.replace(landing, header=header)
-    for reader in (ArrowCsv, PythonCsv):
+    for reader in CSV_READERS:
         try:
             try:
                 return _stream_csv(reader(path, is_gzip, landing, names), rows)
@@ -603,11 +603,17 @@ class ArrowCsv:
         width, landing = len(self.names), self.landing
         self.skipped = 0
 
+        unfit: list[str] = []
+
         def odd_row(row: Any) -> str:
+            """A row of another field count: skipped and counted as Python's reader does (a blank one is no
+            record); one that Python's csv module reads at the header's width stops Arrow (an exception raised
+            here would not reach the caller: Arrow reports the row as its error instead)."""
             record = next(csv_reader(row.text, landing), [])
             if len(record) == width:
-                raise NativeUnfit(f"a record at line {row.number} splits into {row.actual_columns} fields, "
-                                  f"Python's csv module reads {width}")
+                unfit.append(f"it splits a record into {row.actual_columns} fields, expecting {row.expected_columns}; "
+                             f"Python's csv module reads the header's {width}")
+                return "error"
             if len(record) > 1 or (record and record[0].strip()):
                 self.skipped += 1
             return "skip"
@@ -623,15 +629,20 @@ class ArrowCsv:
                                         strings_can_be_null=False, quoted_strings_can_be_null=False,
                                         include_columns=wanted)
         source = pa.input_stream(str(self.path), compression="gzip" if self.is_gzip else None)
-        with pa_csv.open_csv(source, read_options=read, parse_options=parse, convert_options=convert) as reader:
-            if landing.header and reader.schema.names != (wanted or self.names):
-                raise NativeUnfit("it reads the header's fields otherwise")
-            for batch in reader:
-                arrays = batch.columns
-                if width == 1:  # a one-field file: a blank line is a record to Arrow, none to Python
-                    arrays = [a.filter(pc.not_equal(pc.utf8_trim_whitespace(a), "")) for a in arrays]
-                if len(arrays[0]) if arrays else batch.num_rows:
-                    yield arrays
+        try:
+            with pa_csv.open_csv(source, read_options=read, parse_options=parse, convert_options=convert) as reader:
+                if landing.header and reader.schema.names != (wanted or self.names):
+                    raise NativeUnfit("it reads the header's fields otherwise")
+                for batch in reader:
+                    arrays = batch.columns
+                    if width == 1:  # a one-field file: a blank line is a record to Arrow, none to Python
+                        arrays = [a.filter(pc.not_equal(pc.utf8_trim_whitespace(a), "")) for a in arrays]
+                    if len(arrays[0]) if arrays else batch.num_rows:
+                        yield arrays
+        except pa.ArrowInvalid:
+            if unfit:
+                raise NativeUnfit(unfit[0]) from None
+            raise
 
 
 class NotUtf8(Exception):
@@ -689,6 +700,9 @@ def _stream_csv(source: ArrowCsv | PythonCsv, rows: int) -> Sampled:
     landing = dataclasses.replace(source.landing, null_values=("", *sorted(tokens)))
     return Sampled(fields, landing, reservoir.count, source.skipped, reread=None, columns=source.batches)
 
+
+
+CSV_READERS = (ArrowCsv, PythonCsv)  # the first that reads the file alike; Python's csv module reads any
 
 
 def _batches(records: Iterator[Any]) -> Iterator[list[Any]]:
