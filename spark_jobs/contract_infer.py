@@ -4,7 +4,10 @@ Reads a whole CSV (gzip too), Parquet or JSON file as a stream, with memory boun
 (default 10000) and not by the file: every record updates per-field statistics (missing values, numeric
 range, whether every value is an integer, a number, a boolean or a time of one pattern), and a reservoir
 sample of ``--sample-rows`` records spread over the whole file (not its head) serves what needs the values
-themselves. It writes a contract YAML that ``load_contract`` accepts as it is:
+themselves. A CSV goes through pyarrow's streaming reader (``ArrowCsv``) and the statistics are Arrow compute
+calls over each batch's whole columns; a file it cannot read as Python's csv module does goes through that
+module instead (``PythonCsv``, one progress line says so), into the same statistics. It writes a contract YAML
+that ``load_contract`` accepts as it is:
 
 - landing: the format; for CSV the delimiter (sniffed among ``, ; TAB |``), the header, the encoding
   (UTF-8, else ISO-8859-1) and the null texts met in the file (``""`` plus any of ``NA``, ``N/A``,
@@ -20,7 +23,8 @@ themselves. It writes a contract YAML that ``load_contract`` accepts as it is:
   time span (a bulk export is not late data);
 - key: the smallest column combination (one, two or three columns; ids first, then the event time) that is
   unique and never missing over the WHOLE file, checked in a second pass that spills 64-bit hashes of each
-  candidate's values to disk (memory bounded by a bucket of them); the other verified keys as a comment;
+  candidate's values to disk (DuckDB's ``hash`` for CSV; memory bounded by a bucket of them); the other
+  verified keys as a comment;
   with none, the draft says so and proposes every column (a record is then its own identity);
 - gold: always ``period_summary`` (hourly or daily, by the event-time resolution) over the numeric columns
   outside the key (row counts alone when there are none).
