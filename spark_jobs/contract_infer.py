@@ -579,7 +579,7 @@ class NativeUnfit(Exception):
 class ArrowCsv:
     """A CSV file's records through pyarrow's streaming CSV reader (parsing and decoding in C++, a block of
     ``ARROW_BLOCK_BYTES`` at a time), as batches of Arrow string columns, the same records and values as
-    ``PythonCsv`` gives: blank lines dropped, records of another field count than the first skipped and counted,
+    ``PythonCsv`` gives: blank lines dropped, records of another field count than the header skipped and counted,
     quoted line breaks kept, a UTF-8 byte-order mark dropped, gzip decompressed by Arrow. Where it cannot give
     the same (Arrow names the header's fields otherwise, a skipped row that Python's csv module reads at the right
     width, any other Arrow error), it raises ``NativeUnfit`` and the Python reader reads the file."""
@@ -641,7 +641,7 @@ class ArrowCsv:
                     arrays = batch.columns
                     if width == 1:  # a one-field file: a blank line is a record to Arrow, none to Python
                         arrays = [a.filter(pc.not_equal(pc.utf8_trim_whitespace(a), "")) for a in arrays]
-                    if len(arrays[0]) if arrays else batch.num_rows:
+                    if len(arrays[0]):
                         yield arrays
         except pa.ArrowInvalid:
             if unfit:
@@ -687,23 +687,20 @@ def _stream_csv(source: ArrowCsv | PythonCsv, rows: int) -> Sampled:
     names = source.names
     stats = [Stats() for _ in names]
     reservoir = Reservoir(rows)
-    count, progress = 0, _Progress(f"{source.path.name}: {{:,}} records read")
+    progress = _Progress(f"{source.path.name}: {{:,}} records read")
     for columns in source.batches():
-        n = len(columns[0])
-        count += n
         for stat, column in zip(stats, columns):
             stat.add_column(column)
-        chosen = reservoir.offer(n)
+        chosen = reservoir.offer(len(columns[0]))
         if chosen:
             picks = pa.array(list(chosen.values()), pa.int64())
             reservoir.store(chosen, zip(*(column.take(picks).to_pylist() for column in columns)))
-        progress.tick(count)
+        progress.tick(reservoir.count)
     tokens = _null_tokens(stats)
     fields = [Field(source=name, values=[None if v == "" or v.strip() in tokens else v for v in column], stats=stat)
               for name, stat, column in zip(names, stats, zip(*reservoir.items) if reservoir.items else [[]] * len(names))]
     landing = dataclasses.replace(source.landing, null_values=("", *sorted(tokens)))
     return Sampled(fields, landing, reservoir.count, source.skipped, reread=None, columns=source.batches)
-
 
 
 CSV_READERS = (ArrowCsv, PythonCsv)  # the first that reads the file alike; Python's csv module reads any
