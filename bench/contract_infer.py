@@ -13,14 +13,16 @@ Two shapes:
   quoted values hold line breaks now and then. pyarrow's defaults refuse that file ("CSV parser got out of sync
   with chunker"): its read sets ``newlines_in_values=True``, as ``contract infer``'s reader does.
 
-The figures are each command's wall time and the peak resident memory of its process tree (sampled every 0.2 s,
-``bench.common.run_sampled``), and whether ``contract infer`` read the file with pyarrow's reader
-or fell back to Python's csv module (its progress line, in the log). Targets: ``contract infer`` at most 8x
+``contract infer`` and pyarrow's read run in turns, ``--repeats`` times each (default 3): each figure is the median
+(a spike of the shared machine lands on one run, not on one side of the ratio), every run is in the JSON. The
+figures are each command's wall time and the peak resident memory of its process tree (sampled every 0.2 s,
+``bench.common.run_sampled``), whether the runs made the same draft, and whether ``contract infer`` read the
+file with pyarrow's reader or fell back to Python's csv module (its progress line, in the log). Targets: ``contract infer`` at most 8x
 pyarrow's read of the same file at 2N (issue 56); the doubling ratio (2N against N) at or under 2.2; memory that
 does not grow with the file (the sample is ``--sample-rows``, the key check spills to disk). Results go to
 ``bench/results/contract_infer.json``.
 
-    python -m bench.contract_infer [--records 1000000] [--sample-rows 10000] [--wide-span-rows 10800000]
+    python -m bench.contract_infer [--records 1000000] [--sample-rows 10000] [--wide-span-rows 10800000] [--repeats 3]
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ import datetime as dt
 import json
 import os
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -88,28 +91,37 @@ def _pyarrow_read(path: Path, newlines_in_values: bool) -> list[str]:
     return [sys.executable, "-c", script, str(path), "1" if newlines_in_values else "0"]
 
 
-def measure(path: Path, shape: str, records: int, sample_rows: int, newlines_in_values: bool, log: Path) -> dict:
-    """One file through ``contract infer``, pyarrow's read and DuckDB's SUMMARIZE, one after the other."""
-    logged = log.stat().st_size if log.exists() else 0
-    ours = _timed([sys.executable, "-m", "spark_jobs", "contract", "infer", "--from", str(path), "--dataset",
-                   shape.replace("-", "_"), "--sample-rows", str(sample_rows)], log)
-    fell_back = FALLBACK_LINE in log.read_text()[logged:]
-    arrow = _timed(_pyarrow_read(path, newlines_in_values), log)
-    if int(arrow["stdout"].strip()) != records:
-        raise SystemExit(f"pyarrow read {arrow['stdout'].strip()} records of {path.name}, not {records:,}")
+def measure(path: Path, shape: str, records: int, sample_rows: int, newlines_in_values: bool, log: Path,
+            repeats: int = 1) -> dict:
+    """One file through ``contract infer`` and pyarrow's read, in turns, ``repeats`` times (each figure the
+    median: a spike of the shared machine lands on one run, not on one side), then DuckDB's SUMMARIZE once."""
+    infers, reads = [], []
+    for _ in range(repeats):
+        logged = log.stat().st_size if log.exists() else 0
+        infers.append(_timed([sys.executable, "-m", "spark_jobs", "contract", "infer", "--from", str(path),
+                              "--dataset", shape.replace("-", "_"), "--sample-rows", str(sample_rows)], log))
+        infers[-1]["fell_back"] = FALLBACK_LINE in log.read_text()[logged:]
+        reads.append(_timed(_pyarrow_read(path, newlines_in_values), log))
+        if int(reads[-1]["stdout"].strip()) != records:
+            raise SystemExit(f"pyarrow read {reads[-1]['stdout'].strip()} records of {path.name}, not {records:,}")
     duck = _timed(_duckdb_summary(path), log)
-    key = next((ln for ln in ours["stdout"].splitlines() if ln.startswith("key:")), "")
-    read = next((ln for ln in ours["stdout"].splitlines() if ln.startswith("# Draft contract")), "")
+    infer_s, read_s = (statistics.median(run["wall_s"] for run in runs) for runs in (infers, reads))
+    key = next((ln for ln in infers[0]["stdout"].splitlines() if ln.startswith("key:")), "")
+    read = next((ln for ln in infers[0]["stdout"].splitlines() if ln.startswith("# Draft contract")), "")
     row = {"shape": shape, "records": records, "mb": round(path.stat().st_size / 1e6, 1),
-           "reader": "Python csv (fallback)" if fell_back else "pyarrow", "infer_s": ours["wall_s"],
-           "infer_peak_mb": ours["peak_rss_mb"], "pyarrow_read_s": arrow["wall_s"],
-           "pyarrow_peak_mb": arrow["peak_rss_mb"], "ratio_to_pyarrow": round(ours["wall_s"] / max(arrow["wall_s"], 0.01), 2),
-           "duckdb_summarize_s": duck["wall_s"], "ratio_to_duckdb": round(ours["wall_s"] / max(duck["wall_s"], 0.01), 1),
+           "reader": "Python csv (fallback)" if any(run["fell_back"] for run in infers) else "pyarrow",
+           "infer_s": infer_s, "infer_peak_mb": max(run["peak_rss_mb"] for run in infers), "pyarrow_read_s": read_s,
+           "pyarrow_peak_mb": max(run["peak_rss_mb"] for run in reads),
+           "ratio_to_pyarrow": round(infer_s / max(read_s, 0.01), 2),
+           "duckdb_summarize_s": duck["wall_s"], "ratio_to_duckdb": round(infer_s / max(duck["wall_s"], 0.01), 1),
            "key": key, "read_all": f"{records:,} records read" in read,
+           "infer_runs_s": [run["wall_s"] for run in infers], "pyarrow_runs_s": [run["wall_s"] for run in reads],
+           "same_draft": len({run["stdout"] for run in infers}) == 1,
            "pyarrow_options": "newlines_in_values=True" if newlines_in_values else "defaults"}
-    print(f"[bench.contract_infer] {shape} {records:,} records ({row['mb']} MB): infer {ours['wall_s']} s "
-          f"(peak {ours['peak_rss_mb']} MB, {row['reader']}), pyarrow read {arrow['wall_s']} s "
-          f"({row['ratio_to_pyarrow']}x), DuckDB SUMMARIZE {duck['wall_s']} s; {key}", file=sys.stderr)
+    print(f"[bench.contract_infer] {shape} {records:,} records ({row['mb']} MB): infer {infer_s} s "
+          f"(runs {row['infer_runs_s']}, peak {row['infer_peak_mb']} MB, {row['reader']}), pyarrow read {read_s} s "
+          f"(runs {row['pyarrow_runs_s']}; ours {row['ratio_to_pyarrow']}x), DuckDB SUMMARIZE {duck['wall_s']} s; {key}",
+          file=sys.stderr)
     return row
 
 
@@ -119,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample-rows", type=int, default=10_000)
     parser.add_argument("--wide-span-rows", type=int, default=10_800_000,
                         help="records of the wide-span file (default: 10800000, about 0.93 GB); 0: none")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="runs of contract infer and of pyarrow's read per file, in turns (default: 3; medians)")
     parser.add_argument("--no-result", action="store_true", help="print only; do not write the result file")
     args = parser.parse_args(argv)
     rows = []
@@ -127,11 +141,11 @@ def main(argv: list[str] | None = None) -> int:
         log = Path(folder) / "commands.log"
         for records in (args.records, 2 * args.records):
             path = write_file(Path(folder) / f"readings_{records}.csv", records)
-            rows.append(measure(path, "readings", records, args.sample_rows, False, log))
+            rows.append(measure(path, "readings", records, args.sample_rows, False, log, args.repeats))
             path.unlink()
         if args.wide_span_rows:
             path = write_wide_span_file(Path(folder) / "stations-wide-span.csv", args.wide_span_rows, "csv")
-            rows.append(measure(path, "wide-span", args.wide_span_rows, args.sample_rows, True, log))
+            rows.append(measure(path, "wide-span", args.wide_span_rows, args.sample_rows, True, log, args.repeats))
     doubling = round(rows[1]["infer_s"] / rows[0]["infer_s"], 2)
     memory = round(rows[1]["infer_peak_mb"] / rows[0]["infer_peak_mb"], 2)
     targets = [target_line(f"contract infer over pyarrow's read, {rows[1]['records']:,}-record CSV",
@@ -148,10 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     notes = [f"readings: a year of hourly readings of several stations in time order, 19 columns, NA for 1 % of one "
              f"column; wide-span: bench.ingest_data.write_wide_span_file (15 columns, NA nulls, quoted line breaks, "
              f"32 years); --sample-rows {args.sample_rows}",
-             "each command a process of its own, one after the other on the same file: contract infer, pyarrow's "
-             "read_csv of the whole file (its defaults; newlines_in_values=True for the wide-span file, which the "
-             "defaults refuse), DuckDB's SUMMARIZE (types, min, max, nulls, distinct estimates); wall time and peak "
-             "RSS of each process tree (sampled every 0.2 s)",
+             f"each command a process of its own on the same file: contract infer and pyarrow's read_csv of the "
+             f"whole file (its defaults; newlines_in_values=True for the wide-span file, which the defaults refuse) "
+             f"in turns, {args.repeats} times each (the medians; every run in infer_runs_s, pyarrow_runs_s), then "
+             f"DuckDB's SUMMARIZE once (types, min, max, nulls, distinct estimates); wall time and peak RSS of each "
+             f"process tree (sampled every 0.2 s; the highest of the runs)",
              f"load average at the end {load} (2 cores; other jobs ran beside it: compare the ratios, not the seconds)"]
     result = {"rows": rows, "targets": targets, "notes": notes}
     print(json.dumps(result, indent=1))

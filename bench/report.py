@@ -161,7 +161,7 @@ DETAIL_KEYS = {
     "export": frozenset({"partitions", "peak_jvm_mb"}),
     "infra": frozenset({"synth_invocations"}),
     "small": frozenset({"rows_in", "rows_out", "session_cpu_s", "counts_cpu_s", "process_s"}),
-    "contract_infer": frozenset({"pyarrow_peak_mb", "pyarrow_options", "read_all"}),
+    "contract_infer": frozenset({"pyarrow_peak_mb", "pyarrow_options", "read_all", "same_draft"}),
 }
 # Each kind of result: its title, its columns, and the heading of its method in bench/README.md.
 KINDS = {"pipeline": ("Pipeline", PIPELINE_COLUMNS, "pipeline"), "infra": ("Infrastructure", INFRA_COLUMNS, "infrastructure"),

@@ -9,8 +9,9 @@ from spark_jobs.contract_infer import infer
 
 def test_a_file_is_measured_against_pyarrows_read(tmp_path):
     path = bench.write_file(tmp_path / "readings.csv", 3_000)
-    row = bench.measure(path, "readings", 3_000, 500, False, tmp_path / "commands.log")
-    assert (row["reader"], row["read_all"], row["pyarrow_options"]) == ("pyarrow", True, "defaults")
+    row = bench.measure(path, "readings", 3_000, 500, False, tmp_path / "commands.log", repeats=2)
+    assert (row["reader"], row["read_all"], row["same_draft"], row["pyarrow_options"]) == ("pyarrow", True, True, "defaults")
+    assert len(row["infer_runs_s"]) == len(row["pyarrow_runs_s"]) == 2
     assert row["key"] == "key: [observed_at]"  # one station below 8,760 records
     assert row["ratio_to_pyarrow"] == round(row["infer_s"] / row["pyarrow_read_s"], 2)
     assert row["infer_peak_mb"] > 0 and row["pyarrow_peak_mb"] > 0 and row["duckdb_summarize_s"] > 0
