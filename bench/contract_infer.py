@@ -17,10 +17,10 @@ Two shapes:
 (a spike of the shared machine lands on one run, not on one side of the ratio), every run is in the JSON. The
 figures are each command's wall time and the peak resident memory of its process tree (sampled every 0.2 s,
 ``bench.common.run_sampled``), whether the runs made the same draft, and whether ``contract infer`` read the
-file with pyarrow's reader or fell back to Python's csv module (its progress line, in the log). Targets: ``contract infer`` at most 8x
-pyarrow's read of the same file at 2N (issue 56); the doubling ratio (2N against N) at or under 2.2; memory that
-does not grow with the file (the sample is ``--sample-rows``, the key check spills to disk). Results go to
-``bench/results/contract_infer.json``.
+file with pyarrow's reader or fell back to Python's csv module (its progress line, in the log). Targets:
+``contract infer`` at most 8x pyarrow's read of the same file at 2N (issue 56); the doubling ratio (2N against N)
+at or under 2.2; memory that does not grow with the file (the sample is ``--sample-rows``, the key check spills to
+disk). Results go to ``bench/results/contract_infer.json``.
 
     python -m bench.contract_infer [--records 1000000] [--sample-rows 10000] [--wide-span-rows 10800000] [--repeats 3]
 """

@@ -697,8 +697,9 @@ def _stream_csv(source: ArrowCsv | PythonCsv, rows: int) -> Sampled:
             reservoir.store(chosen, zip(*(column.take(picks).to_pylist() for column in columns)))
         progress.tick(reservoir.count)
     tokens = _null_tokens(stats)
+    sample_columns = zip(*reservoir.items) if reservoir.items else [[]] * len(names)
     fields = [Field(source=name, values=[None if v == "" or v.strip() in tokens else v for v in column], stats=stat)
-              for name, stat, column in zip(names, stats, zip(*reservoir.items) if reservoir.items else [[]] * len(names))]
+              for name, stat, column in zip(names, stats, sample_columns)]
     landing = dataclasses.replace(source.landing, null_values=("", *sorted(tokens)))
     return Sampled(fields, landing, reservoir.count, source.skipped, reread=None, columns=source.batches)
 
