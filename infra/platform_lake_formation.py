@@ -20,7 +20,7 @@ import re
 from typing import Any, Mapping
 
 import tenant_model
-from infra.platform import PlatformConfigError
+from infra.platform import PlatformConfigError, refuse_unknown_and_missing
 
 # The directory name of such a unit under tenants/_platform/ starts with this (one unit per account and region:
 # the samples name theirs after the region, lake-formation-eu-west-1).
@@ -79,12 +79,7 @@ REQUIRED = {"region", "account_id"}
 
 def from_inputs(inputs: Mapping[str, Any], unit: str) -> LakeFormationSettingsConfig:
     """Build and validate a ``LakeFormationSettingsConfig`` from a Terragrunt ``inputs`` map."""
-    unknown = sorted(set(inputs) - FIELDS)
-    if unknown:
-        raise PlatformConfigError(unit, unknown[0], f"unknown input (known: {', '.join(sorted(FIELDS))})")
-    missing = sorted(REQUIRED - set(inputs))
-    if missing:
-        raise PlatformConfigError(unit, missing[0], "is required")
+    refuse_unknown_and_missing(inputs, unit, FIELDS, REQUIRED)
     values = dict(inputs)
     for field in ("region", "account_id", "environment"):
         if field in values and not isinstance(values[field], str):

@@ -8,67 +8,40 @@ and no ``IAM_ALLOWED_PRINCIPALS`` default for new databases and tables. Rules co
 """
 from __future__ import annotations
 
-import json
 import os
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-from cdktf import App, TerraformOutput, TerraformStack, TerraformVariable  # noqa: E402
-from cdktf import TerraformVariableValidationConfig  # noqa: E402
-from cdktf_cdktf_provider_aws.provider import AwsProvider  # noqa: E402
+from cdktf import App  # noqa: E402
 from constructs import Construct  # noqa: E402
 
 import tenant_model  # noqa: E402
 from infra import platform_lake_formation as model  # noqa: E402
+from infra.platform_stack import PlatformStack, check, regex  # noqa: E402
 from modules.bucket_policy import DeployerIdentity  # noqa: E402
 from modules.lake_formation_settings import LakeFormationSettings, LakeFormationSettingsConfig  # noqa: E402
-from modules.refs import address, logical_id  # noqa: E402
+from modules.refs import address  # noqa: E402
 
 STACK_NAME = "platform_lake_formation"
 
 
-def _check(condition: str, field: str, rule: str) -> TerraformVariableValidationConfig:
-    return TerraformVariableValidationConfig(condition="${%s}" % condition, error_message=f"{field}: {rule}")
-
-
-def _regex(pattern: str, ref: str) -> str:
-    return f"can(regex({json.dumps(pattern)}, {ref}))"
-
-
-class PlatformLakeFormationStack(TerraformStack):
+class PlatformLakeFormationStack(PlatformStack):
     """The Lake Formation settings of one account in one region."""
-
-    def _allocate_logical_id(self, tf_element) -> str:  # same readable addresses as the tenant stack
-        return logical_id(tf_element)
 
     def __init__(self, scope: Construct, id_: str = STACK_NAME) -> None:
         super().__init__(scope, id_)
-        AwsProvider(self, "aws", region="${var.region}")  # stripped by synth.py; Terragrunt generates provider.tf
-        rules, trules = model.RULE_TEXTS, tenant_model.RULE_TEXTS
-        inputs = Construct(self, "inputs")  # variables keep their own names (modules/refs.py)
-
-        def var(name: str, type_: str, description: str, default=None, checks=()) -> TerraformVariable:
-            return TerraformVariable(inputs, name, type=type_, description=description, default=default,
-                                     validation=list(checks) or None)
-
-        var("region", "string", "The region whose Lake Formation settings the unit holds (the provider's region).",
-            checks=[_check(_regex(tenant_model.REGION_RE, "var.region"), "region",
-                           trules["region"].format(region="${var.region}"))])
-        var("account_id", "string", "The account whose settings these are; applying with another account's "
-            "credentials is refused.", checks=[
-                _check(_regex(tenant_model.ACCOUNT_ID_RE, "var.account_id"), "account_id",
-                       trules["account_id"].format(account_id="${var.account_id}"))])
-        var("admin_principal_arns", "list(string)",
-            "Lake Formation administrators besides the identity applying the unit (IAM role or user ARNs).",
-            default=[], checks=[
-                _check(f"alltrue([for a in var.admin_principal_arns : {_regex(model.ADMIN_ARN_RE, 'a')}]) && "
-                       "length(distinct(var.admin_principal_arns)) == length(var.admin_principal_arns)",
-                       "admin_principal_arns", rules["admin_principal_arns"])])
-        var("environment", "string", f"Deployment environment, one of {', '.join(tenant_model.ENVIRONMENTS)}.",
-            default="local", checks=[
-                _check(f"contains({json.dumps(list(tenant_model.ENVIRONMENTS))}, var.environment)", "environment",
-                       trules["environment"].format(environment="${var.environment}",
-                                                    environments=", ".join(tenant_model.ENVIRONMENTS)))])
+        self.region_variable("The region whose Lake Formation settings the unit holds (the provider's region).")
+        self.variable("account_id", "string", "The account whose settings these are; applying with another account's "
+                      "credentials is refused.", checks=[
+                          check(regex(tenant_model.ACCOUNT_ID_RE, "var.account_id"), "account_id",
+                                tenant_model.RULE_TEXTS["account_id"].format(account_id="${var.account_id}"))])
+        self.variable("admin_principal_arns", "list(string)",
+                      "Lake Formation administrators besides the identity applying the unit (IAM role or user ARNs).",
+                      default=[], checks=[
+                          check(f"alltrue([for a in var.admin_principal_arns : {regex(model.ADMIN_ARN_RE, 'a')}]) && "
+                                "length(distinct(var.admin_principal_arns)) == length(var.admin_principal_arns)",
+                                "admin_principal_arns", model.RULE_TEXTS["admin_principal_arns"])])
+        self.environment_variable()
 
         deployer = DeployerIdentity(self, "deployer")
         settings = LakeFormationSettings(self, "lf", LakeFormationSettingsConfig(
@@ -86,8 +59,7 @@ class PlatformLakeFormationStack(TerraformStack):
                 f"${{{resource}.create_table_default_permissions}}",
                 "Default permissions of new tables in new databases: none (no IAM_ALLOWED_PRINCIPALS)."),
         }
-        for name, (value, description) in outputs.items():
-            TerraformOutput(self, name, value=value, description=description)
+        self.outputs(outputs)
 
 
 def build(outdir: str) -> App:

@@ -9,7 +9,7 @@ import pytest
 from infra import synth
 from infra.terragrunt.lake_formation import SETTINGS_ADDRESS
 from modules.lake_formation_settings import STS_SESSION_ARN_RE
-from tests.infra.test_platform_app import _hcl, _terraform
+from tests.infra.test_platform_app import terraform_test
 from tests.modules.helpers import resource
 
 TFTEST = r'''
@@ -97,15 +97,4 @@ def test_one_settings_resource_with_no_default_permission_and_typed_described_va
 
 @pytest.mark.integration
 def test_plans_and_validations(tmp_path, platform_lake_formation_module):
-    (tmp_path / synth.MODULE_FILE).write_text(synth.render(platform_lake_formation_module))
-    (tmp_path / "tests").mkdir()
-    runs = "\n".join(
-        f'run "{name}" {{\n  command = plan\n  variables {{\n'
-        + "\n".join(f"    {k} = {_hcl(v)}" for k, v in overrides.items())
-        + f"\n  }}\n  expect_failures = [var.{var}]\n}}\n" for name, (var, overrides) in BAD.items())
-    (tmp_path / "tests" / "settings.tftest.hcl").write_text(TFTEST + "\n" + runs)
-    init = _terraform(["init", "-backend=false", "-input=false", "-no-color"], tmp_path)
-    assert init.returncode == 0, init.stdout + init.stderr
-    result = _terraform(["test", "-no-color"], tmp_path)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert f"{2 + len(BAD)} passed, 0 failed" in result.stdout
+    assert f"{2 + len(BAD)} passed, 0 failed" in terraform_test(tmp_path, platform_lake_formation_module, TFTEST, BAD)
