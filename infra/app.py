@@ -65,15 +65,14 @@ class TenantLakeStack(TerraformStack):
         # The Firehose roles' ARNs are rendered from their name template, not referenced: the key policy
         # and the lake policy name them, and the roles' permissions depend on the key.
         admins = f"concat([{deployer.arn_ref}], var.admin_principal_arns)"
-        # Lake Formation (modules/lake_formation.py): the account settings this unit may manage, the tenant's
-        # LF-tags and the role Lake Formation reads the registered gold location with (a tenant principal of the
-        # lake and the key: it reads gold for Athena, from AWS's network).
+        # Lake Formation (modules/lake_formation.py): the tenant's LF-tags and the role Lake Formation reads the
+        # registered gold location with (a tenant principal of the lake and the key: it reads gold for Athena, from
+        # AWS's network). The account's settings are the platform unit's (modules/lake_formation_settings.py).
         lake_formation = LakeFormation(self, "lf", LakeFormationConfig(
             tag_keys={"classification": names["lf_tag_classification"], "layer": names["lf_tag_layer"]},
             role_name=names["lake_formation_role"], account_id=inputs.account_id,
             role_arns={role: roles.arns[role] for role in ("job_execution", "erasure", "consumer")},
-            reader_arns=ListExpr(inputs.lake_formation["personal_data_reader_arns"]), admin_arns=ListExpr(f"${{{admins}}}"),
-            manage_settings=inputs.lake_formation["manage_settings"], tags=tags))
+            reader_arns=ListExpr(inputs.lake_formation["personal_data_reader_arns"]), tags=tags))
         lake_formation_role = f"{address(lake_formation.role)}.arn"
         firehose_roles = firehose_role_arns("var.streams", "var.tenant_id", inputs.partition_ref, "var.account_id")
         tenant_roles = "[" + ", ".join([*(f"{address(r)}.arn" for r in roles.roles.values()), lake_formation_role]) + "]"
@@ -151,12 +150,11 @@ class TenantLakeStack(TerraformStack):
             name=names["log_group"], kms_key_arn=key.arn, retention_in_days=inputs.retention["logs"], tags=tags))
         # The table catalog on AWS: a Glue database per table layer, and the consumers' Athena workgroup.
         tenant_key = '${replace(var.tenant_id, "-", "_")}'
+        # Created after the account's Lake Formation settings, so AWS gives them and their tables no IAMAllowedPrincipals
+        # default: the tenant unit depends on the platform unit that holds them, and the runner refuses an apply where
+        # the account still keeps that default (tenants/README.md, "Lake Formation settings").
         databases = GlueDatabases(self, "catalog", GlueDatabasesConfig(
             tenant_key=tenant_key, lake_bucket=names["lake_bucket"], tags=tags))
-        # Created after the account's Lake Formation settings (when this unit manages them), so AWS gives them
-        # and their tables no IAMAllowedPrincipals default: Lake Formation's grants decide.
-        for database in databases.databases.values():
-            database.depends_on = [address(lake_formation.settings)]
         lake_formation.grant(lake_arn=lake.arn, key_arn=key.arn, database_names=databases.names)
         # Query results per principal: the consumer's workgroup and the readers of personal data's, each enforcing
         # its own results folder (modules/athena_workgroup.py).

@@ -145,6 +145,7 @@ class DeployerIdentity(Construct):
         self.arn = session.issuer_arn
         # For use inside other expressions (e.g. concat([...], var.admin_principal_arns)).
         self.arn_ref = f"{address(session)}.issuer_arn"
+        self.account_ref = f"{address(caller)}.account_id"
 
 
 def _deny_put(sid: str, objects: str, *conditions: Condition) -> Statement:

@@ -39,8 +39,9 @@ CELL_FIELDS = {"id", "principal", "permission", "database", "table", "column", "
 # and no database of the tenant hands its tables to it (what a run requires: lf_tags.check_default_permissions).
 DEFAULT_PERMISSION_STATES: dict[str, str] = {
     "none": "the account's Lake Formation settings give new databases and tables no `IAM_ALLOWED_PRINCIPALS` default "
-            "(`CreateDatabaseDefaultPermissions`, `CreateTableDefaultPermissions`, read back with `GetDataLakeSettings`) "
-            "and no Glue database of the tenant gives its tables to it (`CreateTableDefaultPermissions`, `GetDatabase`)",
+            "(`CreateDatabaseDefaultPermissions`, `CreateTableDefaultPermissions`, read back with `GetDataLakeSettings`; "
+            "the platform unit `_platform/lake-formation-<region>` sets them so) and no Glue database of the tenant "
+            "gives its tables to it (`CreateTableDefaultPermissions`, `GetDatabase`)",
 }
 
 
@@ -194,8 +195,9 @@ def render_table(matrix: LfMatrix) -> str:
              f"tables after the tag step tagged those of {', '.join(matrix.datasets)}. \"decided by\" is the grant, "
              "by tag expression (the tenant's keys by their short names) or by name. Evaluated in the state "
              f"`default_permissions: {matrix.default_permissions}`: {DEFAULT_PERMISSION_STATES[matrix.default_permissions]}"
-             " (the test reads it back and fails in any other; where a database keeps the default, a run refuses to "
-             "start: `spark_jobs/lf_tags.py`, `check_default_permissions`).", "",
+             " (the test reads it back and fails in any other; where the account keeps the default, the tenant's apply "
+             "is refused: `infra/terragrunt/lake_formation.py`; where a database keeps it, a run refuses to start: "
+             "`spark_jobs/lf_tags.py`, `check_default_permissions`).", "",
              "| # | principal | permission | database / table / column | expected | decided by | note |",
              "|---|---|---|---|---|---|---|"]
     order = {kind: i for i, kind in enumerate(PRINCIPAL_KINDS)}

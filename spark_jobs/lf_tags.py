@@ -312,9 +312,10 @@ def check_default_permissions(lake: LakeConfig) -> None:
             raise LfTagError(
                 f"Glue database {database} gives every table created in it to {IAM_ALLOWED_PRINCIPALS} "
                 "(CreateTableDefaultPermissions), so Lake Formation's tags and grants would decide nothing for the "
-                "tables this run creates; nothing was run. Fix: the unit that manages the account's Lake Formation "
-                "settings (lake_formation.manage_settings = true) must be applied before the tenant's databases are "
-                f"created; for this database, once, as a Lake Formation administrator: aws glue update-database --name "
+                "tables this run creates; nothing was run. Fix: the platform unit that manages the account's Lake "
+                f"Formation settings (tenants/_platform/lake-formation-{lake.region}: make apply UNIT=_platform/"
+                f"lake-formation-{lake.region}) must be applied before the tenant's databases are created; for this "
+                f"database, once, as a Lake Formation administrator: aws glue update-database --name "
                 f"{database} --database-input '{{\"Name\": \"{database}\", \"CreateTableDefaultPermissions\": []}}' "
                 f"and revoke {IAM_ALLOWED_PRINCIPALS}' grants on it (modules/README.md, \"IAMAllowedPrincipals\")")
 

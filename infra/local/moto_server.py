@@ -76,6 +76,15 @@ An eleventh: ``StartQueryExecution`` in a workgroup that enforces its configurat
 workgroup says (moto 5.2.5 took the request's ``ResultConfiguration``, or none): the tenant's workgroups enforce
 theirs, and which principal's results land where is what the access matrix judges (``_enforce_athena_workgroup_results``).
 
+A twelfth: Glue's ``CreateDatabase`` without ``CreateTableDefaultPermissions`` takes them from the account's Lake
+Formation settings in that region (``CreateTableDefaultPermissions`` of ``GetDataLakeSettings``), as AWS does: in an
+account that keeps Lake Formation's out-of-the-box defaults (moto starts with them too, ``IAM_ALLOWED_PRINCIPALS``
+``ALL`` in both lists) a new database hands every table created in it to ``IAM_ALLOWED_PRINCIPALS``, and that is
+what the job's preflight refuses (``spark_jobs/lf_tags.py``). Moto 5.2.5 left the database's defaults empty whatever
+the settings said, so a tenant applied before the account's settings looked closed here and open on AWS
+(``_databases_take_the_accounts_lake_formation_defaults``). The ``IAM_ALLOWED_PRINCIPALS`` grant that AWS also adds on
+such a database (from ``CreateDatabaseDefaultPermissions``) is not emulated.
+
 Two changes for speed, which change no answer: connections are kept alive (werkzeug's development server
 closed every connection after one response, so s3a paid a TCP connection and a TLS handshake on both sides
 for every request; each request body is now read whole before moto sees it, and Nagle's algorithm is off,
@@ -536,6 +545,29 @@ def _answer_table_column_tags() -> None:
     LakeFormationBackend.get_resource_lf_tags = get_resource_lf_tags
 
 
+def _databases_take_the_accounts_lake_formation_defaults() -> None:
+    """``CreateDatabase`` without ``CreateTableDefaultPermissions`` gets the account's (its Lake Formation settings'
+    ``CreateTableDefaultPermissions`` in the region, for the database's catalog), as on AWS; given ones (an empty list
+    too) are kept."""
+    import copy
+
+    from moto.glue.models import GlueBackend
+    from moto.lakeformation.models import lakeformation_backends
+
+    creates = GlueBackend.create_database
+
+    def create_database(self, database_name, database_input, tags=None):
+        if "CreateTableDefaultPermissions" not in database_input:
+            catalog_id = database_input.get("CatalogId") or self.account_id
+            settings = lakeformation_backends[self.account_id][self.region_name].get_data_lake_settings(catalog_id)
+            defaults = settings.get("CreateTableDefaultPermissions")
+            if defaults:
+                database_input = {**database_input, "CreateTableDefaultPermissions": copy.deepcopy(defaults)}
+        return creates(self, database_name, database_input, tags)
+
+    GlueBackend.create_database = create_database
+
+
 def _enforce_athena_workgroup_results() -> None:
     """``StartQueryExecution`` in a workgroup that enforces its configuration (``EnforceWorkGroupConfiguration``,
     AWS's default and the tenant module's) writes its results where the workgroup says, whatever the request's
@@ -802,6 +834,7 @@ def main(argv: list[str] | None = None) -> None:
     _list_only_prefixes_holding_current_objects()
     _correct_lake_formation()
     _answer_table_column_tags()
+    _databases_take_the_accounts_lake_formation_defaults()
     _enforce_athena_workgroup_results()
     _cache_backend_lookups()
     _decode_aws_chunked_bodies_in_one_pass()

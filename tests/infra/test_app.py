@@ -113,7 +113,8 @@ def test_resource_inventory(tenant_module):
         "aws_s3_bucket_ownership_controls": 2, "aws_s3_bucket_policy": 2, "aws_s3_bucket_public_access_block": 2,
         "aws_s3_bucket_server_side_encryption_configuration": 2, "aws_s3_bucket_versioning": 2,
         "aws_security_group": 1, "aws_vpc_endpoint": 2, "aws_vpc_security_group_ingress_rule": 1,
-        # modules/lake_formation.py: the settings (count), two tags, a tag set per database, the gold location,
-        # and the grants (modules.lake_formation.GRANTS, the job role's location and tag grants)
-        "aws_lakeformation_data_lake_settings": 1, "aws_lakeformation_lf_tag": 2, "aws_lakeformation_resource_lf_tags": 2,
+        # modules/lake_formation.py: two tags, a tag set per database, the gold location, and the grants
+        # (modules.lake_formation.GRANTS, the job role's location and tag grants); the account's settings are the
+        # platform unit's (infra/platform_lake_formation_app.py)
+        "aws_lakeformation_lf_tag": 2, "aws_lakeformation_resource_lf_tags": 2,
         "aws_lakeformation_resource": 1, "aws_lakeformation_permissions": 8 + 2}

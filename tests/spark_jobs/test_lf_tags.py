@@ -212,8 +212,8 @@ def test_before_a_commit_only_personal_columns_are_tagged():
 def test_a_run_refuses_a_database_that_hands_new_tables_to_iam_allowed_principals(lf_env, aws_env, boto_session,
                                                                                     tmp_path, capsys):
     """Where the account kept IAM_ALLOWED_PRINCIPALS in its defaults when the tenant's databases were created, AWS
-    copied it into each database's CreateTableDefaultPermissions (moto applies no defaults: the state is made here):
-    every table a run would create there is IAM's alone. The run refuses in one line naming the fix, before Spark."""
+    copied it into each database's CreateTableDefaultPermissions (the emulator does too; here the database is given
+    them, whatever the session's account settings are by now): every table a run would create there is IAM's alone. The run refuses in one line naming the fix, before Spark."""
     _, key = lf_env
     glue = boto_session("glue")
     suffix = uuid.uuid4().hex[:8]
@@ -228,7 +228,7 @@ def test_a_run_refuses_a_database_that_hands_new_tables_to_iam_allowed_principal
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: Glue database {open_db} gives every table created in it to IAM_ALLOWED_PRINCIPALS "
                           "(CreateTableDefaultPermissions), so Lake Formation's tags and grants would decide nothing")
-    assert "nothing was run" in err and "lake_formation.manage_settings = true" in err and "\n" not in err
+    assert "nothing was run" in err and "make apply UNIT=_platform/lake-formation-eu-west-1" in err and "\n" not in err
     assert not (tmp_path / "lake").exists()  # nothing written, not even a lease
     glue.update_database(Name=open_db, DatabaseInput={"Name": open_db, "CreateTableDefaultPermissions": []})
     lf_tags.check_default_permissions(LakeConfig(lake_uri=str(tmp_path / "lake"), lf_classification_tag=key,

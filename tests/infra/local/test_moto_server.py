@@ -575,3 +575,37 @@ def test_stock_moto_answers_no_column_tags_for_a_table_and_ignores_an_enforced_w
         query = athena.start_query_execution(QueryString="SELECT 1", WorkGroup="w")
         execution = athena.get_query_execution(QueryExecutionId=query["QueryExecutionId"])["QueryExecution"]
         assert "OutputLocation" not in execution.get("ResultConfiguration", {})
+
+
+DEFAULTS_REGION = "ca-central-1"  # no other test uses it: this one changes the region's Lake Formation settings
+OPEN = [{"Principal": {"DataLakePrincipalIdentifier": "IAM_ALLOWED_PRINCIPALS"}, "Permissions": ["ALL"]}]
+
+
+def test_a_new_database_takes_the_accounts_lake_formation_table_defaults_as_on_aws(boto_session):
+    """Out of the box (moto's settings start as AWS's) a new database hands its tables to IAM_ALLOWED_PRINCIPALS; once
+    the settings hold no such default, a new one does not; defaults given with the database are kept either way."""
+    lf, glue = boto_session("lakeformation", DEFAULTS_REGION), boto_session("glue", DEFAULTS_REGION)
+    assert lf.get_data_lake_settings()["DataLakeSettings"]["CreateTableDefaultPermissions"] == OPEN
+    suffix = uuid.uuid4().hex[:8]
+    glue.create_database(DatabaseInput={"Name": f"open_{suffix}"})
+    glue.create_database(DatabaseInput={"Name": f"given_{suffix}", "CreateTableDefaultPermissions": []})
+    lf.put_data_lake_settings(DataLakeSettings={"DataLakeAdmins": [
+        {"DataLakePrincipalIdentifier": "arn:aws:iam::123456789012:role/admin"}]})
+    glue.create_database(DatabaseInput={"Name": f"closed_{suffix}"})
+
+    def defaults(name: str) -> list:
+        return glue.get_database(Name=name)["Database"].get("CreateTableDefaultPermissions") or []
+
+    assert defaults(f"open_{suffix}") == OPEN
+    assert defaults(f"given_{suffix}") == [] and defaults(f"closed_{suffix}") == []
+
+
+def test_stock_moto_gives_a_new_database_no_table_defaults():
+    """Why the correction exists: moto 5.2.5 starts with the open defaults but never copies them into a database."""
+    from moto import mock_aws
+
+    with mock_aws():
+        lf, glue = boto3.client("lakeformation", region_name=REGION), boto3.client("glue", region_name=REGION)
+        assert lf.get_data_lake_settings()["DataLakeSettings"]["CreateTableDefaultPermissions"] == OPEN
+        glue.create_database(DatabaseInput={"Name": "d"})
+        assert not glue.get_database(Name="d")["Database"].get("CreateTableDefaultPermissions")
