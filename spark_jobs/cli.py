@@ -51,6 +51,12 @@ def _lake_args(parser: argparse.ArgumentParser, spark: bool = True) -> None:
     group.add_argument("--lf-classification-tag", default="", metavar="KEY",
                        help="the tenant's Lake Formation classification tag (the tenant output "
                             "lake_formation.classification_tag): silver and gold runs tag their tables' columns")
+    group.add_argument("--metric-namespace", default="", metavar="NS",
+                       help="CloudWatch namespace of the freshness metric each publish puts (the tenant output "
+                            "orchestration.metric_namespace; default: none, or the lake config's)")
+    group.add_argument("--event-source", default="", metavar="SOURCE",
+                       help="EventBridge source a blocked publish is emitted under (the tenant output "
+                            "orchestration.event_source; default: none, or the lake config's)")
     if spark:
         parser.add_argument("--jars", default="", help="comma-separated extra jars for s3a (default: "
                             "$TENANTLAKE_SPARK_JARS or .local/jars/)")
