@@ -793,6 +793,13 @@ def available_datasets() -> list[str]:
     return sorted(names)
 
 
+def packaged_contracts() -> list[Contract]:
+    """The contracts shipped in the package (``spark_jobs/contracts/``, never ``$TENANTLAKE_CONTRACTS_DIR``), by name:
+    what the tenant module's orchestration is synthesized from (``infra/orchestration.py``)."""
+    files = sorted((entry for entry in CONTRACTS_DIR.iterdir() if entry.name.endswith(".yaml")), key=lambda e: e.name)
+    return [parse_contract(yaml.safe_load(entry.read_text()), source=str(entry)) for entry in files]
+
+
 def contract_path(name: str) -> Any:
     """Where ``<name>.yaml`` is read from (``contract_dirs``), or None."""
     return next((folder / f"{name}.yaml" for folder in contract_dirs() if (folder / f"{name}.yaml").is_file()), None)

@@ -101,6 +101,14 @@ comes from) do; the answer's members are capitalised back, its timestamps writte
 failed to write an answer holding a timestamp, such as ``StartDate``, into the state's output). Nothing else about the interpreter changes: it still cannot run the ``emr-containers`` ``.sync``
 integration.
 
+A twelfth: ``ValidateStateMachineDefinition``, which the AWS provider calls before it creates or updates a state
+machine, is implemented; moto 5.2.5 answered it HTTP 500 ("has not been implemented") and the provider retried
+that for as long as its timeout allowed, holding the apply. The definition is parsed with moto's own ASL parser,
+the one its interpreter runs: ``OK``, or ``FAIL`` with one diagnostic naming the parser's error (AWS runs more
+checks than the parse; the test ``tests/infra/local/test_moto_server.py`` says which this does). So is
+``ListStateMachineVersions``, which the provider reads after every create and refresh (moto 5.2.5: HTTP 500 again,
+retried until the timeout): the versions moto keeps of the state machine, newest first, as AWS lists them.
+
 And one addition for the local fixture network: ``CreateVpc`` with the tag ``tenantlake:fixture-vpc-id``
 creates the VPC with exactly that id (moto cannot be told a VPC id otherwise), so a tenant file can name
 its local VPC by id.  Nothing else in moto is changed.
@@ -830,6 +838,34 @@ def _dates_as_text(value):
     return value
 
 
+def _implement_state_machine_validation_and_versions() -> None:
+    import json
+
+    from moto.core.responses import ActionResult
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    def validate_state_machine_definition(self) -> ActionResult:
+        definition = self._get_param("definition")
+        try:
+            json.loads(definition)
+            AmazonStateLanguageParser.parse(definition)
+        except Exception as exc:  # noqa: BLE001 - any parse error is the definition's
+            message = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:500]
+            return ActionResult({"result": "FAIL", "truncated": False, "diagnostics": [
+                {"severity": "ERROR", "code": "SCHEMA_VALIDATION_FAILED", "message": message}]})
+        return ActionResult({"result": "OK", "diagnostics": [], "truncated": False})
+
+    def list_state_machine_versions(self) -> ActionResult:
+        machine = self.stepfunction_backend.describe_state_machine(self._get_param("stateMachineArn"))
+        versions = sorted(getattr(machine, "versions", {}).values(), key=lambda v: v.version, reverse=True)
+        return ActionResult({"stateMachineVersions": [
+            {"stateMachineVersionArn": v.arn, "creationDate": v.creation_date} for v in versions]})
+
+    StepFunctionResponse.validate_state_machine_definition = validate_state_machine_definition
+    StepFunctionResponse.list_state_machine_versions = list_state_machine_versions
+
+
 def main(argv: list[str] | None = None) -> None:
     _disable_context_free_bucket_policy_evaluation()
     _give_delete_markers_a_dispose()
@@ -849,6 +885,7 @@ def main(argv: list[str] | None = None) -> None:
     argv = argv if argv is not None else sys.argv[1:]
     _call_state_machine_integrations_back_over_tls(argv)
     _map_state_machine_task_parameters_onto_the_api()
+    _implement_state_machine_validation_and_versions()
     from moto.server import main as moto_main
 
     moto_main(argv)
