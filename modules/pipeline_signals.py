@@ -3,7 +3,7 @@
 | statement | action | resource | condition |
 |---|---|---|---|
 | ``PutFreshnessMetric`` | ``cloudwatch:PutMetricData`` | ``*`` (the action takes no resource) | ``cloudwatch:namespace`` = ``tenantlake/<tenant>`` |
-| ``EmitBlockedPublishEvents`` | ``events:PutEvents`` | the account's default event bus | ``events:source`` = ``tenantlake.<tenant>`` and ``events:detail-type`` = ``Publish Blocked by Validation`` |
+| ``EmitBlockedPublishEvents`` | ``events:PutEvents`` | the account's default event bus | every entry's ``events:source`` = ``tenantlake.<tenant>`` and ``events:detail-type`` = ``Publish Blocked by Validation`` (``ForAllValues``: both keys hold one value per entry), and a source named |
 
 So a job of one tenant can neither put metrics into another tenant's namespace nor emit events under another
 tenant's source (which that tenant's rules would turn into its alerts). The policy exists only with
@@ -49,9 +49,12 @@ def permission_statements(cfg: PipelineSignalsConfig) -> list[Statement]:
     return [
         Statement("PutFreshnessMetric", ["cloudwatch:PutMetricData"], ["*"],
                   conditions=[Condition("StringEquals", "cloudwatch:namespace", [cfg.metric_namespace])]),
+        # events:source and events:detail-type are multivalued (one value per entry of a PutEvents call): every
+        # entry must be the tenant's, and a call must name its source (no vacuous ForAllValues match).
         Statement("EmitBlockedPublishEvents", ["events:PutEvents"], [bus],
-                  conditions=[Condition("StringEquals", "events:source", [cfg.event_source]),
-                              Condition("StringEquals", "events:detail-type", [PUBLISH_BLOCKED_DETAIL_TYPE])]),
+                  conditions=[Condition("ForAllValues:StringEquals", "events:source", [cfg.event_source]),
+                              Condition("ForAllValues:StringEquals", "events:detail-type", [PUBLISH_BLOCKED_DETAIL_TYPE]),
+                              Condition("Null", "events:source", ["false"])]),
     ]
 
 

@@ -149,7 +149,9 @@ class PipelineTriggers(Construct):
         count = Token.as_number(f"${{{cfg.enabled} ? 1 : 0}}")
         self.dlq = SqsQueue(self, "dlq", count=count, name=cfg.names["trigger_dlq"], kms_master_key_id=cfg.kms_key_arn,
                             message_retention_seconds=DLQ_RETENTION_SECONDS, tags=cfg.tags)
-        dlq_arn = f"${{{address(self.dlq)}[0].arn}}"
+        # By its name, not a reference: the policy documents below are data sources, read even when the queue
+        # is not created (count 0).
+        dlq_arn = f"arn:{cfg.partition}:sqs:{cfg.region}:{cfg.account_id}:{cfg.names['trigger_dlq']}"
         SqsQueuePolicy(self, "dlq_policy", count=count, queue_url=f"${{{address(self.dlq)}[0].id}}",
                        policy=policy_json(dlq_policy_statements(cfg, dlq_arn)))
 

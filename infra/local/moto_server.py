@@ -88,8 +88,10 @@ reference cycles that piled up part after part (1.2 GB during a 1 GB upload). Mo
 ``If-None-Match: *`` on ``CompleteMultipartUpload`` as S3 does (412 when the key exists, the upload kept until
 aborted); nothing is changed there.
 
-An eleventh, for Step Functions' interpreter (``execute_state_machine``, switched on through ``/moto-api/config``):
-moto 5.2.5 runs a state's service integration (``sns:publish``, ``states:startExecution``, ``sqs:sendMessage``...)
+An eleventh, for Step Functions' interpreter: it is on from the start (moto's ``execute_state_machine`` setting).
+Moto keeps the state machines of its interpreter in a backend of their own, so switching it on later through
+``/moto-api/config`` hid every state machine created before (``StateMachineDoesNotExist`` for an applied tenant's).
+Moto 5.2.5 runs a state's service integration (``sns:publish``, ``states:startExecution``, ``sqs:sendMessage``...)
 with a boto3 client of ``http://localhost:$MOTO_PORT``, which this HTTPS server does not answer, so every such
 state failed with ``States.Runtime`` ("Connection was closed"). Those clients now call this server back on its own
 address over TLS, trusting the CA next to its certificate (``ca.pem``, ``infra/local/tls.py``). And moto 5.2.5 sent
@@ -108,6 +110,10 @@ the one its interpreter runs: ``OK``, or ``FAIL`` with one diagnostic naming the
 checks than the parse; the test ``tests/infra/local/test_moto_server.py`` says which this does). So is
 ``ListStateMachineVersions``, which the provider reads after every create and refresh (moto 5.2.5: HTTP 500 again,
 retried until the timeout): the versions moto keeps of the state machine, newest first, as AWS lists them.
+
+A thirteenth: an EventBridge input transformer inserts a list of objects as JSON, as AWS does; moto 5.2.5 wrote
+each object of such a list as a quoted string (``"rules": ["{\"name\": ...}"]``), so a rule whose message carries
+one (the tenant's ``publish-blocked`` rule, ``modules/alert_rules.py``) delivered something else than AWS would.
 
 And one addition for the local fixture network: ``CreateVpc`` with the tag ``tenantlake:fixture-vpc-id``
 creates the VPC with exactly that id (moto cannot be told a VPC id otherwise), so a tenant file can name
@@ -751,6 +757,25 @@ def _keep_connections_alive() -> None:
     server.MotoRequestHandler = KeepAliveRequestHandler
 
 
+def _insert_lists_as_json_in_input_transformers() -> None:
+    import json
+
+    from moto.events.utils import EventTemplateParser
+
+    original = EventTemplateParser._stringify
+
+    def _stringify(result):
+        return json.dumps(result) if isinstance(result, list) else original(result)
+
+    EventTemplateParser._stringify = staticmethod(_stringify)
+
+
+def _run_state_machines_from_the_start() -> None:
+    from moto.core.config import default_user_config
+
+    default_user_config.setdefault("stepfunctions", {})["execute_state_machine"] = True
+
+
 def _call_state_machine_integrations_back_over_tls(argv: list[str]) -> None:
     import argparse
     from pathlib import Path
@@ -883,6 +908,8 @@ def main(argv: list[str] | None = None) -> None:
     _stream_completed_multipart_uploads()
     _keep_connections_alive()
     argv = argv if argv is not None else sys.argv[1:]
+    _run_state_machines_from_the_start()
+    _insert_lists_as_json_in_input_transformers()
     _call_state_machine_integrations_back_over_tls(argv)
     _map_state_machine_task_parameters_onto_the_api()
     _implement_state_machine_validation_and_versions()
