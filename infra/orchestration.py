@@ -108,12 +108,12 @@ def add_orchestration(scope, inputs: TenantInputs, *, key_arn: str, job_role_id:
     rules = AlertRules(scope, "alert_rules", AlertRulesConfig(
         tenant_id=inputs.tenant_id, partition=inputs.partition, region=inputs.region, account_id=inputs.account_id,
         names=names, virtual_cluster_id=virtual_cluster.id, state_machine_arn=machine_arn,
-        event_source=names["event_source"], topic_arn=topic_cfg.arn, dlq_arn=triggers.dlq_arn, kms_key_arn=key_arn,
+        event_source=names["event_source"], topic_arn=topic.arn, dlq_arn=triggers.dlq_arn, kms_key_arn=key_arn,
         tags=inputs.tags, enabled=enabled, is_local=f"({inputs.is_local[2:-1]})"))
     alarms = FreshnessAlarms(scope, "freshness", FreshnessAlarmsConfig(
         tenant_id=inputs.tenant_id, namespace=names["metric_namespace"],
         targets={c.dataset: c.freshness.max_minutes_since_publish for c in contracts if c.freshness},
-        topic_arn=topic_cfg.arn, tags=inputs.tags, enabled=enabled))
+        topic_arn=topic.arn, tags=inputs.tags, enabled=enabled))
     PipelineSignals(scope, "signals", PipelineSignalsConfig(
         role_id=job_role_id, partition=inputs.partition, region=inputs.region, account_id=inputs.account_id,
         metric_namespace=names["metric_namespace"], event_source=names["event_source"], enabled=enabled))

@@ -2,8 +2,8 @@
 
 | resource | name | what |
 |---|---|---|
-| SQS queue | ``<tenant>-lake-trigger-dlq`` | dead-letter queue of every trigger below: a start that failed after its retries lands here (encrypted with the tenant key, 14 days) |
-| its policy | | ``sqs:SendMessage`` by ``events.amazonaws.com`` for the tenant's arrival rules only (``aws:SourceArn``, ``aws:SourceAccount``); TLS only |
+| SQS queue | ``<tenant>-lake-trigger-dlq`` | dead-letter queue of every trigger below (and of the alert rules' targets): a start or delivery that failed after its retries lands here (encrypted with the tenant key, 14 days) |
+| its policy | | ``sqs:SendMessage`` by ``events.amazonaws.com`` for the tenant's rules only (``aws:SourceArn`` ``rule/<tenant>-*``, ``aws:SourceAccount``: the arrival rules and the alert rules dead-letter here); TLS only |
 | IAM role | ``<tenant>-pipeline-scheduler`` | assumed only by ``scheduler.amazonaws.com`` for the tenant's pipeline schedules (``aws:SourceAccount``, ``aws:SourceArn``); policy ``start-pipeline``: ``states:StartExecution`` of the tenant's state machine, ``sqs:SendMessage`` to the dead-letter queue, ``kms:Decrypt`` (the schedules' input) and ``kms:GenerateDataKey`` (the queue's messages) with the tenant key |
 | IAM role | ``<tenant>-pipeline-events`` | assumed only by ``events.amazonaws.com`` for the tenant's arrival rules; policy ``start-pipeline``: ``states:StartExecution`` of the tenant's state machine |
 | per dataset with ``trigger.schedule`` | ``<tenant>-<dataset>-pipeline`` (group ``default``) | EventBridge Scheduler: the contract's ``cron`` in its ``timezone``, within ``flexible_window_minutes``; target the state machine with ``{"dataset", "trigger": "schedule", "time": <aws.scheduler.scheduled-time>}``; input encrypted with the tenant key |
@@ -100,6 +100,9 @@ class PipelineTriggersConfig:
         return (f"arn:{self.partition}:scheduler:{self.region}:{self.account_id}:schedule/{SCHEDULE_GROUP}/"
                 f"{self.tenant_id}-*-pipeline")
 
+    def rule_arns(self) -> str:
+        return f"arn:{self.partition}:events:{self.region}:{self.account_id}:rule/{self.tenant_id}-*"
+
     def arrival_rule_arns(self) -> str:
         return f"arn:{self.partition}:events:{self.region}:{self.account_id}:rule/{self.tenant_id}-*-arrival"
 
@@ -132,10 +135,11 @@ def events_permission_statements(cfg: PipelineTriggersConfig) -> list[Statement]
 
 def dlq_policy_statements(cfg: PipelineTriggersConfig, dlq_arn: str) -> list[Statement]:
     return [
-        Statement("ArrivalRulesDeadLetter", ["sqs:SendMessage"], dlq_arn,
+        # The arrival rules' targets and the alert rules' (modules/alert_rules.py) dead-letter here.
+        Statement("TenantRulesDeadLetter", ["sqs:SendMessage"], dlq_arn,
                   principals=[Principal("Service", [EVENTS_SERVICE])],
                   conditions=[Condition("StringEquals", "aws:SourceAccount", cfg.account_id),
-                              Condition("ArnLike", "aws:SourceArn", cfg.arrival_rule_arns())]),
+                              Condition("ArnLike", "aws:SourceArn", cfg.rule_arns())]),
         Statement("DenyInsecureTransport", ["sqs:*"], dlq_arn, effect="Deny", principals=[Principal("*", "*")],
                   conditions=[Condition("Bool", "aws:SecureTransport", "false")]),
     ]
