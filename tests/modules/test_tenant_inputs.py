@@ -20,6 +20,9 @@ INTERFACE_TYPES = {
     # issue 44: Lake Formation (modules/lake_formation.py)
     "lake_formation": "object({manage_settings = optional(bool, false), "
                       "personal_data_reader_arns = optional(list(string), [])})",
+    # issue 54: the pipeline's orchestration and alerts (infra/orchestration.py)
+    "orchestration": "object({enabled = optional(bool, false), alert_subscriptions = optional(list(object("
+                     "{protocol = string, endpoint = string})), [])})",
 }
 
 
