@@ -111,7 +111,9 @@ def last_run(reader: ManifestReader, dataset: str) -> tuple[DatasetStatus, dict[
     manifest = reader.read(layer, dataset, run_id)
     status.run_id, status.last_layer, status.result = run_id, layer, _result(manifest)
     status.last_run_at = str(manifest.get("finished_at") or manifest.get("started_at") or "")
-    if status.result in ("failed", "blocked"):
+    if status.result == "blocked":
+        status.failed_layer, status.error = layer, "validation blocked the publish"
+    elif status.result == "failed":
         status.failed_layer = layer
         status.error = str(manifest.get("error") or "").split(":", 1)[0]  # the class, never the message
     return status, ids
@@ -193,7 +195,7 @@ def render(statuses: list[DatasetStatus], tenant: str, now: dt.datetime) -> str:
     for s in statuses:
         when = (_utc(s.last_run_at) or now).strftime("%Y-%m-%d %H:%M") if s.last_run_at else "-"
         result = s.result + (f" ({s.last_layer})" if s.result in ("succeeded", "running") and s.last_layer else "")
-        failed = f"{s.failed_layer}: {s.error}" if s.failed_layer and s.error else (s.failed_layer or "-")
+        failed = f"{s.failed_layer} ({s.error})" if s.failed_layer and s.error else (s.failed_layer or "-")
         if s.freshness in ("fresh", "STALE"):
             fresh = f"{s.freshness}: {_minutes(s.age_minutes)} ago (target {_minutes(s.target_minutes)})"
         elif s.freshness == "no target":
