@@ -382,3 +382,37 @@ def test_refused_maintenance_deploys_upload_and_submit_nothing(driven_emulator, 
     assert len(error_lines) == 1 and f"{flag} does not apply to a maintenance run" in error_lines[0], result.stderr
     assert _artifact_keys(driven_emulator, tenant_outputs["lake_bucket_name"]) == []
     assert driven_emulator.backend().job_runs == {}
+
+
+def test_a_completed_pipeline_deploy_publishes_the_code_the_tenants_state_machine_runs(
+        driven_emulator, tmp_path, tenant_outputs, job_driver, job_deps_archive):
+    """On a tenant with orchestration (its outputs name a state machine), a pipeline deploy whose runs all completed
+    publishes its code and archive under artifacts/pipeline/current/ (what the state machine's requests run); the
+    runs carry the tenant's metric namespace and event source; a failed deploy publishes nothing."""
+    bucket = tenant_outputs["lake_bucket_name"]
+    orchestration = {"enabled": True, "metric_namespace": "tenantlake/acme", "event_source": "tenantlake.acme",
+                     "state_machine_arn": "arn:aws:states:eu-west-1:123456789012:stateMachine:acme-lake-pipeline"}
+    outputs = tmp_path / "outputs.json"
+    outputs.write_text(json.dumps({**tenant_outputs, "orchestration": orchestration}))
+    args = ("--outputs-file", str(outputs), "--datasets", "iot", "--date", DATE, "--poll-seconds", "0.1")
+    s3 = driven_emulator.client("s3")
+
+    def published() -> list[str]:
+        return sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="artifacts/pipeline/").get("Contents", []))
+
+    with job_driver(lambda run: ("FAILED", "USER_ERROR", "exit 1")):
+        failed = make_deploy(driven_emulator, tmp_path, *args)
+    assert failed.returncode == 2 and "Error 1" in failed.stderr and published() == []  # make exits 2 on the CLI's 1
+    with job_driver() as driver:
+        result = make_deploy(driven_emulator, tmp_path, *args, "--rerun")
+    assert result.returncode == 0, result.stderr
+    assert published() == [f"artifacts/pipeline/current/{name}" for name in
+                           ("entrypoint.py", "job_deps.tar.gz", "manifest.json", "spark_jobs.zip")]
+    built = build_artifact(tmp_path / "build")
+    assert s3.head_object(Bucket=bucket, Key="artifacts/pipeline/current/spark_jobs.zip")["Metadata"]["sha256"] == built.sha256
+    assert "published code version" in result.stderr and "for the tenant's state machine" in result.stderr
+    (created,) = driver.created
+    run = driven_emulator.client("emr-containers").describe_job_run(
+        id=created["id"], virtualClusterId=tenant_outputs["emr_virtual_cluster_id"])["jobRun"]
+    assert run["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"][-4:] == [
+        "--metric-namespace", "tenantlake/acme", "--event-source", "tenantlake.acme"]
