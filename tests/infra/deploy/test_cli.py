@@ -27,8 +27,12 @@ def make_deploy(emu, tmp_path, *args: str, tenant: str = "acme") -> shell.ShellR
                       env={**emu.env(), "TENANTLAKE_STATE_DIR": str(tmp_path / "state")})
 
 
-def _artifact_keys(emu, bucket: str) -> list[str]:
-    return [o["Key"] for o in emu.client("s3").list_objects_v2(Bucket=bucket, Prefix="artifacts/").get("Contents", [])]
+ORCHESTRATION = {"enabled": True, "metric_namespace": "tenantlake/acme", "event_source": "tenantlake.acme",
+                 "state_machine_arn": "arn:aws:states:eu-west-1:123456789012:stateMachine:acme-lake-pipeline"}
+
+
+def _artifact_keys(emu, bucket: str, prefix: str = "artifacts/") -> list[str]:
+    return [o["Key"] for o in emu.client("s3").list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", [])]
 
 
 def _validate(requests: list[dict], tenant_outputs: dict) -> None:
@@ -155,10 +159,14 @@ def test_a_failing_pipeline_run_names_the_layer_that_failed(driven_emulator, tmp
             return "FAILED", "USER_ERROR", "Job failed"
         return "COMPLETED", "", ""
 
+    # A tenant with orchestration (issue 54): a deploy that did not complete publishes nothing for its state machine.
+    outputs = tmp_path / "orchestrated-outputs.json"
+    outputs.write_text(json.dumps({**tenant_outputs, "orchestration": ORCHESTRATION}))
     with job_driver(silver_fails_inside_the_pipeline) as driver:
-        result = make_deploy(driven_emulator, tmp_path, "--outputs-file", str(outputs_file), "--datasets",
+        result = make_deploy(driven_emulator, tmp_path, "--outputs-file", str(outputs), "--datasets",
                              "iot,clickstream", "--date", DATE, "--poll-seconds", "0.1")
     assert result.returncode != 0 and "deploy-jobs] Error 1" in result.stderr
+    assert _artifact_keys(driven_emulator, bucket, "artifacts/pipeline/") == []
     (run_id,) = [c["id"] for c in driver.created]
     assert f"[1/2] iot/silver: FAILED in pipeline run {run_id}, bronze succeeded: silver failed" in result.stderr
     error_line = next(line for line in result.stderr.splitlines() if line.startswith("error: "))
@@ -387,30 +395,23 @@ def test_refused_maintenance_deploys_upload_and_submit_nothing(driven_emulator, 
 def test_a_completed_pipeline_deploy_publishes_the_code_the_tenants_state_machine_runs(
         driven_emulator, tmp_path, tenant_outputs, job_driver, job_deps_archive):
     """On a tenant with orchestration (its outputs name a state machine), a pipeline deploy whose runs all completed
-    publishes its code and archive under artifacts/pipeline/current/ (what the state machine's requests run); the
-    runs carry the tenant's metric namespace and event source; a failed deploy publishes nothing."""
+    publishes its code and archive under artifacts/pipeline/current/ (what the state machine's requests run), and the
+    runs carry the tenant's metric namespace and event source. (A deploy whose run failed publishes nothing:
+    test_a_failing_pipeline_run_names_the_layer_that_failed.)"""
     bucket = tenant_outputs["lake_bucket_name"]
-    orchestration = {"enabled": True, "metric_namespace": "tenantlake/acme", "event_source": "tenantlake.acme",
-                     "state_machine_arn": "arn:aws:states:eu-west-1:123456789012:stateMachine:acme-lake-pipeline"}
     outputs = tmp_path / "outputs.json"
-    outputs.write_text(json.dumps({**tenant_outputs, "orchestration": orchestration}))
-    args = ("--outputs-file", str(outputs), "--datasets", "iot", "--date", DATE, "--poll-seconds", "0.1")
+    outputs.write_text(json.dumps({**tenant_outputs, "orchestration": ORCHESTRATION}))
     s3 = driven_emulator.client("s3")
-
-    def published() -> list[str]:
-        return sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="artifacts/pipeline/").get("Contents", []))
-
-    with job_driver(lambda run: ("FAILED", "USER_ERROR", "exit 1")):
-        failed = make_deploy(driven_emulator, tmp_path, *args)
-    assert failed.returncode == 2 and "Error 1" in failed.stderr and published() == []  # make exits 2 on the CLI's 1
     with job_driver() as driver:
-        result = make_deploy(driven_emulator, tmp_path, *args, "--rerun")
+        result = make_deploy(driven_emulator, tmp_path, "--outputs-file", str(outputs), "--datasets", "iot", "--date",
+                             DATE, "--poll-seconds", "0.1")
     assert result.returncode == 0, result.stderr
-    assert published() == [f"artifacts/pipeline/current/{name}" for name in
-                           ("entrypoint.py", "job_deps.tar.gz", "manifest.json", "spark_jobs.zip")]
+    assert sorted(_artifact_keys(driven_emulator, bucket, "artifacts/pipeline/")) == [
+        f"artifacts/pipeline/current/{name}" for name in ("entrypoint.py", "job_deps.tar.gz", "manifest.json",
+                                                          "spark_jobs.zip")]
     built = build_artifact(tmp_path / "build")
     assert s3.head_object(Bucket=bucket, Key="artifacts/pipeline/current/spark_jobs.zip")["Metadata"]["sha256"] == built.sha256
-    assert "published code version" in result.stderr and "for the tenant's state machine" in result.stderr
+    assert f"published code version {built.version} for the tenant's state machine" in result.stderr
     (created,) = driver.created
     run = driven_emulator.client("emr-containers").describe_job_run(
         id=created["id"], virtualClusterId=tenant_outputs["emr_virtual_cluster_id"])["jobRun"]
