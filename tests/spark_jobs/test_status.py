@@ -14,7 +14,6 @@ from spark_jobs.manifest import RunManifest
 
 BUCKET = "tenantlake-status-lake"
 NAMESPACE = "tenantlake/statustest"
-NOW = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
 
 
 def _manifest(s3, layer: str, dataset: str, started: dt.datetime, status: str = "succeeded", published: bool = True,
@@ -37,25 +36,26 @@ def lake(emulator, aws_env):
                             verify=aws_env["AWS_CA_BUNDLE"], aws_access_key_id="testing",
                             aws_secret_access_key="testing")  # pragma: allowlist secret - the emulator's
 
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)  # the manifests' times are relative to it
     s3 = client("s3")
     s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
     # iot: a whole run four hours ago, then silver again 30 minutes ago (target 180 min: fresh).
     for layer in ("bronze", "silver", "gold"):
-        _manifest(s3, layer, "iot", NOW - dt.timedelta(hours=4))
-    _manifest(s3, "silver", "iot", NOW - dt.timedelta(minutes=31))
+        _manifest(s3, layer, "iot", now - dt.timedelta(hours=4))
+    _manifest(s3, "silver", "iot", now - dt.timedelta(minutes=31))
     # clickstream: published 5 hours ago (target 120 min: stale), then a run whose silver validation blocked.
-    _manifest(s3, "silver", "clickstream", NOW - dt.timedelta(hours=5))
-    _manifest(s3, "bronze", "clickstream", NOW - dt.timedelta(minutes=20))
-    _manifest(s3, "silver", "clickstream", NOW - dt.timedelta(minutes=18), status="failed", published=False,
+    _manifest(s3, "silver", "clickstream", now - dt.timedelta(hours=5))
+    _manifest(s3, "bronze", "clickstream", now - dt.timedelta(minutes=20))
+    _manifest(s3, "silver", "clickstream", now - dt.timedelta(minutes=18), status="failed", published=False,
               error="JobFailed: silver clickstream: validation blocked the publish: x_range (observed 99.5)",
               blocking=True)
     # inventory: its gold failed after bronze and silver; silver published 2 days ago (target 36 h: stale).
-    _manifest(s3, "bronze", "inventory", NOW - dt.timedelta(days=2))
-    _manifest(s3, "silver", "inventory", NOW - dt.timedelta(days=2))
-    _manifest(s3, "gold", "inventory", NOW - dt.timedelta(days=2) + dt.timedelta(minutes=3), status="failed",
+    _manifest(s3, "bronze", "inventory", now - dt.timedelta(days=2))
+    _manifest(s3, "silver", "inventory", now - dt.timedelta(days=2))
+    _manifest(s3, "gold", "inventory", now - dt.timedelta(days=2) + dt.timedelta(minutes=3), status="failed",
               published=False, error="AnalysisException: [PATH_NOT_FOUND] a value 'secret-42' quoted by Spark")
     client("cloudwatch").put_metric_data(Namespace=NAMESPACE, MetricData=[
-        signals.published_metric("iot", "silver", NOW - dt.timedelta(minutes=30))])
+        signals.published_metric("iot", "silver", now - dt.timedelta(minutes=30))])
     return ["--lake-uri", f"s3a://{BUCKET}", "--kms-key-arn", "arn:aws:kms:eu-west-1:123456789012:key/k",
             "--region", "eu-west-1", "--s3-endpoint", aws_env["AWS_ENDPOINT_URL"], "--ca-bundle",
             aws_env["AWS_CA_BUNDLE"], "--metric-namespace", NAMESPACE]
