@@ -182,14 +182,11 @@ class TenantInputs(Construct):
 
         lake_formation = model.LAKE_FORMATION_DEFAULTS
         readers = "var.lake_formation.personal_data_reader_arns"
-        manage_default = json.dumps(lake_formation["manage_settings"])
-        var("lake_formation", f"object({{manage_settings = optional(bool, {manage_default}), "
-                              f"personal_data_reader_arns = optional(list(string), "
+        var("lake_formation", f"object({{personal_data_reader_arns = optional(list(string), "
                               f"{json.dumps(lake_formation['personal_data_reader_arns'])})}})",
-            f"Lake Formation: manage_settings (default {manage_default}; true in exactly one unit per account and region: it makes "
-            "the deployer and admin_principal_arns the account's Lake Formation administrators and gives new databases "
-            "and tables no IAMAllowedPrincipals default), personal_data_reader_arns (default []; IAM roles or users "
-            "granted SELECT on every gold column, personal ones included).",
+            "Lake Formation: personal_data_reader_arns (default []; IAM roles or users granted SELECT on every gold "
+            "column, personal ones included). The account's Lake Formation settings are the platform unit's "
+            "(tenants/_platform/lake-formation-<region>), not a tenant's.",
             default={}, checks=[
                 _check(f"alltrue([for a in {readers} : {_regex(model.LF_READER_ARN_RE, 'a')}]) && "
                        f"length(distinct({readers})) == length({readers})",

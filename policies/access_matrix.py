@@ -59,6 +59,9 @@ PRINCIPAL_KINDS: dict[str, str] = {
     "pipeline_events_role": "arrival rules' role",
     "events_service": "EventBridge (service)",
     "cloudwatch_service": "CloudWatch alarms (service)",
+    # A reader of personal data (lake_formation.personal_data_reader_arns) with the module's managed policy for them:
+    # it queries in a workgroup of its own, its results under athena/personal/.
+    "personal_data_reader": "a reader of personal data",
 }
 # AWS service principals: the request is signed by the service, with aws:SourceArn and aws:SourceAccount.
 SERVICE_PRINCIPALS: dict[str, str] = {"s3_log_delivery": "logging.s3.amazonaws.com",
@@ -73,7 +76,8 @@ ASSUMABLE_ROLES: tuple[str, ...] = ("job_role", "erasure_role")
 ROLE_KINDS: tuple[str, ...] = ("job_role", "ingest_writer", "consumer", "erasure_role", "firehose_role",
                                "other_tenant_job_role", "other_tenant_consumer", "other_tenant_erasure_role",
                                "scheduler_role", "other_tenant_scheduler_role", "lake_formation_role",
-                               "pipeline_runner_role", "pipeline_scheduler_role", "pipeline_events_role")
+                               "pipeline_runner_role", "pipeline_scheduler_role", "pipeline_events_role",
+                               "personal_data_reader")
 ACTIONS: dict[str, str] = {
     "s3:GetObject": "Get", "s3:PutObject": "Put", "s3:DeleteObject": "Delete", "s3:ListBucket": "List",
     "s3:GetObjectVersion": "Get version", "s3:DeleteObjectVersion": "Delete version",
@@ -95,6 +99,8 @@ ACTIONS: dict[str, str] = {
 # namespace or event bus), never an object: their key does not apply.
 ORCHESTRATION_ACTIONS: tuple[str, ...] = ("states:StartExecution", "sns:Publish", "sqs:SendMessage",
                                           "cloudwatch:PutMetricData", "events:PutEvents")
+# Athena cells name the workgroup in ``key``: "" the consumer's, "personal" the readers of personal data's.
+ATHENA_WORKGROUPS: tuple[str, ...] = ("", "personal")
 # iam:PassRole cells name the passed role by its kind (a role of the cell's tenant) in ``key``.
 PASSABLE_ROLES: tuple[str, ...] = ("job_role", "ingest_writer", "consumer", "erasure_role")
 TENANT_ROLES: tuple[str, ...] = ("owner", "other", "streaming")
@@ -154,8 +160,9 @@ class Cell:
         bucket: ``lake`` or ``logs`` (the tenant's access-log bucket). @default - "lake"
         key: the object key, or for ``LIST_ACTIONS`` the listed prefix; for KMS actions the object
             whose ARN is the encryption context when ``context.kms_context`` is ``object``; for Glue
-            actions ``<layer>/<table>`` (the table in the tenant's Glue database of that layer); unused
-            for Athena actions (the tenant's workgroup) and ``emr-containers:StartJobRun`` (the tenant's
+            actions ``<layer>/<table>`` (the table in the tenant's Glue database of that layer); for Athena
+            actions the workgroup (``ATHENA_WORKGROUPS``: "" the consumer's, ``personal``); unused for
+            ``emr-containers:StartJobRun`` (the tenant's
             virtual cluster); for ``iam:PassRole`` the kind of the tenant's role passed (``PASSABLE_ROLES``);
             for ``sts:AssumeRoleWithWebIdentity`` the tenant's role assumed (``job_role`` or ``erasure_role``),
             its trust policy deciding.
@@ -274,9 +281,14 @@ def parse(raw: Any, source: str = "access_matrix.yaml") -> Matrix:
             raise _err(where, f"{action} names a table as <layer>/<table>, got {key!r}")
         if action == "iam:PassRole":
             _one_of(where, "key (the passed role)", key, PASSABLE_ROLES)
-        if (action.startswith(("emr-containers:", "athena:")) or action in ORCHESTRATION_ACTIONS) and key:
-            raise _err(where, f"{action} names the tenant's {'virtual cluster' if 'emr' in action else 'workgroup'}; "
-                              "key does not apply")
+        if action.startswith("emr-containers:") and key:
+            raise _err(where, f"{action} names the tenant's virtual cluster; key does not apply")
+        if action in ORCHESTRATION_ACTIONS and key:
+            raise _err(where, f"{action} names a resource of the tenant (state machine, topic, queue, namespace or "
+                              "event bus); key does not apply")
+        if action.startswith("athena:"):
+            _one_of(where, "key (the workgroup: '' the consumer's, personal the readers of personal data's)", key,
+                    ATHENA_WORKGROUPS)
         if action.startswith("lakeformation:") and key:
             raise _err(where, f"{action} names no resource (Lake Formation's grants decide what); key does not apply")
         if (action == "sts:AssumeRoleWithWebIdentity") != (principal in SERVICE_ACCOUNT_KINDS):

@@ -123,6 +123,11 @@ class RequestBuilder:
             return self.tenants[other_tenant(self.matrix, tenant.tenant_id)].roles["consumer"]
         if cell.principal == "other_tenant_erasure_role":
             return self.tenants[other_tenant(self.matrix, tenant.tenant_id)].roles["erasure_role"]
+        if cell.principal == "personal_data_reader":
+            if tenant.personal_data_reader is None:
+                raise ValueError(f"cell {cell.id}: tenant {tenant.tenant_id} names no reader of personal data "
+                                 "(lake_formation.personal_data_reader_arns) or its outputs no personal_data_reader policy")
+            return tenant.personal_data_reader
         if cell.principal == "lake_formation_role":
             if tenant.lake_formation_role is None:
                 raise ValueError(f"cell {cell.id}: tenant {tenant.tenant_id}'s outputs name no Lake Formation role "
@@ -211,7 +216,7 @@ class RequestBuilder:
         if cell.action.startswith("glue:"):
             resource, resource_policy = tenant.glue_table_arn(*cell.key.split("/")), None
         elif cell.action.startswith("athena:"):
-            resource, resource_policy = tenant.athena_workgroup_arn, None
+            resource, resource_policy = tenant.workgroup_arn(cell.key), None
         elif cell.action.startswith("lakeformation:"):
             resource, resource_policy = "*", None  # GetDataAccess has no resource; identity policies decide
         elif cell.action in ("emr-containers:DescribeJobRun", "emr-containers:CancelJobRun"):

@@ -58,6 +58,10 @@ NAME_TEMPLATES: dict[str, str] = {
     "log_group": "/tenantlake/{tenant_id}/emr",
     "virtual_cluster": "{tenant_id}-lake",
     "athena_workgroup": "{tenant_id}-lake",
+    # Query results per principal (modules/athena_workgroup.py): the readers of personal data query in a workgroup
+    # of their own, whose results the consumer cannot read; they attach the module's managed policy.
+    "athena_personal_workgroup": "{tenant_id}-lake-personal",
+    "personal_data_reader_policy": "{tenant_id}-lake-personal-data-reader",
     # Table maintenance on a schedule (modules/maintenance_schedule.py): the EventBridge Scheduler schedule
     # and the role it starts EMR job runs with.
     "maintenance_schedule": "{tenant_id}-lake-maintenance",
@@ -189,8 +193,11 @@ STREAM_BUFFER_MIB = 1
 # ``tenant_key = replace(var.tenant_id, "-", "_")``.
 CATALOG_LAYERS: tuple[str, ...] = ("silver", "gold")
 GLUE_DATABASE_TEMPLATE = "{tenant_key}_{layer}"
-# Where the tenant's Athena workgroup writes query results: s3://<lake>/<ATHENA_RESULTS_PREFIX>/.
+# Where the tenant's Athena workgroups write query results: s3://<lake>/<ATHENA_RESULTS_PREFIX>/, one folder per
+# querying principal (each workgroup enforces its own): the consumer's, and the readers of personal data's, whose
+# results may hold personal columns and which the consumer may not read (modules/README.md, "Query results").
 ATHENA_RESULTS_PREFIX = "athena"
+ATHENA_RESULT_PREFIXES: dict[str, str] = {"consumer": "athena/consumer", "personal": "athena/personal"}
 
 
 # Lake Formation tag-based access control (modules/lake_formation.py, spark_jobs/lf_tags.py). Every column is
@@ -203,15 +210,17 @@ LF_CLASSIFICATION_VALUES: tuple[str, ...] = (LF_PERSONAL, LF_NOT_PERSONAL)
 # The layers whose tables the consumer and the readers of personal data may select (through Athena).
 LF_CONSUMER_LAYERS: tuple[str, ...] = ("gold",)
 LAKE_FORMATION_DEFAULTS: dict[str, Any] = {
-    # The account's Lake Formation settings (administrators; no IAMAllowedPrincipals defaults for new databases
-    # and tables) are one per account and region, and destroying them empties the administrators: exactly one
-    # unit there manages them (the runner refuses two). Off by default: a tenant in an account another unit
-    # already manages must not take them over.
-    "manage_settings": False,
     # Principals (IAM role or user ARNs) granted SELECT on every column of the consumer layers, personal ones too.
     "personal_data_reader_arns": [],
 }
 LF_READER_ARN_RE = r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]+$"
+# Keys a tenant's lake_formation input once took and no longer does, with where the setting went: the account's Lake
+# Formation settings are one per account and region and belong to a platform unit (infra/platform_lake_formation.py).
+LAKE_FORMATION_MOVED: dict[str, str] = {
+    "manage_settings": "the account's Lake Formation settings moved to the platform unit "
+                       "tenants/_platform/lake-formation-{region}/ (tenants/README.md, \"Lake Formation settings\"), "
+                       "on which the tenant depends; remove manage_settings from the tenant's file",
+}
 
 
 def tenant_key(tenant_id: str) -> str:
@@ -261,13 +270,10 @@ RULE_TEXTS: dict[str, str] = {
     "maintenance_schedule": "keys must be among {schedule_keys}; enabled a bool, schedule_expression cron(...) or "
                             "rate(...), timezone an IANA name like UTC or Europe/Dublin, flexible_window_minutes "
                             "0 (off) to 1440",
-    "lake_formation": "keys must be among {lake_formation_keys}; manage_settings a bool, personal_data_reader_arns "
+    "lake_formation": "keys must be among {lake_formation_keys}; personal_data_reader_arns "
                       "IAM role or user ARNs like arn:aws:iam::123456789012:role/privacy-officer, each once",
     "orchestration": "keys must be among {orchestration_keys}; enabled a bool, alert_subscriptions a list of "
                      "{{protocol, endpoint}} with protocol one of {protocols} and a non-empty endpoint",
-    "lake_formation_settings": "manage_settings is true for {tenants} in account {account_id}, region {region}: "
-                               "Lake Formation's settings are one per account and region; set "
-                               "lake_formation = {{ manage_settings = false }} on all of them but one",
 }
 # The retention periods CloudWatch Logs accepts (the log group's retention is retention_days["logs"]).
 LOG_RETENTION_VALUES: tuple[int, ...] = (
@@ -341,10 +347,9 @@ class TenantConfig:
         maintenance_schedule: the scheduled table maintenance, over ``MAINTENANCE_SCHEDULE_DEFAULTS``:
             ``enabled``, ``schedule_expression``, ``timezone``, ``flexible_window_minutes``. @default - {}
             (off)
-        lake_formation: Lake Formation options over ``LAKE_FORMATION_DEFAULTS``: ``manage_settings`` (this unit
-            sets the account's Lake Formation administrators and removes IAMAllowedPrincipals from the defaults
-            of new databases and tables; one unit per account and region) and ``personal_data_reader_arns``
-            (granted SELECT on personal columns too). @default - {} (manage_settings false, no readers)
+        lake_formation: Lake Formation options over ``LAKE_FORMATION_DEFAULTS``: ``personal_data_reader_arns``
+            (granted SELECT on personal columns too). The account's settings are no tenant's: a platform unit per
+            account and region holds them (``LAKE_FORMATION_MOVED``). @default - {} (no readers)
         orchestration: the pipeline's automation over ``ORCHESTRATION_DEFAULTS``: ``enabled`` (the state machine, its
             triggers per dataset, the alerts topic and rules, a freshness alarm per dataset) and
             ``alert_subscriptions`` (``[{protocol, endpoint}]``, subscribed to the alerts topic). @default - {} (off)
@@ -539,11 +544,14 @@ def _refuse_unknown_keys(t: str, field: str, given: Mapping[str, Any], defaults:
 
 
 def _validate_lake_formation(t: str, cfg: TenantConfig) -> None:
+    for key, where in LAKE_FORMATION_MOVED.items():
+        if key in dict(cfg.lake_formation):
+            raise TenantConfigError(t, f"lake_formation.{key}", where.format(region=cfg.region))
     rule = RULE_TEXTS["lake_formation"].format(lake_formation_keys=", ".join(LAKE_FORMATION_DEFAULTS))
     _refuse_unknown_keys(t, "lake_formation", cfg.lake_formation, LAKE_FORMATION_DEFAULTS, rule)
     options = cfg.effective_lake_formation
     readers = options["personal_data_reader_arns"]
-    if not (isinstance(options["manage_settings"], bool) and isinstance(readers, (list, tuple))
+    if not (isinstance(readers, (list, tuple))
             and all(isinstance(a, str) and re.match(LF_READER_ARN_RE, a) for a in readers)
             and len(set(readers)) == len(readers)):
         raise TenantConfigError(t, "lake_formation", rule)
@@ -604,18 +612,9 @@ def from_inputs(inputs: Mapping[str, Any], source: str = "") -> TenantConfig:
 
 
 def check_unique(configs: list[TenantConfig]) -> None:
-    """Tenant ids and lake bucket names must not collide across tenants; at most one tenant per account and
-    region manages the (account-wide) Lake Formation settings."""
+    """Tenant ids must not collide across tenants."""
     seen: dict[str, str] = {}
     for cfg in configs:
         if cfg.tenant_id in seen:
             raise TenantConfigError(cfg.tenant_id, "tenant_id", "is used by more than one tenant")
         seen[cfg.tenant_id] = cfg.region
-    managers: dict[tuple[str, str], list[str]] = {}
-    for cfg in configs:
-        if cfg.effective_lake_formation["manage_settings"]:
-            managers.setdefault((cfg.account_id, cfg.region), []).append(cfg.tenant_id)
-    for (account_id, region), tenants in sorted(managers.items()):
-        if len(tenants) > 1:
-            raise TenantConfigError(sorted(tenants)[1], "lake_formation", RULE_TEXTS["lake_formation_settings"].format(
-                tenants=" and ".join(sorted(tenants)), account_id=account_id, region=region))

@@ -1,8 +1,9 @@
 """`make demo`: the whole platform end to end on the embedded emulator, saying what each stage did.
 
 1. start (or reuse) the emulator: moto server over HTTPS on 127.0.0.1;
-2. provision the `acme` lake with the same command `make apply TENANT=acme` runs (idempotent: a
-   second demo re-plans and finds no changes);
+2. provision the `acme` lake with the same command `make apply TENANT=acme` runs, which applies the platform
+   units acme depends on first (the shared network, the account's Lake Formation settings in eu-west-1; idempotent:
+   a second demo re-plans and finds no changes);
 3. generate sample data (with a few bad and late records) into `landing/` for the three datasets;
 4. run bronze -> silver -> gold for each dataset on s3a (SSE-KMS with the tenant key), with
    Great Expectations validation per layer; print the row counts per layer;
@@ -70,7 +71,8 @@ def main() -> int:
     env = {**os.environ, **emulator.env_vars(state), "TENANTLAKE_STATE_DIR": str(state_dir),
            "TENANTLAKE_SPARK_JARS": jars}
 
-    _step(2, f"infrastructure: apply tenant '{TENANT}' (tenants/{TENANT}/terragrunt.hcl) on the emulator")
+    _step(2, f"infrastructure: apply tenant '{TENANT}' (tenants/{TENANT}/terragrunt.hcl) on the emulator, after the "
+             "platform units it depends on (network, Lake Formation settings)")
     _run(py + ["infra.terragrunt", "apply", "--tenant", TENANT], env)
     lake = json.loads((state_dir / "tenants" / TENANT / "lake.json").read_text())
     print(f"    lake bucket s3://{lake['lake_bucket_name']}  key {lake['kms_key_arn']}")

@@ -68,7 +68,22 @@ A tenth: Lake Formation's grants and tags, as the AWS provider and ``spark_jobs/
 refused it, so terraform could not read back any tag-based grant), ``RevokePermissions`` of a permission not
 held (AWS's ``InvalidInputException``, which the provider's destroy waits for), ``GetResourceLFTags`` of an
 untagged table (HTTP 500) and ``AddLFTagsToResource`` per key and per column (moto replaced all of a
-resource's tags). Moto stores grants and tags; it enforces none of them.
+resource's tags). Moto stores grants and tags; it enforces none of them. And ``GetResourceLFTags`` of a table
+answers its columns' tags (``LFTagsOnColumns``, the columns of its Glue table), as AWS does; moto answered the
+table's own tags only (``_answer_table_column_tags``).
+
+An eleventh: ``StartQueryExecution`` in a workgroup that enforces its configuration writes its results where the
+workgroup says (moto 5.2.5 took the request's ``ResultConfiguration``, or none): the tenant's workgroups enforce
+theirs, and which principal's results land where is what the access matrix judges (``_enforce_athena_workgroup_results``).
+
+A twelfth: Glue's ``CreateDatabase`` without ``CreateTableDefaultPermissions`` takes them from the account's Lake
+Formation settings in that region (``CreateTableDefaultPermissions`` of ``GetDataLakeSettings``), as AWS does: in an
+account that keeps Lake Formation's out-of-the-box defaults (moto starts with them too, ``IAM_ALLOWED_PRINCIPALS``
+``ALL`` in both lists) a new database hands every table created in it to ``IAM_ALLOWED_PRINCIPALS``, and that is
+what the job's preflight refuses (``spark_jobs/lf_tags.py``). Moto 5.2.5 left the database's defaults empty whatever
+the settings said, so a tenant applied before the account's settings looked closed here and open on AWS
+(``_databases_take_the_accounts_lake_formation_defaults``). The ``IAM_ALLOWED_PRINCIPALS`` grant that AWS also adds on
+such a database (from ``CreateDatabaseDefaultPermissions``) is not emulated.
 
 Two changes for speed, which change no answer: connections are kept alive (werkzeug's development server
 closed every connection after one response, so s3a paid a TCP connection and a TLS handshake on both sides
@@ -528,6 +543,82 @@ def _correct_lake_formation() -> None:
     LakeFormationBackend.remove_lf_tags_from_resource = remove_lf_tags_from_resource
 
 
+def _answer_table_column_tags() -> None:
+    """``GetResourceLFTags`` of a ``Table`` answers the tags of its columns too, as on AWS (``LFTagsOnColumns``: one
+    entry per column of the Glue table that carries a tag); moto 5.2.5 answered the table's own tags only, so a
+    table's column tags could be read back one named column at a time (``TableWithColumns``) and never by asking for
+    the table. The columns are the Glue table's (``StorageDescriptor.Columns``); a table Glue does not hold answers
+    as before."""
+    from moto.glue.models import glue_backends
+    from moto.lakeformation.models import LakeFormationBackend
+
+    answers = LakeFormationBackend.get_resource_lf_tags
+
+    def get_resource_lf_tags(self, catalog_id, resource):
+        database_tags, table_tags, column_tags = answers(self, catalog_id, resource)
+        if "Table" in resource and "TableWithColumns" not in resource:
+            table = resource["Table"]
+            try:
+                glue_table = glue_backends[self.account_id][self.region_name].get_table(
+                    table["DatabaseName"], table["Name"]).as_dict()
+            except Exception:  # noqa: BLE001 - no such database or table in Glue: the table's own tags only
+                return database_tags, table_tags, column_tags
+            names = [c["Name"] for c in (glue_table.get("StorageDescriptor") or {}).get("Columns") or ()]
+            if names:
+                _, _, column_tags = answers(self, catalog_id, {"TableWithColumns": {
+                    **{k: v for k, v in table.items() if k != "TableWildcard"}, "ColumnNames": names}})
+        return database_tags, table_tags, column_tags
+
+    LakeFormationBackend.get_resource_lf_tags = get_resource_lf_tags
+
+
+def _databases_take_the_accounts_lake_formation_defaults() -> None:
+    """``CreateDatabase`` without ``CreateTableDefaultPermissions`` gets the account's (its Lake Formation settings'
+    ``CreateTableDefaultPermissions`` in the region, for the database's catalog), as on AWS; given ones (an empty list
+    too) are kept."""
+    import copy
+
+    from moto.glue.models import GlueBackend
+    from moto.lakeformation.models import lakeformation_backends
+
+    creates = GlueBackend.create_database
+
+    def create_database(self, database_name, database_input, tags=None):
+        if "CreateTableDefaultPermissions" not in database_input:
+            catalog_id = database_input.get("CatalogId") or self.account_id
+            settings = lakeformation_backends[self.account_id][self.region_name].get_data_lake_settings(catalog_id)
+            defaults = settings.get("CreateTableDefaultPermissions")
+            if defaults:
+                database_input = {**database_input, "CreateTableDefaultPermissions": copy.deepcopy(defaults)}
+        return creates(self, database_name, database_input, tags)
+
+    GlueBackend.create_database = create_database
+
+
+def _enforce_athena_workgroup_results() -> None:
+    """``StartQueryExecution`` in a workgroup that enforces its configuration (``EnforceWorkGroupConfiguration``,
+    AWS's default and the tenant module's) writes its results where the workgroup says, whatever the request's
+    ``ResultConfiguration`` names, as on AWS; moto 5.2.5 took the request's (or none). A workgroup that does not
+    enforce fills in only what the request leaves out."""
+    import copy
+
+    from moto.athena.models import AthenaBackend
+
+    starts = AthenaBackend.start_query_execution
+
+    def start_query_execution(self, query, context, config, workgroup, execution_parameters):
+        group = self.work_groups.get(workgroup) if workgroup else None
+        enforced = (group.configuration or {}).get("ResultConfiguration") if group is not None else None
+        if enforced:
+            if group.configuration.get("EnforceWorkGroupConfiguration", True):
+                config = copy.deepcopy(enforced)
+            else:
+                config = {**copy.deepcopy(enforced), **(config or {})}
+        return starts(self, query, context, config, workgroup, execution_parameters)
+
+    AthenaBackend.start_query_execution = start_query_execution
+
+
 def _cache_backend_lookups() -> None:
     """Moto 5.2.5 lists its own package folder (``os.listdir`` and an ``isdir`` per entry, about 200) for every
     request it routes, under the dispatcher's lock, then matches the host against every backend's URL patterns:
@@ -903,6 +994,9 @@ def main(argv: list[str] | None = None) -> None:
     _correct_bucket_inventory_configurations()
     _list_only_prefixes_holding_current_objects()
     _correct_lake_formation()
+    _answer_table_column_tags()
+    _databases_take_the_accounts_lake_formation_defaults()
+    _enforce_athena_workgroup_results()
     _cache_backend_lookups()
     _decode_aws_chunked_bodies_in_one_pass()
     _stream_completed_multipart_uploads()

@@ -636,3 +636,92 @@ def test_stock_moto_writes_each_object_of_a_list_as_a_quoted_string():
                                     "Detail": json.dumps({"rules": [{"name": "a"}]})}])
         [message] = sqs.receive_message(QueueUrl=url)["Messages"]
         assert json.loads(message["Body"]) == {"rules": ['{"name": "a"}']}
+
+
+def test_the_tags_of_a_table_answer_its_glue_columns_tags_as_on_aws(boto_session):
+    lf, glue = boto_session("lakeformation", LF_REGION), boto_session("glue", LF_REGION)
+    cls_key, _ = _lf_tags(lf)
+    database = f"db_{uuid.uuid4().hex[:8]}"
+    glue.create_database(DatabaseInput={"Name": database})
+    glue.create_table(DatabaseName=database, TableInput={"Name": "t", "StorageDescriptor": {
+        "Columns": [{"Name": "user_id", "Type": "string"}, {"Name": "n", "Type": "bigint"},
+                    {"Name": "untagged", "Type": "string"}]}})
+    for column, value in (("user_id", "pii"), ("n", "none")):
+        lf.add_lf_tags_to_resource(Resource={"TableWithColumns": {"DatabaseName": database, "Name": "t",
+                                                                  "ColumnNames": [column]}},
+                                   LFTags=[{"TagKey": cls_key, "TagValues": [value]}])
+    tags = lf.get_resource_lf_tags(Resource={"Table": {"DatabaseName": database, "Name": "t"}}, ShowAssignedLFTags=True)
+    assert {c["Name"]: c["LFTags"][0]["TagValues"] for c in tags["LFTagsOnColumns"]} == {"user_id": ["pii"], "n": ["none"]}
+    # A table Glue does not hold: its own tags only, as before.
+    assert "LFTagsOnColumns" not in lf.get_resource_lf_tags(Resource={"Table": {"DatabaseName": database, "Name": "x"}})
+
+
+def test_a_query_in_a_workgroup_that_enforces_its_configuration_writes_its_results_there(boto_session):
+    athena = boto_session("athena", LF_REGION)
+    group = f"wg-{uuid.uuid4().hex[:8]}"
+    athena.create_work_group(Name=group, Configuration={
+        "EnforceWorkGroupConfiguration": True,
+        "ResultConfiguration": {"OutputLocation": "s3://lake/athena/personal/",
+                                "EncryptionConfiguration": {"EncryptionOption": "SSE_KMS", "KmsKey": "k"}}})
+    query = athena.start_query_execution(QueryString="SELECT 1", WorkGroup=group,
+                                         ResultConfiguration={"OutputLocation": "s3://lake/athena/consumer/"})
+    execution = athena.get_query_execution(QueryExecutionId=query["QueryExecutionId"])["QueryExecution"]
+    assert execution["ResultConfiguration"]["OutputLocation"] == (
+        f"s3://lake/athena/personal/{query['QueryExecutionId']}.csv")
+
+
+def test_stock_moto_answers_no_column_tags_for_a_table_and_ignores_an_enforced_workgroup():
+    """Why the two corrections above exist (see test_stock_moto_lake_formation_differs_where_corrected)."""
+    from moto import mock_aws
+
+    with mock_aws():
+        lf, glue = boto3.client("lakeformation", region_name=REGION), boto3.client("glue", region_name=REGION)
+        lf.create_lf_tag(TagKey="c", TagValues=["pii", "none"])
+        glue.create_database(DatabaseInput={"Name": "d"})
+        glue.create_table(DatabaseName="d", TableInput={"Name": "t", "StorageDescriptor": {
+            "Columns": [{"Name": "a", "Type": "string"}]}})
+        lf.add_lf_tags_to_resource(Resource={"Table": {"DatabaseName": "d", "Name": "t"}},
+                                   LFTags=[{"TagKey": "c", "TagValues": ["pii"]}])
+        lf.add_lf_tags_to_resource(Resource={"TableWithColumns": {"DatabaseName": "d", "Name": "t", "ColumnNames": ["a"]}},
+                                   LFTags=[{"TagKey": "c", "TagValues": ["none"]}])
+        assert "LFTagsOnColumns" not in lf.get_resource_lf_tags(Resource={"Table": {"DatabaseName": "d", "Name": "t"}})
+        athena = boto3.client("athena", region_name=REGION)
+        athena.create_work_group(Name="w", Configuration={"EnforceWorkGroupConfiguration": True, "ResultConfiguration": {
+            "OutputLocation": "s3://lake/athena/personal/"}})
+        query = athena.start_query_execution(QueryString="SELECT 1", WorkGroup="w")
+        execution = athena.get_query_execution(QueryExecutionId=query["QueryExecutionId"])["QueryExecution"]
+        assert "OutputLocation" not in execution.get("ResultConfiguration", {})
+
+
+DEFAULTS_REGION = "ca-central-1"  # no other test uses it: this one changes the region's Lake Formation settings
+OPEN = [{"Principal": {"DataLakePrincipalIdentifier": "IAM_ALLOWED_PRINCIPALS"}, "Permissions": ["ALL"]}]
+
+
+def test_a_new_database_takes_the_accounts_lake_formation_table_defaults_as_on_aws(boto_session):
+    """Out of the box (moto's settings start as AWS's) a new database hands its tables to IAM_ALLOWED_PRINCIPALS; once
+    the settings hold no such default, a new one does not; defaults given with the database are kept either way."""
+    lf, glue = boto_session("lakeformation", DEFAULTS_REGION), boto_session("glue", DEFAULTS_REGION)
+    assert lf.get_data_lake_settings()["DataLakeSettings"]["CreateTableDefaultPermissions"] == OPEN
+    suffix = uuid.uuid4().hex[:8]
+    glue.create_database(DatabaseInput={"Name": f"open_{suffix}"})
+    glue.create_database(DatabaseInput={"Name": f"given_{suffix}", "CreateTableDefaultPermissions": []})
+    lf.put_data_lake_settings(DataLakeSettings={"DataLakeAdmins": [
+        {"DataLakePrincipalIdentifier": "arn:aws:iam::123456789012:role/admin"}]})
+    glue.create_database(DatabaseInput={"Name": f"closed_{suffix}"})
+
+    def defaults(name: str) -> list:
+        return glue.get_database(Name=name)["Database"].get("CreateTableDefaultPermissions") or []
+
+    assert defaults(f"open_{suffix}") == OPEN
+    assert defaults(f"given_{suffix}") == [] and defaults(f"closed_{suffix}") == []
+
+
+def test_stock_moto_gives_a_new_database_no_table_defaults():
+    """Why the correction exists: moto 5.2.5 starts with the open defaults but never copies them into a database."""
+    from moto import mock_aws
+
+    with mock_aws():
+        lf, glue = boto3.client("lakeformation", region_name=REGION), boto3.client("glue", region_name=REGION)
+        assert lf.get_data_lake_settings()["DataLakeSettings"]["CreateTableDefaultPermissions"] == OPEN
+        glue.create_database(DatabaseInput={"Name": "d"})
+        assert not glue.get_database(Name="d")["Database"].get("CreateTableDefaultPermissions")
