@@ -33,6 +33,9 @@ from modules.skips import skip_check  # noqa: E402
 from modules.stream_ingest import StreamIngest, StreamIngestConfig, firehose_role_arns  # noqa: E402
 from modules.tenant_inputs import TenantInputs  # noqa: E402
 from modules.vpc_endpoints import VpcEndpoints, VpcEndpointsConfig, kms_keys_statement  # noqa: E402
+from infra.orchestration import add_orchestration  # noqa: E402
+from infra.orchestration import key_principal_arns as orchestration_key_principal_arns  # noqa: E402
+from infra.orchestration import key_statements as orchestration_key_statements  # noqa: E402
 
 STACK_NAME = "tenant_lake"
 REPLICATION_SKIP = ("Cross-region replication needs a second region and provider per tenant; the lake is "
@@ -90,8 +93,9 @@ class TenantLakeStack(TerraformStack):
             writer_role_arns=[roles.arns["job_execution"], roles.arns["ingest_writer"], roles.arns["erasure"]],
             reader_role_arns=[roles.arns["consumer"]],
             allowed_principal_arns=ListExpr(f"${{concat({tenant_roles}, {firehose_roles}, {admins}, {scheduler_arns}, "
-                                            f"{readers})}}"),
-            log_group_name=names["log_group"], tags=tags, inventory_source_arns=[lake_arn]))
+                                            f"{readers}, {orchestration_key_principal_arns(inputs)})}}"),
+            log_group_name=names["log_group"], tags=tags, inventory_source_arns=[lake_arn],
+            service_statements=orchestration_key_statements(inputs)))
 
         # The log bucket logs nowhere (into itself it would log every delivery); the lake logs into it.
         log_bucket = LakeBucket(self, "log_bucket", LakeBucketConfig(
@@ -176,9 +180,17 @@ class TenantLakeStack(TerraformStack):
         emr = EmrVirtualCluster(self, "emr", EmrVirtualClusterConfig(
             name=names["virtual_cluster"], eks_cluster_name=inputs.eks_cluster_name,
             namespace=inputs.emr_namespace, tags=tags))
-        schedule = MaintenanceSchedule(self, "maintenance", maintenance_schedule_config(
+        deploy_target, request_options = module_deploy_target(
             inputs, key_arn=key.arn, job_role_arn=roles.arns["job_execution"], virtual_cluster=emr,
-            database_names=databases.names, log_group_name=log_group.name))
+            database_names=databases.names, log_group_name=log_group.name)
+        schedule = MaintenanceSchedule(self, "maintenance", maintenance_schedule_config(
+            inputs, deploy_target, request_options, key_arn=key.arn, job_role_arn=roles.arns["job_execution"],
+            virtual_cluster=emr))
+        # The pipeline's automation on AWS (var.orchestration): state machine, triggers, alerts, freshness alarms.
+        orchestration = add_orchestration(
+            self, inputs, key_arn=key.arn, job_role_id=roles.roles["job_execution"].id,
+            job_role_arn=roles.arns["job_execution"], virtual_cluster=emr, deploy_target=deploy_target,
+            request_options=request_options)
         streams = StreamIngest(self, "streams", StreamIngestConfig(
             streams=inputs.streams, tenant_id=inputs.tenant_id, partition=partition, region=inputs.region,
             account_id=inputs.account_id, bucket_arn=lake.arn, key_arn=key.arn,
@@ -237,21 +249,24 @@ class TenantLakeStack(TerraformStack):
             "kinesis_stream_names": (streams.stream_names, "Kinesis data stream name per streamed dataset (var.streams)."),
             "firehose_delivery_stream_names": (streams.delivery_stream_names,
                                                "Firehose delivery stream (into landing/<dataset>/) per streamed dataset."),
+            "orchestration": (orchestration.outputs,
+                              "The pipeline's automation (var.orchestration; \"\" and {} when it is off): the state machine and "
+                              "its role, the alerts topic, the CloudWatch namespace and EventBridge source of the jobs' "
+                              "signals, the schedules, arrival rules and their roles and dead-letter queue, the alert "
+                              "rules (and, on the local emulator, the queue they deliver to), the freshness alarms and "
+                              "targets per dataset."),
         }
         for name, (value, description) in outputs.items():
             TerraformOutput(self, name, value=value, description=description)
 
 
-def maintenance_schedule_config(inputs: TenantInputs, key_arn: str, job_role_arn: str, virtual_cluster: EmrVirtualCluster,
-                                database_names: dict[str, str], log_group_name: str) -> MaintenanceScheduleConfig:
-    """The schedule of ``var.maintenance_schedule``, whose input is the request ``deploy-jobs --maintain`` sends
-    (``infra.deploy.request.scheduled_maintenance_request``), rendered with the module's references."""
-    import json
-
+def module_deploy_target(inputs: TenantInputs, key_arn: str, job_role_arn: str, virtual_cluster: EmrVirtualCluster,
+                         database_names: dict[str, str], log_group_name: str):
+    """The deploy target of ``infra.deploy`` with the module's references instead of Terraform outputs, and the
+    request options of the default release: what the module renders the requests of its schedules and of its
+    state machine with (``infra.deploy.request``), so they are the requests a deploy builds from the outputs."""
     from infra.deploy import job_deps
-    from infra.deploy.request import (
-        SCHEDULER_TARGET, RequestOptions, scheduled_maintenance_request, universal_target_input,
-    )
+    from infra.deploy.request import RequestOptions
     from infra.deploy.target import DeployTarget
 
     bucket = inputs.names["lake_bucket"]
@@ -264,9 +279,22 @@ def maintenance_schedule_config(inputs: TenantInputs, key_arn: str, job_role_arn
         glue_databases=tuple(sorted(database_names.items())),
         data_classification=("${local.maintenance_classification}",),
         snapshot_retention_days="${local.retention.snapshots}",  # type: ignore[arg-type] - a reference
-        catalog_name="${local.maintenance_catalog_name}")
+        catalog_name="${local.maintenance_catalog_name}",
+        lf_classification_tag=inputs.names["lf_tag_classification"])
     deps = job_deps.target_for_release(job_deps.DEFAULT_RELEASE_LABEL, job_deps.DEFAULT_ARCH)
-    request = universal_target_input(scheduled_maintenance_request(target, RequestOptions(python=deps.interpreter)))
+    return target, RequestOptions(python=deps.interpreter)
+
+
+def maintenance_schedule_config(inputs: TenantInputs, target, options, key_arn: str, job_role_arn: str,
+                                virtual_cluster: EmrVirtualCluster) -> MaintenanceScheduleConfig:
+    """The schedule of ``var.maintenance_schedule``, whose input is the request ``deploy-jobs --maintain`` sends
+    (``infra.deploy.request.scheduled_maintenance_request``), rendered with the module's references (``target``,
+    ``options``: ``module_deploy_target``)."""
+    import json
+
+    from infra.deploy.request import SCHEDULER_TARGET, scheduled_maintenance_request, universal_target_input
+
+    request = universal_target_input(scheduled_maintenance_request(target, options))
     text = json.dumps(request)
     if '\\"' in text:  # a reference with quotes would not survive as a template inside the JSON
         raise ValueError("the maintenance schedule's input holds an expression with quotes; use a local")

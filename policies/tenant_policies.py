@@ -10,7 +10,9 @@ are the resources of the Glue and Athena cells, decided by the identity policies
 resource policy in this module). A tenant with a maintenance schedule: the scheduler role's policies, and
 the schedule (``GetSchedule``) must start its runs as that role; the virtual cluster's ARN is the resource
 of the StartJobRun cells. Lake Formation's data-access role (output ``lake_formation``) is read like the tenant
-roles; Lake Formation's own tags and grants are read by ``policies.lake_formation``. A reader of personal data
+roles; Lake Formation's own tags and grants are read by ``policies.lake_formation``. A tenant with orchestration
+(output ``orchestration``): its state machine's, schedules' and arrival rules' roles, the alerts topic's policy
+(``GetTopicAttributes``) and the dead-letter queue's (``GetQueueAttributes``). A reader of personal data
 (``lake_formation.personal_data_reader_arns``, the first) is evaluated with the managed policy the module makes for
 the readers (``GetPolicy``, ``GetPolicyVersion``): the policy it is meant to have attached.
 """
@@ -19,6 +21,8 @@ from __future__ import annotations
 import dataclasses
 import json
 from typing import Any, Callable, Mapping
+
+import tenant_model
 
 # The tenant roles by matrix kind, and the output that names each.
 ROLE_OUTPUTS: dict[str, str] = {
@@ -73,6 +77,46 @@ class AppliedTenant:
     scheduler_role: RoleIdentity | None = None  # the maintenance schedule's role, when the tenant has one
     emr_namespace: str = ""
     lake_formation_role: RoleIdentity | None = None  # Lake Formation's data-access role (modules/lake_formation.py)
+    # Orchestration (output ``orchestration``): matrix kind -> role, and the resources' policies as applied.
+    orchestration_roles: Mapping[str, RoleIdentity] = dataclasses.field(default_factory=dict)
+    topic_policy: dict | None = None
+    dlq_policy: dict | None = None
+
+    def _name(self, kind: str) -> str:
+        return tenant_model.render_name(kind, tenant_id=self.tenant_id)
+
+    @property
+    def pipeline_state_machine_arn(self) -> str:
+        return f"arn:aws:states:{self.region}:{self.account_id}:stateMachine:{self._name('pipeline_state_machine')}"
+
+    @property
+    def alerts_topic_arn(self) -> str:
+        return f"arn:aws:sns:{self.region}:{self.account_id}:{self._name('alerts_topic')}"
+
+    @property
+    def trigger_dlq_arn(self) -> str:
+        return f"arn:aws:sqs:{self.region}:{self.account_id}:{self._name('trigger_dlq')}"
+
+    @property
+    def metric_namespace(self) -> str:
+        return self._name("metric_namespace")
+
+    @property
+    def event_source(self) -> str:
+        return self._name("event_source")
+
+    @property
+    def default_event_bus_arn(self) -> str:
+        return f"arn:aws:events:{self.region}:{self.account_id}:event-bus/default"
+
+    @property
+    def example_rule_arn(self) -> str:
+        return f"arn:aws:events:{self.region}:{self.account_id}:rule/{self._name('emr_job_failed_rule')}"
+
+    @property
+    def example_alarm_arn(self) -> str:
+        name = tenant_model.pipeline_name("freshness_alarm", "iot", tenant_id=self.tenant_id)
+        return f"arn:aws:cloudwatch:{self.region}:{self.account_id}:alarm:{name}"
     # The first reader of personal data (lake_formation.personal_data_reader_arns) with the managed policy the module
     # makes for the readers (output personal_data_reader.policy_arn), and the readers' Athena workgroup.
     personal_data_reader: RoleIdentity | None = None
@@ -169,6 +213,7 @@ def read_applied_tenant(lake: Mapping[str, Any], client: ClientFactory) -> Appli
                              f"{schedule['Target']['RoleArn']}, not {scheduler_role.arn}")
     lake_formation_arn = (lake.get("lake_formation") or {}).get("data_access_role_arn")
     lake_formation_role = role_identity(iam, lake_formation_arn) if lake_formation_arn else None
+    orchestration_roles, topic_policy, dlq_policy = read_orchestration(lake, client, iam)
     endpoint_id = gateway_endpoint_id(lake)
     (endpoint,) = ec2.describe_vpc_endpoints(VpcEndpointIds=[endpoint_id])["VpcEndpoints"]
     return AppliedTenant(
@@ -184,5 +229,27 @@ def read_applied_tenant(lake: Mapping[str, Any], client: ClientFactory) -> Appli
         glue_databases=databases, athena_workgroup=workgroup,
         virtual_cluster_arn=str(lake.get("emr_virtual_cluster_arn") or ""), scheduler_role=scheduler_role,
         emr_namespace=str(lake.get("emr_namespace") or ""), lake_formation_role=lake_formation_role,
+        orchestration_roles=orchestration_roles, topic_policy=topic_policy, dlq_policy=dlq_policy,
         personal_data_reader=personal_data_reader, personal_workgroup=personal_workgroup,
     )
+
+
+# The orchestration's roles by matrix kind, and the key of the output ``orchestration`` that names each.
+ORCHESTRATION_ROLE_OUTPUTS: dict[str, str] = {
+    "pipeline_runner_role": "runner_role_arn",
+    "pipeline_scheduler_role": "scheduler_role_arn",
+    "pipeline_events_role": "events_role_arn",
+}
+
+
+def read_orchestration(lake: Mapping[str, Any], client: ClientFactory, iam) -> tuple[dict, dict | None, dict | None]:
+    """(roles by kind, topic policy, dead-letter queue policy) of a tenant with orchestration; empty without."""
+    outputs = lake.get("orchestration") or {}
+    if not outputs.get("enabled"):
+        return {}, None, None
+    region = lake["region"]
+    roles = {kind: role_identity(iam, outputs[key]) for kind, key in ORCHESTRATION_ROLE_OUTPUTS.items()}
+    topic = client("sns", region).get_topic_attributes(TopicArn=outputs["alerts_topic_arn"])["Attributes"]
+    queue = client("sqs", region).get_queue_attributes(QueueUrl=outputs["trigger_dlq_url"],
+                                                       AttributeNames=["Policy"])["Attributes"]
+    return roles, _document(topic["Policy"]), _document(queue["Policy"])

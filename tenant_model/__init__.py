@@ -73,6 +73,24 @@ NAME_TEMPLATES: dict[str, str] = {
     "lf_tag_layer": "{tenant_id}-layer",
     "lake_formation_role": "{tenant_id}-lakeformation-access",
     "oidc_provider_placeholder": "arn:aws:iam::{account_id}:oidc-provider/oidc.eks.{region}.amazonaws.com/id/{cluster_upper}",
+    # Orchestration and alerts (modules/pipeline_*.py, modules/alert_*.py, modules/freshness_alarms.py): the state
+    # machine that runs a dataset's layers on EMR on EKS, its role and log group, the roles EventBridge Scheduler and
+    # EventBridge rules start it with, the dead-letter queue of their targets, the tenant's alerts topic and rules, the
+    # queue the alert rules deliver to on the local emulator (moto's EventBridge cannot deliver to SNS), and the
+    # CloudWatch namespace and EventBridge source the jobs put their metrics and events under.
+    "pipeline_state_machine": "{tenant_id}-lake-pipeline",
+    "pipeline_runner_role": "{tenant_id}-pipeline-runner",
+    "pipeline_scheduler_role": "{tenant_id}-pipeline-scheduler",
+    "pipeline_events_role": "{tenant_id}-pipeline-events",
+    "pipeline_log_group": "/aws/vendedlogs/states/{tenant_id}-lake-pipeline",
+    "trigger_dlq": "{tenant_id}-lake-trigger-dlq",
+    "alerts_topic": "{tenant_id}-lake-alerts",
+    "alert_events_queue": "{tenant_id}-lake-alert-events",
+    "emr_job_failed_rule": "{tenant_id}-emr-job-failed",
+    "pipeline_failed_rule": "{tenant_id}-pipeline-failed",
+    "publish_blocked_rule": "{tenant_id}-publish-blocked",
+    "metric_namespace": "tenantlake/{tenant_id}",
+    "event_source": "tenantlake.{tenant_id}",
 }
 
 
@@ -104,6 +122,42 @@ BASE36_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 # Characters IAM allows in a role name, and its longest name.
 IAM_ROLE_NAME_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+=,.@_-"
 MAX_ROLE_NAME_LENGTH = 64
+
+
+# Per dataset of the contracts (modules/pipeline_triggers.py, modules/freshness_alarms.py): rendered with
+# ``{dataset}`` besides the tenant's inputs, like STREAM_NAME_TEMPLATES.
+PIPELINE_NAME_TEMPLATES: dict[str, str] = {
+    "pipeline_schedule": "{tenant_id}-{dataset}-pipeline",
+    "arrival_rule": "{tenant_id}-{dataset}-arrival",
+    "freshness_alarm": "{tenant_id}-{dataset}-freshness",
+}
+# The longest of those names EventBridge and Scheduler take (rule and schedule names: 1-64 characters).
+MAX_RULE_NAME = 64
+# Orchestration (the tenant input ``orchestration``): off by default, because its schedules and arrival rules start
+# EMR job runs (they cost) from the code a pipeline `make deploy-jobs` published, which does not exist before the
+# first such deploy; and because a freshness alarm of a dataset that never ran would page at once.
+ORCHESTRATION_DEFAULTS: dict[str, Any] = {
+    "enabled": False,
+    # SNS subscriptions of the tenant's alerts topic: [{protocol = "email", endpoint = "oncall@example.com"}, ...].
+    "alert_subscriptions": [],
+}
+ALERT_PROTOCOLS: tuple[str, ...] = ("email", "email-json", "https", "sqs", "lambda", "sms")
+# What the jobs put and emit (spark_jobs/signals.py) and the module's alarms and rules read.
+PUBLISHED_METRIC = "LayerPublished"  # 1 per publish, dimensions Dataset and Layer (Count)
+PUBLISHED_METRIC_DIMENSIONS: tuple[str, ...] = ("Dataset", "Layer")
+FRESHNESS_LAYER = "silver"  # a dataset is fresh when its silver table was published within its target
+PUBLISH_BLOCKED_DETAIL_TYPE = "Publish Blocked by Validation"
+# A contract's on_arrival debounce window (minutes): a divisor of 60, so that windows align on the hour.
+DEBOUNCE_MINUTES: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60)
+# A contract's freshness target (minutes): CloudWatch alarms evaluate at most 7 days at once (one period of the
+# target's length).
+MIN_FRESHNESS_MINUTES = 5
+MAX_FRESHNESS_MINUTES = 7 * 24 * 60
+
+
+def pipeline_name(kind: str, dataset: str, **values: str) -> str:
+    """Render ``PIPELINE_NAME_TEMPLATES[kind]`` for one dataset (values may be CDKTF tokens)."""
+    return PIPELINE_NAME_TEMPLATES[kind].format(dataset=dataset, **values)
 
 
 def base36_role_name(role_name: str) -> str:
@@ -218,6 +272,8 @@ RULE_TEXTS: dict[str, str] = {
                             "0 (off) to 1440",
     "lake_formation": "keys must be among {lake_formation_keys}; personal_data_reader_arns "
                       "IAM role or user ARNs like arn:aws:iam::123456789012:role/privacy-officer, each once",
+    "orchestration": "keys must be among {orchestration_keys}; enabled a bool, alert_subscriptions a list of "
+                     "{{protocol, endpoint}} with protocol one of {protocols} and a non-empty endpoint",
 }
 # The retention periods CloudWatch Logs accepts (the log group's retention is retention_days["logs"]).
 LOG_RETENTION_VALUES: tuple[int, ...] = (
@@ -294,6 +350,9 @@ class TenantConfig:
         lake_formation: Lake Formation options over ``LAKE_FORMATION_DEFAULTS``: ``personal_data_reader_arns``
             (granted SELECT on personal columns too). The account's settings are no tenant's: a platform unit per
             account and region holds them (``LAKE_FORMATION_MOVED``). @default - {} (no readers)
+        orchestration: the pipeline's automation over ``ORCHESTRATION_DEFAULTS``: ``enabled`` (the state machine, its
+            triggers per dataset, the alerts topic and rules, a freshness alarm per dataset) and
+            ``alert_subscriptions`` (``[{protocol, endpoint}]``, subscribed to the alerts topic). @default - {} (off)
     """
 
     tenant_id: str
@@ -314,6 +373,7 @@ class TenantConfig:
     shared_interface_endpoint_ids: Mapping[str, str] = dataclasses.field(default_factory=dict)
     maintenance_schedule: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     lake_formation: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    orchestration: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     # ---- derived names (the only place resource names are built) -------------------------
     @property
@@ -348,6 +408,10 @@ class TenantConfig:
     @property
     def effective_lake_formation(self) -> dict[str, Any]:
         return {**LAKE_FORMATION_DEFAULTS, **dict(self.lake_formation)}
+
+    @property
+    def effective_orchestration(self) -> dict[str, Any]:
+        return {**ORCHESTRATION_DEFAULTS, **dict(self.orchestration)}
 
     @property
     def oidc_provider_arn(self) -> str:
@@ -468,6 +532,7 @@ def validate(cfg: TenantConfig) -> TenantConfig:
             raise TenantConfigError(t, "tags", "must map strings to strings")
     _validate_maintenance_schedule(t, cfg)
     _validate_lake_formation(t, cfg)
+    _validate_orchestration(t, cfg)
     return cfg
 
 
@@ -490,6 +555,18 @@ def _validate_lake_formation(t: str, cfg: TenantConfig) -> None:
             and all(isinstance(a, str) and re.match(LF_READER_ARN_RE, a) for a in readers)
             and len(set(readers)) == len(readers)):
         raise TenantConfigError(t, "lake_formation", rule)
+
+
+def _validate_orchestration(t: str, cfg: TenantConfig) -> None:
+    rule = RULE_TEXTS["orchestration"].format(orchestration_keys=", ".join(ORCHESTRATION_DEFAULTS),
+                                              protocols=", ".join(ALERT_PROTOCOLS))
+    _refuse_unknown_keys(t, "orchestration", cfg.orchestration, ORCHESTRATION_DEFAULTS, rule)
+    options = cfg.effective_orchestration
+    subscriptions = options["alert_subscriptions"]
+    if not (isinstance(options["enabled"], bool) and isinstance(subscriptions, (list, tuple))
+            and all(isinstance(s, Mapping) and set(s) == {"protocol", "endpoint"} and s["protocol"] in ALERT_PROTOCOLS
+                    and isinstance(s["endpoint"], str) and s["endpoint"].strip() for s in subscriptions)):
+        raise TenantConfigError(t, "orchestration", rule)
 
 
 def _validate_maintenance_schedule(t: str, cfg: TenantConfig) -> None:
@@ -524,7 +601,7 @@ def from_inputs(inputs: Mapping[str, Any], source: str = "") -> TenantConfig:
         if field in values:
             values[field] = _as_tuple(values[field], tenant, field)
     for field in ("tags", "retention_days", "shared_gateway_endpoint_ids", "shared_interface_endpoint_ids",
-                  "maintenance_schedule", "lake_formation"):
+                  "maintenance_schedule", "lake_formation", "orchestration"):
         if field in values and not isinstance(values[field], Mapping):
             raise TenantConfigError(tenant, field, "must be a map")
     for field in ("tenant_id", "region", "account_id", "environment", "cost_center", "eks_cluster_name",

@@ -103,6 +103,33 @@ reference cycles that piled up part after part (1.2 GB during a 1 GB upload). Mo
 ``If-None-Match: *`` on ``CompleteMultipartUpload`` as S3 does (412 when the key exists, the upload kept until
 aborted); nothing is changed there.
 
+An eleventh, for Step Functions' interpreter: it is on from the start (moto's ``execute_state_machine`` setting).
+Moto keeps the state machines of its interpreter in a backend of their own, so switching it on later through
+``/moto-api/config`` hid every state machine created before (``StateMachineDoesNotExist`` for an applied tenant's).
+Moto 5.2.5 runs a state's service integration (``sns:publish``, ``states:startExecution``, ``sqs:sendMessage``...)
+with a boto3 client of ``http://localhost:$MOTO_PORT``, which this HTTPS server does not answer, so every such
+state failed with ``States.Runtime`` ("Connection was closed"). Those clients now call this server back on its own
+address over TLS, trusting the CA next to its certificate (``ca.pem``, ``infra/local/tls.py``). And moto 5.2.5 sent
+a state's ``Parameters`` to the service as written: AWS's integrations take the API's member names capitalised
+(``StateMachineArn``, ``Name``, ``Input`` for ``states:startExecution``), which a service whose members are camelCase
+(Step Functions' own) refused, so ``states:startExecution`` failed with ``States.Runtime``; the parameters are now
+mapped onto the operation's members by the service model first, as AWS (and LocalStack, which moto's interpreter
+comes from) do; the answer's members are capitalised back, its timestamps written as ISO 8601 text (moto 5.2.5
+failed to write an answer holding a timestamp, such as ``StartDate``, into the state's output). Nothing else about the interpreter changes: it still cannot run the ``emr-containers`` ``.sync``
+integration.
+
+A twelfth: ``ValidateStateMachineDefinition``, which the AWS provider calls before it creates or updates a state
+machine, is implemented; moto 5.2.5 answered it HTTP 500 ("has not been implemented") and the provider retried
+that for as long as its timeout allowed, holding the apply. The definition is parsed with moto's own ASL parser,
+the one its interpreter runs: ``OK``, or ``FAIL`` with one diagnostic naming the parser's error (AWS runs more
+checks than the parse; the test ``tests/infra/local/test_moto_server.py`` says which this does). So is
+``ListStateMachineVersions``, which the provider reads after every create and refresh (moto 5.2.5: HTTP 500 again,
+retried until the timeout): the versions moto keeps of the state machine, newest first, as AWS lists them.
+
+A thirteenth: an EventBridge input transformer inserts a list of objects as JSON, as AWS does; moto 5.2.5 wrote
+each object of such a list as a quoted string (``"rules": ["{\"name\": ...}"]``), so a rule whose message carries
+one (the tenant's ``publish-blocked`` rule, ``modules/alert_rules.py``) delivered something else than AWS would.
+
 And one addition for the local fixture network: ``CreateVpc`` with the tag ``tenantlake:fixture-vpc-id``
 creates the VPC with exactly that id (moto cannot be told a VPC id otherwise), so a tenant file can name
 its local VPC by id.  Nothing else in moto is changed.
@@ -821,6 +848,140 @@ def _keep_connections_alive() -> None:
     server.MotoRequestHandler = KeepAliveRequestHandler
 
 
+def _insert_lists_as_json_in_input_transformers() -> None:
+    import json
+
+    from moto.events.utils import EventTemplateParser
+
+    original = EventTemplateParser._stringify
+
+    def _stringify(result):
+        return json.dumps(result) if isinstance(result, list) else original(result)
+
+    EventTemplateParser._stringify = staticmethod(_stringify)
+
+
+def _run_state_machines_from_the_start() -> None:
+    from moto.core.config import default_user_config
+
+    default_user_config.setdefault("stepfunctions", {})["execute_state_machine"] = True
+
+
+def _call_state_machine_integrations_back_over_tls(argv: list[str]) -> None:
+    import argparse
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("-H", "--host", default="127.0.0.1")
+    parser.add_argument("-p", "--port", default="5000")
+    parser.add_argument("-c", "--ssl-cert", default="")
+    options, _ = parser.parse_known_args(argv)
+    if not options.ssl_cert:
+        return  # plain HTTP: moto's own http://localhost:$MOTO_PORT reaches this server
+    import boto3
+    from botocore.config import Config
+    from moto.stepfunctions.parser.asl.utils import boto_client
+
+    endpoint = f"https://{options.host}:{options.port}"
+    ca_bundle = str(Path(options.ssl_cert).with_name("ca.pem"))
+    original = boto_client.boto_client_for
+
+    def boto_client_for(region: str, service: str, state_credentials=None):
+        if boto_client.botocore_stubber.enabled:  # in-process mock: moto's own way
+            return original(region, service, state_credentials)
+        timeout = boto_client.TimeoutSeconds.DEFAULT_TIMEOUT_SECONDS
+        return boto3.client(service_name=service, region_name=region, endpoint_url=endpoint, verify=ca_bundle,
+                            aws_access_key_id="ak", aws_secret_access_key="sk",  # pragma: allowlist secret
+                            config=Config(parameter_validation=False, connect_timeout=timeout, read_timeout=timeout,
+                                          retries={"max_attempts": 0, "total_max_attempts": 1}))
+
+    boto_client.boto_client_for = boto_client_for
+    for module in list(sys.modules.values()):  # modules that imported the function by name already
+        if getattr(module, "boto_client_for", None) is original:
+            module.boto_client_for = boto_client_for
+
+
+def _map_state_machine_task_parameters_onto_the_api() -> None:
+    import botocore.session
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service
+    from moto.stepfunctions.parser.utils import camel_to_snake_case
+
+    models: dict[str, object] = {}
+
+    def _model(service: str):
+        if service not in models:
+            try:
+                models[service] = botocore.session.get_session().get_service_model(service)
+            except Exception:  # noqa: BLE001 - a service botocore does not know: leave everything as written
+                models[service] = None
+        return models[service]
+
+    def _operation(model, action: str) -> str | None:
+        return next((name for name in getattr(model, "operation_names", ()) if camel_to_snake_case(name) == action),
+                    None)
+
+    def _normalise_parameters(self, parameters: dict, boto_service_name: str | None = None,
+                              service_action_name: str | None = None) -> None:
+        model = _model(self._get_boto_service_name(boto_service_name))
+        operation = _operation(model, self._get_boto_service_action(service_action_name))
+        if operation is not None and model.operation_model(operation).input_shape is not None:
+            self._to_boto_request(parameters, model.operation_model(operation).input_shape)
+
+    def _normalise_response(self, response, boto_service_name: str | None = None,
+                            service_action_name: str | None = None) -> None:
+        if not isinstance(response, dict):
+            return
+        _dates_as_text(response)
+        model = _model(self._get_boto_service_name(boto_service_name))
+        operation = _operation(model, self._get_boto_service_action(service_action_name))
+        if operation is not None and model.operation_model(operation).output_shape is not None:
+            self._from_boto_response(response, model.operation_model(operation).output_shape)
+
+    state_task_service.StateTaskService._normalise_parameters = _normalise_parameters
+    state_task_service.StateTaskService._normalise_response = _normalise_response
+
+
+def _dates_as_text(value):
+    import datetime
+
+    if isinstance(value, dict):
+        for key, item in value.items():
+            value[key] = _dates_as_text(item)
+    elif isinstance(value, list):
+        value[:] = [_dates_as_text(item) for item in value]
+    elif isinstance(value, datetime.datetime):
+        return value.isoformat()
+    return value
+
+
+def _implement_state_machine_validation_and_versions() -> None:
+    import json
+
+    from moto.core.responses import ActionResult
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    def validate_state_machine_definition(self) -> ActionResult:
+        definition = self._get_param("definition")
+        try:
+            json.loads(definition)
+            AmazonStateLanguageParser.parse(definition)
+        except Exception as exc:  # noqa: BLE001 - any parse error is the definition's
+            message = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:500]
+            return ActionResult({"result": "FAIL", "truncated": False, "diagnostics": [
+                {"severity": "ERROR", "code": "SCHEMA_VALIDATION_FAILED", "message": message}]})
+        return ActionResult({"result": "OK", "diagnostics": [], "truncated": False})
+
+    def list_state_machine_versions(self) -> ActionResult:
+        machine = self.stepfunction_backend.describe_state_machine(self._get_param("stateMachineArn"))
+        versions = sorted(getattr(machine, "versions", {}).values(), key=lambda v: v.version, reverse=True)
+        return ActionResult({"stateMachineVersions": [
+            {"stateMachineVersionArn": v.arn, "creationDate": v.creation_date} for v in versions]})
+
+    StepFunctionResponse.validate_state_machine_definition = validate_state_machine_definition
+    StepFunctionResponse.list_state_machine_versions = list_state_machine_versions
+
+
 def main(argv: list[str] | None = None) -> None:
     _disable_context_free_bucket_policy_evaluation()
     _give_delete_markers_a_dispose()
@@ -840,9 +1001,15 @@ def main(argv: list[str] | None = None) -> None:
     _decode_aws_chunked_bodies_in_one_pass()
     _stream_completed_multipart_uploads()
     _keep_connections_alive()
+    argv = argv if argv is not None else sys.argv[1:]
+    _run_state_machines_from_the_start()
+    _insert_lists_as_json_in_input_transformers()
+    _call_state_machine_integrations_back_over_tls(argv)
+    _map_state_machine_task_parameters_onto_the_api()
+    _implement_state_machine_validation_and_versions()
     from moto.server import main as moto_main
 
-    moto_main(argv if argv is not None else sys.argv[1:])
+    moto_main(argv)
 
 
 if __name__ == "__main__":

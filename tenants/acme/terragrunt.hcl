@@ -43,6 +43,14 @@ inputs = {
   lake_formation = {
     personal_data_reader_arns = ["arn:aws:iam::123456789012:role/acme-privacy-officer"]
   }
+  # The pipeline runs itself (modules/README.md, "Orchestration and alerts"): a state machine runs each dataset's
+  # layers on EMR on EKS when its contract's schedule fires or its landing data arrives; failures retry and alert;
+  # a dataset whose silver was not published within its contract's freshness target pages. The runs use the code a
+  # completed `make deploy-jobs TENANT=acme` published. Alerts go to the on-call address below.
+  orchestration = {
+    enabled             = true
+    alert_subscriptions = [{ protocol = "email", endpoint = "acme-data-oncall@example.com" }]
+  }
   tags = {
     owner    = "acme-data-team"
     workload = "datalake"

@@ -58,9 +58,11 @@ def test_role_access_defaults():
 
 def test_every_role_of_role_access_has_a_name_template_and_a_role(tenant_module):
     # The Firehose roles (modules/stream_ingest.py) and the maintenance scheduler's (maintenance_schedule.py) aside.
-    # And Lake Formation's data-access role (modules/lake_formation.py).
-    assert set(tenant_module["resource"]["aws_iam_role"]) - {"streams_firehose_role", "maintenance_role", "lf_role"} == {
-        f"roles_{role}" for role in ROLE_ACCESS}
+    # And Lake Formation's data-access role (modules/lake_formation.py), and the orchestration's three (the state
+    # machine's, modules/pipeline_state_machine.py; the schedules' and arrival rules', modules/pipeline_triggers.py).
+    others = {"streams_firehose_role", "maintenance_role", "lf_role", "pipeline_role", "triggers_scheduler_role",
+              "triggers_events_role"}
+    assert set(tenant_module["resource"]["aws_iam_role"]) - others == {f"roles_{role}" for role in ROLE_ACCESS}
     assert {f"{role}_role" for role in ROLE_ACCESS} <= set(model.NAME_TEMPLATES)
 
 

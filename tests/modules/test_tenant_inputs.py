@@ -19,6 +19,9 @@ INTERFACE_TYPES = {
                             'flexible_window_minutes = optional(number, 60)})',
     # issue 44: Lake Formation (modules/lake_formation.py)
     "lake_formation": "object({personal_data_reader_arns = optional(list(string), [])})",
+    # issue 54: the pipeline's orchestration and alerts (infra/orchestration.py)
+    "orchestration": "object({enabled = optional(bool, false), alert_subscriptions = optional(list(object("
+                     "{protocol = string, endpoint = string})), [])})",
 }
 
 

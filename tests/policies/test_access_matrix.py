@@ -31,7 +31,9 @@ RELIED_ON_KEYS = {"aws:SecureTransport", "aws:SourceVpce", "aws:PrincipalArn", "
                   # create-only landing writes (issue 41)
                   "s3:if-none-match", "s3:ObjectCreationOperation",
                   # SSE-C (issue 42: the encryption denies judge only headers that are present)
-                  "s3:x-amz-server-side-encryption-customer-algorithm"}
+                  "s3:x-amz-server-side-encryption-customer-algorithm",
+                  # the jobs' signals (issue 54): a metric in the tenant's namespace, events under its source
+                  "cloudwatch:namespace", "events:source", "events:detail-type"}
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +55,21 @@ def test_matrix_covers_every_principal_kind_action_and_decision(matrix):
 
     prefixes = {c.key.split("/", 1)[0] for c in matrix.cells if c.bucket == "lake" and c.key}
     assert set(LAKE_PREFIXES) | {"logs"} <= prefixes
+
+
+def test_every_orchestration_role_and_signal_has_allowed_and_denied_cells(matrix):
+    """Issue 54: the state machine's, schedules' and arrival rules' roles and the jobs' signals each have a cell that
+    allows what they are for and one that denies the same on another tenant (or outside their scope)."""
+    for kind in ("pipeline_runner_role", "pipeline_scheduler_role", "pipeline_events_role", "events_service",
+                 "cloudwatch_service"):
+        decisions = {c.expect for c in matrix.cells if c.principal == kind}
+        assert "Allowed" in decisions and decisions - {"Allowed"}, kind
+    for action in ("cloudwatch:PutMetricData", "events:PutEvents"):
+        cells = [c for c in matrix.cells if c.action == action and c.principal == "job_role"]
+        assert {(c.context["signal"], c.expect) for c in cells} == {("own", "Allowed"), ("other", "ImplicitlyDenied")}
+    cross_tenant = {c.action for c in matrix.cells if c.principal == "pipeline_runner_role" and c.tenant == "other"}
+    assert cross_tenant >= {"emr-containers:StartJobRun", "emr-containers:CancelJobRun", "states:StartExecution",
+                            "sns:Publish"}
 
 
 def test_the_three_defects_of_issue_16_have_cells(matrix):

@@ -200,3 +200,27 @@ def test_a_tenant_that_still_sets_manage_settings_is_told_where_the_settings_wen
         "tenant 'acme': lake_formation.manage_settings: the account's Lake Formation settings moved to the platform "
         "unit tenants/_platform/lake-formation-eu-west-1/ (tenants/README.md, \"Lake Formation settings\"), on which "
         "the tenant depends; remove manage_settings from the tenant's file")
+
+
+def test_orchestration_is_off_by_default_and_subscriptions_are_checked():
+    assert model.from_inputs(GOOD).effective_orchestration == {"enabled": False, "alert_subscriptions": []}
+    on = model.from_inputs({**GOOD, "orchestration": {"enabled": True, "alert_subscriptions": [
+        {"protocol": "email", "endpoint": "oncall@example.com"}, {"protocol": "sqs", "endpoint": "arn:aws:sqs:x"}]}})
+    assert on.effective_orchestration["enabled"] is True
+    rule = model.RULE_TEXTS["orchestration"].format(orchestration_keys="enabled, alert_subscriptions",
+                                                    protocols=", ".join(model.ALERT_PROTOCOLS))
+    for bad, prefix in (({"on": True}, "'on': "), ({"enabled": "yes"}, ""),
+                        ({"alert_subscriptions": [{"protocol": "pager", "endpoint": "x"}]}, ""),
+                        ({"alert_subscriptions": [{"protocol": "email", "endpoint": " "}]}, ""),
+                        ({"alert_subscriptions": [{"protocol": "email"}]}, "")):
+        assert str(_error(orchestration=bad)) == f"tenant 'acme': orchestration: {prefix}{rule}"
+    assert str(_error(orchestration=True)) == "tenant 'acme': orchestration: must be a map"
+
+
+def test_per_dataset_names_of_the_longest_tenant_and_packaged_datasets_fit_eventbridge():
+    from spark_jobs.contract import packaged_contracts
+
+    for contract in packaged_contracts():
+        for kind in model.PIPELINE_NAME_TEMPLATES:
+            assert len(model.pipeline_name(kind, contract.dataset, tenant_id="t" * 24)) <= model.MAX_RULE_NAME
+    assert model.pipeline_name("arrival_rule", "iot", tenant_id="acme") == "acme-iot-arrival"
