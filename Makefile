@@ -110,7 +110,7 @@ emulator-status: $(VENV)/.installed ## Show whether the emulator runs
 
 ##@ Infrastructure
 .PHONY: synth plan apply destroy plan-all apply-all destroy-all
-synth: $(VENV)/.installed ## Synthesize the Terraform modules into infra/build/ (tenant_lake, platform_network)
+synth: $(VENV)/.installed ## Synthesize the Terraform modules into infra/build/ (tenant_lake, platform_network, platform_lake_formation)
 	$(PY) -m infra.synth
 	$(PY) -m infra.module_docs
 .PHONY: policy

@@ -30,9 +30,9 @@ import duckdb
 from spark_jobs.contract import MALFORMED_RULE, UNKNOWN_FIELDS_RULE, ColumnSpec, Contract, load_contract
 from spark_jobs.lake import gold_table_name
 from spark_jobs.transforms.silver import LINEAGE_COLUMNS, RAW_PREFIX
+from spark_jobs.transforms.typed_text import INTEGER_TEXT  # silver's own pattern
 
 FLOAT_TOLERANCE = 1e-9  # relative; gold averages are sums in a different order, so not bit-equal
-_INTEGER_TEXT = r"^\s*[-+]?[0-9]+\s*$"  # the same pattern as spark_jobs/transforms/silver.py
 _DUCK_TYPES = {"int": "INTEGER", "long": "BIGINT", "double": "DOUBLE"}
 
 
@@ -95,7 +95,7 @@ def typed_sql(col: ColumnSpec) -> str:
         text = {"lower": f"lower(trim({raw}))", "upper": f"upper(trim({raw}))"}.get(col.case or "", f"trim({raw})")
         return f"CASE WHEN trim({raw}) <> '' THEN {text} END"
     if col.type in ("int", "long"):
-        return f"CASE WHEN regexp_matches({raw}, {_lit(_INTEGER_TEXT)}) THEN TRY_CAST(trim({raw}) AS {_DUCK_TYPES[col.type]}) END"
+        return f"CASE WHEN regexp_matches({raw}, {_lit(INTEGER_TEXT)}) THEN TRY_CAST(trim({raw}) AS {_DUCK_TYPES[col.type]}) END"
     if col.type == "double":
         return f"TRY_CAST(trim({raw}) AS DOUBLE)"
     if col.type == "boolean":

@@ -137,9 +137,11 @@ BACKFILL_REQUEST_COLUMNS = [("round", "round"), ("variant", "code"), ("prefix", 
                             ("per_partition", "per partition")]
 BACKFILL_RATIO_COLUMNS = [("round", "round"), ("order", "order"), ("layer", "layer"), ("ours_over_baseline", "ratio (wall)"),
                           ("publish_ours_over_baseline", "ratio (publish)")]
-CONTRACT_INFER_COLUMNS = [("records", "records"), ("mb", "MB"), ("infer_s", "contract infer s"),
-                          ("infer_peak_mb", "peak RSS MB"), ("duckdb_summarize_s", "DuckDB SUMMARIZE s"),
-                          ("ratio_to_duckdb", "ours / DuckDB"), ("key", "key proposed")]
+CONTRACT_INFER_COLUMNS = [("shape", "file"), ("records", "records"), ("mb", "MB"), ("reader", "reader"),
+                          ("infer_s", "contract infer s"), ("infer_peak_mb", "peak RSS MB"),
+                          ("pyarrow_read_s", "pyarrow read s"), ("ratio_to_pyarrow", "ours / pyarrow"),
+                          ("duckdb_summarize_s", "DuckDB SUMMARIZE s"), ("ratio_to_duckdb", "ours / DuckDB"),
+                          ("key", "key proposed")]
 MAINTENANCE_COLUMNS = [("stage", "table"), ("runs", "daily runs"), ("rows", "rows"), ("snapshots", "snapshots"),
                        ("data_files", "data files"), ("data_mb", "data MB"), ("retained_data_files", "files kept"),
                        ("retained_mb", "MB kept"), ("manifests", "manifests"), ("scan_s", "full scan s (median)"),
@@ -159,6 +161,7 @@ DETAIL_KEYS = {
     "export": frozenset({"partitions", "peak_jvm_mb"}),
     "infra": frozenset({"synth_invocations"}),
     "small": frozenset({"rows_in", "rows_out", "session_cpu_s", "counts_cpu_s", "process_s"}),
+    "contract_infer": frozenset({"pyarrow_peak_mb", "pyarrow_options", "read_all", "same_draft"}),
 }
 # Each kind of result: its title, its columns, and the heading of its method in bench/README.md.
 DAY_N_COLUMNS = [("lake_rows", "lake rows"), ("scenario", "run-all after"), ("wall_s", "wall s"),

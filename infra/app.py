@@ -5,6 +5,7 @@ Terraform variables.  Importing this module imports the AWS provider bindings (~
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
@@ -32,6 +33,9 @@ from modules.skips import skip_check  # noqa: E402
 from modules.stream_ingest import StreamIngest, StreamIngestConfig, firehose_role_arns  # noqa: E402
 from modules.tenant_inputs import TenantInputs  # noqa: E402
 from modules.vpc_endpoints import VpcEndpoints, VpcEndpointsConfig, kms_keys_statement  # noqa: E402
+from infra.orchestration import add_orchestration  # noqa: E402
+from infra.orchestration import key_principal_arns as orchestration_key_principal_arns  # noqa: E402
+from infra.orchestration import key_statements as orchestration_key_statements  # noqa: E402
 
 STACK_NAME = "tenant_lake"
 REPLICATION_SKIP = ("Cross-region replication needs a second region and provider per tenant; the lake is "
@@ -58,24 +62,27 @@ class TenantLakeStack(TerraformStack):
         roles = JobRoles(self, "roles", JobRolesConfig(
             role_names={role: names[f"{role}_role"] for role in ROLE_ACCESS},
             partition=partition, account_id=inputs.account_id, oidc_provider_arn=inputs.oidc_provider_arn,
-            oidc_issuer=inputs.oidc_issuer, emr_namespace=inputs.emr_namespace, tags=tags))
+            oidc_issuer=inputs.oidc_issuer, emr_namespace=inputs.emr_namespace, tags=tags,
+            reader_policy_name=names["personal_data_reader_policy"]))
         # Allow-lists of principal ARNs (aws:PrincipalArn form: a session's role ARN), as Terraform lists.
         # The Firehose roles' ARNs are rendered from their name template, not referenced: the key policy
         # and the lake policy name them, and the roles' permissions depend on the key.
         admins = f"concat([{deployer.arn_ref}], var.admin_principal_arns)"
-        # Lake Formation (modules/lake_formation.py): the account settings this unit may manage, the tenant's
-        # LF-tags and the role Lake Formation reads the registered gold location with (a tenant principal of the
-        # lake and the key: it reads gold for Athena, from AWS's network).
+        # Lake Formation (modules/lake_formation.py): the tenant's LF-tags and the role Lake Formation reads the
+        # registered gold location with (a tenant principal of the lake and the key: it reads gold for Athena, from
+        # AWS's network). The account's settings are the platform unit's (modules/lake_formation_settings.py).
         lake_formation = LakeFormation(self, "lf", LakeFormationConfig(
             tag_keys={"classification": names["lf_tag_classification"], "layer": names["lf_tag_layer"]},
             role_name=names["lake_formation_role"], account_id=inputs.account_id,
             role_arns={role: roles.arns[role] for role in ("job_execution", "erasure", "consumer")},
-            reader_arns=ListExpr(inputs.lake_formation["personal_data_reader_arns"]), admin_arns=ListExpr(f"${{{admins}}}"),
-            manage_settings=inputs.lake_formation["manage_settings"], tags=tags))
+            reader_arns=ListExpr(inputs.lake_formation["personal_data_reader_arns"]), tags=tags))
         lake_formation_role = f"{address(lake_formation.role)}.arn"
         firehose_roles = firehose_role_arns("var.streams", "var.tenant_id", inputs.partition_ref, "var.account_id")
         tenant_roles = "[" + ", ".join([*(f"{address(r)}.arn" for r in roles.roles.values()), lake_formation_role]) + "]"
-        tenant_principals = ListExpr(f"${{concat({tenant_roles}, {firehose_roles}, {admins})}}")
+        # The readers of personal data query in a workgroup of their own (their results: athena/personal/): on the
+        # lake's and the key's allow-lists, for those results; what else they reach is their identity policy's.
+        readers = "var.lake_formation.personal_data_reader_arns"
+        tenant_principals = ListExpr(f"${{concat({tenant_roles}, {firehose_roles}, {admins}, {readers})}}")
         # The maintenance scheduler decrypts its schedule's input with the key (and reaches no bucket): on
         # the key's allow-list only, by the ARN its name template gives (the role's policy names the key).
         scheduler_role = model.render_name("maintenance_scheduler_role", tenant_id="${var.tenant_id}")
@@ -85,8 +92,10 @@ class TenantLakeStack(TerraformStack):
             alias=names["kms_alias"], partition=partition, region=inputs.region, account_id=inputs.account_id,
             writer_role_arns=[roles.arns["job_execution"], roles.arns["ingest_writer"], roles.arns["erasure"]],
             reader_role_arns=[roles.arns["consumer"]],
-            allowed_principal_arns=ListExpr(f"${{concat({tenant_roles}, {firehose_roles}, {admins}, {scheduler_arns})}}"),
-            log_group_name=names["log_group"], tags=tags, inventory_source_arns=[lake_arn]))
+            allowed_principal_arns=ListExpr(f"${{concat({tenant_roles}, {firehose_roles}, {admins}, {scheduler_arns}, "
+                                            f"{readers}, {orchestration_key_principal_arns(inputs)})}}"),
+            log_group_name=names["log_group"], tags=tags, inventory_source_arns=[lake_arn],
+            service_statements=orchestration_key_statements(inputs)))
 
         # The log bucket logs nowhere (into itself it would log every delivery); the lake logs into it.
         log_bucket = LakeBucket(self, "log_bucket", LakeBucketConfig(
@@ -119,8 +128,12 @@ class TenantLakeStack(TerraformStack):
             # Firehose writes from AWS's network, never through the tenant's endpoints, and so does Athena with the
             # credentials Lake Formation vends from its data-access role: exempt by ARN only.
             endpoint_exempt_principal_arns=ListExpr(f"${{concat({admins}, {firehose_roles}, [{lake_formation_role}])}}"),
-            # Athena reads gold and writes results for the consumer from AWS's network.
-            athena_principal_arns=ListExpr(f"${{[{address(roles.roles['consumer'])}.arn]}}"),
+            # Athena reads gold and writes results for the consumer and the readers from AWS's network.
+            athena_principal_arns=ListExpr(f"${{concat([{address(roles.roles['consumer'])}.arn], {readers})}}"),
+            # The readers' results (personal columns) are theirs: not the consumer's, whatever its identity says.
+            personal_results_prefix=model.ATHENA_RESULT_PREFIXES["personal"],
+            personal_results_principal_arns=ListExpr(
+                f"${{concat({readers}, [{address(roles.roles['erasure'])}.arn], {admins})}}"),
             # Landing writes are create-only (If-None-Match), except Firehose's: it writes unique keys.
             create_only_prefixes=model.INGEST_WRITER_PUT_PREFIXES, create_only_exempt_principal_arns=[
                 f"arn:{partition}:iam::{inputs.account_id}:role/"
@@ -141,28 +154,43 @@ class TenantLakeStack(TerraformStack):
             name=names["log_group"], kms_key_arn=key.arn, retention_in_days=inputs.retention["logs"], tags=tags))
         # The table catalog on AWS: a Glue database per table layer, and the consumers' Athena workgroup.
         tenant_key = '${replace(var.tenant_id, "-", "_")}'
+        # Created after the account's Lake Formation settings, so AWS gives them and their tables no IAMAllowedPrincipals
+        # default: the tenant unit depends on the platform unit that holds them, and the runner refuses an apply where
+        # the account still keeps that default (tenants/README.md, "Lake Formation settings").
         databases = GlueDatabases(self, "catalog", GlueDatabasesConfig(
             tenant_key=tenant_key, lake_bucket=names["lake_bucket"], tags=tags))
-        # Created after the account's Lake Formation settings (when this unit manages them), so AWS gives them
-        # and their tables no IAMAllowedPrincipals default: Lake Formation's grants decide.
-        for database in databases.databases.values():
-            database.depends_on = [address(lake_formation.settings)]
         lake_formation.grant(lake_arn=lake.arn, key_arn=key.arn, database_names=databases.names)
+        # Query results per principal: the consumer's workgroup and the readers of personal data's, each enforcing
+        # its own results folder (modules/athena_workgroup.py).
         workgroup = TenantWorkgroup(self, "athena", AthenaWorkgroupConfig(
             name=names["athena_workgroup"], lake_bucket=names["lake_bucket"], kms_key_arn=key.arn, tags=tags,
             force_destroy=inputs.is_local))
+        personal_workgroup = TenantWorkgroup(self, "athena_personal", AthenaWorkgroupConfig(
+            name=names["athena_personal_workgroup"], lake_bucket=names["lake_bucket"], kms_key_arn=key.arn, tags=tags,
+            force_destroy=inputs.is_local, results_prefix=model.ATHENA_RESULT_PREFIXES["personal"],
+            description="tenantlake: SQL on every column of the gold tables, for the readers of personal data"))
         glue_arn = f"arn:{partition}:glue:{inputs.region}:{inputs.account_id}"
-        roles.grant(bucket_arn=lake.arn, key_arn=key.arn, log_group_arn=log_group_arn, catalog=CatalogGrants(
+        catalog = CatalogGrants(
             catalog_arn=f"{glue_arn}:catalog", database_arns=databases.arns,
             table_arns={layer: f"{glue_arn}:table/{model.glue_database_name(layer, tenant_key)}/*"
                         for layer in model.CATALOG_LAYERS},
-            workgroup_arn=workgroup.arn))
+            workgroup_arn=workgroup.arn)
+        roles.grant(bucket_arn=lake.arn, key_arn=key.arn, log_group_arn=log_group_arn, catalog=catalog,
+                    reader_catalog=dataclasses.replace(catalog, workgroup_arn=personal_workgroup.arn))
         emr = EmrVirtualCluster(self, "emr", EmrVirtualClusterConfig(
             name=names["virtual_cluster"], eks_cluster_name=inputs.eks_cluster_name,
             namespace=inputs.emr_namespace, tags=tags))
-        schedule = MaintenanceSchedule(self, "maintenance", maintenance_schedule_config(
+        deploy_target, request_options = module_deploy_target(
             inputs, key_arn=key.arn, job_role_arn=roles.arns["job_execution"], virtual_cluster=emr,
-            database_names=databases.names, log_group_name=log_group.name))
+            database_names=databases.names, log_group_name=log_group.name)
+        schedule = MaintenanceSchedule(self, "maintenance", maintenance_schedule_config(
+            inputs, deploy_target, request_options, key_arn=key.arn, job_role_arn=roles.arns["job_execution"],
+            virtual_cluster=emr))
+        # The pipeline's automation on AWS (var.orchestration): state machine, triggers, alerts, freshness alarms.
+        orchestration = add_orchestration(
+            self, inputs, key_arn=key.arn, job_role_id=roles.roles["job_execution"].id,
+            job_role_arn=roles.arns["job_execution"], virtual_cluster=emr, deploy_target=deploy_target,
+            request_options=request_options)
         streams = StreamIngest(self, "streams", StreamIngestConfig(
             streams=inputs.streams, tenant_id=inputs.tenant_id, partition=partition, region=inputs.region,
             account_id=inputs.account_id, bucket_arn=lake.arn, key_arn=key.arn,
@@ -203,7 +231,13 @@ class TenantLakeStack(TerraformStack):
             "lake_prefixes": (list(model.LAKE_PREFIXES), "Top-level prefixes of the lake bucket."),
             "glue_database_names": (databases.names, "Glue database per table layer (silver, gold): the jobs' "
                                     "Iceberg catalog on AWS."),
-            "athena_workgroup_name": (workgroup.name, "The tenant's Athena workgroup (results SSE-KMS under athena/)."),
+            "athena_workgroup_name": (workgroup.name, "The consumer's Athena workgroup (results SSE-KMS under "
+                                      "athena/consumer/)."),
+            "personal_data_reader": ({"workgroup": personal_workgroup.name, "policy_arn": roles.reader_policy_arn,
+                                      "results_prefix": f"{model.ATHENA_RESULT_PREFIXES['personal']}/"},
+                                     "The readers of personal data: their Athena workgroup (results SSE-KMS under "
+                                     "athena/personal/, which the consumer cannot read) and the managed policy to attach "
+                                     "to each of lake_formation.personal_data_reader_arns."),
             "lake_formation": ({"classification_tag": lake_formation.tag_keys["classification"],
                                 "layer_tag": lake_formation.tag_keys["layer"], "personal": model.LF_PERSONAL,
                                 "not_personal": model.LF_NOT_PERSONAL, "data_access_role_arn": lake_formation.role_arn,
@@ -215,21 +249,24 @@ class TenantLakeStack(TerraformStack):
             "kinesis_stream_names": (streams.stream_names, "Kinesis data stream name per streamed dataset (var.streams)."),
             "firehose_delivery_stream_names": (streams.delivery_stream_names,
                                                "Firehose delivery stream (into landing/<dataset>/) per streamed dataset."),
+            "orchestration": (orchestration.outputs,
+                              "The pipeline's automation (var.orchestration; \"\" and {} when it is off): the state machine and "
+                              "its role, the alerts topic, the CloudWatch namespace and EventBridge source of the jobs' "
+                              "signals, the schedules, arrival rules and their roles and dead-letter queue, the alert "
+                              "rules (and, on the local emulator, the queue they deliver to), the freshness alarms and "
+                              "targets per dataset."),
         }
         for name, (value, description) in outputs.items():
             TerraformOutput(self, name, value=value, description=description)
 
 
-def maintenance_schedule_config(inputs: TenantInputs, key_arn: str, job_role_arn: str, virtual_cluster: EmrVirtualCluster,
-                                database_names: dict[str, str], log_group_name: str) -> MaintenanceScheduleConfig:
-    """The schedule of ``var.maintenance_schedule``, whose input is the request ``deploy-jobs --maintain`` sends
-    (``infra.deploy.request.scheduled_maintenance_request``), rendered with the module's references."""
-    import json
-
+def module_deploy_target(inputs: TenantInputs, key_arn: str, job_role_arn: str, virtual_cluster: EmrVirtualCluster,
+                         database_names: dict[str, str], log_group_name: str):
+    """The deploy target of ``infra.deploy`` with the module's references instead of Terraform outputs, and the
+    request options of the default release: what the module renders the requests of its schedules and of its
+    state machine with (``infra.deploy.request``), so they are the requests a deploy builds from the outputs."""
     from infra.deploy import job_deps
-    from infra.deploy.request import (
-        SCHEDULER_TARGET, RequestOptions, scheduled_maintenance_request, universal_target_input,
-    )
+    from infra.deploy.request import RequestOptions
     from infra.deploy.target import DeployTarget
 
     bucket = inputs.names["lake_bucket"]
@@ -242,9 +279,22 @@ def maintenance_schedule_config(inputs: TenantInputs, key_arn: str, job_role_arn
         glue_databases=tuple(sorted(database_names.items())),
         data_classification=("${local.maintenance_classification}",),
         snapshot_retention_days="${local.retention.snapshots}",  # type: ignore[arg-type] - a reference
-        catalog_name="${local.maintenance_catalog_name}")
+        catalog_name="${local.maintenance_catalog_name}",
+        lf_classification_tag=inputs.names["lf_tag_classification"])
     deps = job_deps.target_for_release(job_deps.DEFAULT_RELEASE_LABEL, job_deps.DEFAULT_ARCH)
-    request = universal_target_input(scheduled_maintenance_request(target, RequestOptions(python=deps.interpreter)))
+    return target, RequestOptions(python=deps.interpreter)
+
+
+def maintenance_schedule_config(inputs: TenantInputs, target, options, key_arn: str, job_role_arn: str,
+                                virtual_cluster: EmrVirtualCluster) -> MaintenanceScheduleConfig:
+    """The schedule of ``var.maintenance_schedule``, whose input is the request ``deploy-jobs --maintain`` sends
+    (``infra.deploy.request.scheduled_maintenance_request``), rendered with the module's references (``target``,
+    ``options``: ``module_deploy_target``)."""
+    import json
+
+    from infra.deploy.request import SCHEDULER_TARGET, scheduled_maintenance_request, universal_target_input
+
+    request = universal_target_input(scheduled_maintenance_request(target, options))
     text = json.dumps(request)
     if '\\"' in text:  # a reference with quotes would not survive as a template inside the JSON
         raise ValueError("the maintenance schedule's input holds an expression with quotes; use a local")

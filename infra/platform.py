@@ -114,14 +114,19 @@ FIELDS = {f.name for f in dataclasses.fields(PlatformNetworkConfig)}
 REQUIRED = {"region", "tenants"}
 
 
-def from_inputs(inputs: Mapping[str, Any], unit: str) -> PlatformNetworkConfig:
-    """Build and validate a ``PlatformNetworkConfig`` from a Terragrunt ``inputs`` map."""
-    unknown = sorted(set(inputs) - FIELDS)
+def refuse_unknown_and_missing(inputs: Mapping[str, Any], unit: str, fields: set[str], required: set[str]) -> None:
+    """A platform unit's ``inputs``: its first unknown input, or its first missing required one, in one line."""
+    unknown = sorted(set(inputs) - fields)
     if unknown:
-        raise PlatformConfigError(unit, unknown[0], f"unknown input (known: {', '.join(sorted(FIELDS))})")
-    missing = sorted(REQUIRED - set(inputs))
+        raise PlatformConfigError(unit, unknown[0], f"unknown input (known: {', '.join(sorted(fields))})")
+    missing = sorted(required - set(inputs))
     if missing:
         raise PlatformConfigError(unit, missing[0], "is required")
+
+
+def from_inputs(inputs: Mapping[str, Any], unit: str) -> PlatformNetworkConfig:
+    """Build and validate a ``PlatformNetworkConfig`` from a Terragrunt ``inputs`` map."""
+    refuse_unknown_and_missing(inputs, unit, FIELDS, REQUIRED)
     values = dict(inputs)
     for field in ("vpc_ids", "cluster_read_buckets"):
         if field in values:

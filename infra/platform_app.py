@@ -13,49 +13,28 @@ import os
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-from cdktf import App, TerraformLocal, TerraformOutput, TerraformStack, TerraformVariable  # noqa: E402
-from cdktf import TerraformVariableValidationConfig, Token  # noqa: E402
+from cdktf import App, TerraformLocal, Token  # noqa: E402
 from cdktf_cdktf_provider_aws.data_aws_partition import DataAwsPartition  # noqa: E402
-from cdktf_cdktf_provider_aws.provider import AwsProvider  # noqa: E402
 from constructs import Construct  # noqa: E402
 
 from infra import platform as model  # noqa: E402
 import tenant_model  # noqa: E402
 from modules.fixture_vpc import FixtureVpc, FixtureVpcConfig  # noqa: E402
 from modules.policy_document import Condition, ListExpr, Principal, Statement  # noqa: E402
-from modules.refs import logical_id  # noqa: E402
+from infra.platform_stack import PlatformStack, check as _check, regex as _regex  # noqa: E402
 from modules.vpc_endpoints import KMS_ENDPOINT_ACTIONS, VpcEndpoints, VpcEndpointsConfig  # noqa: E402
 
 STACK_NAME = "platform_network"
 
 
-def _check(condition: str, field: str, rule: str) -> TerraformVariableValidationConfig:
-    return TerraformVariableValidationConfig(condition="${%s}" % condition, error_message=f"{field}: {rule}")
-
-
-def _regex(pattern: str, ref: str) -> str:
-    return f"can(regex({json.dumps(pattern)}, {ref}))"
-
-
-class PlatformNetworkStack(TerraformStack):
+class PlatformNetworkStack(PlatformStack):
     """The shared network of one cluster (one region)."""
-
-    def _allocate_logical_id(self, tf_element) -> str:  # same readable addresses as the tenant stack
-        return logical_id(tf_element)
 
     def __init__(self, scope: Construct, id_: str = STACK_NAME) -> None:
         super().__init__(scope, id_)
-        AwsProvider(self, "aws", region="${var.region}")  # stripped by synth.py; Terragrunt generates provider.tf
         rules, trules = model.RULE_TEXTS, tenant_model.RULE_TEXTS
-        inputs = Construct(self, "inputs")  # variables keep their own names (modules/refs.py)
-
-        def var(name: str, type_: str, description: str, default=None, checks=()) -> TerraformVariable:
-            return TerraformVariable(inputs, name, type=type_, description=description, default=default,
-                                     validation=list(checks) or None)
-
-        var("region", "string", "Region of the cluster VPCs; every tenant the network serves keeps its lake there.",
-            checks=[_check(_regex(tenant_model.REGION_RE, "var.region"), "region",
-                           trules["region"].format(region="${var.region}"))])
+        var = self.variable
+        self.region_variable("Region of the cluster VPCs; every tenant the network serves keeps its lake there.")
         var("tenants", "map(string)",
             "Tenant id => account id of each tenant whose jobs run on the cluster; the endpoint policies allow "
             "exactly their lake buckets and KMS keys.", checks=[
@@ -79,11 +58,7 @@ class PlatformNetworkStack(TerraformStack):
             "layer bucket and the AL2023 package repository of the region.", default=[], checks=[
                 _check(f"alltrue([for b in var.cluster_read_buckets : {_regex(model.BUCKET_NAME_RE, 'b')}])",
                        "cluster_read_buckets", rules["buckets"])])
-        var("environment", "string", f"Deployment environment, one of {', '.join(tenant_model.ENVIRONMENTS)}.",
-            default="local", checks=[
-                _check(f"contains({json.dumps(list(tenant_model.ENVIRONMENTS))}, var.environment)", "environment",
-                       trules["environment"].format(environment="${var.environment}",
-                                                    environments=", ".join(tenant_model.ENVIRONMENTS)))])
+        self.environment_variable()
         var("cost_center", "string", "Cost-allocation tag.", default="data-platform")
         var("tags", "map(string)", "Extra tags on every taggable resource (the standard tags win).", default={})
 
@@ -124,8 +99,7 @@ class PlatformNetworkStack(TerraformStack):
                                        "shared_interface_endpoint_ids)."),
             "tenants": (f"${{{tenant_ids}}}", "The tenants whose lake buckets and keys the endpoint policies allow."),
         }
-        for name, (value, description) in outputs.items():
-            TerraformOutput(self, name, value=value, description=description)
+        self.outputs(outputs)
 
 
 def build(outdir: str) -> App:

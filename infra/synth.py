@@ -1,7 +1,8 @@
-"""Synthesize the Terraform modules ONCE: the tenant lake into ``infra/build/tenant_lake/main.tf.json`` and
-the platform network (a shared cluster's VPC endpoints) into ``infra/build/platform_network/main.tf.json``.
+"""Synthesize the Terraform modules ONCE: the tenant lake into ``infra/build/tenant_lake/main.tf.json``, the
+platform network (a shared cluster's VPC endpoints) into ``infra/build/platform_network/main.tf.json`` and the
+platform Lake Formation settings (one account and region) into ``infra/build/platform_lake_formation/main.tf.json``.
 
-``python -m infra.synth`` (``make synth``) writes both; ``--check`` exits 1 if a file on disk differs
+``python -m infra.synth`` (``make synth``) writes all three; ``--check`` exits 1 if a file on disk differs
 from a fresh synthesis (stale).  The output is deterministic (sorted keys, no absolute paths):
 CDKTF's provider block and its local backend (an absolute path) are stripped, because Terragrunt
 generates ``provider.tf`` and ``backend.tf`` next to the module, and so is the top-level metadata.
@@ -18,7 +19,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 BUILD_DIR = REPO_ROOT / "infra" / "build"
 MODULE_DIR = BUILD_DIR / "tenant_lake"
 MODULE_FILE = "main.tf.json"
-MODULES = ("tenant_lake", "platform_network")  # stack name = directory under infra/build/
+MODULES = ("tenant_lake", "platform_network", "platform_lake_formation")  # stack name = directory under infra/build/
 
 
 def synthesize(name: str = "tenant_lake") -> dict:
@@ -27,6 +28,8 @@ def synthesize(name: str = "tenant_lake") -> dict:
         from infra.app import STACK_NAME, build
     elif name == "platform_network":
         from infra.platform_app import STACK_NAME, build
+    elif name == "platform_lake_formation":
+        from infra.platform_lake_formation_app import STACK_NAME, build
     else:
         raise ValueError(f"unknown module {name!r} (known: {', '.join(MODULES)})")
     with tempfile.TemporaryDirectory(prefix="tenantlake-synth-") as outdir:

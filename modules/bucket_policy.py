@@ -43,7 +43,13 @@ Statements of the lake bucket's policy (README "Policies" in modules/README.md):
    the caller's credentials from AWS's network). Nothing else is exempt on the lake: no
    ``aws:ViaAWSService`` or ``aws:PrincipalIsAWSService`` escape.
 6. ``DenyAthenaOutsideConsumers`` (lake only): requests made through Athena for anyone but the Athena
-   principals (the consumer role), so statement 5's Athena exemption opens no path for other roles.
+   principals (the consumer role and the readers of personal data), so statement 5's Athena exemption opens no
+   path for other roles.
+7. ``DenyPersonalResultsOutsideReaders`` (lake only): any request on the readers of personal data's query results
+   (``athena/personal/``: their workgroup's output location, which may hold personal columns) by anyone but those
+   readers, the erasure role (it scrubs query results) and the admin principals. The consumer's identity policy
+   names ``athena/consumer/`` only; this deny keeps the readers' results closed even to a role whose identity
+   policy a mistake widens.
 
 The log bucket's policy has 1, ``S3ServerAccessLogsDelivery`` (the S3 logging service may put access logs
 of the lake bucket, and only of it), ``S3InventoryDelivery`` (S3 may put the lake's inventory reports under
@@ -105,6 +111,10 @@ class BucketPolicyConfig:
             (``DenyUnconditionalLandingWrites``). @default - () (none)
         create_only_exempt_principal_arns: ARN patterns of principals exempt from that rule (writers of
             unique keys that send no ``If-None-Match``: the Firehose roles). @default - () (none)
+        personal_results_prefix: the readers of personal data's query results (``DenyPersonalResultsOutsideReaders``);
+            "" adds no such statement. @default - ""
+        personal_results_principal_arns: list expression of the principals that may reach them (the readers, the
+            erasure role, the admin principals). @default - None
     """
 
     bucket: str
@@ -120,6 +130,8 @@ class BucketPolicyConfig:
     athena_principal_arns: Optional[ListExpr] = None
     create_only_prefixes: Sequence[str] = ()
     create_only_exempt_principal_arns: Sequence[str] = ()
+    personal_results_prefix: str = ""
+    personal_results_principal_arns: Optional[ListExpr] = None
 
 
 class DeployerIdentity(Construct):
@@ -133,6 +145,7 @@ class DeployerIdentity(Construct):
         self.arn = session.issuer_arn
         # For use inside other expressions (e.g. concat([...], var.admin_principal_arns)).
         self.arn_ref = f"{address(session)}.issuer_arn"
+        self.account_ref = f"{address(caller)}.account_id"
 
 
 def _deny_put(sid: str, objects: str, *conditions: Condition) -> Statement:
@@ -206,6 +219,11 @@ def bucket_policy_statements(cfg: BucketPolicyConfig) -> list[Statement]:
             "DenyAthenaOutsideConsumers", ["s3:*"], both, effect="Deny", principals=[EVERYONE],
             conditions=[Condition("StringEquals", "aws:CalledViaFirst", [ATHENA_SERVICE]),
                         Condition("ArnNotLike", "aws:PrincipalArn", cfg.athena_principal_arns)]))
+    if cfg.personal_results_prefix and cfg.personal_results_principal_arns is not None:
+        statements.append(Statement(
+            "DenyPersonalResultsOutsideReaders", ["s3:*"], f"{cfg.bucket_arn}/{cfg.personal_results_prefix.strip('/')}/*",
+            effect="Deny", principals=[EVERYONE],
+            conditions=[Condition("ArnNotLike", "aws:PrincipalArn", cfg.personal_results_principal_arns)]))
     return statements
 
 

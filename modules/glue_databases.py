@@ -6,7 +6,8 @@ database's ``location_uri``. Names: ``<tenant_key>_<layer>`` (``tenant_model.GLU
 the tenant id with ``-`` as ``_``, what Glue and Athena accept unquoted). Who may read or change them
 is in the roles' identity policies (``modules/job_roles.py``): the job role reads and writes both, the
 consumer reads gold only, nobody else in the account is granted anything. The emulator stores the
-databases; no Iceberg table is registered in them locally (the local catalog is a Hadoop catalog).
+databases; locally the jobs register each committed table in them as Iceberg's Glue catalog does on AWS (the local
+catalog is a Hadoop catalog: ``spark_jobs/io/glue_tables.py``).
 """
 from __future__ import annotations
 

@@ -4,14 +4,18 @@
 |---|---|---|---|
 | job execution (EMR on EKS) | the EKS OIDC provider, only for the EMR service accounts of runs as this role in the tenant namespace (``system:serviceaccount:<ns>:emr-containers-sa-*-*-<account>-<base36 of the role name>``, ``aud = sts.amazonaws.com``) | landing/, bronze/, artifacts/ and everything it writes; the silver and gold Glue databases | bronze/ silver/ gold/ quarantine/ reports/ checkpoints/ logs/; tables in the silver and gold Glue databases |
 | ingest writer | principals of the tenant's account | - | landing/ (put only) |
-| consumer | principals of the tenant's account | reports/, athena/; the gold Glue database; gold tables through Lake Formation (the columns granted to it, ``modules/lake_formation.py``); its Athena workgroup | athena/ (put only: query results) |
+| consumer | principals of the tenant's account | reports/, athena/consumer/; the gold Glue database; gold tables through Lake Formation (the columns granted to it, ``modules/lake_formation.py``); its Athena workgroup | athena/consumer/ (put only: query results) |
 | erasure (EMR on EKS erase runs) | like the job execution role, for the service accounts of runs as this role only | every lake prefix, every object version, the whole bucket listed (``ListBucket``, ``ListBucketVersions``, no ``s3:prefix`` condition); the silver and gold Glue databases | every prefix but artifacts/, object versions included (``s3:DeleteObjectVersion``); tables in the silver and gold Glue databases |
+
+The readers of personal data (``lake_formation.personal_data_reader_arns``) are the tenant's own principals: the
+module makes no role for them but a managed policy, ``<tenant>-lake-personal-data-reader`` (``READER_ACCESS``), to
+attach to each: athena/personal/ (read, put), the gold Glue database, ``GetDataAccess`` and the personal workgroup.
 
 Every role may use only the tenant key (data-key actions), and the job and erasure roles may write only
 the tenant's log group.  No statement grants S3 or KMS actions on ``*`` (a checkov custom check, too).
 Glue actions name the account's catalog, the tenant's databases and their tables (``table/<db>/*``);
 Athena actions name the tenant's workgroup. The consumer's query results are SSE-KMS objects under
-``athena/``, so it gets data keys too (``KMS_WRITE_ACTIONS``); its S3 rights confine its puts there.
+``athena/consumer/``, so it gets data keys too (``KMS_WRITE_ACTIONS``); its S3 rights confine its puts there.
 Write prefixes are also readable by the job role: Spark's commit protocol lists and reads what it
 writes, and the gold job reads silver.  ``logs/`` is the ``logUri`` of every StartJobRun request
 (``infra/deploy/request.py``): EMR uploads the job's driver and executor logs there as the job role.
@@ -40,6 +44,7 @@ import dataclasses
 from typing import Mapping, Sequence
 
 from cdktf import TerraformLocal
+from cdktf_cdktf_provider_aws.iam_policy import IamPolicy
 from cdktf_cdktf_provider_aws.iam_role import IamRole
 from cdktf_cdktf_provider_aws.iam_role_policy import IamRolePolicy
 from constructs import Construct
@@ -140,14 +145,20 @@ ROLE_ACCESS: dict[str, RoleAccess] = {
     "ingest_writer": RoleAccess(put_only=model.INGEST_WRITER_PUT_PREFIXES),
     # The consumer reads gold tables through Lake Formation only (the columns it was granted): no S3 right on
     # gold/, which would let it read a table's files, personal columns included.
-    "consumer": RoleAccess(read=("reports", model.ATHENA_RESULTS_PREFIX),
-                           put_only=(model.ATHENA_RESULTS_PREFIX,), glue_read=model.LF_CONSUMER_LAYERS, athena=True,
-                           lake_formation_data_access=True),
+    # Its query results: athena/consumer/ only, never the readers of personal data's athena/personal/.
+    "consumer": RoleAccess(read=("reports", model.ATHENA_RESULT_PREFIXES["consumer"]),
+                           put_only=(model.ATHENA_RESULT_PREFIXES["consumer"],), glue_read=model.LF_CONSUMER_LAYERS,
+                           athena=True, lake_formation_data_access=True),
     # GDPR erase runs: everything but the job code (artifacts/, the deployer's) is rewritten and purged.
     "erasure": RoleAccess(read=model.LAKE_PREFIXES, write=ERASURE_WRITE_PREFIXES,
                           delete_versions=ERASURE_WRITE_PREFIXES, list_all=True, logs=True,
                           glue_write=model.CATALOG_LAYERS),
 }
+# The managed policy for the readers of personal data (``personal_data_reader_policy``): their query results in
+# athena/personal/ (the personal workgroup's), gold through Lake Formation (every column, their grants), nothing else.
+READER_ACCESS = RoleAccess(read=(model.ATHENA_RESULT_PREFIXES["personal"],),
+                           put_only=(model.ATHENA_RESULT_PREFIXES["personal"],), glue_read=model.LF_CONSUMER_LAYERS,
+                           athena=True, lake_formation_data_access=True)
 # The roles EMR on EKS runs jobs as (their trust: the EKS OIDC provider, their own service accounts).
 EMR_ROLES: tuple[str, ...] = ("job_execution", "erasure")
 BASE36_LOCAL = "emr_role_name_base36"
@@ -185,6 +196,8 @@ class JobRolesConfig:
         emr_namespace: the Kubernetes namespace of the tenant's EMR jobs.
         tags: tags of the roles.
         max_session_duration: seconds a role session lasts at most. @default - 3600 (``tenant_model.ROLE_MAX_SESSION_SECONDS``)
+        reader_policy_name: the managed policy of the readers of personal data (``READER_ACCESS``); "" makes none.
+            @default - ""
     """
 
     role_names: Mapping[str, str]
@@ -195,6 +208,7 @@ class JobRolesConfig:
     emr_namespace: str
     tags: Mapping[str, str]
     max_session_duration: int = model.ROLE_MAX_SESSION_SECONDS
+    reader_policy_name: str = ""
 
 
 def trust_statements(cfg: JobRolesConfig, role: str) -> list[Statement]:
@@ -275,8 +289,20 @@ class JobRoles(Construct):
                 tags=cfg.tags)
         self.arns = {role: r.arn for role, r in self.roles.items()}
 
-    def grant(self, bucket_arn: str, key_arn: str, log_group_arn: str, catalog: CatalogGrants | None = None) -> None:
+    def grant(self, bucket_arn: str, key_arn: str, log_group_arn: str, catalog: CatalogGrants | None = None,
+              reader_catalog: CatalogGrants | None = None) -> None:
+        """The roles' policies; with ``reader_catalog`` (the personal workgroup's grants) and a ``reader_policy_name``,
+        the readers' managed policy too (``reader_policy_arn``)."""
         for role, access in ROLE_ACCESS.items():
             document = policy_document(self, f"{role}_permissions",
                                        permission_statements(access, bucket_arn, key_arn, log_group_arn, catalog))
             IamRolePolicy(self, f"{role}_policy", name="lake-access", role=self.roles[role].id, policy=document.json)
+        if reader_catalog is not None and self.cfg.reader_policy_name:
+            document = policy_document(self, "personal_data_reader_permissions",
+                                       permission_statements(READER_ACCESS, bucket_arn, key_arn, log_group_arn,
+                                                             reader_catalog))
+            self.reader_policy = IamPolicy(
+                self, "personal_data_reader_policy", name=self.cfg.reader_policy_name, policy=document.json,
+                description="tenantlake: attach to each reader of personal data (lake_formation.personal_data_reader_arns)",
+                tags=self.cfg.tags)
+            self.reader_policy_arn = self.reader_policy.arn

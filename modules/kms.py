@@ -59,6 +59,9 @@ class TenantKeyConfig:
         tags: tags of the key.
         inventory_source_arns: buckets whose S3 Inventory reports are encrypted with the key (S3 may
             generate data keys for them). @default - ()
+        service_statements: more statements for AWS services, placed before ``DenyKeyUseOutsideTenant`` (the
+            orchestration's: EventBridge and CloudWatch for the alerts topic, the Logs service for the state
+            machine's log group; ``infra/orchestration.py``). @default - ()
         deletion_window_in_days: waiting period before a scheduled deletion. @default - 30 days
         enable_key_rotation: yearly automatic rotation. @default - True
     """
@@ -73,6 +76,7 @@ class TenantKeyConfig:
     log_group_name: str
     tags: Mapping[str, str]
     inventory_source_arns: Sequence[str] = ()
+    service_statements: Sequence[Statement] = ()
     deletion_window_in_days: int = 30
     enable_key_rotation: bool = True
 
@@ -87,19 +91,23 @@ def key_policy_statements(cfg: TenantKeyConfig) -> list[Statement]:
                   principals=[Principal("AWS", list(cfg.writer_role_arns))]),
         Statement("TenantReadersDecrypt", list(KEY_READ_ACTIONS), "*",
                   principals=[Principal("AWS", list(cfg.reader_role_arns))]),
-        Statement("CloudWatchLogsEncryptsTenantLogGroup", list(LOGS_SERVICE_ACTIONS), "*",
-                  principals=[Principal("Service", f"logs.{cfg.region}.amazonaws.com")],
-                  conditions=[Condition("ArnEquals", "kms:EncryptionContext:aws:logs:arn", log_group_arn)]),
+        logs_statement("CloudWatchLogsEncryptsTenantLogGroup", cfg.region, log_group_arn),
     ]
     if cfg.inventory_source_arns:
         statements.append(inventory_key_statement(cfg.inventory_source_arns, cfg.account_id))
-    return statements + [
+    return statements + list(cfg.service_statements) + [
         # {"AWS": "*"}: everyone, as in the bucket policies (modules/bucket_policy.py EVERYONE).
         Statement("DenyKeyUseOutsideTenant", list(KEY_DATA_ACTIONS), "*", effect="Deny",
                   principals=[Principal("AWS", "*")],
                   conditions=[Condition("ArnNotLike", "aws:PrincipalArn", cfg.allowed_principal_arns),
                               Condition("Bool", "aws:PrincipalIsAWSService", ["false"])]),
     ]
+
+
+def logs_statement(sid: str, region: str, log_group_arn: str) -> Statement:
+    """The Logs service may use the key for one log group (its encryption context), and for nothing else."""
+    return Statement(sid, list(LOGS_SERVICE_ACTIONS), "*", principals=[Principal("Service", f"logs.{region}.amazonaws.com")],
+                     conditions=[Condition("ArnEquals", "kms:EncryptionContext:aws:logs:arn", log_group_arn)])
 
 
 class TenantKey(Construct):

@@ -5,7 +5,6 @@ construct makes that decide access, with Lake Formation tag-based access control
 
 | resource | name / target | what |
 |---|---|---|
-| ``aws_lakeformation_data_lake_settings`` (only with ``lake_formation.manage_settings``) | the account's settings in the region | the deployer and ``admin_principal_arns`` (but role sessions and federated users) are the Lake Formation administrators (the apply creates tags and grants); new databases and tables get no ``IAMAllowedPrincipals`` default, so Lake Formation permissions decide, not IAM alone. One unit per account and region manages them (destroying them empties the administrators) |
 | ``aws_lakeformation_lf_tag`` x2 | ``<tenant>-classification`` (``pii``, ``none``), ``<tenant>-layer`` (``silver``, ``gold``) | the tenant's own tag keys: LF-tag keys are account-wide and tenants share accounts, so a key named ``tenant`` would have one owner for every tenant's values |
 | ``aws_lakeformation_resource_lf_tags`` per Glue database | ``<tenant_key>_<layer>`` | ``classification=pii`` and ``layer=<layer>``. Tables and columns inherit the database's tags until a lower level assigns the key a value of its own, so a table or column nobody tagged is ``pii``: closed to the consumer |
 | IAM role + inline policy | ``<tenant>-lakeformation-access`` | trusted by ``lakeformation.amazonaws.com`` of the tenant account (``aws:SourceAccount``); reads the registered locations (``s3:GetObject``, ``s3:ListBucket`` under them); the key policy lets it decrypt. Lake Formation reads the data with it when it vends credentials to Athena for the columns a caller was granted |
@@ -16,16 +15,19 @@ Columns are tagged after the jobs create or evolve a table (``spark_jobs/lf_tags
 contract knows and that holds no personal data gets ``classification=none``, the personal ones ``pii``; a
 column the tag step has not seen (schema evolution before the step ran) inherits ``pii``. The consumer is
 granted ``SELECT`` on ``classification=none AND layer=gold``: the non-personal columns of gold tables.
+
+The account's Lake Formation settings (administrators, and no ``IAMAllowedPrincipals`` default for new databases and
+tables) are one per account and region: a platform unit holds them (``modules/lake_formation_settings.py``), and the
+tenant unit depends on it, so they are in place before this module creates the tenant's databases, tags and grants.
 """
 from __future__ import annotations
 
 import dataclasses
 from typing import Mapping, Sequence
 
-from cdktf import TerraformIterator, TerraformLocal, Token
+from cdktf import TerraformIterator, TerraformLocal
 from cdktf_cdktf_provider_aws.iam_role import IamRole
 from cdktf_cdktf_provider_aws.iam_role_policy import IamRolePolicy
-from cdktf_cdktf_provider_aws.lakeformation_data_lake_settings import LakeformationDataLakeSettings
 from cdktf_cdktf_provider_aws.lakeformation_lf_tag import LakeformationLfTag
 from cdktf_cdktf_provider_aws.lakeformation_permissions import (
     LakeformationPermissions,
@@ -46,7 +48,6 @@ import tenant_model as model
 from modules.policy_document import Condition, ListExpr, Principal, Statement, policy_document
 
 LAKE_FORMATION_SERVICE = "lakeformation.amazonaws.com"
-STS_SESSION_ARN_RE = ":sts::[0-9]{12}:(assumed-role|federated-user)/"
 LOCATION_READ_ACTIONS: tuple[str, ...] = ("s3:GetObject",)
 TABLE_READ: tuple[str, ...] = ("SELECT", "DESCRIBE")
 # What the pipeline does to its tables: Iceberg commits (ALTER: UpdateTable), reads, overwrites, maintenance.
@@ -104,8 +105,6 @@ class LakeFormationConfig:
         account_id: the tenant account (the role trusts Lake Formation of this account only).
         role_arns: the ARN of each tenant role a grant names (``job_execution``, ``erasure``, ``consumer``).
         reader_arns: list expression of the readers of personal data (``var.lake_formation.personal_data_reader_arns``).
-        admin_arns: list expression of the Lake Formation administrators the settings name (IAM role or user ARNs).
-        manage_settings: bool expression: whether this unit manages the account's settings (count 0 or 1).
         tags: tags of the role.
         registered_layers: the layers whose locations are registered (the layers consumers read).
             @default - ``tenant_model.LF_CONSUMER_LAYERS`` (gold)
@@ -116,8 +115,6 @@ class LakeFormationConfig:
     account_id: str
     role_arns: Mapping[str, str]
     reader_arns: ListExpr
-    admin_arns: ListExpr
-    manage_settings: str
     tags: Mapping[str, str]
     registered_layers: Sequence[str] = model.LF_CONSUMER_LAYERS
 
@@ -141,12 +138,11 @@ def data_access_statements(cfg: LakeFormationConfig, lake_arn: str, key_arn: str
 
 
 class LakeFormation(Construct):
-    """The settings (count 0 or 1), tags, database tags, data-access role, registered locations and grants.
+    """The tags, database tags, data-access role, registered locations and grants.
 
-    The settings, the tags and the role are created at construction (the Glue databases are created after the
-    settings; the key and bucket policies name the role); ``grant(...)`` tags the databases and adds the role's
-    policy, the registrations and the grants once the databases, the key and the roles exist. Exposes
-    ``settings`` (for ``depends_on``), ``tag_keys``, ``role_arn`` and ``location_arns`` (by layer).
+    The tags and the role are created at construction (the key and bucket policies name the role); ``grant(...)``
+    tags the databases and adds the role's policy, the registrations and the grants once the databases, the key and
+    the roles exist. Exposes ``tag_keys``, ``role_arn`` and ``location_arns`` (by layer).
     """
 
     def __init__(self, scope: Construct, id_: str, cfg: LakeFormationConfig) -> None:
@@ -160,14 +156,7 @@ class LakeFormation(Construct):
         self.role = IamRole(self, "role", name=cfg.role_name, assume_role_policy=trust.json, tags=cfg.tags,
                             description="tenantlake: Lake Formation reads the registered table locations with it")
         self.role_arn = self.role.arn
-        count = Token.as_number(f"${{{cfg.manage_settings[2:-1]} ? 1 : 0}}")
-        # LF administrators are IAM users and roles: a role session or federated user among the admin principals
-        # (admin_principal_arns takes STS ARNs for the bucket policies) is left out.
-        self.settings = LakeformationDataLakeSettings(
-            self, "settings", count=count,
-            admins=Token.as_list(f'${{[for a in {cfg.admin_arns[2:-1]} : a if !can(regex("{STS_SESSION_ARN_RE}", a))]}}'))
-        self.tags = {name: LakeformationLfTag(self, f"tag_{name}", key=cfg.tag_keys[name],
-                                              values=list(TAG_VALUES[name]), depends_on=[self.settings])
+        self.tags = {name: LakeformationLfTag(self, f"tag_{name}", key=cfg.tag_keys[name], values=list(TAG_VALUES[name]))
                      for name in cfg.tag_keys}
         self.tag_keys = {name: tag.key for name, tag in self.tags.items()}
         self.location_arns: dict[str, str] = {}
@@ -185,9 +174,8 @@ class LakeFormation(Construct):
             for layer, name in database_names.items()]
         document = policy_document(self, "role_permissions", data_access_statements(cfg, lake_arn, key_arn))
         IamRolePolicy(self, "role_policy", name="read-registered-locations", role=self.role.id, policy=document.json)
-        after_settings = [self.settings]
         locations = {layer: LakeformationResource(self, f"location_{layer}", arn=f"{lake_arn}/{layer}",
-                                                  role_arn=self.role.arn, depends_on=after_settings)
+                                                  role_arn=self.role.arn)
                      for layer in cfg.registered_layers}
         self.location_arns = {layer: location.arn for layer, location in locations.items()}
         # The tables the pipeline creates in a registered location need DATA_LOCATION_ACCESS on it.

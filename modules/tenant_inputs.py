@@ -56,6 +56,7 @@ class TenantInputs(Construct):
         streams: the list of streamed datasets (``var.streams``).
         maintenance_schedule: the attributes of ``var.maintenance_schedule`` (defaults filled in by its type).
         lake_formation: the attributes of ``var.lake_formation`` (defaults filled in by its type).
+        orchestration_enabled: ``var.orchestration.enabled`` as a bare expression (conditions of ``count``).
     """
 
     def __init__(self, scope: Construct, id_: str) -> None:
@@ -181,18 +182,30 @@ class TenantInputs(Construct):
 
         lake_formation = model.LAKE_FORMATION_DEFAULTS
         readers = "var.lake_formation.personal_data_reader_arns"
-        manage_default = json.dumps(lake_formation["manage_settings"])
-        var("lake_formation", f"object({{manage_settings = optional(bool, {manage_default}), "
-                              f"personal_data_reader_arns = optional(list(string), "
+        var("lake_formation", f"object({{personal_data_reader_arns = optional(list(string), "
                               f"{json.dumps(lake_formation['personal_data_reader_arns'])})}})",
-            f"Lake Formation: manage_settings (default {manage_default}; true in exactly one unit per account and region: it makes "
-            "the deployer and admin_principal_arns the account's Lake Formation administrators and gives new databases "
-            "and tables no IAMAllowedPrincipals default), personal_data_reader_arns (default []; IAM roles or users "
-            "granted SELECT on every gold column, personal ones included).",
+            "Lake Formation: personal_data_reader_arns (default []; IAM roles or users granted SELECT on every gold "
+            "column, personal ones included). The account's Lake Formation settings are the platform unit's "
+            "(tenants/_platform/lake-formation-<region>), not a tenant's.",
             default={}, checks=[
                 _check(f"alltrue([for a in {readers} : {_regex(model.LF_READER_ARN_RE, 'a')}]) && "
                        f"length(distinct({readers})) == length({readers})",
                        "lake_formation", rules["lake_formation"].format(lake_formation_keys=", ".join(lake_formation))),
+            ])
+
+        orchestration = model.ORCHESTRATION_DEFAULTS
+        subscriptions = "var.orchestration.alert_subscriptions"
+        var("orchestration", "object({enabled = optional(bool, false), alert_subscriptions = optional(list(object("
+                             "{protocol = string, endpoint = string})), [])})",
+            "The pipeline's automation on AWS: enabled (default false; a state machine that runs each dataset's layers "
+            "on EMR on EKS, its triggers from the contracts (schedules, landing arrivals), the alerts topic and rules, "
+            "and a freshness alarm per dataset), alert_subscriptions (default []; {protocol, endpoint} subscribed to "
+            "the alerts topic, protocol one of " + ", ".join(model.ALERT_PROTOCOLS) + ").",
+            default={}, checks=[
+                _check(f"alltrue([for s in {subscriptions} : contains({_hcl_list(model.ALERT_PROTOCOLS)}, s.protocol) "
+                       "&& length(trimspace(s.endpoint)) > 0])",
+                       "orchestration", rules["orchestration"].format(
+                           orchestration_keys=", ".join(orchestration), protocols=", ".join(model.ALERT_PROTOCOLS))),
             ])
 
         partition = DataAwsPartition(self, "partition")
@@ -206,6 +219,7 @@ class TenantInputs(Construct):
         self.streams = streams.list_value
         self.maintenance_schedule = {key: "${var.maintenance_schedule.%s}" % key for key in schedule}
         self.lake_formation = {key: "${var.lake_formation.%s}" % key for key in lake_formation}
+        self.orchestration_enabled = "var.orchestration.enabled"  # bare, for count/for_each conditions
 
         name_values = {**V, "cluster_upper": "${upper(var.eks_cluster_name)}"}
         self.names = {kind: model.render_name(kind, **name_values) for kind in model.NAME_TEMPLATES}

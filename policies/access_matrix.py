@@ -52,7 +52,21 @@ PRINCIPAL_KINDS: dict[str, str] = {
     # Lake Formation's data-access role (modules/lake_formation.py): Athena reads the registered gold location with
     # the credentials Lake Formation vends from it.
     "lake_formation_role": "Lake Formation's data-access role",
+    # Orchestration (var.orchestration; modules/pipeline_*.py, modules/alerts_topic.py): the state machine's role, the
+    # roles its schedules and arrival rules start it with, and the services that publish alerts to the topic.
+    "pipeline_runner_role": "pipeline state machine's role",
+    "pipeline_scheduler_role": "pipeline schedules' role",
+    "pipeline_events_role": "arrival rules' role",
+    "events_service": "EventBridge (service)",
+    "cloudwatch_service": "CloudWatch alarms (service)",
+    # A reader of personal data (lake_formation.personal_data_reader_arns) with the module's managed policy for them:
+    # it queries in a workgroup of its own, its results under athena/personal/.
+    "personal_data_reader": "a reader of personal data",
 }
+# AWS service principals: the request is signed by the service, with aws:SourceArn and aws:SourceAccount.
+SERVICE_PRINCIPALS: dict[str, str] = {"s3_log_delivery": "logging.s3.amazonaws.com",
+                                      "events_service": "events.amazonaws.com",
+                                      "cloudwatch_service": "cloudwatch.amazonaws.com"}
 # Kinds that are a pod's service account: a web-identity request from the EKS cluster's OIDC provider,
 # with no identity policy; the cell's key names the role it assumes (a key of ASSUMABLE_ROLES).
 SERVICE_ACCOUNT_KINDS: tuple[str, ...] = ("job_service_account", "erasure_service_account",
@@ -61,7 +75,9 @@ ASSUMABLE_ROLES: tuple[str, ...] = ("job_role", "erasure_role")
 # Kinds that are a session of one of the tenants' own roles (identity policies read back from IAM).
 ROLE_KINDS: tuple[str, ...] = ("job_role", "ingest_writer", "consumer", "erasure_role", "firehose_role",
                                "other_tenant_job_role", "other_tenant_consumer", "other_tenant_erasure_role",
-                               "scheduler_role", "other_tenant_scheduler_role", "lake_formation_role")
+                               "scheduler_role", "other_tenant_scheduler_role", "lake_formation_role",
+                               "pipeline_runner_role", "pipeline_scheduler_role", "pipeline_events_role",
+                               "personal_data_reader")
 ACTIONS: dict[str, str] = {
     "s3:GetObject": "Get", "s3:PutObject": "Put", "s3:DeleteObject": "Delete", "s3:ListBucket": "List",
     "s3:GetObjectVersion": "Get version", "s3:DeleteObjectVersion": "Delete version",
@@ -72,7 +88,19 @@ ACTIONS: dict[str, str] = {
     "emr-containers:StartJobRun": "EMR StartJobRun", "iam:PassRole": "IAM PassRole",
     "sts:AssumeRoleWithWebIdentity": "AssumeRoleWithWebIdentity",
     "lakeformation:GetDataAccess": "Lake Formation GetDataAccess",  # no resource: Lake Formation's grants decide what
+    # Orchestration: the state machine's job runs, its executions, the alerts topic, the triggers' dead-letter
+    # queue, and the jobs' signals (a metric in the tenant's namespace, an event under the tenant's source).
+    "emr-containers:DescribeJobRun": "EMR DescribeJobRun", "emr-containers:CancelJobRun": "EMR CancelJobRun",
+    "states:StartExecution": "Step Functions StartExecution", "sns:Publish": "SNS Publish",
+    "sqs:SendMessage": "SQS SendMessage", "cloudwatch:PutMetricData": "CloudWatch PutMetricData",
+    "events:PutEvents": "EventBridge PutEvents",
 }
+# Orchestration actions name a resource of the cell's tenant (state machine, topic, dead-letter queue, its
+# namespace or event bus), never an object: their key does not apply.
+ORCHESTRATION_ACTIONS: tuple[str, ...] = ("states:StartExecution", "sns:Publish", "sqs:SendMessage",
+                                          "cloudwatch:PutMetricData", "events:PutEvents")
+# Athena cells name the workgroup in ``key``: "" the consumer's, "personal" the readers of personal data's.
+ATHENA_WORKGROUPS: tuple[str, ...] = ("", "personal")
 # iam:PassRole cells name the passed role by its kind (a role of the cell's tenant) in ``key``.
 PASSABLE_ROLES: tuple[str, ...] = ("job_role", "ingest_writer", "consumer", "erasure_role")
 TENANT_ROLES: tuple[str, ...] = ("owner", "other", "streaming")
@@ -90,10 +118,12 @@ CONTEXT_FIELDS: dict[str, tuple[Any, ...]] = {
     "sse": ("aws:kms", "AES256", "customer", "none"),
     "sse_key": ("own", "other", "none"),           # ...-aws-kms-key-id: the tenant key, the other tenant's, absent
     "via_aws_service": (False, True),              # aws:ViaAWSService
-    "kms_via": ("s3", "kinesis", "none"),          # kms:ViaService (KMS actions)
+    "kms_via": ("s3", "kinesis", "sns", "none"),   # kms:ViaService (KMS actions)
     "kms_context": ("bucket", "object", "stream", "none"),  # encryption context: aws:s3:arn of the bucket (S3
                                                    # Bucket Key on) or object, aws:kinesis:arn of the stream
-    "source": ("lake", "logs", "other_lake"),      # aws:SourceArn of a service principal's request
+    # aws:SourceArn of a service principal's request: a bucket (S3 log delivery), one of the tenant's rules or
+    # alarms, or another tenant's (EventBridge, CloudWatch publishing to the alerts topic)
+    "source": ("lake", "logs", "other_lake", "rule", "other_rule", "alarm", "other_alarm"),
     "source_account": ("own", "other"),            # aws:SourceAccount of a service principal's request
     "called_via": ("none", "athena"),              # aws:CalledVia*: a request Athena makes for its caller
     "execution_role": ("job_role", "erasure_role"),  # emr-containers:ExecutionRoleArn: the run's role (StartJobRun)
@@ -101,11 +131,13 @@ CONTEXT_FIELDS: dict[str, tuple[Any, ...]] = {
     # If-None-Match: * (create-only), or a CreateMultipartUpload or UploadPart (s3:ObjectCreationOperation false:
     # it cannot carry the header)
     "write_condition": ("none", "if_none_match", "upload_part"),
+    # cloudwatch:namespace (PutMetricData) and events:source (PutEvents): the tenant's own, or another tenant's
+    "signal": ("own", "other"),
 }
 CONTEXT_DEFAULTS: dict[str, Any] = {
     "tls": True, "endpoint": "own", "sse": "aws:kms", "sse_key": "own", "via_aws_service": False,
     "kms_via": "s3", "kms_context": "bucket", "source": "lake", "source_account": "own", "called_via": "none",
-    "execution_role": "job_role", "write_condition": "none",
+    "execution_role": "job_role", "write_condition": "none", "signal": "own",
 }
 CELL_FIELDS = {"id", "principal", "action", "tenant", "bucket", "key", "context", "identity", "expect",
                "because", "note"}
@@ -128,8 +160,9 @@ class Cell:
         bucket: ``lake`` or ``logs`` (the tenant's access-log bucket). @default - "lake"
         key: the object key, or for ``LIST_ACTIONS`` the listed prefix; for KMS actions the object
             whose ARN is the encryption context when ``context.kms_context`` is ``object``; for Glue
-            actions ``<layer>/<table>`` (the table in the tenant's Glue database of that layer); unused
-            for Athena actions (the tenant's workgroup) and ``emr-containers:StartJobRun`` (the tenant's
+            actions ``<layer>/<table>`` (the table in the tenant's Glue database of that layer); for Athena
+            actions the workgroup (``ATHENA_WORKGROUPS``: "" the consumer's, ``personal``); unused for
+            ``emr-containers:StartJobRun`` (the tenant's
             virtual cluster); for ``iam:PassRole`` the kind of the tenant's role passed (``PASSABLE_ROLES``);
             for ``sts:AssumeRoleWithWebIdentity`` the tenant's role assumed (``job_role`` or ``erasure_role``),
             its trust policy deciding.
@@ -248,9 +281,14 @@ def parse(raw: Any, source: str = "access_matrix.yaml") -> Matrix:
             raise _err(where, f"{action} names a table as <layer>/<table>, got {key!r}")
         if action == "iam:PassRole":
             _one_of(where, "key (the passed role)", key, PASSABLE_ROLES)
-        if action.startswith(("emr-containers:", "athena:")) and key:
-            raise _err(where, f"{action} names the tenant's {'virtual cluster' if 'emr' in action else 'workgroup'}; "
-                              "key does not apply")
+        if action.startswith("emr-containers:") and key:
+            raise _err(where, f"{action} names the tenant's virtual cluster; key does not apply")
+        if action in ORCHESTRATION_ACTIONS and key:
+            raise _err(where, f"{action} names a resource of the tenant (state machine, topic, queue, namespace or "
+                              "event bus); key does not apply")
+        if action.startswith("athena:"):
+            _one_of(where, "key (the workgroup: '' the consumer's, personal the readers of personal data's)", key,
+                    ATHENA_WORKGROUPS)
         if action.startswith("lakeformation:") and key:
             raise _err(where, f"{action} names no resource (Lake Formation's grants decide what); key does not apply")
         if (action == "sts:AssumeRoleWithWebIdentity") != (principal in SERVICE_ACCOUNT_KINDS):
@@ -263,7 +301,7 @@ def parse(raw: Any, source: str = "access_matrix.yaml") -> Matrix:
             _one_of(where, "context field", field, CONTEXT_FIELDS)
             context[field] = _one_of(where, f"context.{field}", value, CONTEXT_FIELDS[field])
         # Anonymous requests, AWS service principals and web identities carry no identity policy ("none").
-        unsigned = principal in ("anonymous", "s3_log_delivery", *SERVICE_ACCOUNT_KINDS)
+        unsigned = principal in ("anonymous", *SERVICE_PRINCIPALS, *SERVICE_ACCOUNT_KINDS)
         identity = item.get("identity", "none" if unsigned else principal_identity.get(principal, "applied"))
         if unsigned and identity != "none":
             raise _err(where, f"a request of {principal} has no identity policy")
@@ -305,6 +343,12 @@ _CONTEXT_TEXT: dict[tuple[str, Any], str] = {
     ("kms_context", "stream"): "the stream's ARN as encryption context",
     ("source", "logs"): "source: the log bucket itself",
     ("source", "other_lake"): "source: the other tenant's lake",
+    ("source", "rule"): "source: one of the tenant's rules",
+    ("source", "other_rule"): "source: another tenant's rule",
+    ("source", "alarm"): "source: one of the tenant's alarms",
+    ("source", "other_alarm"): "source: another tenant's alarm",
+    ("kms_via", "sns"): "via SNS (an encrypted topic)",
+    ("signal", "other"): "another tenant's namespace or event source",
     ("source_account", "other"): "source account: another",
     ("called_via", "athena"): "made by Athena for the caller (aws:CalledVia)",
     ("execution_role", "erasure_role"): "the erasure role as the run's execution role",
@@ -319,16 +363,24 @@ _RELEVANT: dict[str, tuple[str, ...]] = {
     "s3": ("tls", "endpoint", "via_aws_service", "source", "source_account", "called_via"),
     "catalog": (),
     "emr": ("execution_role",),
+    "service": ("source", "source_account"),
+    "signal": ("signal",),
 }
 
 
 def _relevant_fields(cell: Cell) -> tuple[str, ...]:
     if cell.action.startswith("kms:"):
-        return _RELEVANT["kms"]
+        return _RELEVANT["kms"] + (_RELEVANT["service"] if cell.principal in SERVICE_PRINCIPALS else ())
     if cell.action.startswith(("glue:", "athena:", "iam:", "sts:", "lakeformation:")):
         return _RELEVANT["catalog"]
-    if cell.action.startswith("emr-containers:"):
+    if cell.action == "emr-containers:StartJobRun":
         return _RELEVANT["emr"]
+    if cell.action in ("cloudwatch:PutMetricData", "events:PutEvents"):
+        return _RELEVANT["signal"]
+    if cell.action.startswith(("emr-containers:", "states:", "sqs:")):
+        return _RELEVANT["catalog"]
+    if cell.action.startswith("sns:"):
+        return _RELEVANT["service"] if cell.principal in SERVICE_PRINCIPALS else _RELEVANT["catalog"]
     fields = _RELEVANT["s3:PutObject"] if cell.action == "s3:PutObject" else _RELEVANT["s3"]
     if cell.principal != "s3_log_delivery":
         fields = tuple(f for f in fields if f not in ("source", "source_account"))
@@ -377,8 +429,15 @@ def render_table(matrix: Matrix) -> str:
             target = f"{tenant} Glue table `{layer}.{table}`"
         elif cell.action.startswith("athena:"):
             target = f"{tenant} Athena workgroup"
-        elif cell.action.startswith("emr-containers:"):
+        elif cell.action == "emr-containers:StartJobRun":
             target = f"{tenant} EMR virtual cluster"
+        elif cell.action.startswith("emr-containers:"):
+            target = f"a job run on {tenant}'s EMR virtual cluster"
+        elif cell.action in ORCHESTRATION_ACTIONS:
+            target = f"{tenant} " + {"states:StartExecution": "pipeline state machine", "sns:Publish": "alerts topic",
+                                     "sqs:SendMessage": "triggers' dead-letter queue",
+                                     "cloudwatch:PutMetricData": "metric namespace `tenantlake/<tenant>`",
+                                     "events:PutEvents": "default event bus"}[cell.action]
         elif cell.action == "iam:PassRole":
             target = f"{tenant} {PRINCIPAL_KINDS[cell.key]}"
         elif cell.action.startswith("sts:"):

@@ -34,6 +34,15 @@ PRINCIPAL_KINDS: dict[str, str] = {
     "other_tenant_consumer": "another tenant's consumer",
 }
 CELL_FIELDS = {"id", "principal", "permission", "database", "table", "column", "expect", "because", "note"}
+# The state of default permissions the cells are evaluated in (the section's ``default_permissions``), and what the
+# table says of it. ``none``: the account's settings give new databases and tables no IAM_ALLOWED_PRINCIPALS default,
+# and no database of the tenant hands its tables to it (what a run requires: lf_tags.check_default_permissions).
+DEFAULT_PERMISSION_STATES: dict[str, str] = {
+    "none": "the account's Lake Formation settings give new databases and tables no `IAM_ALLOWED_PRINCIPALS` default "
+            "(`CreateDatabaseDefaultPermissions`, `CreateTableDefaultPermissions`, read back with `GetDataLakeSettings`; "
+            "the platform unit `_platform/lake-formation-<region>` sets them so) and no Glue database of the tenant "
+            "gives its tables to it (`CreateTableDefaultPermissions`, `GetDatabase`)",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +81,21 @@ class LfCell:
 class LfMatrix:
     datasets: tuple[str, ...]
     cells: tuple[LfCell, ...]
+    default_permissions: str = "none"
+
+
+def default_permissions_state(state: LakeFormationState, databases: Mapping[str, str]) -> str:
+    """The state of default permissions read back: ``none`` (``DEFAULT_PERMISSION_STATES``), or
+    ``IAM_ALLOWED_PRINCIPALS in <where>`` naming the first setting or database that keeps it."""
+    from policies.lake_formation import IAM_ALLOWED_PRINCIPALS
+
+    for setting in ("CreateDatabaseDefaultPermissions", "CreateTableDefaultPermissions"):
+        if IAM_ALLOWED_PRINCIPALS in str(state.settings.get(setting) or []):
+            return f"{IAM_ALLOWED_PRINCIPALS} in the account's {setting}"
+    for database in databases.values():
+        if IAM_ALLOWED_PRINCIPALS in state.table_defaults.get(database, ()):
+            return f"{IAM_ALLOWED_PRINCIPALS} in {database}'s CreateTableDefaultPermissions"
+    return "none"
 
 
 def _err(where: str, message: str) -> MatrixError:
@@ -124,7 +148,11 @@ def parse(raw: Any, source: str = "access_matrix.yaml") -> LfMatrix:
                             column=column, expect=item["expect"], because=because, note=str(item.get("note", ""))))
     if not cells:
         raise _err(source, "lake_formation has no cells")
-    return LfMatrix(datasets=tuple(datasets), cells=tuple(cells))
+    default_permissions = section.get("default_permissions", "none")
+    if default_permissions not in DEFAULT_PERMISSION_STATES:
+        raise _err(source, f"lake_formation.default_permissions {default_permissions!r} is not one of "
+                           f"{', '.join(DEFAULT_PERMISSION_STATES)}")
+    return LfMatrix(datasets=tuple(datasets), cells=tuple(cells), default_permissions=default_permissions)
 
 
 def load(path: Path = MATRIX_FILE) -> LfMatrix:
@@ -165,7 +193,11 @@ def render_table(matrix: LfMatrix) -> str:
     counts = {d: sum(c.expect == d for c in matrix.cells) for d in DECISIONS}
     lines = [f"{len(matrix.cells)} cells ({', '.join(f'{n} {d}' for d, n in counts.items())}), on the owner tenant's "
              f"tables after the tag step tagged those of {', '.join(matrix.datasets)}. \"decided by\" is the grant, "
-             "by tag expression (the tenant's keys by their short names) or by name.", "",
+             "by tag expression (the tenant's keys by their short names) or by name. Evaluated in the state "
+             f"`default_permissions: {matrix.default_permissions}`: {DEFAULT_PERMISSION_STATES[matrix.default_permissions]}"
+             " (the test reads it back and fails in any other; where the account keeps the default, the tenant's apply "
+             "is refused: `infra/terragrunt/lake_formation.py`; where a database keeps it, a run refuses to start: "
+             "`spark_jobs/lf_tags.py`, `check_default_permissions`).", "",
              "| # | principal | permission | database / table / column | expected | decided by | note |",
              "|---|---|---|---|---|---|---|"]
     order = {kind: i for i, kind in enumerate(PRINCIPAL_KINDS)}

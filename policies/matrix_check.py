@@ -4,7 +4,8 @@
 all in one simulator run (``policies.simulate``), and returns one ``Outcome`` per cell. A cell fails
 when the decision differs from ``expect``, or when ``because`` names a statement that is not among
 the decisive ones. ``Outcome.report()`` is one line with the principal, action, key, context,
-expected and got decisions, and the decisive statements.
+expected and got decisions, and the decisive statements. ``readable`` asks the same of many object keys at once
+(which objects of a lake a principal may get: tests/policies/test_access_matrix.py scans the consumer's).
 """
 from __future__ import annotations
 
@@ -53,3 +54,11 @@ def check(matrix: Matrix, builder: RequestBuilder, timeout: float = simulate.DEF
     requests = [(cell.id, builder.simulation(cell)) for cell in matrix.cells]
     results = simulate.run(requests, timeout=timeout)
     return [Outcome(cell, request, result) for cell, (_, request), result in zip(matrix.cells, requests, results)]
+
+
+def readable(builder: RequestBuilder, template: Cell, keys: list[str], timeout: float = simulate.DEFAULT_TIMEOUT) -> list[str]:
+    """The ``keys`` the principal of ``template`` (a cell, its key ignored) may get with the template's context: one
+    simulator run over every key, as ``check`` does for the cells."""
+    cells = [dataclasses.replace(template, id=f"{template.id}:{key}", key=key) for key in keys]
+    results = simulate.run([(cell.id, builder.simulation(cell)) for cell in cells], timeout=timeout)
+    return [cell.key for cell, result in zip(cells, results) if result.result == "Allowed"]

@@ -38,6 +38,15 @@ tenants' policies (``policies.tenant_policies.AppliedTenant``):
 * ``emr-containers:StartJobRun`` names the tenant's virtual cluster and carries
   ``emr-containers:ExecutionRoleArn`` (the run's role); ``iam:PassRole`` names the passed role and carries
   ``iam:PassedToService = emr-containers.amazonaws.com``: identity policies alone decide both.
+* orchestration: ``emr-containers:DescribeJobRun``/``CancelJobRun`` name a job run of the tenant's virtual cluster;
+  ``states:StartExecution`` the tenant's pipeline state machine; ``sqs:SendMessage`` its triggers' dead-letter queue
+  (its queue policy, read back, is the resource policy); ``sns:Publish`` its alerts topic (the topic policy, read
+  back), over TLS; ``cloudwatch:PutMetricData`` no resource, with ``cloudwatch:namespace`` the tenant's
+  (``tenantlake/<tenant>``) or another tenant's; ``events:PutEvents`` the default event bus, with ``events:source``
+  (``tenantlake.<tenant>``) and ``events:detail-type``; a KMS call SNS makes to encrypt a message is
+  ``kms:ViaService = sns.<region>.amazonaws.com``. EventBridge and CloudWatch publishing to the topic sign as their
+  service principals, with ``aws:SourceArn`` one of the tenant's rules or alarms (or another tenant's) and
+  ``aws:SourceAccount``. A tenant without orchestration (the other tenant) is named by its resources' name templates.
 * a pod of an EMR on EKS run assumes a role with its web-identity token: the request principal is the
   EKS cluster's OIDC provider (the ``Federated`` principal of the pod's own role's trust), the keys
   ``<issuer>:sub`` (``system:serviceaccount:<namespace>:emr-containers-sa-spark-driver-<job>-<account>-
@@ -51,11 +60,12 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import tenant_model
-from policies.access_matrix import LIST_ACTIONS, SERVICE_ACCOUNT_KINDS, Cell, Matrix
+from policies.access_matrix import LIST_ACTIONS, SERVICE_ACCOUNT_KINDS, SERVICE_PRINCIPALS, Cell, Matrix
 from policies.tenant_policies import AppliedTenant, RoleIdentity
 
 SESSION_NAME = "tenantlake-matrix"
-LOG_DELIVERY_SERVICE = "logging.s3.amazonaws.com"
+LOG_DELIVERY_SERVICE = SERVICE_PRINCIPALS["s3_log_delivery"]
+EXAMPLE_JOB_RUN_ID = "0000000360abcdefgh1"
 FOREIGN_ENDPOINT = "vpce-0f0f0f0f0f0f0f0f0"  # an S3 endpoint of some VPC that is not the tenant's
 OTHER_ACCOUNT_ROLE = "partner-admin"
 ATHENA_SERVICE = "athena.amazonaws.com"
@@ -113,11 +123,22 @@ class RequestBuilder:
             return self.tenants[other_tenant(self.matrix, tenant.tenant_id)].roles["consumer"]
         if cell.principal == "other_tenant_erasure_role":
             return self.tenants[other_tenant(self.matrix, tenant.tenant_id)].roles["erasure_role"]
+        if cell.principal == "personal_data_reader":
+            if tenant.personal_data_reader is None:
+                raise ValueError(f"cell {cell.id}: tenant {tenant.tenant_id} names no reader of personal data "
+                                 "(lake_formation.personal_data_reader_arns) or its outputs no personal_data_reader policy")
+            return tenant.personal_data_reader
         if cell.principal == "lake_formation_role":
             if tenant.lake_formation_role is None:
                 raise ValueError(f"cell {cell.id}: tenant {tenant.tenant_id}'s outputs name no Lake Formation role "
                                  "(lake_formation.data_access_role_arn)")
             return tenant.lake_formation_role
+        if cell.principal in ("pipeline_runner_role", "pipeline_scheduler_role", "pipeline_events_role"):
+            owner = self.tenants[self.matrix.tenant_id("owner")]  # the owner's roles, on any tenant's resources
+            if cell.principal not in owner.orchestration_roles:
+                raise ValueError(f"cell {cell.id}: tenant {owner.tenant_id} has no orchestration "
+                                 "(orchestration.enabled)")
+            return owner.orchestration_roles[cell.principal]
         if cell.principal in ("scheduler_role", "other_tenant_scheduler_role"):
             owner = tenant if cell.principal == "scheduler_role" else \
                 self.tenants[other_tenant(self.matrix, tenant.tenant_id)]
@@ -139,8 +160,8 @@ class RequestBuilder:
             return session_arn(arn), self._signed(arn, self.matrix.other_account_id)
         if cell.principal == "anonymous":
             return {"type": "Anonymous"}, {}
-        if cell.principal == "s3_log_delivery":
-            return LOG_DELIVERY_SERVICE, self._service(cell)
+        if cell.principal in SERVICE_PRINCIPALS:
+            return SERVICE_PRINCIPALS[cell.principal], self._service(cell)
         raise ValueError(f"cell {cell.id}: unknown principal kind {cell.principal}")
 
     @staticmethod
@@ -151,9 +172,11 @@ class RequestBuilder:
     def _service(self, cell: Cell) -> dict[str, str]:
         tenant = self.tenants[self.matrix.tenant_id(cell.tenant)]
         other = self.tenants[other_tenant(self.matrix, tenant.tenant_id)]
-        source = {"lake": tenant.lake_arn, "logs": tenant.log_bucket_arn, "other_lake": other.lake_arn}
+        source = {"lake": tenant.lake_arn, "logs": tenant.log_bucket_arn, "other_lake": other.lake_arn,
+                  "rule": tenant.example_rule_arn, "other_rule": other.example_rule_arn,
+                  "alarm": tenant.example_alarm_arn, "other_alarm": other.example_alarm_arn}
         account = tenant.account_id if cell.context["source_account"] == "own" else self.matrix.other_account_id
-        return {"aws:PrincipalIsAWSService": "true", "aws:PrincipalServiceName": LOG_DELIVERY_SERVICE,
+        return {"aws:PrincipalIsAWSService": "true", "aws:PrincipalServiceName": SERVICE_PRINCIPALS[cell.principal],
                 "aws:SourceArn": source[cell.context["source"]], "aws:SourceAccount": account}
 
     def identity_policies(self, cell: Cell) -> list[dict]:
@@ -193,9 +216,28 @@ class RequestBuilder:
         if cell.action.startswith("glue:"):
             resource, resource_policy = tenant.glue_table_arn(*cell.key.split("/")), None
         elif cell.action.startswith("athena:"):
-            resource, resource_policy = tenant.athena_workgroup_arn, None
+            resource, resource_policy = tenant.workgroup_arn(cell.key), None
         elif cell.action.startswith("lakeformation:"):
             resource, resource_policy = "*", None  # GetDataAccess has no resource; identity policies decide
+        elif cell.action in ("emr-containers:DescribeJobRun", "emr-containers:CancelJobRun"):
+            if not tenant.virtual_cluster_arn:
+                raise ValueError(f"cell {cell.id}: tenant {tenant.tenant_id}'s outputs name no emr_virtual_cluster_arn")
+            resource, resource_policy = f"{tenant.virtual_cluster_arn}/jobruns/{EXAMPLE_JOB_RUN_ID}", None
+        elif cell.action == "states:StartExecution":
+            resource, resource_policy = tenant.pipeline_state_machine_arn, None
+        elif cell.action == "sqs:SendMessage":
+            resource, resource_policy = tenant.trigger_dlq_arn, tenant.dlq_policy
+            context["aws:SecureTransport"] = _bool(ctx["tls"])
+        elif cell.action == "sns:Publish":
+            resource, resource_policy = tenant.alerts_topic_arn, tenant.topic_policy
+            context["aws:SecureTransport"] = _bool(ctx["tls"])
+        elif cell.action == "cloudwatch:PutMetricData":
+            resource, resource_policy = "*", None
+            context["cloudwatch:namespace"] = (tenant if ctx["signal"] == "own" else other).metric_namespace
+        elif cell.action == "events:PutEvents":
+            resource, resource_policy = tenant.default_event_bus_arn, None
+            context["events:source"] = [(tenant if ctx["signal"] == "own" else other).event_source]  # one per entry
+            context["events:detail-type"] = [tenant_model.PUBLISH_BLOCKED_DETAIL_TYPE]
         elif cell.action.startswith("emr-containers:"):
             if not tenant.virtual_cluster_arn:
                 raise ValueError(f"cell {cell.id}: tenant {tenant.tenant_id}'s outputs name no emr_virtual_cluster_arn")
@@ -207,8 +249,7 @@ class RequestBuilder:
         elif cell.action.startswith("kms:"):
             resource, resource_policy = tenant.key_arn, tenant.key_policy
             if ctx["kms_via"] != "none":
-                service = "s3" if ctx["kms_via"] == "s3" else "kinesis"
-                context["kms:ViaService"] = f"{service}.{tenant.region}.amazonaws.com"
+                context["kms:ViaService"] = f"{ctx['kms_via']}.{tenant.region}.amazonaws.com"
             if ctx["kms_context"] == "bucket":
                 context["kms:EncryptionContext:aws:s3:arn"] = tenant.lake_arn
             elif ctx["kms_context"] == "object":
@@ -239,7 +280,7 @@ class RequestBuilder:
                 endpoint_policies.append({"name": tenant.gateway_endpoint_id, "policy": tenant.gateway_endpoint_policy})
             elif ctx["endpoint"] == "foreign":
                 context["aws:SourceVpce"] = FOREIGN_ENDPOINT
-            if cell.principal not in ("anonymous", "s3_log_delivery"):
+            if cell.principal not in ("anonymous", *SERVICE_PRINCIPALS):
                 context["aws:ViaAWSService"] = _bool(ctx["via_aws_service"] or ctx["called_via"] != "none")
             if cell.action == "s3:PutObject":
                 context["s3:ObjectCreationOperation"] = _bool(ctx["write_condition"] != "upload_part")

@@ -20,7 +20,7 @@ import time
 from typing import Callable
 
 from tenant_model import CLASSIFICATIONS
-from spark_jobs import contract_infer, contract_plan, creds, land, lf_tags, maintain, query, usage
+from spark_jobs import contract_infer, contract_plan, creds, land, lf_tags, maintain, query, status, usage
 from spark_jobs.contract import available_datasets, contract_json_schema
 from spark_jobs.datagen import command as datagen_command
 from spark_jobs.erasure import command as erase_command
@@ -51,6 +51,12 @@ def _lake_args(parser: argparse.ArgumentParser, spark: bool = True) -> None:
     group.add_argument("--lf-classification-tag", default="", metavar="KEY",
                        help="the tenant's Lake Formation classification tag (the tenant output "
                             "lake_formation.classification_tag): silver and gold runs tag their tables' columns")
+    group.add_argument("--metric-namespace", default="", metavar="NS",
+                       help="CloudWatch namespace of the freshness metric each publish puts (the tenant output "
+                            "orchestration.metric_namespace; default: none, or the lake config's)")
+    group.add_argument("--event-source", default="", metavar="SOURCE",
+                       help="EventBridge source a blocked publish is emitted under (the tenant output "
+                            "orchestration.event_source; default: none, or the lake config's)")
     if spark:
         parser.add_argument("--jars", default="", help="comma-separated extra jars for s3a (default: "
                             "$TENANTLAKE_SPARK_JARS or .local/jars/)")
@@ -101,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     commands = parser.add_subparsers(dest="command", required=True,
-                                     metavar="{datagen,land,contract,run,run-all,counts,recover,creds,query,maintain,erase,usage,sync-tags}")
+                                     metavar="{datagen,land,contract,run,run-all,counts,status,recover,creds,query,maintain,erase,usage,"
+                                             "sync-tags}")
     datasets = available_datasets()
 
     gen = commands.add_parser("datagen", help="write deterministic sample data into landing/<dataset>/",
@@ -145,6 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
     counts.add_argument("--dataset", action="append", choices=datasets, help="dataset (repeatable; default: all)")
     counts.add_argument("--json", action="store_true", help="print JSON instead of a table")
     _lake_args(counts)
+
+    status_parser = commands.add_parser("status", help="per dataset: the last run, freshness against its target, "
+                                        "open alarms", description=status.__doc__.split("\n\n")[0],
+                                        epilog=status.__doc__.split("\n\n", 1)[1],
+                                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    status.add_arguments(status_parser)
+    _lake_args(status_parser, spark=False)  # boto3 only: no Spark
 
     recover = commands.add_parser(
         "recover", help="rebuild a corrupt bronze checkpoint from what bronze already holds",
@@ -286,7 +300,8 @@ def _contract(args: argparse.Namespace) -> int:
 # Each command's body lives beside what it orchestrates (spark_jobs/README.md, "The command line").
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "datagen": datagen_command.run, "land": land.run, "contract": _contract, "run": pipeline.run,
-    "run-all": pipeline.run, "counts": pipeline.counts, "recover": pipeline.recover, "creds": creds.run,
+    "run-all": pipeline.run, "counts": pipeline.counts, "status": status.run, "recover": pipeline.recover,
+    "creds": creds.run,
     "query": query.run, "maintain": maintain.run, "erase": erase_command.run, "usage": usage_command.run,
     "sync-tags": lf_tags.run,
 }

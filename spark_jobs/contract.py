@@ -33,7 +33,8 @@ from pydantic.dataclasses import dataclass
 from pydantic.json_schema import SkipJsonSchema, WithJsonSchema
 from pydantic_core import ArgsKwargs, PydanticCustomError
 
-from tenant_model import PERSONAL_DATA_CLASSIFICATIONS
+from tenant_model import (DEBOUNCE_MINUTES, MAX_FLEXIBLE_WINDOW_MINUTES, MAX_FRESHNESS_MINUTES, MIN_FRESHNESS_MINUTES,
+                          PERSONAL_DATA_CLASSIFICATIONS, SCHEDULE_EXPRESSION_RE, TIMEZONE_RE)
 
 # Packaged contracts are read as package resources, not through Path(__file__): on EMR the package
 # runs from a zip on --py-files, where there is no real folder.
@@ -70,6 +71,9 @@ DEFAULT_EVOLUTION = "additive"
 CSV_OPTIONS: tuple[str, ...] = ("header", "delimiter", "quote", "escape", "null_values", "encoding")
 # Contract attributes the model derives from the file; a file may not set them itself.
 DERIVED_ATTRIBUTES: tuple[str, ...] = ("subject_key_rules", "removed_columns")
+# Contract attributes that say when the dataset runs and how fresh it must be, not what its data looks like: they
+# are left out of ``Contract.version`` (a new schedule is no new version of the tables' contract).
+ORCHESTRATION_ATTRIBUTES: tuple[str, ...] = ("trigger", "freshness")
 
 
 class ContractError(ValueError):
@@ -409,6 +413,88 @@ class DerivedColumn:
         return _strict_bool(value)
 
 
+def _whole_number(value: Any, low: int, high: int, unit: str) -> Any:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise _refuse(f"must be a whole number of {unit} from {low} to {high}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, config=_MODEL)
+class ScheduleTrigger:
+    """Run the dataset's pipeline on a schedule (EventBridge Scheduler, ``modules/pipeline_triggers.py``)."""
+
+    cron: str
+    """An EventBridge Scheduler expression, cron(...) or rate(...), e.g. cron(15 * * * ? *)."""
+    timezone: str = "UTC"
+    """The IANA time zone the cron expression is read in, e.g. Europe/Dublin. @default - UTC"""
+    flexible_window_minutes: int = 0
+    """Start within this many minutes after the time (0: exactly on time). @default - 0"""
+
+    @field_validator("cron", mode="before")
+    @classmethod
+    def _cron(cls, value: Any) -> Any:
+        if not isinstance(value, str) or not re.match(SCHEDULE_EXPRESSION_RE, value):
+            raise _refuse(f"must be cron(...) or rate(...), got {value!r}")
+        return value
+
+    @field_validator("timezone", mode="before")
+    @classmethod
+    def _timezone(cls, value: Any) -> Any:
+        if not isinstance(value, str) or not re.match(TIMEZONE_RE, value):
+            raise _refuse(f"must be an IANA time zone name like UTC or Europe/Dublin, got {value!r}")
+        return value
+
+    @field_validator("flexible_window_minutes", mode="before")
+    @classmethod
+    def _window(cls, value: Any) -> Any:
+        return _whole_number(value, 0, MAX_FLEXIBLE_WINDOW_MINUTES, "minutes")
+
+
+@dataclass(frozen=True, config=_MODEL)
+class ArrivalTrigger:
+    """Run the dataset's pipeline when files land under ``landing/<dataset>/`` (S3 -> EventBridge), once per
+    debounce window: every object created in one window starts one run, after the window has closed."""
+
+    debounce_minutes: int = 10
+    """The window, a divisor of 60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60). @default - 10"""
+
+    @field_validator("debounce_minutes", mode="before")
+    @classmethod
+    def _debounce(cls, value: Any) -> Any:
+        if value not in DEBOUNCE_MINUTES or isinstance(value, bool):
+            raise _refuse(f"must be a divisor of 60 ({', '.join(map(str, DEBOUNCE_MINUTES))}), got {value!r}")
+        return value
+
+
+@dataclass(frozen=True, config=_MODEL)
+class Trigger:
+    """What starts the dataset's pipeline on AWS (the tenant's state machine): a schedule, new landing data, or both."""
+
+    schedule: ScheduleTrigger | None = None
+    """A schedule (cron in a time zone). @default - none"""
+    on_arrival: ArrivalTrigger | None = None
+    """New objects under landing/<dataset>/, debounced. @default - none"""
+
+    @model_validator(mode="after")
+    def _one(self) -> "Trigger":
+        if self.schedule is None and self.on_arrival is None:
+            raise _refuse("names no trigger: give schedule, on_arrival or both")
+        return self
+
+
+@dataclass(frozen=True, config=_MODEL)
+class Freshness:
+    """How stale the dataset may get before someone is paged (a CloudWatch alarm per dataset)."""
+
+    max_minutes_since_publish: int
+    """The longest acceptable time since the last silver publish, in minutes (5 to 10080, 7 days)."""
+
+    @field_validator("max_minutes_since_publish", mode="before")
+    @classmethod
+    def _target(cls, value: Any) -> Any:
+        return _whole_number(value, MIN_FRESHNESS_MINUTES, MAX_FRESHNESS_MINUTES, "minutes")
+
+
 def _subject_keys_json() -> dict:
     entry = TypeAdapter(SubjectKey).json_schema()
     return {"anyOf": [{"type": "array", "items": {"anyOf": [{"type": "string"}, entry]}},
@@ -455,6 +541,10 @@ class Contract:
             plus the landing field of every schema column marked ``removed: true``. @default - ()
         removed_columns: the columns the file marks ``removed: true`` (schema and derived), dropped on
             purpose. @default - ()
+        trigger: what starts the dataset's pipeline on AWS: a ``schedule`` (cron, time zone), ``on_arrival``
+            (landing objects, debounced) or both (``Trigger``). @default - None (only deploys run it)
+        freshness: the longest acceptable time since the last silver publish (``Freshness``), a CloudWatch
+            alarm per dataset. @default - None (no alarm)
     """
 
     dataset: str
@@ -496,6 +586,10 @@ class Contract:
     """strict, additive or permissive: which table changes a contract change may make. @default - additive"""
     ignored_fields: tuple[str, ...] = ()
     """Landing fields silver reads past (never unknown_fields), besides those of removed columns."""
+    trigger: Trigger | None = None
+    """What starts the pipeline on AWS: schedule, on_arrival or both. @default - only deploys run it"""
+    freshness: Freshness | None = None
+    """The longest acceptable time since the last silver publish. @default - no freshness alarm"""
     subject_key_rules: SkipJsonSchema[tuple[SubjectKey, ...]] = ()
     removed_columns: SkipJsonSchema[tuple[str, ...]] = ()
 
@@ -658,13 +752,14 @@ class Contract:
         """The contract's version: ``sha256:`` and 16 hex digits of its normalised content (what the model
         holds, not the file's text: comments and formatting do not change it). Run manifests, lineage
         events and the tables' properties carry it."""
-        canonical = json.dumps(dataclasses.asdict(self), sort_keys=True, default=str, separators=(",", ":"))
+        content = {k: v for k, v in dataclasses.asdict(self).items() if k not in ORCHESTRATION_ATTRIBUTES}
+        canonical = json.dumps(content, sort_keys=True, default=str, separators=(",", ":"))
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 _CONTRACT = TypeAdapter(Contract)
 _MODELS = {"": Contract, "landing": LandingSpec, "schema": ColumnSpec, "subject_keys": SubjectKey,
-           "rules": RowRule, "derived": DerivedColumn}
+           "rules": RowRule, "derived": DerivedColumn, "trigger": Trigger, "freshness": Freshness}
 _FILE_KEYS = {Contract: [f.name for f in dataclasses.fields(Contract) if f.name not in DERIVED_ATTRIBUTES]}
 
 
@@ -696,6 +791,13 @@ def available_datasets() -> list[str]:
         if folder.is_dir():
             names.update(entry.name[: -len(".yaml")] for entry in folder.iterdir() if entry.name.endswith(".yaml"))
     return sorted(names)
+
+
+def packaged_contracts() -> list[Contract]:
+    """The contracts shipped in the package (``spark_jobs/contracts/``, never ``$TENANTLAKE_CONTRACTS_DIR``), by name:
+    what the tenant module's orchestration is synthesized from (``infra/orchestration.py``)."""
+    files = sorted((entry for entry in CONTRACTS_DIR.iterdir() if entry.name.endswith(".yaml")), key=lambda e: e.name)
+    return [parse_contract(yaml.safe_load(entry.read_text()), source=str(entry)) for entry in files]
 
 
 def contract_path(name: str) -> Any:
@@ -794,8 +896,14 @@ def _unknown_key(loc: list) -> str:
     hint = f"did you mean `{close[0]}`? " if close else ""
     if model is LandingSpec:
         return f"is not a landing option ({hint}{', '.join(CSV_OPTIONS)})"
+    if model is Trigger and len(owner) > 1:  # a key inside trigger.schedule or trigger.on_arrival
+        model = ScheduleTrigger if owner[1] == "schedule" else ArrivalTrigger
+        known = [f.name for f in dataclasses.fields(model)]
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.7)
+        hint = f"did you mean `{close[0]}`? " if close else ""
     what = {Contract: "contract key", ColumnSpec: "column key", SubjectKey: "subject key field",
-            RowRule: "rule key", DerivedColumn: "derived-column key"}[model]
+            RowRule: "rule key", DerivedColumn: "derived-column key", Trigger: "trigger (schedule, on_arrival)",
+            ScheduleTrigger: "schedule key", ArrivalTrigger: "on_arrival key", Freshness: "freshness key"}[model]
     return f"is not a {what} ({hint}known: {', '.join(known)})"
 
 

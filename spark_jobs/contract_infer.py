@@ -4,7 +4,10 @@ Reads a whole CSV (gzip too), Parquet or JSON file as a stream, with memory boun
 (default 10000) and not by the file: every record updates per-field statistics (missing values, numeric
 range, whether every value is an integer, a number, a boolean or a time of one pattern), and a reservoir
 sample of ``--sample-rows`` records spread over the whole file (not its head) serves what needs the values
-themselves. It writes a contract YAML that ``load_contract`` accepts as it is:
+themselves. A CSV goes through pyarrow's streaming reader (``ArrowCsv``) and the statistics are Arrow compute
+calls over each batch's whole columns; a file it cannot read as Python's csv module does goes through that
+module instead (``PythonCsv``, one progress line says so), into the same statistics. It writes a contract YAML
+that ``load_contract`` accepts as it is:
 
 - landing: the format; for CSV the delimiter (sniffed among ``, ; TAB |``), the header, the encoding
   (UTF-8, else ISO-8859-1) and the null texts met in the file (``""`` plus any of ``NA``, ``N/A``,
@@ -20,7 +23,8 @@ themselves. It writes a contract YAML that ``load_contract`` accepts as it is:
   time span (a bulk export is not late data);
 - key: the smallest column combination (one, two or three columns; ids first, then the event time) that is
   unique and never missing over the WHOLE file, checked in a second pass that spills 64-bit hashes of each
-  candidate's values to disk (memory bounded by a bucket of them); the other verified keys as a comment;
+  candidate's values to disk (DuckDB's ``hash`` for CSV; memory bounded by a bucket of them); the other
+  verified keys as a comment;
   with none, the draft says so and proposes every column (a record is then its own identity);
 - gold: always ``period_summary`` (hourly or daily, by the event-time resolution) over the numeric columns
   outside the key (row counts alone when there are none).
@@ -42,17 +46,19 @@ import random
 import re
 import sys
 import tempfile
+import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from spark_jobs.contract import DATASET_NAME_RE, LandingSpec
-from spark_jobs.landing_files import GZIP_MAGIC, PARQUET_MAGIC, csv_reader, decompressed_chunks, file_digest
+from spark_jobs.landing_files import GZIP_MAGIC, PARQUET_MAGIC, csv_reader, decompressed_chunks
 
 DEFAULT_SAMPLE_ROWS = 10_000
 SAMPLE_SEED = 42            # the reservoir's random choices: the same file always gives the same draft
 KEY_CANDIDATES = 8          # column combinations checked over the whole file (pass 2), smallest first
 KEY_COLUMNS_RANKED = 10     # pairs and triples are drawn from the first columns by rank (ids first)
 HASH_BUCKETS = 16           # files per candidate the key check spills hashes to (memory: one bucket at a time)
+KEYS_NOTED = 3              # a draft without a key notes how often its first candidates repeat
 NULL_TOKENS = ("NA", "N/A", "null", "NULL", "None", "NaN", "nan", "-")
 DELIMITERS = (",", ";", "\t", "|")
 BOOLEANS = ("true", "false")
@@ -80,10 +86,15 @@ TIMESTAMP_REGEXES = tuple(re.compile(p) for p in (
     r"[0-9]{4}/[0-9]{2}/[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}", r"[0-9]{4}/[0-9]{2}/[0-9]{2} [0-9]{2}:[0-9]{2}",
     _D, r"[0-9]{4}/[0-9]{2}/[0-9]{2}", r"[0-9]{8}"))
 TIME_OF_DAY_PATTERNS = (("%H:%M:%S", "HH:mm:ss"), ("%H:%M", "HH:mm"))
-_INTEGERS = re.compile(r"[-+]?[0-9]+(?:\n[-+]?[0-9]+)*")
-# A batch of values joined by line breaks, every one of them of a pattern (one C-level match per batch).
-_TIMESTAMP_LINES = tuple(re.compile(f"(?:{r.pattern})(?:\\n(?:{r.pattern}))*") for r in TIMESTAMP_REGEXES)
-BATCH = 4096                # records whose values are checked together
+# The same tests over a whole Arrow column (RE2, anchored): a text is an integer as ``int()`` reads it, a time of
+# one of TIMESTAMP_REGEXES.
+_INTEGER_RE2 = r"^[-+]?[0-9]+$"
+_TIMESTAMP_RE2 = tuple(f"^(?:{r.pattern})$" for r in TIMESTAMP_REGEXES)
+_BOOLEAN_CASES = ("true", "false", "True", "False", "TRUE", "FALSE")  # the common cases; others are lowered
+BATCH = 4096                # records per batch of the Python readers (JSON, and CSV when pyarrow's reader cannot)
+ARROW_BLOCK_BYTES = 1 << 20  # pyarrow's CSV reader: bytes of text per batch
+PLAIN_TRIES = 3             # a column's batches tried as read, as long as one of these in a row passes
+PROGRESS_EVERY_S = 10.0     # a progress line on stderr at most this often during a long pass
 PARQUET_TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"  # how bronze writes Parquet timestamps
 NUMERIC = ("int", "long", "double")
 
@@ -92,12 +103,104 @@ class InferError(ValueError):
     """The sample cannot be read; one line."""
 
 
+def _all(mask: Any) -> bool:
+    import pyarrow.compute as pc
+
+    return bool(pc.all(mask).as_py())
+
+
+def _text_bytes(texts: Any) -> Any:
+    """The bytes of an Arrow string array's values, end to end (numpy, no copy)."""
+    import numpy as np
+
+    offsets = np.frombuffer(texts.buffers()[1], dtype=np.int32)[texts.offset:texts.offset + len(texts) + 1]
+    data = texts.buffers()[2]
+    return np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]] if data is not None and len(offsets) else \
+        np.empty(0, dtype=np.uint8)
+
+
+def _arrow_ints(texts: Any) -> Any:
+    """The texts as Arrow int64 when Arrow's parser reads every one as a decimal integer, else None. Arrow's
+    grammar is ``-?[0-9]+`` (no blanks, no ``+``) plus hexadecimal (``0x1A``), which ``int()`` refuses: a batch
+    holding an ``x`` is left to the regular expression."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        numbers = pc.cast(texts, pa.int64())
+    except pa.ArrowInvalid:
+        return None
+    return None if ((_text_bytes(texts) | 0x20) == ord("x")).any() else numbers
+
+
+def _ints(texts: Any) -> Any:
+    """The texts as integers (an Arrow array, or a list when some need Python: ``+5``, beyond 64 bits) when every
+    one is ``[-+]?[0-9]+``, else None."""
+    import pyarrow.compute as pc
+
+    numbers = _arrow_ints(texts)
+    if numbers is not None:
+        return numbers
+    if not _all(pc.match_substring_regex(texts, _INTEGER_RE2)):
+        return None
+    return [int(v) for v in texts.to_pylist()]
+
+
+def _arrow_floats(texts: Any) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        return pc.cast(texts, pa.float64())
+    except pa.ArrowInvalid:
+        return None
+
+
+def _floats(texts: Any) -> Any:
+    """The texts as doubles when ``float()`` reads every one, else None. Arrow's parser reads a subset of what
+    ``float()`` does, to the same values; the rest (``1_000.5``, digits of other scripts) go through Python."""
+    import pyarrow as pa
+
+    numbers = _arrow_floats(texts)
+    if numbers is not None:
+        return numbers
+    try:
+        return pa.array([float(v) for v in texts.to_pylist()], pa.float64())
+    except ValueError:
+        return None
+
+
+def _booleans(texts: Any) -> bool:
+    import pyarrow.compute as pc
+
+    return _all(pc.is_in(texts, value_set=_arrow_texts(_BOOLEAN_CASES))) or \
+        _all(pc.is_in(pc.utf8_lower(texts), value_set=_arrow_texts(BOOLEANS)))
+
+
+def _min_max(values: Any) -> tuple[Any, Any]:
+    """(smallest, largest) of an Arrow array as Python values; (None, None) when it is empty."""
+    import pyarrow.compute as pc
+
+    both = pc.min_max(values)
+    return both["min"].as_py(), both["max"].as_py()
+
+
+def _arrow_texts(values: tuple[str, ...]) -> Any:
+    import pyarrow as pa
+
+    return pa.array(values, pa.string())
+
+
 @dataclasses.dataclass
 class Stats:
-    """One field over the whole file, updated a batch of values at a time (``add_texts``, ``add_values``): what
-    its type, its range, its missing count and its time span are, without keeping its values. Each test runs
-    over a whole batch at once (one regular expression over the batch's values joined by line breaks, ``min``
-    and ``max`` over it) and stops for good once it fails: the per-value work is Python's C loops."""
+    """One field over the whole file, updated a batch of texts at a time (``add_column``: an Arrow string array;
+    ``add_texts``, ``add_values``: Python lists): what its type, its range, its missing count and its time span
+    are, without keeping its values. Each test is one Arrow compute call over the whole batch (a cast, an RE2
+    regular expression, ``min_max``) and stops for good once it fails: no Python per value.
+
+    A value is read as Python's ``str.strip`` and ``int``/``float`` read it: Arrow's ``utf8_trim_whitespace``
+    strips the same characters, and a batch that Arrow's number parser refuses goes to the regular expression
+    (integers) or to ``float()`` (numbers) before the test fails."""
 
     seen: int = 0                 # records that carry the field (null included)
     empty: int = 0                # null or "" among them
@@ -111,6 +214,7 @@ class Stats:
     times: list[int] = dataclasses.field(default_factory=lambda: list(range(len(TIMESTAMP_PATTERNS))))
     text_low: str | None = None   # the smallest and largest text while a time pattern still fits every value
     text_high: str | None = None
+    not_plain: int = 0            # batches in a row that were not plain (``_plain``)
 
     def add_values(self, values: list[Any]) -> None:
         """JSON values: null, booleans, numbers and texts (a nested value as its JSON text)."""
@@ -132,42 +236,96 @@ class Stats:
             self.add_texts(texts)
 
     def add_texts(self, values: list[str]) -> None:
-        self.seen += len(values)
-        stripped = [v.strip() for v in values]
-        empty = stripped.count("")
-        self.empty += empty
-        met = {token: stripped.count(token) for token in NULL_TOKENS if token in stripped}
-        for token, count in met.items():
-            self.tokens[token] = self.tokens.get(token, 0) + count
-        present = [v for v in stripped if v and v not in met] if empty or met else stripped
-        if not present:
+        import pyarrow as pa
+
+        try:
+            column = pa.array(values, pa.string())
+        except UnicodeEncodeError:  # a lone surrogate from a JSON escape: not a number, a boolean or a time
+            column = pa.array([v.encode("utf-8", "replace").decode("utf-8") for v in values], pa.string())
+        self.add_column(column)
+
+    def add_column(self, column: Any) -> None:
+        """A batch of texts, an Arrow string array without nulls (a CSV column as read: unstripped)."""
+        import pyarrow.compute as pc
+
+        self.seen += len(column)
+        known: dict[str, Any] = {}
+        plain = self.not_plain < PLAIN_TRIES and self._plain(column, known)
+        self.not_plain = 0 if plain else self.not_plain + 1
+        present = column if plain else self._present(column)
+        if not len(present):
             return
         self.present += len(present)
-        joined = "\n".join(present)
         if self.bools:
-            self.bools = set(map(str.lower, present)) <= set(BOOLEANS)
-        if self.ints and _INTEGERS.fullmatch(joined):
-            self._range(list(map(int, present)))
+            self.bools = known.get("bools") or _booleans(present)
+        ints = known["ints"] if "ints" in known else _ints(present) if self.ints else None
+        if ints is not None:
+            self._range(ints)
         else:
             self.ints = False
             if self.numbers:
-                try:
-                    numbers = list(map(float, present))
-                except ValueError:
+                numbers = known["floats"] if "floats" in known else _floats(present)
+                if numbers is None:
                     self.numbers = False
                 else:
-                    self._range([x for x in numbers if math.isfinite(x)])
+                    self._range(numbers.filter(pc.is_finite(numbers)))
         if self.times:
-            self.times = [i for i in self.times if _TIMESTAMP_LINES[i].fullmatch(joined)]
+            self.times = [i for i in self.times
+                          if known.get("time") == i or _all(pc.match_substring_regex(present, _TIMESTAMP_RE2[i]))]
             if self.times:
-                low, high = min(present), max(present)
+                low, high = _min_max(present)
                 self.text_low = low if self.text_low is None or low < self.text_low else self.text_low
                 self.text_high = high if self.text_high is None or high > self.text_high else self.text_high
 
-    def _range(self, numbers: list) -> None:
-        if numbers:
-            self._number(min(numbers))
-            self._number(max(numbers))
+    def _plain(self, column: Any, known: dict[str, Any]) -> bool:
+        """Whether the batch as read needs no stripping and holds no "" or null text: a typed test still open
+        passes on it as it is (what it found goes to ``known``). Most batches of a typed column are plain; the
+        others, and every batch of a text column, are stripped and filtered first (``_present``). After
+        ``PLAIN_TRIES`` batches in a row that were not (a column with null texts all along), it is not tried again:
+        either way gives the same statistics."""
+        import pyarrow.compute as pc
+
+        if self.numbers:
+            if self.ints and (ints := _arrow_ints(column)) is not None:
+                known["ints"] = ints
+                return True
+            floats = _arrow_floats(column)
+            if floats is not None and not pc.any(pc.is_nan(floats)).as_py():  # NaN, nan: null texts
+                known["floats"] = floats
+                return True
+            return False
+        if self.bools and _all(pc.is_in(column, value_set=_arrow_texts(_BOOLEAN_CASES))):
+            known["bools"] = True
+            return True
+        if self.times and _all(pc.match_substring_regex(column, _TIMESTAMP_RE2[self.times[0]])):
+            known["time"] = self.times[0]
+            return True
+        return False
+
+    def _present(self, column: Any) -> Any:
+        """The batch's values stripped, without "" and the null texts (counted here)."""
+        import pyarrow.compute as pc
+
+        stripped = pc.utf8_trim_whitespace(column)
+        missing = pc.is_in(stripped, value_set=_arrow_texts(("", *NULL_TOKENS)))
+        if not pc.any(missing).as_py():
+            return stripped
+        for item in pc.value_counts(stripped.filter(missing)).to_pylist():
+            if item["values"] == "":
+                self.empty += item["counts"]
+            else:
+                self.tokens[item["values"]] = self.tokens.get(item["values"], 0) + item["counts"]
+        return stripped.filter(pc.invert(missing))
+
+    def _range(self, numbers: Any) -> None:
+        """The range widened by a batch of numbers: a list, or an Arrow array."""
+        if isinstance(numbers, list):
+            low, high = (min(numbers), max(numbers)) if numbers else (None, None)
+        else:
+            low, high = _min_max(numbers)
+        if low is not None:
+            self._number(low)
+            self._number(high)
 
     def _number(self, number: float) -> None:
         self.low = number if self.low is None or number < self.low else self.low
@@ -210,25 +368,119 @@ class Sampled:
     landing: LandingSpec
     records: int
     skipped: int                   # CSV records of another field count than the header's
-    reread: Any                    # () -> iterator of records, each a list aligned with ``fields``
+    reread: Any                    # JSON: () -> iterator of records, each a list aligned with ``fields``
+    columns: Any = None            # CSV: (positions) -> iterator of batches, each those columns as Arrow arrays
 
 
 class Reservoir:
     """A uniform sample of ``size`` records of a stream of unknown length (Vitter's algorithm R), with a fixed
-    seed: the same file always gives the same sample, and the sample spans the whole file."""
+    seed: the same file always gives the same sample, and the sample spans the whole file. Records come in
+    batches: ``offer(n)`` says which of the next ``n`` the sample takes and where, ``store`` puts their values
+    there, so only the chosen records are ever made Python values. Record number ``c`` past the first ``size``
+    takes slot ``random.Random(seed).randint(0, c)`` when that is below ``size``: the draws of a record-at-a-time
+    reservoir, made a batch at a time (``_Draws``)."""
 
     def __init__(self, size: int, seed: int = SAMPLE_SEED):
         self.size, self.items, self.count = size, [], 0
-        self._random = random.Random(seed)
+        self._draws = _Draws(seed)
 
-    def add(self, item: Any) -> None:
-        if len(self.items) < self.size:
-            self.items.append(item)
-        else:
-            slot = self._random.randint(0, self.count)
-            if slot < self.size:
-                self.items[slot] = item
-        self.count += 1
+    def offer(self, n: int) -> dict[int, int]:
+        """{slot: position among the next ``n`` records} (a later record wins a slot; a slot at the end of the
+        sample appends, in order)."""
+        import numpy as np
+
+        fill = min(n, max(0, self.size - self.count))
+        chosen = {self.count + i: i for i in range(fill)}
+        if n > fill:
+            slots = self._draws.below_each(self.count + fill, n - fill)
+            for i in np.flatnonzero(slots < self.size).tolist():
+                chosen[int(slots[i])] = fill + i
+        self.count += n
+        return chosen
+
+    def store(self, chosen: dict[int, int], rows: Iterable[Any]) -> None:
+        """The values of the records ``offer`` chose, in its order."""
+        for slot, row in zip(chosen, rows):
+            if slot < len(self.items):
+                self.items[slot] = row
+            else:
+                self.items.append(row)
+
+
+class _Draws:
+    """``random.Random(seed)``'s stream of 32-bit Mersenne Twister words (numpy's generator, given the same
+    state) and what CPython's ``getrandbits`` and ``randint`` make of it: ``randint(0, c)`` is ``_randbelow(c + 1)``,
+    which draws ``getrandbits(k)`` (``k`` the bit length of ``c + 1``: one word's top ``k`` bits) until one falls
+    below ``c + 1``. ``below_each`` makes those draws for a run of ``c`` at once: a word below the run's first
+    bound is taken, one at or above its last is refused, and only the few in between are decided one by one."""
+
+    def __init__(self, seed: int):
+        import numpy as np
+
+        state = random.Random(seed).getstate()[1]
+        self._generator = np.random.MT19937()
+        self._generator.state = {"bit_generator": "MT19937",
+                                 "state": {"key": np.array(state[:-1], dtype=np.uint32), "pos": state[-1]}}
+        self._words = np.empty(0, dtype=np.uint64)
+
+    def _ensure(self, count: int) -> None:
+        import numpy as np
+
+        if len(self._words) < count:
+            more = self._generator.random_raw(max(count - len(self._words), 1 << 16))
+            self._words = np.concatenate([self._words, more])
+
+    def getrandbits(self, k: int) -> int:
+        """CPython's ``getrandbits(k)``: ``ceil(k / 32)`` words, least significant first, the last one's top bits."""
+        words = (k - 1) // 32 + 1
+        self._ensure(words)
+        taken, self._words = [int(w) for w in self._words[:words]], self._words[words:]
+        value = 0
+        for i, word in enumerate(taken):
+            bits = k - 32 * i
+            value |= (word >> (32 - bits) if bits < 32 else word) << (32 * i)
+        return value
+
+    def below_each(self, first: int, n: int) -> Any:
+        """``randint(0, c)`` for ``c`` = ``first`` .. ``first + n - 1``, in order (numpy int64)."""
+        import numpy as np
+
+        out = np.empty(n, dtype=np.int64)
+        done = 0
+        while done < n:
+            low = first + done + 1      # this record's bound; the next ones' are low + 1, low + 2, ...
+            k = low.bit_length()
+            if k > 32:                  # beyond 4 billion records: a word is not enough, one draw at a time
+                slot = self.getrandbits(k)
+                while slot >= low:
+                    slot = self.getrandbits(k)
+                out[done], done = slot, done + 1
+                continue
+            run = min(n - done, (1 << k) - low, max(1024, (1 << k) >> 9))  # one bit length; few undecided words
+            words = 2 * run + 64        # a word is taken with probability over 1/2
+            while True:
+                self._ensure(words)
+                values = (self._words[:words] >> (32 - k)).astype(np.int64)
+                taken = values < low
+                undecided = np.flatnonzero((values >= low) & (values < low + run - 1))
+                if undecided.size:
+                    taken_before = np.cumsum(taken)[undecided].tolist()  # words taken before each (itself not yet)
+                    extra = 0
+                    for j, value, before in zip(undecided.tolist(), values[undecided].tolist(), taken_before):
+                        if before + extra >= run:
+                            break
+                        if value < low + before + extra:  # the bound of the record this word is drawn for
+                            taken[j] = True
+                            extra += 1
+                total = np.cumsum(taken)
+                if total[-1] >= run:
+                    break
+                words *= 2
+            end = int(np.searchsorted(total, run)) + 1
+            out[done:done + run] = values[:end][taken[:end]]
+            self._words = self._words[end:]
+            done += run
+        return out
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -306,42 +558,153 @@ def sample_csv(path: Path, is_gzip: bool, rows: int, delimiter: str | None) -> S
     first = first_records[0]
     header = len(first_records) > 1 and _looks_like_header(first, first_records[1:])
     names = first if header else [f"field_{i + 1}" for i in range(len(first))]
-    try:
-        return _stream_csv(path, is_gzip, rows, landing, header, names)
-    except UnicodeDecodeError:  # UTF-8 at the head only: the whole file is read as ISO-8859-1
-        return _stream_csv(path, is_gzip, rows, dataclasses.replace(landing, encoding="iso-8859-1"), header, names)
+    landing = dataclasses.replace(landing, header=header)
+    for reader in CSV_READERS:
+        try:
+            try:
+                return _stream_csv(reader(path, is_gzip, landing, names), rows)
+            except (UnicodeDecodeError, NotUtf8):  # UTF-8 at the head only: the whole file is read as ISO-8859-1
+                return _stream_csv(reader(path, is_gzip, dataclasses.replace(landing, encoding="iso-8859-1"), names),
+                                   rows)
+        except NativeUnfit as exc:
+            _progress(f"{path.name}: pyarrow's CSV reader cannot read it as Python's csv module does ({exc}); "
+                      "reading it with Python's csv module instead (slower)")
+    raise AssertionError("unreachable: the Python reader raises no NativeUnfit")  # pragma: no cover
 
 
-def _stream_csv(path: Path, is_gzip: bool, rows: int, landing: LandingSpec, header: bool, names: list[str]) -> Sampled:
-    width = len(names)
+class NativeUnfit(Exception):
+    """pyarrow's CSV reader cannot read this file as Python's csv module does: the Python reader reads it."""
 
-    def records() -> Iterator[list[str]]:
-        with _text_stream(path, is_gzip, landing.encoding) as text:
-            body = (r for r in csv_reader(text, landing) if len(r) > 1 or (r and r[0].strip()))
-            if header:
+
+class ArrowCsv:
+    """A CSV file's records through pyarrow's streaming CSV reader (parsing and decoding in C++, a block of
+    ``ARROW_BLOCK_BYTES`` at a time), as batches of Arrow string columns, the same records and values as
+    ``PythonCsv`` gives: blank lines dropped, records of another field count than the header skipped and counted,
+    quoted line breaks kept, a UTF-8 byte-order mark dropped, gzip decompressed by Arrow. Where it cannot give
+    the same (Arrow names the header's fields otherwise, a skipped row that Python's csv module reads at the right
+    width, any other Arrow error), it raises ``NativeUnfit`` and the Python reader reads the file."""
+
+    def __init__(self, path: Path, is_gzip: bool, landing: LandingSpec, names: list[str]):
+        self.path, self.is_gzip, self.landing, self.names = path, is_gzip, landing, names
+        self.skipped = 0
+
+    def batches(self, columns: list[int] | None = None) -> Iterator[list[Any]]:
+        """Each batch's columns (``columns``: these positions only), a list of Arrow string arrays."""
+        try:
+            yield from self._batches(columns)
+        except NativeUnfit:
+            raise
+        except Exception as exc:  # any Arrow error: a row it cannot split, the text's encoding, a damaged gzip
+            if self.landing.encoding == "utf-8" and "utf8" in str(exc).lower():
+                raise NotUtf8() from None
+            raise NativeUnfit((str(exc).splitlines() or [type(exc).__name__])[0]) from None
+
+    def _batches(self, columns: list[int] | None) -> Iterator[list[Any]]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pa_csv
+
+        width, landing = len(self.names), self.landing
+        self.skipped = 0
+
+        unfit: list[str] = []
+
+        def odd_row(row: Any) -> str:
+            """A row of another field count: skipped and counted as Python's reader does (a blank one is no
+            record); one that Python's csv module reads at the header's width stops Arrow (an exception raised
+            here would not reach the caller: Arrow reports the row as its error instead)."""
+            record = next(csv_reader(row.text, landing), [])
+            if len(record) == width:
+                unfit.append(f"it splits a record into {row.actual_columns} fields, expecting {row.expected_columns}; "
+                             f"Python's csv module reads the header's {width}")
+                return "error"
+            if len(record) > 1 or (record and record[0].strip()):
+                self.skipped += 1
+            return "skip"
+
+        wanted = [self.names[i] for i in columns] if columns is not None else None
+        read = pa_csv.ReadOptions(block_size=ARROW_BLOCK_BYTES, encoding=landing.encoding,
+                                  column_names=None if landing.header else self.names)
+        parse = pa_csv.ParseOptions(delimiter=landing.delimiter, quote_char=landing.quote,
+                                    double_quote=landing.escape == landing.quote,
+                                    escape_char=False if landing.escape == landing.quote else landing.escape,
+                                    newlines_in_values=True, invalid_row_handler=odd_row)
+        convert = pa_csv.ConvertOptions(column_types={name: pa.string() for name in self.names},
+                                        strings_can_be_null=False, quoted_strings_can_be_null=False,
+                                        include_columns=wanted)
+        source = pa.input_stream(str(self.path), compression="gzip" if self.is_gzip else None)
+        try:
+            with pa_csv.open_csv(source, read_options=read, parse_options=parse, convert_options=convert) as reader:
+                if landing.header and reader.schema.names != (wanted or self.names):
+                    raise NativeUnfit("it reads the header's fields otherwise")
+                for batch in reader:
+                    arrays = batch.columns
+                    if width == 1:  # a one-field file: a blank line is a record to Arrow, none to Python
+                        arrays = [a.filter(pc.not_equal(pc.utf8_trim_whitespace(a), "")) for a in arrays]
+                    if len(arrays[0]):
+                        yield arrays
+        except pa.ArrowInvalid:
+            if unfit:
+                raise NativeUnfit(unfit[0]) from None
+            raise
+
+
+class NotUtf8(Exception):
+    """The text is not UTF-8 past the head: it is read again as ISO-8859-1."""
+
+
+class PythonCsv:
+    """A CSV file's records through Python's csv module (``landing_files.csv_reader``), in batches of ``BATCH``
+    records made Arrow string columns: the reader for what pyarrow's cannot read alike."""
+
+    def __init__(self, path: Path, is_gzip: bool, landing: LandingSpec, names: list[str]):
+        self.path, self.is_gzip, self.landing, self.names = path, is_gzip, landing, names
+        self.skipped = 0
+
+    def _records(self) -> Iterator[list[str]]:
+        with _text_stream(self.path, self.is_gzip, self.landing.encoding) as text:
+            body = (r for r in csv_reader(text, self.landing) if len(r) > 1 or (r and r[0].strip()))
+            if self.landing.header:
                 next(body, None)
             yield from body
 
+    def batches(self, columns: list[int] | None = None) -> Iterator[list[Any]]:
+        import pyarrow as pa
+
+        width, self.skipped = len(self.names), 0
+        for batch in _batches(_streamed(self._records, self.path)):
+            kept = [record for record in batch if len(record) == width]
+            self.skipped += len(batch) - len(kept)
+            if kept:
+                values = list(zip(*kept))
+                yield [pa.array(values[i], pa.string()) for i in (range(width) if columns is None else columns)]
+
+
+def _stream_csv(source: ArrowCsv | PythonCsv, rows: int) -> Sampled:
+    """One pass over the file: each field's statistics, a batch at a time, and the reservoir sample."""
+    import pyarrow as pa
+
+    names = source.names
     stats = [Stats() for _ in names]
     reservoir = Reservoir(rows)
-    count = skipped = 0
-    for batch in _batches(_streamed(records, path)):
-        kept = [record for record in batch if len(record) == width]
-        skipped += len(batch) - len(kept)
-        count += len(kept)
-        for stat, column in zip(stats, zip(*kept)):
-            stat.add_texts(list(column))
-        for record in kept:
-            reservoir.add(record)
+    progress = _Progress(f"{source.path.name}: {{:,}} records read")
+    for columns in source.batches():
+        for stat, column in zip(stats, columns):
+            stat.add_column(column)
+        chosen = reservoir.offer(len(columns[0]))
+        if chosen:
+            picks = pa.array(list(chosen.values()), pa.int64())
+            reservoir.store(chosen, zip(*(column.take(picks).to_pylist() for column in columns)))
+        progress.tick(reservoir.count)
     tokens = _null_tokens(stats)
+    sample_columns = zip(*reservoir.items) if reservoir.items else [[]] * len(names)
     fields = [Field(source=name, values=[None if v == "" or v.strip() in tokens else v for v in column], stats=stat)
-              for name, stat, column in zip(names, stats, zip(*reservoir.items) if reservoir.items else [[]] * width)]
-    landing = dataclasses.replace(landing, header=header, null_values=("", *sorted(tokens)))
+              for name, stat, column in zip(names, stats, sample_columns)]
+    landing = dataclasses.replace(source.landing, null_values=("", *sorted(tokens)))
+    return Sampled(fields, landing, reservoir.count, source.skipped, reread=None, columns=source.batches)
 
-    def reread() -> Iterator[list[str]]:
-        return (r for r in _streamed(records, path) if len(r) == width)
 
-    return Sampled(fields, landing, count, skipped, reread)
+CSV_READERS = (ArrowCsv, PythonCsv)  # the first that reads the file alike; Python's csv module reads any
 
 
 def _batches(records: Iterator[Any]) -> Iterator[list[Any]]:
@@ -402,7 +765,7 @@ def sample_parquet(path: Path, rows: int) -> Sampled:
     import duckdb
 
     source = f"read_parquet('{_sql_text(str(path))}')"
-    con = duckdb.connect()
+    con = _duckdb()
     try:
         described = con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()
         names, types = [row[0] for row in described], [str(row[1]) for row in described]
@@ -427,6 +790,15 @@ def sample_parquet(path: Path, rows: int) -> Sampled:
         raise InferError("internal: Parquet keys are checked by DuckDB")  # pragma: no cover
 
     return Sampled(fields, LandingSpec(format="parquet"), int(totals[0]), 0, reread)
+
+
+def _duckdb() -> Any:
+    """A DuckDB connection that draws no progress bar on the terminal (stderr carries our progress lines)."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
+    return con
 
 
 def _sql_text(text: str) -> str:
@@ -491,8 +863,8 @@ def sample_json(path: Path, is_gzip: bool, rows: int, landing_format: str) -> Sa
             count += len(batch)
             for name in dict.fromkeys(name for record in batch for name in record):
                 stats.setdefault(name, Stats()).add_values([as_text(r[name]) for r in batch if name in r])
-            for record in batch:
-                reservoir.add(record)
+            chosen = reservoir.offer(len(batch))
+            reservoir.store(chosen, (batch[i] for i in chosen.values()))
     except UnicodeDecodeError as exc:
         raise InferError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     names = list(stats)
@@ -674,50 +1046,107 @@ class UniqueCheck:
             path.write_bytes(b"")
 
     def add(self, keys: Iterator[tuple], count: int) -> None:
-        """A batch of ``count`` records' keys."""
+        """A batch of ``count`` records' keys, Python values (JSON)."""
         import numpy as np
 
-        hashes = np.fromiter(map(hash, keys), dtype=np.int64, count=count)
-        buckets = hashes & (HASH_BUCKETS - 1)
-        for index in range(HASH_BUCKETS):
-            chosen = hashes[buckets == index]
-            if chosen.size:
-                with self.paths[index].open("ab") as handle:
-                    chosen.tofile(handle)
+        self.add_hashes(np.fromiter(map(hash, keys), dtype=np.int64, count=count))
 
-    def repeats(self) -> int:
-        """How many records repeat an earlier record's key."""
+    def add_hashes(self, hashes: Any) -> None:
+        """A batch of records' key hashes (numpy int64), each to its bucket's file."""
+        import numpy as np
+
+        buckets = (hashes & (HASH_BUCKETS - 1)).astype(np.uint8)
+        grouped = hashes[np.argsort(buckets, kind="stable")]  # a radix sort of small numbers
+        start = 0
+        for index, end in enumerate(np.cumsum(np.bincount(buckets, minlength=HASH_BUCKETS)).tolist()):
+            if end > start:
+                with self.paths[index].open("ab") as handle:
+                    grouped[start:end].tofile(handle)
+            start = end
+
+    def repeats(self, whole: bool = True) -> int:
+        """How many records repeat an earlier record's key; ``whole=False``: stop at the first bucket that holds a
+        repeat (a lower bound, enough to say the key is not unique)."""
         import numpy as np
 
         repeated = 0
         for path in self.paths:
             hashes = np.sort(np.fromfile(path, dtype=np.int64))
             repeated += int(np.count_nonzero(hashes[1:] == hashes[:-1]))
+            if repeated and not whole:
+                break
         return repeated
 
 
-def verified_keys(sampled: Sampled, candidates: list[list[Field]], path: Path) -> dict[tuple[str, ...], int]:
+def verified_keys(sampled: Sampled, candidates: list[list[Field]], path: Path) -> dict[tuple[str, ...], int | None]:
     """Per candidate (field names), how many records of the WHOLE file repeat an earlier one's key: one more
-    pass over the file, a batch of records at a time (DuckDB for Parquet)."""
+    pass over the file, a batch of records at a time (DuckDB for Parquet; for CSV, DuckDB hashes each batch's
+    columns, read again by the same reader as the first pass: only the candidates' columns are made Arrow
+    arrays). Past the first ``KEYS_NOTED`` candidates a count may stop at its first repeat, and a superset of a
+    unique candidate is not counted (None)."""
     if not candidates:
         return {}
     if sampled.landing.format == "parquet":
         return _parquet_repeats(path, candidates)
     index = {f.source: i for i, f in enumerate(sampled.fields)}
+    keys = [tuple(index[f.source] for f in c) for c in candidates]
+    progress = _Progress(f"{path.name}: key check, {{:,}} records hashed ({len(candidates)} column combinations)")
     with tempfile.TemporaryDirectory(prefix="tenantlake-infer-") as folder:
-        checks = [(tuple(index[f.source] for f in c), UniqueCheck(Path(folder), str(n))) for n, c in enumerate(candidates)]
-        for batch in _batches(sampled.reread()):
-            columns = list(zip(*batch))
-            for positions, check in checks:
-                check.add(zip(*[columns[p] for p in positions]), len(batch))
-        return {tuple(f.name for f in c): check.repeats() for c, (_, check) in zip(candidates, checks)}
+        checks = [UniqueCheck(Path(folder), str(n)) for n in range(len(candidates))]
+        if sampled.columns is not None:
+            for count, hashes in _hashed_columns(sampled.columns, keys, path):
+                for check, column in zip(checks, hashes):
+                    check.add_hashes(column)
+                progress.tick(count)
+        else:
+            count = 0
+            for batch in _batches(sampled.reread()):
+                columns = list(zip(*batch))
+                for positions, check in zip(keys, checks):
+                    check.add(zip(*[columns[p] for p in positions]), len(batch))
+                count += len(batch)
+                progress.tick(count)
+        counts: dict[tuple[str, ...], int | None] = {}
+        for n, (candidate, check) in enumerate(zip(candidates, checks)):
+            names = tuple(f.name for f in candidate)
+            unique = [k for k, repeats in counts.items() if repeats == 0]
+            # A superset of a unique key is no key of its own (choose_key): not counted. The note of a draft
+            # without a key gives the first KEYS_NOTED counts: the others stop at the first repeat.
+            superset = any(set(k) <= set(names) for k in unique)
+            counts[names] = None if superset else check.repeats(whole=n < KEYS_NOTED)
+        return counts
+
+
+def _hashed_columns(columns: Any, keys: list[tuple[int, ...]], path: Path) -> Iterator[tuple[int, list[Any]]]:
+    """(records so far, per key one numpy int64 array of each record's 64-bit hash of its values) per batch:
+    DuckDB's ``hash`` over the Arrow columns as the reader gives them, streamed."""
+    import duckdb
+    import numpy as np
+    import pyarrow as pa
+
+    positions = sorted({p for key in keys for p in key})
+    schema = pa.schema([(f"c{p}", pa.string()) for p in positions])
+    reader = pa.RecordBatchReader.from_batches(
+        schema, (pa.RecordBatch.from_arrays(arrays, schema=schema) for arrays in columns(positions)))
+    hashes = ", ".join(f"hash({', '.join(f'c{p}' for p in key)})" for key in keys)
+    con = _duckdb()
+    count = 0
+    try:
+        con.register("records", reader)
+        for batch in con.sql(f"SELECT {hashes} FROM records").to_arrow_reader(1 << 17):
+            count += batch.num_rows
+            yield count, [column.to_numpy().view(np.int64) for column in batch.columns]
+    except (duckdb.Error, NativeUnfit) as exc:  # the file changed since the first pass
+        raise InferError(f"{path}: cannot be read to the end ({(str(exc).splitlines() or [''])[0]})") from None
+    finally:
+        con.close()
 
 
 def _parquet_repeats(path: Path, candidates: list[list[Field]]) -> dict[tuple[str, ...], int]:
     import duckdb
 
     source = f"read_parquet('{_sql_text(str(path))}')"
-    con = duckdb.connect()
+    con = _duckdb()
     try:
         out = {}
         for candidate in candidates:
@@ -741,7 +1170,7 @@ def choose_key(sampled: Sampled, event: EventTime | None, path: Path) -> tuple[l
     unique = [(event.name,) if event is not None and event.parts and k == event.parts else k for k in unique]
     if unique:
         return list(unique[0]), [list(k) for k in unique[1:]], ""
-    checked = ", ".join("[" + ", ".join(names) + f"] repeats {n:,}" for names, n in list(repeats.items())[:3])
+    checked = ", ".join("[" + ", ".join(names) + f"] repeats {n:,}" for names, n in list(repeats.items())[:KEYS_NOTED])
     note = (f"no column, pair or triple of columns is unique and never missing over the file's {sampled.records:,} "
             f"records{' (' + checked + ')' if checked else ''}: the key below is every column (a record is its own "
             "identity; exact repeats are dropped): edit it")
@@ -838,6 +1267,24 @@ def _num(value: float) -> str:
     return str(int(value)) if value.is_integer() else f"{value:g}"
 
 
+class _Progress:
+    """A line on stderr at most every ``PROGRESS_EVERY_S`` seconds of a long pass (none for a short one)."""
+
+    def __init__(self, what: str):
+        self.what, self.started = what, time.monotonic()
+        self.last = self.started
+
+    def tick(self, count: int) -> None:
+        now = time.monotonic()
+        if now - self.last >= PROGRESS_EVERY_S:
+            self.last = now
+            _progress(f"{self.what.format(count)} ({now - self.started:.0f} s)")
+
+
+def _progress(line: str) -> None:
+    print(f"[contract infer] {line}", file=sys.stderr, flush=True)
+
+
 def infer(sample: Path, dataset: str = "", landing_format: str | None = None, delimiter: str | None = None,
           rows: int = DEFAULT_SAMPLE_ROWS) -> str:
     """The draft contract YAML for a sample file (see the module docstring)."""
@@ -845,7 +1292,9 @@ def infer(sample: Path, dataset: str = "", landing_format: str | None = None, de
         raise InferError(f"{sample}: no such file")
     if rows < 1:
         raise InferError(f"--sample-rows must be at least 1, got {rows}")
-    _, size, head = file_digest(sample)
+    size = sample.stat().st_size
+    with sample.open("rb") as handle:
+        head = handle.read(4)
     if size == 0:
         raise InferError(f"{sample}: the file is empty")
     is_gzip = head[:2] == GZIP_MAGIC

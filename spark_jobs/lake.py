@@ -46,6 +46,9 @@ class LakeConfig:
         lf_classification_tag: the tenant's Lake Formation classification tag key (tenant output
             ``lake_formation.classification_tag``, or ``--lf-classification-tag``): the jobs tag the columns of the
             tables they create with it (``spark_jobs/lf_tags.py``). @default - "" (no tagging)
+        metric_namespace: the CloudWatch namespace a publish puts its freshness metric in, and ``event_source`` the
+            EventBridge source a blocked publish is emitted under (tenant output ``orchestration``, or
+            ``--metric-namespace`` / ``--event-source``; ``spark_jobs/signals.py``). @default - "" (neither)
     """
 
     lake_uri: str
@@ -57,6 +60,8 @@ class LakeConfig:
     glue_databases: tuple[tuple[str, str], ...] = ()
     data_classification: tuple[str, ...] = ()
     lf_classification_tag: str = ""
+    metric_namespace: str = ""
+    event_source: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "lake_uri", self.lake_uri.rstrip("/"))
@@ -137,6 +142,8 @@ def lake_from_outputs(outputs: dict, source: str) -> LakeConfig:
         glue_databases=tuple(sorted((outputs.get("glue_database_names") or {}).items())),
         data_classification=tuple(outputs.get("data_classification") or ()),
         lf_classification_tag=str((outputs.get("lake_formation") or {}).get("classification_tag") or ""),
+        metric_namespace=str((outputs.get("orchestration") or {}).get("metric_namespace") or ""),
+        event_source=str((outputs.get("orchestration") or {}).get("event_source") or ""),
     )
 
 
@@ -167,7 +174,7 @@ def resolve_lake(
     lake_uri: str = "", kms_key_arn: str = "", region: str = "", s3_endpoint: str = "", truststore: str = "",
     ca_bundle: str = "", lake_config: str = "", tenant: str = "",
     glue_databases: tuple[tuple[str, str], ...] = (), data_classification: tuple[str, ...] = (),
-    lf_classification_tag: str = "",
+    lf_classification_tag: str = "", metric_namespace: str = "", event_source: str = "",
 ) -> LakeConfig:
     """Precedence: explicit ``lake_uri`` (+ key, region, endpoint, truststore), else a lake-config file,
     else the tenant's ``$TENANTLAKE_STATE_DIR/tenants/<tenant>/lake.json``."""
@@ -178,7 +185,7 @@ def resolve_lake(
             lake_uri=lake_uri, kms_key_arn=kms_key_arn, region=region or "eu-west-1", s3_endpoint=s3_endpoint,
             truststore=truststore, ca_bundle=ca_bundle or os.environ.get("AWS_CA_BUNDLE", ""),
             glue_databases=tuple(glue_databases), data_classification=tuple(data_classification),
-            lf_classification_tag=lf_classification_tag,
+            lf_classification_tag=lf_classification_tag, metric_namespace=metric_namespace, event_source=event_source,
         )
     if not (lake_config or tenant):
         raise LakeConfigError("say which lake: --lake-uri URI (with --kms-key-arn), --lake-config FILE or --tenant T")
@@ -188,7 +195,8 @@ def resolve_lake(
                                    "truststore": truststore, "ca_bundle": ca_bundle,
                                    "glue_databases": tuple(glue_databases),
                                    "data_classification": tuple(data_classification),
-                                   "lf_classification_tag": lf_classification_tag}.items() if v}
+                                   "lf_classification_tag": lf_classification_tag,
+                                   "metric_namespace": metric_namespace, "event_source": event_source}.items() if v}
     return dataclasses.replace(lake, **overrides)
 
 
@@ -200,7 +208,9 @@ def lake_from_args(args) -> LakeConfig:
                         lake_config=args.lake_config, tenant=args.tenant,
                         glue_databases=getattr(args, "glue_databases", ()),
                         data_classification=getattr(args, "data_classification", ()),
-                        lf_classification_tag=getattr(args, "lf_classification_tag", ""))
+                        lf_classification_tag=getattr(args, "lf_classification_tag", ""),
+                        metric_namespace=getattr(args, "metric_namespace", ""),
+                        event_source=getattr(args, "event_source", ""))
 
 
 def lake_selection(args) -> str:

@@ -24,8 +24,9 @@
   before the commit, with one line (``LeaseLost``, exit 1); a renewal also restarts the stale clock, so a
   takeover cannot land between the fence and the commit unless the run stalls for ``LEASE_STALE_SECONDS``
   in that gap.
-- The **erasure lock** (``checkpoints/<ds>/erasure.lock``) is written by an erase request before it looks
-  for leases, and a run looks for it after it has taken its leases. Because each side writes first and looks
+- The **erasure lock** (``checkpoints/<ds>/erasure.lock``) is written by an erase request, create-only and with
+  a lease's heartbeat fields (``lock_text``, rewritten while the request runs), before it looks for leases,
+  and a run looks for it after it has taken its leases. Because each side writes first and looks
   second, at least one of two racing runs sees the other: a run refuses while a request holds the lock, a
   request refuses while a live lease exists (``live_leases``).
 
@@ -566,3 +567,63 @@ def held_lease(spark: Any, lake: LakeConfig, dataset: str, layer: str,
     with held_leases(lake, [(dataset, name) for name in layers], label=layer, kind=layer, run_id=run_id,
                      erasure_request=erasure_request) as token:
         yield token
+
+
+# ---- the erasure lock: create-only, kept alive by heartbeats while its request runs ----------------------------
+def lock_key(dataset: str) -> str:
+    """The erasure lock of a dataset, relative to the lake root."""
+    return _lock_key(dataset)
+
+
+def lock_text(request_id: str, digest: str, since: str) -> str:
+    """What an erasure request writes in a lock: the request, a keyed digest of its subjects, since when, and
+    the heartbeat fields of a lease, so that ``stale_reason`` tells a running request from a killed one."""
+    pid = os.getpid()
+    return json.dumps({"request_id": request_id, "subjects_digest": digest, "since": since,
+                       **host_identity(), "pid": pid, "pid_started": _process_started(pid),
+                       "heartbeat": dt.datetime.now(dt.timezone.utc).strftime(_TIME),
+                       "heartbeat_seconds": LEASE_HEARTBEAT_SECONDS}, sort_keys=True)
+
+
+def read_lock(lake: LakeConfig, dataset: str) -> tuple[dict[str, Any], Stored] | None:
+    """The dataset's erasure lock as written and as stored (its tag, when it was written), or None."""
+    stored = lease_store(lake).read(_lock_key(dataset))
+    return None if stored is None else (_decode(stored), stored)
+
+
+@dataclasses.dataclass
+class HeldLock:
+    """A lock this process wrote: its store key and the tag a conditional rewrite or delete must match."""
+
+    key: str
+    tag: str
+
+
+def create_lock(lake: LakeConfig, dataset: str, text: str) -> HeldLock | None:
+    """Write the dataset's lock create-only: the held lock, or None when one exists."""
+    tag = lease_store(lake).create(_lock_key(dataset), text)
+    return None if tag is None else HeldLock(_lock_key(dataset), tag)
+
+
+def replace_lock(lake: LakeConfig, dataset: str, text: str, tag: str) -> HeldLock | None:
+    """Rewrite the dataset's lock if it is still the one read with ``tag`` (a killed request's, resumed)."""
+    new = lease_store(lake).replace(_lock_key(dataset), text, tag)
+    return None if new is None else HeldLock(_lock_key(dataset), new)
+
+
+def release_lock(lake: LakeConfig, held: HeldLock) -> bool:
+    """Delete a lock this process holds (conditionally: never one another request took over)."""
+    return lease_store(lake).delete(held.key, held.tag)
+
+
+@contextlib.contextmanager
+def lock_heartbeat(lake: LakeConfig, held: list[HeldLock], text: Callable[[], str]) -> Iterator[None]:
+    """Rewrite the held locks every ``LEASE_HEARTBEAT_SECONDS`` while the block runs (their tags follow)."""
+    store = lease_store(lake)
+    beating = [_Held(lock.key, lock.tag, store=store, text=text, label="erase", lake=lake) for lock in held]
+    try:
+        with _Heartbeat(store, beating, "erase"):
+            yield
+    finally:
+        for lock, beat in zip(held, beating):
+            lock.tag = beat.tag

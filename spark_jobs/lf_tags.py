@@ -6,6 +6,12 @@ who is granted ``SELECT`` on ``classification=none`` columns of gold only. After
 the job tags the table's columns (``tag_after_run``, as the job role; ``sync-tags`` does the same for every
 table of a lake): a column is ``none`` when the contract knows it and it holds no personal data, else
 ``pii``. A column nobody has tagged yet (added by schema evolution before this step ran) stays ``pii``.
+Before a silver or gold run commits (``tag_before_run``), the columns the tables already have and the contract
+now calls personal are tagged ``pii``: a column reclassified from ``none`` is closed before the commit that writes
+it, and nothing is opened before a commit. Locally the tables are registered in the emulator's Glue first
+(``spark_jobs/io/glue_tables.py``), so the tags are on the columns of real Glue tables. And a run refuses to start
+where a Glue database of the tenant would hand the tables it creates to ``IAM_ALLOWED_PRINCIPALS``
+(``check_default_permissions``).
 
 Which columns are personal, from the contract (``spark_jobs/README.md``, "Erasure"):
 
@@ -244,14 +250,74 @@ def spark_columns(spark, lake: LakeConfig) -> Callable[[str, str], Sequence[str]
     return columns_of
 
 
-def tag_after_run(spark, lake: LakeConfig, dataset: str, layer: str) -> str:
-    """The job's tag step, after a silver or gold run committed: tag that layer's tables of the dataset. Returns a
-    line for the run's output ("" when the lake has no Lake Formation tags or the layer no tables)."""
+def personal_only(plans: Sequence[TablePlan]) -> list[TablePlan]:
+    """The plans with their personal columns only: what may be tagged before a commit (closing, never opening)."""
+    return [dataclasses.replace(plan, not_personal=()) for plan in plans if plan.personal]
+
+
+def tag_before_run(spark, lake: LakeConfig, dataset: str, layer: str) -> str:
+    """Before a silver or gold run commits: every column the existing tables of that layer already have and that the
+    contract now calls personal is tagged ``pii``, so a column reclassified from ``none`` is closed before the commit
+    that writes it. Nothing is tagged ``none`` here (opening waits for the commit: ``tag_after_run``), and a column
+    the commit adds has no tag yet, so it inherits the database's ``pii``: closed by default. Returns a line for the
+    run's output ("" when nothing was tagged)."""
     tag = classification(lake)
     if tag is None or layer not in tenant_model.CATALOG_LAYERS:
         return ""
-    plans = plan_dataset(load_contract(dataset), dict(lake.glue_databases), spark_columns(spark, lake), [layer])
-    return f"lf-tags {layer} {dataset}: " + summary(apply(lake_formation_client(lake), tag, plans), tag)
+    plans = personal_only(plan_dataset(load_contract(dataset), dict(lake.glue_databases), spark_columns(spark, lake),
+                                       [layer]))
+    if not plans:
+        return ""
+    return f"lf-tags {layer} {dataset} before the commit: " + summary(apply(lake_formation_client(lake), tag, plans), tag)
+
+
+def tag_after_run(spark, lake: LakeConfig, dataset: str, layer: str) -> str:
+    """The job's tag step, after a silver or gold run committed: tag that layer's tables of the dataset (locally,
+    after pointing their Glue tables at the commit: ``spark_jobs.io.glue_tables``). Returns a line for the run's
+    output ("" when the lake has no Lake Formation tags or the layer no tables)."""
+    tag = classification(lake)
+    if tag is None or layer not in tenant_model.CATALOG_LAYERS:
+        return ""
+    from spark_jobs.io import glue_tables
+
+    contract = load_contract(dataset)
+    registered = glue_tables.register_layer(spark, lake, [table for _, table, _ in dataset_tables(contract, [layer])],
+                                            layer)
+    plans = plan_dataset(contract, dict(lake.glue_databases), spark_columns(spark, lake), [layer])
+    line = f"lf-tags {layer} {dataset}: " + summary(apply(lake_formation_client(lake), tag, plans), tag)
+    return line + (f"; {registered}" if registered else "")
+
+
+IAM_ALLOWED_PRINCIPALS = "IAM_ALLOWED_PRINCIPALS"
+
+
+def check_default_permissions(lake: LakeConfig) -> None:
+    """The job's preflight on a lake whose tables Lake Formation guards: no Glue database of the tenant may give the
+    tables the jobs create to ``IAM_ALLOWED_PRINCIPALS`` (its ``CreateTableDefaultPermissions``, which AWS copies from
+    the account's Lake Formation settings when it creates the database). Such a table is open to every principal IAM
+    lets in, and the tags and grants decide nothing. Refused in one line naming the fix (``LfTagError``)."""
+    if classification(lake) is None or not lake.glue_databases:
+        return
+    from spark_jobs.io.s3 import lake_client
+
+    glue = lake_client(lake, "glue")
+    for layer, database in lake.glue_databases:
+        if layer not in tenant_model.CATALOG_LAYERS:
+            continue
+        try:
+            defaults = glue.get_database(Name=database)["Database"].get("CreateTableDefaultPermissions") or []
+        except glue.exceptions.EntityNotFoundException:
+            continue  # no such database (a folder lake named after one): nothing to hand over
+        if any((d.get("Principal") or {}).get("DataLakePrincipalIdentifier") == IAM_ALLOWED_PRINCIPALS for d in defaults):
+            raise LfTagError(
+                f"Glue database {database} gives every table created in it to {IAM_ALLOWED_PRINCIPALS} "
+                "(CreateTableDefaultPermissions), so Lake Formation's tags and grants would decide nothing for the "
+                "tables this run creates; nothing was run. Fix: the platform unit that manages the account's Lake "
+                f"Formation settings (tenants/_platform/lake-formation-{lake.region}: make apply UNIT=_platform/"
+                f"lake-formation-{lake.region}) must be applied before the tenant's databases are created; for this "
+                f"database, once, as a Lake Formation administrator: aws glue update-database --name "
+                f"{database} --database-input '{{\"Name\": \"{database}\", \"CreateTableDefaultPermissions\": []}}' "
+                f"and revoke {IAM_ALLOWED_PRINCIPALS}' grants on it (modules/README.md, \"IAMAllowedPrincipals\")")
 
 
 def sync(spark, lake: LakeConfig, datasets: Sequence[str], dry_run: bool = False) -> tuple[list[TablePlan], dict]:
@@ -262,6 +328,12 @@ def sync(spark, lake: LakeConfig, datasets: Sequence[str], dry_run: bool = False
         raise LfTagError("the lake config has no Lake Formation tags (the tenant output lake_formation); re-apply the "
                          "tenant, or pass --lf-classification-tag")
     columns_of = spark_columns(spark, lake)
+    if not dry_run:  # locally, the Glue tables first (spark_jobs/io/glue_tables.py): the tags are on their columns
+        from spark_jobs.io import glue_tables
+
+        for dataset in datasets:
+            for layer, table, _ in dataset_tables(load_contract(dataset)):
+                glue_tables.register_layer(spark, lake, [table], layer)
     plans = [plan for dataset in datasets
              for plan in plan_dataset(load_contract(dataset), dict(lake.glue_databases), columns_of)]
     counts = {"tables": len(plans), "personal": sum(len(p.personal) for p in plans),

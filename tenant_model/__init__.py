@@ -58,6 +58,10 @@ NAME_TEMPLATES: dict[str, str] = {
     "log_group": "/tenantlake/{tenant_id}/emr",
     "virtual_cluster": "{tenant_id}-lake",
     "athena_workgroup": "{tenant_id}-lake",
+    # Query results per principal (modules/athena_workgroup.py): the readers of personal data query in a workgroup
+    # of their own, whose results the consumer cannot read; they attach the module's managed policy.
+    "athena_personal_workgroup": "{tenant_id}-lake-personal",
+    "personal_data_reader_policy": "{tenant_id}-lake-personal-data-reader",
     # Table maintenance on a schedule (modules/maintenance_schedule.py): the EventBridge Scheduler schedule
     # and the role it starts EMR job runs with.
     "maintenance_schedule": "{tenant_id}-lake-maintenance",
@@ -69,6 +73,24 @@ NAME_TEMPLATES: dict[str, str] = {
     "lf_tag_layer": "{tenant_id}-layer",
     "lake_formation_role": "{tenant_id}-lakeformation-access",
     "oidc_provider_placeholder": "arn:aws:iam::{account_id}:oidc-provider/oidc.eks.{region}.amazonaws.com/id/{cluster_upper}",
+    # Orchestration and alerts (modules/pipeline_*.py, modules/alert_*.py, modules/freshness_alarms.py): the state
+    # machine that runs a dataset's layers on EMR on EKS, its role and log group, the roles EventBridge Scheduler and
+    # EventBridge rules start it with, the dead-letter queue of their targets, the tenant's alerts topic and rules, the
+    # queue the alert rules deliver to on the local emulator (moto's EventBridge cannot deliver to SNS), and the
+    # CloudWatch namespace and EventBridge source the jobs put their metrics and events under.
+    "pipeline_state_machine": "{tenant_id}-lake-pipeline",
+    "pipeline_runner_role": "{tenant_id}-pipeline-runner",
+    "pipeline_scheduler_role": "{tenant_id}-pipeline-scheduler",
+    "pipeline_events_role": "{tenant_id}-pipeline-events",
+    "pipeline_log_group": "/aws/vendedlogs/states/{tenant_id}-lake-pipeline",
+    "trigger_dlq": "{tenant_id}-lake-trigger-dlq",
+    "alerts_topic": "{tenant_id}-lake-alerts",
+    "alert_events_queue": "{tenant_id}-lake-alert-events",
+    "emr_job_failed_rule": "{tenant_id}-emr-job-failed",
+    "pipeline_failed_rule": "{tenant_id}-pipeline-failed",
+    "publish_blocked_rule": "{tenant_id}-publish-blocked",
+    "metric_namespace": "tenantlake/{tenant_id}",
+    "event_source": "tenantlake.{tenant_id}",
 }
 
 
@@ -100,6 +122,42 @@ BASE36_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 # Characters IAM allows in a role name, and its longest name.
 IAM_ROLE_NAME_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+=,.@_-"
 MAX_ROLE_NAME_LENGTH = 64
+
+
+# Per dataset of the contracts (modules/pipeline_triggers.py, modules/freshness_alarms.py): rendered with
+# ``{dataset}`` besides the tenant's inputs, like STREAM_NAME_TEMPLATES.
+PIPELINE_NAME_TEMPLATES: dict[str, str] = {
+    "pipeline_schedule": "{tenant_id}-{dataset}-pipeline",
+    "arrival_rule": "{tenant_id}-{dataset}-arrival",
+    "freshness_alarm": "{tenant_id}-{dataset}-freshness",
+}
+# The longest of those names EventBridge and Scheduler take (rule and schedule names: 1-64 characters).
+MAX_RULE_NAME = 64
+# Orchestration (the tenant input ``orchestration``): off by default, because its schedules and arrival rules start
+# EMR job runs (they cost) from the code a pipeline `make deploy-jobs` published, which does not exist before the
+# first such deploy; and because a freshness alarm of a dataset that never ran would page at once.
+ORCHESTRATION_DEFAULTS: dict[str, Any] = {
+    "enabled": False,
+    # SNS subscriptions of the tenant's alerts topic: [{protocol = "email", endpoint = "oncall@example.com"}, ...].
+    "alert_subscriptions": [],
+}
+ALERT_PROTOCOLS: tuple[str, ...] = ("email", "email-json", "https", "sqs", "lambda", "sms")
+# What the jobs put and emit (spark_jobs/signals.py) and the module's alarms and rules read.
+PUBLISHED_METRIC = "LayerPublished"  # 1 per publish, dimensions Dataset and Layer (Count)
+PUBLISHED_METRIC_DIMENSIONS: tuple[str, ...] = ("Dataset", "Layer")
+FRESHNESS_LAYER = "silver"  # a dataset is fresh when its silver table was published within its target
+PUBLISH_BLOCKED_DETAIL_TYPE = "Publish Blocked by Validation"
+# A contract's on_arrival debounce window (minutes): a divisor of 60, so that windows align on the hour.
+DEBOUNCE_MINUTES: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30, 60)
+# A contract's freshness target (minutes): CloudWatch alarms evaluate at most 7 days at once (one period of the
+# target's length).
+MIN_FRESHNESS_MINUTES = 5
+MAX_FRESHNESS_MINUTES = 7 * 24 * 60
+
+
+def pipeline_name(kind: str, dataset: str, **values: str) -> str:
+    """Render ``PIPELINE_NAME_TEMPLATES[kind]`` for one dataset (values may be CDKTF tokens)."""
+    return PIPELINE_NAME_TEMPLATES[kind].format(dataset=dataset, **values)
 
 
 def base36_role_name(role_name: str) -> str:
@@ -135,8 +193,11 @@ STREAM_BUFFER_MIB = 1
 # ``tenant_key = replace(var.tenant_id, "-", "_")``.
 CATALOG_LAYERS: tuple[str, ...] = ("silver", "gold")
 GLUE_DATABASE_TEMPLATE = "{tenant_key}_{layer}"
-# Where the tenant's Athena workgroup writes query results: s3://<lake>/<ATHENA_RESULTS_PREFIX>/.
+# Where the tenant's Athena workgroups write query results: s3://<lake>/<ATHENA_RESULTS_PREFIX>/, one folder per
+# querying principal (each workgroup enforces its own): the consumer's, and the readers of personal data's, whose
+# results may hold personal columns and which the consumer may not read (modules/README.md, "Query results").
 ATHENA_RESULTS_PREFIX = "athena"
+ATHENA_RESULT_PREFIXES: dict[str, str] = {"consumer": "athena/consumer", "personal": "athena/personal"}
 
 
 # Lake Formation tag-based access control (modules/lake_formation.py, spark_jobs/lf_tags.py). Every column is
@@ -149,15 +210,17 @@ LF_CLASSIFICATION_VALUES: tuple[str, ...] = (LF_PERSONAL, LF_NOT_PERSONAL)
 # The layers whose tables the consumer and the readers of personal data may select (through Athena).
 LF_CONSUMER_LAYERS: tuple[str, ...] = ("gold",)
 LAKE_FORMATION_DEFAULTS: dict[str, Any] = {
-    # The account's Lake Formation settings (administrators; no IAMAllowedPrincipals defaults for new databases
-    # and tables) are one per account and region, and destroying them empties the administrators: exactly one
-    # unit there manages them (the runner refuses two). Off by default: a tenant in an account another unit
-    # already manages must not take them over.
-    "manage_settings": False,
     # Principals (IAM role or user ARNs) granted SELECT on every column of the consumer layers, personal ones too.
     "personal_data_reader_arns": [],
 }
 LF_READER_ARN_RE = r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]+$"
+# Keys a tenant's lake_formation input once took and no longer does, with where the setting went: the account's Lake
+# Formation settings are one per account and region and belong to a platform unit (infra/platform_lake_formation.py).
+LAKE_FORMATION_MOVED: dict[str, str] = {
+    "manage_settings": "the account's Lake Formation settings moved to the platform unit "
+                       "tenants/_platform/lake-formation-{region}/ (tenants/README.md, \"Lake Formation settings\"), "
+                       "on which the tenant depends; remove manage_settings from the tenant's file",
+}
 
 
 def tenant_key(tenant_id: str) -> str:
@@ -207,11 +270,10 @@ RULE_TEXTS: dict[str, str] = {
     "maintenance_schedule": "keys must be among {schedule_keys}; enabled a bool, schedule_expression cron(...) or "
                             "rate(...), timezone an IANA name like UTC or Europe/Dublin, flexible_window_minutes "
                             "0 (off) to 1440",
-    "lake_formation": "keys must be among {lake_formation_keys}; manage_settings a bool, personal_data_reader_arns "
+    "lake_formation": "keys must be among {lake_formation_keys}; personal_data_reader_arns "
                       "IAM role or user ARNs like arn:aws:iam::123456789012:role/privacy-officer, each once",
-    "lake_formation_settings": "manage_settings is true for {tenants} in account {account_id}, region {region}: "
-                               "Lake Formation's settings are one per account and region; set "
-                               "lake_formation = {{ manage_settings = false }} on all of them but one",
+    "orchestration": "keys must be among {orchestration_keys}; enabled a bool, alert_subscriptions a list of "
+                     "{{protocol, endpoint}} with protocol one of {protocols} and a non-empty endpoint",
 }
 # The retention periods CloudWatch Logs accepts (the log group's retention is retention_days["logs"]).
 LOG_RETENTION_VALUES: tuple[int, ...] = (
@@ -285,10 +347,12 @@ class TenantConfig:
         maintenance_schedule: the scheduled table maintenance, over ``MAINTENANCE_SCHEDULE_DEFAULTS``:
             ``enabled``, ``schedule_expression``, ``timezone``, ``flexible_window_minutes``. @default - {}
             (off)
-        lake_formation: Lake Formation options over ``LAKE_FORMATION_DEFAULTS``: ``manage_settings`` (this unit
-            sets the account's Lake Formation administrators and removes IAMAllowedPrincipals from the defaults
-            of new databases and tables; one unit per account and region) and ``personal_data_reader_arns``
-            (granted SELECT on personal columns too). @default - {} (manage_settings false, no readers)
+        lake_formation: Lake Formation options over ``LAKE_FORMATION_DEFAULTS``: ``personal_data_reader_arns``
+            (granted SELECT on personal columns too). The account's settings are no tenant's: a platform unit per
+            account and region holds them (``LAKE_FORMATION_MOVED``). @default - {} (no readers)
+        orchestration: the pipeline's automation over ``ORCHESTRATION_DEFAULTS``: ``enabled`` (the state machine, its
+            triggers per dataset, the alerts topic and rules, a freshness alarm per dataset) and
+            ``alert_subscriptions`` (``[{protocol, endpoint}]``, subscribed to the alerts topic). @default - {} (off)
     """
 
     tenant_id: str
@@ -309,6 +373,7 @@ class TenantConfig:
     shared_interface_endpoint_ids: Mapping[str, str] = dataclasses.field(default_factory=dict)
     maintenance_schedule: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     lake_formation: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    orchestration: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     # ---- derived names (the only place resource names are built) -------------------------
     @property
@@ -343,6 +408,10 @@ class TenantConfig:
     @property
     def effective_lake_formation(self) -> dict[str, Any]:
         return {**LAKE_FORMATION_DEFAULTS, **dict(self.lake_formation)}
+
+    @property
+    def effective_orchestration(self) -> dict[str, Any]:
+        return {**ORCHESTRATION_DEFAULTS, **dict(self.orchestration)}
 
     @property
     def oidc_provider_arn(self) -> str:
@@ -463,6 +532,7 @@ def validate(cfg: TenantConfig) -> TenantConfig:
             raise TenantConfigError(t, "tags", "must map strings to strings")
     _validate_maintenance_schedule(t, cfg)
     _validate_lake_formation(t, cfg)
+    _validate_orchestration(t, cfg)
     return cfg
 
 
@@ -474,14 +544,29 @@ def _refuse_unknown_keys(t: str, field: str, given: Mapping[str, Any], defaults:
 
 
 def _validate_lake_formation(t: str, cfg: TenantConfig) -> None:
+    for key, where in LAKE_FORMATION_MOVED.items():
+        if key in dict(cfg.lake_formation):
+            raise TenantConfigError(t, f"lake_formation.{key}", where.format(region=cfg.region))
     rule = RULE_TEXTS["lake_formation"].format(lake_formation_keys=", ".join(LAKE_FORMATION_DEFAULTS))
     _refuse_unknown_keys(t, "lake_formation", cfg.lake_formation, LAKE_FORMATION_DEFAULTS, rule)
     options = cfg.effective_lake_formation
     readers = options["personal_data_reader_arns"]
-    if not (isinstance(options["manage_settings"], bool) and isinstance(readers, (list, tuple))
+    if not (isinstance(readers, (list, tuple))
             and all(isinstance(a, str) and re.match(LF_READER_ARN_RE, a) for a in readers)
             and len(set(readers)) == len(readers)):
         raise TenantConfigError(t, "lake_formation", rule)
+
+
+def _validate_orchestration(t: str, cfg: TenantConfig) -> None:
+    rule = RULE_TEXTS["orchestration"].format(orchestration_keys=", ".join(ORCHESTRATION_DEFAULTS),
+                                              protocols=", ".join(ALERT_PROTOCOLS))
+    _refuse_unknown_keys(t, "orchestration", cfg.orchestration, ORCHESTRATION_DEFAULTS, rule)
+    options = cfg.effective_orchestration
+    subscriptions = options["alert_subscriptions"]
+    if not (isinstance(options["enabled"], bool) and isinstance(subscriptions, (list, tuple))
+            and all(isinstance(s, Mapping) and set(s) == {"protocol", "endpoint"} and s["protocol"] in ALERT_PROTOCOLS
+                    and isinstance(s["endpoint"], str) and s["endpoint"].strip() for s in subscriptions)):
+        raise TenantConfigError(t, "orchestration", rule)
 
 
 def _validate_maintenance_schedule(t: str, cfg: TenantConfig) -> None:
@@ -516,7 +601,7 @@ def from_inputs(inputs: Mapping[str, Any], source: str = "") -> TenantConfig:
         if field in values:
             values[field] = _as_tuple(values[field], tenant, field)
     for field in ("tags", "retention_days", "shared_gateway_endpoint_ids", "shared_interface_endpoint_ids",
-                  "maintenance_schedule", "lake_formation"):
+                  "maintenance_schedule", "lake_formation", "orchestration"):
         if field in values and not isinstance(values[field], Mapping):
             raise TenantConfigError(tenant, field, "must be a map")
     for field in ("tenant_id", "region", "account_id", "environment", "cost_center", "eks_cluster_name",
@@ -527,18 +612,9 @@ def from_inputs(inputs: Mapping[str, Any], source: str = "") -> TenantConfig:
 
 
 def check_unique(configs: list[TenantConfig]) -> None:
-    """Tenant ids and lake bucket names must not collide across tenants; at most one tenant per account and
-    region manages the (account-wide) Lake Formation settings."""
+    """Tenant ids must not collide across tenants."""
     seen: dict[str, str] = {}
     for cfg in configs:
         if cfg.tenant_id in seen:
             raise TenantConfigError(cfg.tenant_id, "tenant_id", "is used by more than one tenant")
         seen[cfg.tenant_id] = cfg.region
-    managers: dict[tuple[str, str], list[str]] = {}
-    for cfg in configs:
-        if cfg.effective_lake_formation["manage_settings"]:
-            managers.setdefault((cfg.account_id, cfg.region), []).append(cfg.tenant_id)
-    for (account_id, region), tenants in sorted(managers.items()):
-        if len(tenants) > 1:
-            raise TenantConfigError(sorted(tenants)[1], "lake_formation", RULE_TEXTS["lake_formation_settings"].format(
-                tenants=" and ".join(sorted(tenants)), account_id=account_id, region=region))

@@ -62,6 +62,7 @@ locals {
         glue          = "${local.endpoint}"
         athena        = "${local.endpoint}"
         scheduler     = "${local.endpoint}"
+        sfn           = "${local.endpoint}"
         lakeformation = "${local.endpoint}"
         ssm           = "${local.endpoint}"
         secretsmanager = "${local.endpoint}"

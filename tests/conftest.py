@@ -51,6 +51,14 @@ def platform_module() -> dict:
 
 
 @pytest.fixture(scope="session")
+def platform_lake_formation_module() -> dict:
+    """The platform Lake Formation module (infra.synth), synthesized once per session."""
+    from infra.synth import synthesize
+
+    return synthesize("platform_lake_formation")
+
+
+@pytest.fixture(scope="session")
 def emulator(request):
     """A moto server for this test session: yields its EmulatorState, stops it afterwards. When a test of
     the session failed, the state dir's logs (the emulator's request log among them) are kept in
@@ -159,6 +167,23 @@ def applied_tenant(emulator):
     return apply
 
 
+@pytest.fixture(scope="session")
+def lake_formation_settings(emulator):
+    """A factory ``lake_formation_settings(region='eu-west-1')``: the session emulator's account gets its Lake Formation
+    settings in ``region`` from the platform unit ``tenants/_platform/lake-formation-<region>``, applied as a user
+    would (``make apply UNIT=...``), once per emulator: skipped when this emulator applied the unit already (its
+    ``applied.json``, which a tenant's apply that depends on it writes too). For the scratch tenants that do not
+    depend on the unit (the runner refuses a tenant's apply while the account keeps IAM_ALLOWED_PRINCIPALS defaults);
+    the sample tenants depend on it and get it applied first by their own ``make apply``."""
+
+    def apply(region: str = "eu-west-1") -> None:
+        unit = f"_platform/lake-formation-{region}"
+        if not (TEST_STATE_DIR / "tenants" / unit / "applied.json").is_file():
+            run_make("apply", f"UNIT={unit}").check()
+
+    return apply
+
+
 # The units pytest-xdist workers take (make test), in the order they are handed out: the slowest
 # first, so the long ones run side by side instead of one of them starting last (longest processing time
 # first), then every other module in its usual order, a unit each. A unit of several modules keeps what
@@ -171,7 +196,8 @@ SCHEDULE_UNITS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "tests/spark_jobs/erasure/test_job.py", "tests/spark_jobs/erasure/test_exact.py")),
     ("acme, globex, initech and the network, destroyed last", (
         "tests/policies/test_access_matrix.py", "tests/integration/test_apply_acme.py",
-        "tests/integration/test_maintenance_schedule.py", "tests/spark_jobs/test_consumer_door.py",
+        "tests/integration/test_maintenance_schedule.py", "tests/integration/test_orchestration_acme.py",
+        "tests/spark_jobs/test_consumer_door.py",
         "tests/infra/deploy/test_applied_tenant.py", "tests/spark_jobs/test_land_real_data.py",
         "tests/integration/test_streaming_initech.py", "tests/spark_jobs/test_schema_evolution.py",
         "tests/integration/test_destroy_all.py")),

@@ -8,7 +8,8 @@ maintenance artifact (what the tenant's maintenance schedule runs) and submits o
 Order of work, so that a bad deploy submits nothing: build the artifact -> check the selection, the
 release label and the architecture -> read the tenant's Terraform outputs -> check bucket, virtual
 cluster and role on AWS -> build (or reuse) the job dependency archive -> (``--dry-run``: print the
-requests and stop) -> upload artifact and archive -> submit and poll, one run at a time.
+requests and stop) -> upload artifact and archive -> submit and poll, one run at a time -> (a pipeline deploy whose
+runs all completed, on a tenant with orchestration) publish the code as the state machine's stable artifact.
 
 Exit codes: 0 every run COMPLETED (or was already); 1 a run failed, was cancelled or timed out;
 2 the deploy was refused before any submission (bad input, tenant not applied, missing cluster,
@@ -26,12 +27,13 @@ from typing import Callable, TextIO
 from infra.deploy import artifact as artifact_mod
 from infra.deploy import job_deps, preflight, runner
 from infra.deploy.request import (
-    DEFAULT_RELEASE_LABEL, MAINTENANCE_PREFIX, ArtifactLocation, JobSizing, RequestOptions, RunSpec, build_request,
-    erase_spec, maintenance_location, maintenance_options, maintenance_spec, run_plan, subject_key,
+    DEFAULT_RELEASE_LABEL, MAINTENANCE_PREFIX, PIPELINE, PIPELINE_PREFIX, ArtifactLocation, JobSizing, RequestOptions,
+    RunSpec, build_request, erase_spec, maintenance_location, maintenance_options, maintenance_spec, run_plan,
+    subject_key,
 )
 from infra.deploy.target import DeployError, DeployTarget, resolve_target
 from infra.deploy.upload import (
-    location_of, publish_maintenance, upload_artifact, upload_job_deps, upload_subjects,
+    location_of, publish_maintenance, publish_stable, upload_artifact, upload_job_deps, upload_subjects,
 )
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_REFUSED = 0, 1, 2
@@ -377,7 +379,28 @@ def deploy(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys
         where = f" (pipeline run {first.job_run_id})" if first.spec.is_pipeline else ""
         err.write(f"error: {first.label} ended {first.state}{where}: {runner.failure_reason(first)}\n")
         return EXIT_RUN_FAILED
+    if not_run:
+        return EXIT_OK
+    _publish_for_state_machine(clients("s3"), built, deps, target, deps_target.interpreter, err)
     return EXIT_OK
+
+
+def _publish_for_state_machine(s3, built: artifact_mod.Artifact, deps: job_deps.JobDeps | None, target: DeployTarget,
+                               python: str, err: TextIO) -> None:
+    """After every run of a pipeline deploy completed: the code it ran becomes the stable pipeline artifact the
+    tenant's state machine runs (``PIPELINE_PREFIX``), when the tenant has one."""
+    if not target.state_machine_arn:
+        return
+    if deps is None:
+        err.write(f"not published for the state machine: it runs the dependency archive under {PIPELINE_PREFIX}/, "
+                  "and --container-image ships none\n")
+        return
+    published = publish_stable(s3, built, deps, target, python, PIPELINE)
+    if published.uploaded:
+        err.write(f"published code version {built.version} for the tenant's state machine: "
+                  f"{', '.join(published.uploaded)} (SSE-KMS, tenant key)\n")
+    else:
+        err.write(f"state machine artifact unchanged (code version {built.version}): nothing published\n")
 
 
 def main(argv: list[str] | None = None) -> int:

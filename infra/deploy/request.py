@@ -3,7 +3,9 @@
 A run is a dataset's whole pipeline (``run-all --dataset D``: bronze -> silver -> gold in one Spark
 application, the default), one layer of it (``run --dataset D --layer L``, ``--per-layer``), an erasure
 run (``erase``) or a table maintenance run (``maintain``, from the stable artifact under
-``MAINTENANCE_PREFIX`` that the tenant module's schedule also runs: ``scheduled_maintenance_request``).
+``MAINTENANCE_PREFIX`` that the tenant module's schedule also runs: ``scheduled_maintenance_request``). The
+tenant's state machine (``modules/pipeline_state_machine.py``) sends, per layer of a dataset, the per-layer
+request of the stable pipeline artifact under ``PIPELINE_PREFIX`` (``automation_request``).
 The dict it returns is exactly what ``boto3.client("emr-containers").start_job_run(**request)`` sends
 and what ``aws emr-containers start-job-run --cli-input-json`` accepts (``--dry-run`` prints it).
 """
@@ -34,7 +36,12 @@ MAX_NAME_LENGTH = 64  # StartJobRun name: 1-64 characters
 MAINTENANCE_PREFIX = "artifacts/maintenance/current"
 MAINTENANCE_FILES = {"zip": "spark_jobs.zip", "entrypoint": "entrypoint.py", "job_deps": "job_deps.tar.gz",
                      "manifest": "manifest.json"}
+# The stable artifact of the runs the tenant's state machine starts: a pipeline `deploy-jobs` whose runs all
+# completed publishes its code, entrypoint and dependency archive here (same files as the maintenance artifact).
+PIPELINE_PREFIX = "artifacts/pipeline/current"
+STABLE_PREFIXES = {MAINTAIN: MAINTENANCE_PREFIX, PIPELINE: PIPELINE_PREFIX}
 SCHEDULED_VERSION = "current"  # the code version a scheduled run names (whatever was published last)
+AUTOMATION_TRIGGER = "state-machine"  # the ``trigger`` tag of a run the tenant's state machine started
 # EventBridge Scheduler's universal target for StartJobRun (the service's SDK name and the action, camelCase).
 SCHEDULER_TARGET = "arn:{partition}:scheduler:::aws-sdk:emrcontainers:startJobRun"
 
@@ -201,6 +208,9 @@ def entrypoint_arguments(target: DeployTarget, spec: RunSpec, lake_uri: str | No
         args += ["--data-classification", ",".join(target.data_classification)]
     if target.lf_classification_tag and set(spec.layers) & {"silver", "gold"}:
         args += ["--lf-classification-tag", target.lf_classification_tag]  # the runs tag their tables' columns
+    if target.metric_namespace and not (spec.is_erase or spec.is_maintain):
+        # A tenant with orchestration: each publish puts its freshness metric, a blocked publish its event.
+        args += ["--metric-namespace", target.metric_namespace, "--event-source", target.event_source]
     return args
 
 
@@ -239,10 +249,12 @@ def spark_submit_parameters(artifact: ArtifactLocation, spec: RunSpec, contract_
         "spark.tenantlake.code_version": artifact.version,
     }
     if not (spec.is_erase or spec.is_maintain):
-        # The contract travels inside the zip; these record which one (and which bytes) the run used.
+        # The contract travels inside the zip; these record which one (and which bytes) the run used. A run of the
+        # stable artifact (the state machine's) records no checksum: its bytes are whatever was published last.
         conf.update({"spark.tenantlake.dataset": spec.dataset,
-                     "spark.tenantlake.contract": f"spark_jobs/contracts/{spec.dataset}.yaml",
-                     "spark.tenantlake.contract.sha256": contract_sha256})
+                     "spark.tenantlake.contract": f"spark_jobs/contracts/{spec.dataset}.yaml"})
+        if contract_sha256:
+            conf["spark.tenantlake.contract.sha256"] = contract_sha256
     args = ["--py-files", artifact.zip_uri] + (["--jars", jars] if jars else [])
     if options.job_deps_uri:
         # Spark unpacks the archive as ./deps in the driver's working dir (Kubernetes cluster mode,
@@ -368,20 +380,52 @@ def maintenance_spec(datasets: list[str], run_date: datetime.date) -> RunSpec:
                    maintain_datasets=tuple(datasets))
 
 
+def stable_key(kind: str, part: str) -> str:
+    """The key of one file (``MAINTENANCE_FILES``) of a stable artifact: ``kind`` ``MAINTAIN`` or ``PIPELINE``."""
+    return f"{STABLE_PREFIXES[kind]}/{MAINTENANCE_FILES[part]}"
+
+
+def stable_location(kind: str, bucket: str, version: str) -> ArtifactLocation:
+    """Where the runs of a stable artifact take their code, named after the code ``version`` it holds."""
+    return ArtifactLocation(version=version, zip_uri=f"s3://{bucket}/{stable_key(kind, 'zip')}",
+                            entrypoint_uri=f"s3://{bucket}/{stable_key(kind, 'entrypoint')}")
+
+
+def stable_options(kind: str, options: RequestOptions, bucket: str) -> RequestOptions:
+    """``options`` with the dependency archive taken from a stable artifact."""
+    return dataclasses.replace(options, job_deps_uri=f"s3://{bucket}/{stable_key(kind, 'job_deps')}")
+
+
 def maintenance_key(part: str) -> str:
     """The key of one file of the stable maintenance artifact (``MAINTENANCE_FILES``)."""
-    return f"{MAINTENANCE_PREFIX}/{MAINTENANCE_FILES[part]}"
+    return stable_key(MAINTAIN, part)
 
 
 def maintenance_location(bucket: str, version: str) -> ArtifactLocation:
     """Where maintenance runs take their code: the stable artifact, named after the code ``version`` it holds."""
-    return ArtifactLocation(version=version, zip_uri=f"s3://{bucket}/{maintenance_key('zip')}",
-                            entrypoint_uri=f"s3://{bucket}/{maintenance_key('entrypoint')}")
+    return stable_location(MAINTAIN, bucket, version)
 
 
 def maintenance_options(options: RequestOptions, bucket: str) -> RequestOptions:
-    """``options`` with the dependency archive taken from the stable artifact."""
-    return dataclasses.replace(options, job_deps_uri=f"s3://{bucket}/{maintenance_key('job_deps')}")
+    """``options`` with the dependency archive taken from the stable maintenance artifact."""
+    return stable_options(MAINTAIN, options, bucket)
+
+
+def automation_request(target: DeployTarget, dataset: str, layer: str,
+                       options: RequestOptions = RequestOptions()) -> dict[str, Any]:
+    """The StartJobRun request the tenant's state machine sends for one layer of one dataset: the request of
+    ``deploy-jobs --per-layer`` (``build_request``) from the stable pipeline artifact (``PIPELINE_PREFIX``, code
+    version ``current``), named ``<tenant>-<dataset>-<layer>-auto``, with the tag ``trigger=state-machine``, no
+    ``clientToken`` (the integration fills one in per call) and no contract checksum (the published zip's
+    contract is whatever it holds). ``target`` may hold Terraform references (the module renders it)."""
+    spec = RunSpec(dataset, layer, datetime.date(2000, 1, 1))
+    request = build_request(target, stable_location(PIPELINE, target.bucket, SCHEDULED_VERSION), spec, "",
+                            stable_options(PIPELINE, options, target.bucket))
+    del request["clientToken"]
+    request["name"] = f"{target.tenant_id}-{dataset}-{layer}-auto"[:MAX_NAME_LENGTH]
+    request["tags"] = {"tenant": target.tenant_id, "dataset": dataset, "layer": layer,
+                       "code_version": SCHEDULED_VERSION, "trigger": AUTOMATION_TRIGGER}
+    return request
 
 
 def scheduled_maintenance_request(target: DeployTarget, options: RequestOptions = RequestOptions()) -> dict[str, Any]:

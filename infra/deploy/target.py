@@ -60,6 +60,11 @@ class DeployTarget:
         lf_classification_tag: the tenant's Lake Formation classification tag key (output
             ``lake_formation.classification_tag``): the jobs tag their tables' columns with it. @default - "" (a
             tenant applied before the module had Lake Formation: no tagging)
+        metric_namespace, event_source: where pipeline runs put their freshness metric (CloudWatch namespace) and
+            emit their events (EventBridge source), from the output ``orchestration`` of a tenant whose
+            orchestration is enabled. @default - "" (the runs put and emit nothing)
+        state_machine_arn: the tenant's pipeline state machine (output ``orchestration.state_machine_arn``): a
+            pipeline deploy whose runs all completed publishes the code the state machine runs. @default - ""
         endpoint_url: AWS endpoint override (the emulator in the local environment). @default - ""
         ca_bundle: CA bundle for ``endpoint_url``. @default - ""
     """
@@ -77,6 +82,9 @@ class DeployTarget:
     snapshot_retention_days: int | None = None
     catalog_name: str = ""
     lf_classification_tag: str = ""
+    metric_namespace: str = ""
+    event_source: str = ""
+    state_machine_arn: str = ""
     endpoint_url: str = ""
     ca_bundle: str = ""
 
@@ -132,9 +140,17 @@ def target_from_outputs(tenant: str, outputs: Mapping[str, Any], endpoint_url: s
         erasure_role_arn=str(flat.get("erasure_role_arn") or ""),
         snapshot_retention_days=_snapshot_retention(tenant, flat.get("retention_days")),
         lf_classification_tag=str((flat.get("lake_formation") or {}).get("classification_tag") or ""),
+        **orchestration_fields(flat.get("orchestration")),
         endpoint_url=endpoint_url,
         ca_bundle=ca_bundle,
     )
+
+
+def orchestration_fields(orchestration: Any) -> dict[str, str]:
+    """``metric_namespace``, ``event_source`` and ``state_machine_arn`` of the output ``orchestration`` ("" each for
+    a tenant without it, or with it disabled)."""
+    values = orchestration if isinstance(orchestration, Mapping) else {}
+    return {name: str(values.get(name) or "") for name in ("metric_namespace", "event_source", "state_machine_arn")}
 
 
 def _snapshot_retention(tenant: str, retention: Any) -> int | None:

@@ -115,20 +115,20 @@ def upload_subjects(s3, target: DeployTarget, key: str, text: str) -> None:
 
 
 
-def publish_maintenance(s3, artifact: Artifact, deps: JobDeps, target: DeployTarget, python: str) -> UploadResult:
-    """Publish the code, the entrypoint and the dependency archive as the stable maintenance artifact
-    (``request.MAINTENANCE_PREFIX``: what maintenance runs and the tenant's schedule run), plus its
-    ``manifest.json`` (which code and archive it holds). Each object is skipped when the same bytes are
-    there with the tenant key, so publishing unchanged code uploads nothing."""
+def publish_stable(s3, artifact: Artifact, deps: JobDeps, target: DeployTarget, python: str, kind: str) -> UploadResult:
+    """Publish the code, the entrypoint and the dependency archive as a stable artifact (``request.STABLE_PREFIXES``:
+    ``MAINTAIN``, what maintenance runs and the tenant's maintenance schedule run; ``PIPELINE``, what the tenant's
+    state machine runs), plus its ``manifest.json`` (which code and archive it holds). Each object is skipped when
+    the same bytes are there with the tenant key, so publishing unchanged code uploads nothing."""
     import hashlib
     import json
 
-    from infra.deploy.request import maintenance_key
+    from infra.deploy.request import stable_key, stable_location
 
     manifest = json.dumps({"code_version": artifact.version, "zip_sha256": artifact.sha256,
                            "entrypoint_sha256": artifact.entrypoint_sha256, "job_deps_version": deps.version,
                            "job_deps_sha256": deps.sha256, "python": python}, indent=1, sort_keys=True) + "\n"
-    manifest_path = Path(artifact.zip_path).parent / "maintenance-manifest.json"
+    manifest_path = Path(artifact.zip_path).parent / f"{kind}-manifest.json"
     manifest_path.write_text(manifest)
     manifest_sha = hashlib.sha256(manifest.encode()).hexdigest()
     objects = [("zip", artifact.zip_path, artifact.sha256, "application/zip"),
@@ -138,10 +138,15 @@ def publish_maintenance(s3, artifact: Artifact, deps: JobDeps, target: DeployTar
     uploaded: list[str] = []
     skipped: list[str] = []
     for part, path, sha256, content_type in objects:
-        key = maintenance_key(part)
+        key = stable_key(kind, part)
         (uploaded if _put_unless_there(s3, target, key, Path(path), sha256, content_type, artifact.version)
          else skipped).append(key)
-    from infra.deploy.request import maintenance_location
-
-    return UploadResult(location=maintenance_location(target.bucket, artifact.version), uploaded=tuple(uploaded),
+    return UploadResult(location=stable_location(kind, target.bucket, artifact.version), uploaded=tuple(uploaded),
                         skipped=tuple(skipped))
+
+
+def publish_maintenance(s3, artifact: Artifact, deps: JobDeps, target: DeployTarget, python: str) -> UploadResult:
+    """The stable maintenance artifact (``publish_stable`` of ``MAINTAIN``)."""
+    from infra.deploy.request import MAINTAIN
+
+    return publish_stable(s3, artifact, deps, target, python, MAINTAIN)

@@ -1,12 +1,15 @@
 """`make demo`: the whole platform end to end on the embedded emulator, saying what each stage did.
 
 1. start (or reuse) the emulator: moto server over HTTPS on 127.0.0.1;
-2. provision the `acme` lake with the same command `make apply TENANT=acme` runs (idempotent: a
-   second demo re-plans and finds no changes);
+2. provision the `acme` lake with the same command `make apply TENANT=acme` runs, which applies the platform
+   units acme depends on first (the shared network, the account's Lake Formation settings in eu-west-1; idempotent:
+   a second demo re-plans and finds no changes);
 3. generate sample data (with a few bad and late records) into `landing/` for the three datasets;
 4. run bronze -> silver -> gold for each dataset on s3a (SSE-KMS with the tenant key), with
    Great Expectations validation per layer; print the row counts per layer;
-5. build the data-quality report index and print where it is.
+5. build the data-quality report index and print where it is;
+6. print ``python -m spark_jobs status``: per dataset its last run, its silver freshness against its contract's
+   target, and the CloudWatch facts (the publishes the jobs put, open alarms) of the tenant's orchestration.
 
 Every step runs the same CLI a user would run, as a subprocess, so the demo proves those commands.
 """
@@ -35,7 +38,7 @@ _step_started: list[float] = []
 
 def _step(number: int, msg: str) -> None:
     _step_done()
-    print(f"\n==> [{number}/5] {msg}", flush=True)
+    print(f"\n==> [{number}/6] {msg}", flush=True)
     _step_started.append(time.monotonic())
 
 
@@ -68,7 +71,8 @@ def main() -> int:
     env = {**os.environ, **emulator.env_vars(state), "TENANTLAKE_STATE_DIR": str(state_dir),
            "TENANTLAKE_SPARK_JARS": jars}
 
-    _step(2, f"infrastructure: apply tenant '{TENANT}' (tenants/{TENANT}/terragrunt.hcl) on the emulator")
+    _step(2, f"infrastructure: apply tenant '{TENANT}' (tenants/{TENANT}/terragrunt.hcl) on the emulator, after the "
+             "platform units it depends on (network, Lake Formation settings)")
     _run(py + ["infra.terragrunt", "apply", "--tenant", TENANT], env)
     lake = json.loads((state_dir / "tenants" / TENANT / "lake.json").read_text())
     print(f"    lake bucket s3://{lake['lake_bucket_name']}  key {lake['kms_key_arn']}")
@@ -84,6 +88,9 @@ def main() -> int:
 
     _step(5, "data quality: build the report index")
     _run(py + ["spark_jobs.quality", "index", "--tenant", TENANT], env)
+
+    _step(6, "status: each dataset's last run, freshness against its target, open alarms")
+    _run(py + ["spark_jobs", "status", "--tenant", TENANT], env)
     _step_done()
 
     print(f"\n==> done in {time.monotonic() - started:.0f}s.")
@@ -92,6 +99,8 @@ def main() -> int:
           f".venv/bin/python -m spark_jobs counts --tenant {TENANT}")
     print(f"    query:    .venv/bin/python -m spark_jobs query --tenant {TENANT} "
           "\"SELECT count(*) FROM gold.iot_hourly\"  (same environment; silver.* and gold.* are Iceberg tables)")
+    print(f"    status:   .venv/bin/python -m spark_jobs status --tenant {TENANT}  (same environment; the state machine, "
+          "alerts and alarms of acme's orchestration: modules/README.md, \"Orchestration and alerts\")")
     print(f"    usage:    make usage TENANT={TENANT}  (bytes, runs and an estimated cost per layer; lineage events "
           f"of every run are under s3://{lake['lake_bucket_name']}/reports/lineage/)")
     print("    the emulator keeps running; `make emulator-down` stops it (and drops its data).")

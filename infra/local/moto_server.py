@@ -68,7 +68,22 @@ A tenth: Lake Formation's grants and tags, as the AWS provider and ``spark_jobs/
 refused it, so terraform could not read back any tag-based grant), ``RevokePermissions`` of a permission not
 held (AWS's ``InvalidInputException``, which the provider's destroy waits for), ``GetResourceLFTags`` of an
 untagged table (HTTP 500) and ``AddLFTagsToResource`` per key and per column (moto replaced all of a
-resource's tags). Moto stores grants and tags; it enforces none of them.
+resource's tags). Moto stores grants and tags; it enforces none of them. And ``GetResourceLFTags`` of a table
+answers its columns' tags (``LFTagsOnColumns``, the columns of its Glue table), as AWS does; moto answered the
+table's own tags only (``_answer_table_column_tags``).
+
+An eleventh: ``StartQueryExecution`` in a workgroup that enforces its configuration writes its results where the
+workgroup says (moto 5.2.5 took the request's ``ResultConfiguration``, or none): the tenant's workgroups enforce
+theirs, and which principal's results land where is what the access matrix judges (``_enforce_athena_workgroup_results``).
+
+A twelfth: Glue's ``CreateDatabase`` without ``CreateTableDefaultPermissions`` takes them from the account's Lake
+Formation settings in that region (``CreateTableDefaultPermissions`` of ``GetDataLakeSettings``), as AWS does: in an
+account that keeps Lake Formation's out-of-the-box defaults (moto starts with them too, ``IAM_ALLOWED_PRINCIPALS``
+``ALL`` in both lists) a new database hands every table created in it to ``IAM_ALLOWED_PRINCIPALS``, and that is
+what the job's preflight refuses (``spark_jobs/lf_tags.py``). Moto 5.2.5 left the database's defaults empty whatever
+the settings said, so a tenant applied before the account's settings looked closed here and open on AWS
+(``_databases_take_the_accounts_lake_formation_defaults``). The ``IAM_ALLOWED_PRINCIPALS`` grant that AWS also adds on
+such a database (from ``CreateDatabaseDefaultPermissions``) is not emulated.
 
 Two changes for speed, which change no answer: connections are kept alive (werkzeug's development server
 closed every connection after one response, so s3a paid a TCP connection and a TLS handshake on both sides
@@ -87,6 +102,33 @@ each request with a body of ``LARGE_BODY_BYTES`` or more, since moto leaves the 
 reference cycles that piled up part after part (1.2 GB during a 1 GB upload). Moto 5.2.5 already answers
 ``If-None-Match: *`` on ``CompleteMultipartUpload`` as S3 does (412 when the key exists, the upload kept until
 aborted); nothing is changed there.
+
+An eleventh, for Step Functions' interpreter: it is on from the start (moto's ``execute_state_machine`` setting).
+Moto keeps the state machines of its interpreter in a backend of their own, so switching it on later through
+``/moto-api/config`` hid every state machine created before (``StateMachineDoesNotExist`` for an applied tenant's).
+Moto 5.2.5 runs a state's service integration (``sns:publish``, ``states:startExecution``, ``sqs:sendMessage``...)
+with a boto3 client of ``http://localhost:$MOTO_PORT``, which this HTTPS server does not answer, so every such
+state failed with ``States.Runtime`` ("Connection was closed"). Those clients now call this server back on its own
+address over TLS, trusting the CA next to its certificate (``ca.pem``, ``infra/local/tls.py``). And moto 5.2.5 sent
+a state's ``Parameters`` to the service as written: AWS's integrations take the API's member names capitalised
+(``StateMachineArn``, ``Name``, ``Input`` for ``states:startExecution``), which a service whose members are camelCase
+(Step Functions' own) refused, so ``states:startExecution`` failed with ``States.Runtime``; the parameters are now
+mapped onto the operation's members by the service model first, as AWS (and LocalStack, which moto's interpreter
+comes from) do; the answer's members are capitalised back, its timestamps written as ISO 8601 text (moto 5.2.5
+failed to write an answer holding a timestamp, such as ``StartDate``, into the state's output). Nothing else about the interpreter changes: it still cannot run the ``emr-containers`` ``.sync``
+integration.
+
+A twelfth: ``ValidateStateMachineDefinition``, which the AWS provider calls before it creates or updates a state
+machine, is implemented; moto 5.2.5 answered it HTTP 500 ("has not been implemented") and the provider retried
+that for as long as its timeout allowed, holding the apply. The definition is parsed with moto's own ASL parser,
+the one its interpreter runs: ``OK``, or ``FAIL`` with one diagnostic naming the parser's error (AWS runs more
+checks than the parse; the test ``tests/infra/local/test_moto_server.py`` says which this does). So is
+``ListStateMachineVersions``, which the provider reads after every create and refresh (moto 5.2.5: HTTP 500 again,
+retried until the timeout): the versions moto keeps of the state machine, newest first, as AWS lists them.
+
+A thirteenth: an EventBridge input transformer inserts a list of objects as JSON, as AWS does; moto 5.2.5 wrote
+each object of such a list as a quoted string (``"rules": ["{\"name\": ...}"]``), so a rule whose message carries
+one (the tenant's ``publish-blocked`` rule, ``modules/alert_rules.py``) delivered something else than AWS would.
 
 And one addition for the local fixture network: ``CreateVpc`` with the tag ``tenantlake:fixture-vpc-id``
 creates the VPC with exactly that id (moto cannot be told a VPC id otherwise), so a tenant file can name
@@ -501,6 +543,82 @@ def _correct_lake_formation() -> None:
     LakeFormationBackend.remove_lf_tags_from_resource = remove_lf_tags_from_resource
 
 
+def _answer_table_column_tags() -> None:
+    """``GetResourceLFTags`` of a ``Table`` answers the tags of its columns too, as on AWS (``LFTagsOnColumns``: one
+    entry per column of the Glue table that carries a tag); moto 5.2.5 answered the table's own tags only, so a
+    table's column tags could be read back one named column at a time (``TableWithColumns``) and never by asking for
+    the table. The columns are the Glue table's (``StorageDescriptor.Columns``); a table Glue does not hold answers
+    as before."""
+    from moto.glue.models import glue_backends
+    from moto.lakeformation.models import LakeFormationBackend
+
+    answers = LakeFormationBackend.get_resource_lf_tags
+
+    def get_resource_lf_tags(self, catalog_id, resource):
+        database_tags, table_tags, column_tags = answers(self, catalog_id, resource)
+        if "Table" in resource and "TableWithColumns" not in resource:
+            table = resource["Table"]
+            try:
+                glue_table = glue_backends[self.account_id][self.region_name].get_table(
+                    table["DatabaseName"], table["Name"]).as_dict()
+            except Exception:  # noqa: BLE001 - no such database or table in Glue: the table's own tags only
+                return database_tags, table_tags, column_tags
+            names = [c["Name"] for c in (glue_table.get("StorageDescriptor") or {}).get("Columns") or ()]
+            if names:
+                _, _, column_tags = answers(self, catalog_id, {"TableWithColumns": {
+                    **{k: v for k, v in table.items() if k != "TableWildcard"}, "ColumnNames": names}})
+        return database_tags, table_tags, column_tags
+
+    LakeFormationBackend.get_resource_lf_tags = get_resource_lf_tags
+
+
+def _databases_take_the_accounts_lake_formation_defaults() -> None:
+    """``CreateDatabase`` without ``CreateTableDefaultPermissions`` gets the account's (its Lake Formation settings'
+    ``CreateTableDefaultPermissions`` in the region, for the database's catalog), as on AWS; given ones (an empty list
+    too) are kept."""
+    import copy
+
+    from moto.glue.models import GlueBackend
+    from moto.lakeformation.models import lakeformation_backends
+
+    creates = GlueBackend.create_database
+
+    def create_database(self, database_name, database_input, tags=None):
+        if "CreateTableDefaultPermissions" not in database_input:
+            catalog_id = database_input.get("CatalogId") or self.account_id
+            settings = lakeformation_backends[self.account_id][self.region_name].get_data_lake_settings(catalog_id)
+            defaults = settings.get("CreateTableDefaultPermissions")
+            if defaults:
+                database_input = {**database_input, "CreateTableDefaultPermissions": copy.deepcopy(defaults)}
+        return creates(self, database_name, database_input, tags)
+
+    GlueBackend.create_database = create_database
+
+
+def _enforce_athena_workgroup_results() -> None:
+    """``StartQueryExecution`` in a workgroup that enforces its configuration (``EnforceWorkGroupConfiguration``,
+    AWS's default and the tenant module's) writes its results where the workgroup says, whatever the request's
+    ``ResultConfiguration`` names, as on AWS; moto 5.2.5 took the request's (or none). A workgroup that does not
+    enforce fills in only what the request leaves out."""
+    import copy
+
+    from moto.athena.models import AthenaBackend
+
+    starts = AthenaBackend.start_query_execution
+
+    def start_query_execution(self, query, context, config, workgroup, execution_parameters):
+        group = self.work_groups.get(workgroup) if workgroup else None
+        enforced = (group.configuration or {}).get("ResultConfiguration") if group is not None else None
+        if enforced:
+            if group.configuration.get("EnforceWorkGroupConfiguration", True):
+                config = copy.deepcopy(enforced)
+            else:
+                config = {**copy.deepcopy(enforced), **(config or {})}
+        return starts(self, query, context, config, workgroup, execution_parameters)
+
+    AthenaBackend.start_query_execution = start_query_execution
+
+
 def _cache_backend_lookups() -> None:
     """Moto 5.2.5 lists its own package folder (``os.listdir`` and an ``isdir`` per entry, about 200) for every
     request it routes, under the dispatcher's lock, then matches the host against every backend's URL patterns:
@@ -730,6 +848,140 @@ def _keep_connections_alive() -> None:
     server.MotoRequestHandler = KeepAliveRequestHandler
 
 
+def _insert_lists_as_json_in_input_transformers() -> None:
+    import json
+
+    from moto.events.utils import EventTemplateParser
+
+    original = EventTemplateParser._stringify
+
+    def _stringify(result):
+        return json.dumps(result) if isinstance(result, list) else original(result)
+
+    EventTemplateParser._stringify = staticmethod(_stringify)
+
+
+def _run_state_machines_from_the_start() -> None:
+    from moto.core.config import default_user_config
+
+    default_user_config.setdefault("stepfunctions", {})["execute_state_machine"] = True
+
+
+def _call_state_machine_integrations_back_over_tls(argv: list[str]) -> None:
+    import argparse
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("-H", "--host", default="127.0.0.1")
+    parser.add_argument("-p", "--port", default="5000")
+    parser.add_argument("-c", "--ssl-cert", default="")
+    options, _ = parser.parse_known_args(argv)
+    if not options.ssl_cert:
+        return  # plain HTTP: moto's own http://localhost:$MOTO_PORT reaches this server
+    import boto3
+    from botocore.config import Config
+    from moto.stepfunctions.parser.asl.utils import boto_client
+
+    endpoint = f"https://{options.host}:{options.port}"
+    ca_bundle = str(Path(options.ssl_cert).with_name("ca.pem"))
+    original = boto_client.boto_client_for
+
+    def boto_client_for(region: str, service: str, state_credentials=None):
+        if boto_client.botocore_stubber.enabled:  # in-process mock: moto's own way
+            return original(region, service, state_credentials)
+        timeout = boto_client.TimeoutSeconds.DEFAULT_TIMEOUT_SECONDS
+        return boto3.client(service_name=service, region_name=region, endpoint_url=endpoint, verify=ca_bundle,
+                            aws_access_key_id="ak", aws_secret_access_key="sk",  # pragma: allowlist secret
+                            config=Config(parameter_validation=False, connect_timeout=timeout, read_timeout=timeout,
+                                          retries={"max_attempts": 0, "total_max_attempts": 1}))
+
+    boto_client.boto_client_for = boto_client_for
+    for module in list(sys.modules.values()):  # modules that imported the function by name already
+        if getattr(module, "boto_client_for", None) is original:
+            module.boto_client_for = boto_client_for
+
+
+def _map_state_machine_task_parameters_onto_the_api() -> None:
+    import botocore.session
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service
+    from moto.stepfunctions.parser.utils import camel_to_snake_case
+
+    models: dict[str, object] = {}
+
+    def _model(service: str):
+        if service not in models:
+            try:
+                models[service] = botocore.session.get_session().get_service_model(service)
+            except Exception:  # noqa: BLE001 - a service botocore does not know: leave everything as written
+                models[service] = None
+        return models[service]
+
+    def _operation(model, action: str) -> str | None:
+        return next((name for name in getattr(model, "operation_names", ()) if camel_to_snake_case(name) == action),
+                    None)
+
+    def _normalise_parameters(self, parameters: dict, boto_service_name: str | None = None,
+                              service_action_name: str | None = None) -> None:
+        model = _model(self._get_boto_service_name(boto_service_name))
+        operation = _operation(model, self._get_boto_service_action(service_action_name))
+        if operation is not None and model.operation_model(operation).input_shape is not None:
+            self._to_boto_request(parameters, model.operation_model(operation).input_shape)
+
+    def _normalise_response(self, response, boto_service_name: str | None = None,
+                            service_action_name: str | None = None) -> None:
+        if not isinstance(response, dict):
+            return
+        _dates_as_text(response)
+        model = _model(self._get_boto_service_name(boto_service_name))
+        operation = _operation(model, self._get_boto_service_action(service_action_name))
+        if operation is not None and model.operation_model(operation).output_shape is not None:
+            self._from_boto_response(response, model.operation_model(operation).output_shape)
+
+    state_task_service.StateTaskService._normalise_parameters = _normalise_parameters
+    state_task_service.StateTaskService._normalise_response = _normalise_response
+
+
+def _dates_as_text(value):
+    import datetime
+
+    if isinstance(value, dict):
+        for key, item in value.items():
+            value[key] = _dates_as_text(item)
+    elif isinstance(value, list):
+        value[:] = [_dates_as_text(item) for item in value]
+    elif isinstance(value, datetime.datetime):
+        return value.isoformat()
+    return value
+
+
+def _implement_state_machine_validation_and_versions() -> None:
+    import json
+
+    from moto.core.responses import ActionResult
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    def validate_state_machine_definition(self) -> ActionResult:
+        definition = self._get_param("definition")
+        try:
+            json.loads(definition)
+            AmazonStateLanguageParser.parse(definition)
+        except Exception as exc:  # noqa: BLE001 - any parse error is the definition's
+            message = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:500]
+            return ActionResult({"result": "FAIL", "truncated": False, "diagnostics": [
+                {"severity": "ERROR", "code": "SCHEMA_VALIDATION_FAILED", "message": message}]})
+        return ActionResult({"result": "OK", "diagnostics": [], "truncated": False})
+
+    def list_state_machine_versions(self) -> ActionResult:
+        machine = self.stepfunction_backend.describe_state_machine(self._get_param("stateMachineArn"))
+        versions = sorted(getattr(machine, "versions", {}).values(), key=lambda v: v.version, reverse=True)
+        return ActionResult({"stateMachineVersions": [
+            {"stateMachineVersionArn": v.arn, "creationDate": v.creation_date} for v in versions]})
+
+    StepFunctionResponse.validate_state_machine_definition = validate_state_machine_definition
+    StepFunctionResponse.list_state_machine_versions = list_state_machine_versions
+
+
 def main(argv: list[str] | None = None) -> None:
     _disable_context_free_bucket_policy_evaluation()
     _give_delete_markers_a_dispose()
@@ -742,13 +994,22 @@ def main(argv: list[str] | None = None) -> None:
     _correct_bucket_inventory_configurations()
     _list_only_prefixes_holding_current_objects()
     _correct_lake_formation()
+    _answer_table_column_tags()
+    _databases_take_the_accounts_lake_formation_defaults()
+    _enforce_athena_workgroup_results()
     _cache_backend_lookups()
     _decode_aws_chunked_bodies_in_one_pass()
     _stream_completed_multipart_uploads()
     _keep_connections_alive()
+    argv = argv if argv is not None else sys.argv[1:]
+    _run_state_machines_from_the_start()
+    _insert_lists_as_json_in_input_transformers()
+    _call_state_machine_integrations_back_over_tls(argv)
+    _map_state_machine_task_parameters_onto_the_api()
+    _implement_state_machine_validation_and_versions()
     from moto.server import main as moto_main
 
-    moto_main(argv if argv is not None else sys.argv[1:])
+    moto_main(argv)
 
 
 if __name__ == "__main__":

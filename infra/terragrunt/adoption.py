@@ -29,7 +29,8 @@ from tenant_model import tenant_key
 
 ADOPTABLE_TYPES = ("aws_iam_role", "aws_s3_bucket", "aws_cloudwatch_log_group", "aws_kms_alias", "aws_kinesis_stream",
                    "aws_security_group", "aws_vpc_security_group_ingress_rule", "aws_emrcontainers_virtual_cluster",
-                   "aws_kinesis_firehose_delivery_stream", "aws_glue_catalog_database", "aws_athena_workgroup")
+                   "aws_kinesis_firehose_delivery_stream", "aws_glue_catalog_database", "aws_athena_workgroup",
+                   "aws_iam_policy")
 ALREADY_EXISTS_MARKERS = ("already exists", "already created", "AlreadyExists", "AlreadyOwnedByYou", "Duplicate", "ResourceInUseException")
 IMPORTS_FILE = "adopted_imports.tf.json"
 ADOPTION_ROUNDS = 3  # adopt-and-apply rounds after the first apply failed on orphans
@@ -69,6 +70,8 @@ def _import_id(run: TenantRun, address: str, name: str, env: Mapping[str, str]) 
     if kind in ("aws_iam_role", "aws_s3_bucket", "aws_cloudwatch_log_group", "aws_kms_alias", "aws_kinesis_stream",
                 "aws_athena_workgroup"):
         return name
+    if kind == "aws_iam_policy":  # terraform's id: the policy's ARN
+        return f"arn:aws:iam::{run.config.account_id}:policy/{name}"
     if kind == "aws_glue_catalog_database":  # terraform's id: "<catalog id>:<database name>"
         return f"{_boto_client('glue', region, env).get_database(Name=name)['Database']['CatalogId']}:{name}"
     if kind == "aws_security_group":
@@ -132,6 +135,8 @@ def resource_tags(kind: str, name: str, import_id: str, region: str, env: Mappin
     client = lambda service: _boto_client(service, region, env)  # noqa: E731 - one region, many services
     if kind == "aws_iam_role":
         return {t["Key"]: t["Value"] for t in client("iam").list_role_tags(RoleName=name).get("Tags", [])}
+    if kind == "aws_iam_policy":
+        return {t["Key"]: t["Value"] for t in client("iam").list_policy_tags(PolicyArn=import_id).get("Tags", [])}
     if kind == "aws_s3_bucket":
         s3 = client("s3")
         try:

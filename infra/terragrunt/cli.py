@@ -9,12 +9,15 @@ The command line behind the make targets (``python -m infra.terragrunt <command>
     python -m infra.terragrunt force-unlock --tenant T --lock-id ID   # release the lock a killed run left
 
 Every command first reads and validates every unit (the tenants with the rules of ``tenant_model``, the
-platform units with those of ``infra.platform``, no two tenants colliding, the dependency graph acyclic,
-the layout checks of ``infra.terragrunt.layout``); a bad file stops it with one line and nothing runs.  In
+platform units with those of ``infra.platform`` and ``infra.platform_lake_formation``, no two tenants colliding,
+the dependency graph acyclic, the layout checks of ``infra.terragrunt.layout`` and
+``infra.terragrunt.lake_formation``); a bad file stops it with one line and nothing runs.  In
 the ``local`` environment it then starts or reuses the emulator, creates the state bucket and the fixture
 VPCs of tenants that bring their own, and runs ``terragrunt`` when it is on PATH, else the fallback.
 Units run after the units their ``dependency`` blocks name (``*-all``: in waves; ``destroy-all``: in
-reverse); a local ``apply`` of one unit first applies its dependencies that are not applied or changed.
+reverse); a local ``apply`` of one unit first applies its dependencies that are not applied or changed.  A
+tenant's apply is refused where its account's Lake Formation settings still give new databases and tables to
+``IAM_ALLOWED_PRINCIPALS`` (``infra.terragrunt.lake_formation``).
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ from typing import Mapping
 
 from infra import platform as platform_model
 import tenant_model
-from infra.terragrunt import freshness, graph, layout
+from infra.terragrunt import freshness, graph, lake_formation, layout
 from infra.terragrunt.adoption import ADOPT_FLAG_ENV, adoption_allowed
 from infra.terragrunt.binary import real_terragrunt, terragrunt_binary
 from infra.terragrunt.config import (UnitRun, check_no_collisions, load_tenant, load_unit, load_units,
@@ -67,6 +70,7 @@ def load_layout(tenants_dir: Path) -> list[UnitRun]:
     check_no_collisions(runs)
     graph.levels(runs)
     layout.check_layout(runs)
+    lake_formation.check_layout(runs)
     return runs
 
 
@@ -82,7 +86,7 @@ def resolve(run: UnitRun, command: str, tenants_dir: Path, env: Mapping[str, str
         echo(f"{run.name}: dependency {', '.join(resolved.mocked)} is not applied; {command} reads its mock_outputs")
     for dep in resolved.dependencies:
         network = by_name[dep.unit]
-        if dep.name in resolved.mocked or network.is_tenant or not run.is_tenant:
+        if dep.name in resolved.mocked or network.kind != "network" or not run.is_tenant:
             continue
         served = (layout.state_outputs(network, env) or {}).get("tenants") or []
         if run.name not in served:
@@ -94,6 +98,8 @@ def resolve(run: UnitRun, command: str, tenants_dir: Path, env: Mapping[str, str
 def run_unit(run: UnitRun, command: str, env: Mapping[str, str], extra: list[str], echo: Printer) -> int:
     """Run one command for one resolved unit whose environment is prepared."""
     binary = terragrunt_binary()
+    if command == "apply" and run.is_tenant:
+        lake_formation.check_default_permissions(run, env)  # no tenant where new tables would be IAM's alone
     imports = layout.endpoint_orphans(run, env) if command == "apply" and not binary and adoption_allowed() else []
     if command in ("plan", "apply"):
         layout.check_gateway_routes(run, env, adopting={i["id"] for i in imports})

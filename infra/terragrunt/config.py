@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from infra import platform as platform_model
+from infra import platform_lake_formation
 import tenant_model
 from infra.terragrunt.environment import DEFAULT_TENANTS_DIR
 from infra.terragrunt.environment import rel as _rel
@@ -25,6 +26,13 @@ ROOT_BLOCKS = {"locals", "inputs", "terraform", "remote_state", "generate"}
 CHILD_BLOCKS = {"include", "locals", "inputs", "dependency", "terraform"}
 DEPENDENCY_KEYS = {"config_path", "mock_outputs", "mock_outputs_allowed_terraform_commands"}
 PLATFORM_DIR = "_platform"  # tenants/_platform/<name>/terragrunt.hcl: platform units, never tenants
+# A platform unit's kind is the start of its directory name (<kind> or <kind>-<anything>), and names its inputs'
+# model: the shared cluster network (infra/platform.py), one account's Lake Formation settings in one region
+# (infra/platform_lake_formation.py).
+PLATFORM_KINDS: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
+    "network": platform_model.from_inputs,
+    platform_lake_formation.UNIT_KIND: platform_lake_formation.from_inputs,
+}
 TERRAFORM_KEYS = {"source", "before_hook"}
 HOOK_KEYS = {"commands", "execute", "working_dir"}
 REMOTE_STATE_KEYS = {"backend", "generate", "config"}
@@ -70,7 +78,7 @@ class UnitRun:
     name: str                      # path under tenants/: "acme", "_platform/network"
     config_path: Path
     inputs: dict[str, Any]
-    config: Any                    # tenant_model.TenantConfig or platform_model.PlatformNetworkConfig
+    config: Any                    # tenant_model.TenantConfig, or the platform unit's config (PLATFORM_KINDS)
     source: str
     backend: str
     backend_config: dict[str, Any]
@@ -87,6 +95,23 @@ class UnitRun:
     @property
     def is_tenant(self) -> bool:
         return not self.name.startswith(PLATFORM_DIR + "/")
+
+    @property
+    def kind(self) -> str:
+        """``tenant``, or the platform unit's kind (``PLATFORM_KINDS``: ``network``, ``lake-formation``)."""
+        return "tenant" if self.is_tenant else platform_kind(self.name)
+
+
+def platform_kind(name: str) -> str:
+    """The kind of the platform unit ``_platform/<dir>``: the key of ``PLATFORM_KINDS`` its directory is named after
+    (``<kind>`` or ``<kind>-...``); another name is a one-line error."""
+    folder = name.split("/", 1)[1] if "/" in name else name
+    for kind in PLATFORM_KINDS:
+        if folder == kind or folder.startswith(kind + "-"):
+            return kind
+    raise TerragruntError(f"unit '{name}': a platform unit's directory is named after its kind, one of "
+                          f"{', '.join(PLATFORM_KINDS)} (e.g. _platform/network, _platform/lake-formation-eu-west-1); "
+                          "rename it (tenants/README.md)")
 
 
 TenantRun = UnitRun  # the name other code and the tests use for a tenant's unit
@@ -270,7 +295,7 @@ def load_unit(name: str, tenants_dir: Path | str = DEFAULT_TENANTS_DIR, command:
             generated.append(GeneratedFile(gen_name, value["path"], value["contents"]))
 
     if name.startswith(PLATFORM_DIR + "/"):
-        config = platform_model.from_inputs(inputs, name)
+        config = PLATFORM_KINDS[platform_kind(name)](inputs, name)
     else:
         config = tenant_model.from_inputs(inputs, source=name)
         known = tenant_names(tenants_dir)

@@ -27,13 +27,13 @@ INACTIVE_ENDPOINT_STATES = ("deleted", "deleting", "rejected", "failed", "expire
 
 
 def gateway_vpcs(run: UnitRun) -> tuple[str, ...]:
-    """The VPCs (known before apply) in which the unit creates an S3 gateway endpoint."""
-    return tuple(run.config.vpc_ids)
+    """The VPCs (known before apply) in which the unit creates an S3 gateway endpoint (a Lake Formation unit: none)."""
+    return tuple(getattr(run.config, "vpc_ids", ()))
 
 
 def check_layout(runs: list[UnitRun]) -> None:
     """Static checks over every unit's inputs (no cloud calls); the first broken rule is a one-line error."""
-    platforms = {r.name: r for r in runs if not r.is_tenant}
+    platforms = {r.name: r for r in runs if r.kind == "network"}
     tenants = {r.name: r for r in runs if r.is_tenant}
     users: dict[str, set[str]] = {name: set() for name in platforms}
     for tenant in tenants.values():
@@ -106,8 +106,8 @@ def is_applied(run: UnitRun, env: Mapping[str, str]) -> bool:
 def own_vpcs(run: UnitRun, state: Mapping[str, Any] | None) -> list[str]:
     """The VPCs whose endpoints the unit creates: a tenant's ``vpc_ids``; a network's ``vpc_ids``, or the VPC
     its state says it created (the local fixture VPC)."""
-    if run.is_tenant:
-        return list(run.config.vpc_ids)
+    if run.kind != "network":
+        return list(gateway_vpcs(run))
     created = list(((state or {}).get("outputs", {}).get("vpc_ids") or {}).get("value") or [])
     return list(dict.fromkeys([*run.config.vpc_ids, *created]))
 

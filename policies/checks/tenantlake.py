@@ -12,6 +12,7 @@ JSON strings with interpolations are parsed tolerantly (each ``${...}`` becomes 
 | CKV_TL_5 | every lifecycle configuration aborts incomplete multipart uploads bucket-wide |
 | CKV_TL_6 | no IAM statement allows S3 or KMS actions on resource ``*`` |
 | CKV_TL_7 | every bucket policy denies all S3 actions to principals outside an ``aws:PrincipalArn`` allow-list |
+| CKV_TL_8 | Lake Formation settings give ``IAM_ALLOWED_PRINCIPALS`` no default permission on new databases or tables |
 """
 from __future__ import annotations
 
@@ -223,9 +224,31 @@ class NoS3OrKmsActionsOnWildcardDocument(BaseDataCheck):
         return CheckResult.PASSED
 
 
+IAM_ALLOWED_PRINCIPALS = "IAM_ALLOWED_PRINCIPALS"
+
+
+class LakeFormationSettingsLeaveNoIamDefault(BaseResourceCheck):
+    """Where the settings name ``IAM_ALLOWED_PRINCIPALS`` in a default (or in an expression that may), new databases
+    and tables are IAM's alone and Lake Formation's grants decide nothing (modules/lake_formation_settings.py)."""
+
+    def __init__(self) -> None:
+        super().__init__(name="Lake Formation settings give IAM_ALLOWED_PRINCIPALS no default permission on new "
+                              "databases or tables", id="CKV_TL_8", categories=[CheckCategories.IAM],
+                         supported_resources=["aws_lakeformation_data_lake_settings"])
+
+    def scan_resource_conf(self, conf: dict[str, list[Any]]) -> CheckResult:
+        for key in ("create_database_default_permissions", "create_table_default_permissions"):
+            for entry in as_list(conf.get(key)):
+                principal = first(entry.get("principal")) if isinstance(entry, dict) else entry
+                if not isinstance(principal, str) or principal == IAM_ALLOWED_PRINCIPALS or "${" in principal:
+                    return CheckResult.FAILED
+        return CheckResult.PASSED
+
+
 gdpr_check = GdprRequiresEuRegion()
 bucket_policy_check = BucketPolicyDeniesInsecureAndOutsideAccess()
 bucket_allow_list_check = BucketPolicyDeniesPrincipalsOutsideAllowList()
 lifecycle_check = LifecycleAbortsIncompleteUploads()
 iam_wildcard_check = NoS3OrKmsActionsOnWildcard()
 iam_wildcard_document_check = NoS3OrKmsActionsOnWildcardDocument()
+lake_formation_settings_check = LakeFormationSettingsLeaveNoIamDefault()

@@ -6,8 +6,10 @@ nothing. For each dataset whose contract lists the subject's column in ``subject
 (each step recorded in the request's journal, ``checkpoints/_erasure/<request>/state.json``, and
 idempotent, so a run killed at any point is finished by running the same command again):
 
-1. **lock** the dataset (``checkpoints/<ds>/erasure.lock``): pipeline and maintenance runs of it are
-   refused until the request completes;
+1. **lock** the dataset (``checkpoints/<ds>/erasure.lock``, written create-only and rewritten every minute while
+   the request runs, as a lease is): pipeline and maintenance runs of it are refused until the request
+   completes; another request is refused in one line naming the holder, and a killed request for the same
+   subjects (its process gone, or silent for 10 minutes) is resumed;
 2. **catch up bronze** (one ``availableNow`` bronze run), so every landing file is ingested;
 3. **match** (``records``): bronze rows whose contract-typed subject column equals an id, or whose text
    holds one (``scan.batch_hits``, the verification's own reading) while their subject columns cannot be
@@ -27,8 +29,9 @@ idempotent, so a run killed at any point is finished by running the same command
 Then the whole bucket is **swept** (``sweep``): every version of every object is read on the executors,
 streaming; ``artifacts/`` (job code) is skipped and listed. With its findings: **reports** (``reports/``
 but the receipts, ``athena/``, ``logs/``) that name a subject are rewritten without it or deleted, as is
-the local report mirror; noncurrent versions that hold a subject under the request's prefixes, the
-inbox's subject files, and unreferenced table files that hold one are **purged**. **Verify**: the bucket
+the local report mirror; every version of the landing files and every noncurrent version of the bronze and
+quarantine partitions the erase matched, noncurrent versions that hold a subject under the request's
+prefixes, the inbox's subject files, and unreferenced table files that hold one are **purged**. **Verify**: the bucket
 is listed again and the versions not read yet are read; none may hold a subject, and none may be
 unreadable, for the receipt to say ``completed``. For a request limited to some datasets, a version in a
 left-out dataset's own objects is listed apart (``outside_request``). The **receipt**
@@ -39,7 +42,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 import time
 from typing import Any, Callable
 
@@ -56,7 +58,9 @@ from spark_jobs.erasure.subjects import (
 from spark_jobs.io import readers, storage, tables, writers
 from spark_jobs.io.s3 import lake_client, list_versions
 from spark_jobs.lake import STAGING_FOLDERS, LakeConfig, gold_table_name
-from spark_jobs.leases import live_leases, lock_holder, lock_uri
+from spark_jobs.leases import (
+    HeldLock, create_lock, live_leases, lock_heartbeat, lock_key, lock_text, read_lock, release_lock, replace_lock,
+    stale_reason)
 from spark_jobs.transforms import bronze as bronze_tx
 from spark_jobs.transforms import silver as silver_tx
 
@@ -76,13 +80,14 @@ class EraseRun:
     progress: Callable[[str], None]
     needles: Needles
     started: float = dataclasses.field(default_factory=time.monotonic)
-    _shared: Any = None
+    _shared: dict[str, Any] = dataclasses.field(default_factory=dict)
 
-    def shared_needles(self):
-        """The needles in a broadcast variable (one per run): how the executors get the ids, never in a plan."""
-        if self._shared is None:
-            self._shared = self.spark.sparkContext.broadcast(self.needles)
-        return self._shared
+    def shared_needles(self, dataset: str):
+        """The needles of ``dataset`` (its key names: ``Needles.scoped``) in a broadcast variable, one per
+        dataset and run: how the executors get the ids, never in a plan."""
+        if dataset not in self._shared:
+            self._shared[dataset] = self.spark.sparkContext.broadcast(self.needles.scoped(dataset))
+        return self._shared[dataset]
 
     def say(self, line: str) -> None:
         self.progress(f"[erase {self.request}] {line} ({time.monotonic() - self.started:.1f}s)")
@@ -115,14 +120,14 @@ def _match(run: EraseRun, contract: Contract, journal: Journal) -> dict[str, Any
     step = f"match:{dataset}"
     if journal.done(step):
         return journal.fact(step)
-    frames, shared = records.subject_frames(spark, contract, run.subjects), run.shared_needles()
+    shared = run.shared_needles(dataset)
     matches = f"{run.work_uri}/matches/{dataset}"
     found: dict[str, Any] = {"bronze": {}, "quarantine": {}, "landing_files": [], "event_dates": [], "silver": {}}
     bronze = None
     if storage.has_data_files(spark, lake.bronze(dataset)):
         index_type = readers.record_index_type(spark, lake.bronze(dataset))
         bronze = records.bronze_actions(spark.read.schema(bronze_tx.bronze_schema(contract, index_type)).parquet(lake.bronze(dataset)),
-                                        contract, frames, shared)
+                                        contract, shared)
         if not run.dry_run:
             bronze.write.mode("overwrite").parquet(f"{matches}/bronze")
             bronze = spark.read.parquet(f"{matches}/bronze")
@@ -151,7 +156,7 @@ def _match(run: EraseRun, contract: Contract, journal: Journal) -> dict[str, Any
     if run.dry_run:
         silver_table = tables.table(spark, lake, "silver", dataset)
         if tables.current_snapshot(spark, silver_table) is not None:
-            hits = records.silver_actions(tables.read(spark, silver_table), contract, frames, shared)
+            hits = records.silver_actions(tables.read(spark, silver_table), contract, shared)
             summary = hits.groupBy(records.ACTION).agg(F.count(F.lit(1)).alias("n"),
                                                        F.collect_set(F.col("event_date").cast("string")).alias("d")).collect()
             found["silver"] = {r[records.ACTION]: int(r["n"]) for r in summary}
@@ -204,12 +209,12 @@ def _erase_dataset(run: EraseRun, contract: Contract, journal: Journal) -> dict[
         touched[layer] = rewrites.rewrite_layer(
             spark, journal, layer=layer, dataset=dataset, uri=uri, column=column,
             staging_uri=f"{run.work_uri}/staging/{layer}/{dataset}", actions=actions, counts=counts,
-            needles=run.needles, progress=run.say) if counts else {"partitions_rewritten": 0, "rows_removed": 0,
+            needles=run.needles.scoped(dataset), progress=run.say) if counts else {"partitions_rewritten": 0, "rows_removed": 0,
                                                                    "rows_redacted": 0}
     silver_table = tables.table(spark, lake, "silver", dataset)
     if not journal.done(f"silver:{dataset}"):
-        result = rewrites.rewrite_silver(spark, silver_table, contract, records.subject_frames(spark, contract, run.subjects),
-                                         run.shared_needles(), run_id=f"erase-{run.request}")
+        result = rewrites.rewrite_silver(spark, silver_table, contract, run.shared_needles(dataset),
+                                         run_id=f"erase-{run.request}")
         journal.mark(f"silver:{dataset}", **{f"silver:{dataset}": result})
     touched["silver"] = journal.fact(f"silver:{dataset}")
     dates = sorted(set(found["event_dates"]) | set(touched["silver"]["event_dates"]))
@@ -264,19 +269,73 @@ def _outside_request(hits: list, left_out: list[Contract]) -> dict[str, list]:
     return found
 
 
-def _resolve_request(spark, lake: LakeConfig, affected: list[Contract], digest: str) -> str | None:
-    """The id of an unfinished request for the same subjects (its locks say so), to resume; refuses when
-    another request holds one of the datasets."""
-    resumed = None
+def _lock_owner(holder: dict[str, Any]) -> str:
+    """``er-… (pid 42 on host-a, since …)``: who holds a lock, in a few words (never a subject)."""
+    how = f"pid {holder.get('pid')} on {holder.get('host')}, " if holder.get("pid") else ""
+    return f"{holder.get('request_id') or 'an unknown request'} ({how}since {holder.get('since') or 'an unknown time'})"
+
+
+def _running(lake: LakeConfig, dataset: str, holder: dict[str, Any], stored) -> bool:
+    """A lock whose request is still running: heartbeats, and not stale (``leases.stale_reason``). A lock
+    without heartbeats (written before requests had them) is a killed request's."""
+    return "heartbeat_seconds" in holder and stale_reason(holder, stored.modified, lock_key(dataset), stored.now) is None
+
+
+def _resolve_request(lake: LakeConfig, affected: list[Contract], digest: str) -> tuple[str | None, str | None]:
+    """(the id of a killed request for the same subjects, its ``since``) to resume, from the locks; refuses
+    (one line naming the holder) when another request holds a dataset, or a running one the same subjects."""
+    resumed = since = None
     for contract in affected:
-        holder = lock_holder(spark, lake, contract.dataset)
-        if holder is None:
+        found = read_lock(lake, contract.dataset)
+        if found is None:
             continue
+        holder, stored = found
         if holder.get("subjects_digest") != digest:
-            raise ErasureError(f"dataset {contract.dataset} is locked by erasure request {holder.get('request_id')}: "
-                               "finish it first (re-run its erase command)")
-        resumed = holder["request_id"]
-    return resumed
+            raise ErasureError(f"dataset {contract.dataset} is locked by erasure request {_lock_owner(holder)}: "
+                               "finish it first (re-run its erase command); nothing was changed")
+        if _running(lake, contract.dataset, holder, stored):
+            raise ErasureError(f"dataset {contract.dataset}: erasure request {_lock_owner(holder)} for the same "
+                               "subjects is running; nothing was changed: wait for it to end (its receipt says what "
+                               "it did)")
+        resumed, since = holder.get("request_id") or resumed, holder.get("since") or since
+    return resumed, since
+
+
+def _take_locks(lake: LakeConfig, affected: list[Contract], text: str, resumed: str | None) -> list[HeldLock]:
+    """Lock every dataset of the request, create-only (of two requests that race, one gets each lock), or take
+    over the lock of the killed request being resumed. Refuses in one line naming the holder, releasing the
+    locks it created."""
+    held: list[HeldLock] = []
+    created: list[HeldLock] = []
+    for contract in affected:
+        lock = create_lock(lake, contract.dataset, text)
+        if lock is not None:
+            created.append(lock)
+        else:
+            found = read_lock(lake, contract.dataset)
+            holder, stored = found if found else ({}, None)
+            if resumed and holder.get("request_id") == resumed and not _running(lake, contract.dataset, holder, stored):
+                lock = replace_lock(lake, contract.dataset, text, stored.tag)
+            if lock is None:
+                for mine in created:
+                    release_lock(lake, mine)
+                raise ErasureError(f"dataset {contract.dataset} is held by erasure request {_lock_owner(holder)}, "
+                                   "which started meanwhile; nothing was changed: wait for it to end")
+        held.append(lock)
+    return held
+
+
+def _matched_objects(run: EraseRun, affected: list[Contract], journal: Journal) -> tuple[list[str], list[str]]:
+    """What the erase itself matched (step 3, from the journal): the landing files' keys, and the key prefixes
+    of the bronze and quarantine partitions it rewrote."""
+    landing, partitions = [], []
+    for contract in affected:
+        found = journal.fact(f"match:{contract.dataset}") or {}
+        landing += [uri.split("://", 1)[1].partition("/")[2] for uri in found.get("landing_files", [])]
+        column = silver_tx.quarantine_partition(contract)
+        partitions += [f"bronze/{contract.dataset}/_batch_id={batch}/" for batch in found.get("bronze", {})]
+        partitions += [f"quarantine/{contract.dataset}/{column}={value}/" for value in found.get("quarantine", {})]
+    return sorted(set(landing)), sorted(set(partitions))
 
 
 def _sweep_and_purge(run: EraseRun, s3, affected: list[Contract], journal: Journal, tenant: str) -> sweeping.Sweep:
@@ -286,6 +345,8 @@ def _sweep_and_purge(run: EraseRun, s3, affected: list[Contract], journal: Journ
     facts["reports"]["local_mirror_files_scrubbed"] = reports.scrub_mirror(tenant, run.needles) if tenant else 0
     run.say(reports.describe(facts["reports"]))
     prefixes = [p for c in affected for p in _dataset_prefixes(c)] + list(reports.SCRUBBED_PREFIXES) + [run.work_prefix]
+    landing_keys, partition_prefixes = _matched_objects(run, affected, journal)
+    facts["matched_versions_removed"] = purge.matched(s3, run.lake, landing_keys, partition_prefixes)
     facts["object_versions_removed"] = purge.noncurrent(s3, run.lake, found, prefixes)
     facts["subject_files_deleted"] = purge.inbox(s3, run.lake, found)
     tables_by_prefix = {f"{t.location.split(run.lake.bucket + '/', 1)[1]}/data/": t
@@ -294,7 +355,8 @@ def _sweep_and_purge(run: EraseRun, s3, affected: list[Contract], journal: Journ
         s3, run.lake, found, {p: t.display for p, t in tables_by_prefix.items()},
         lambda name, uris: iceberg.unreferenced(run.spark, next(t for t in tables_by_prefix.values()
                                                                  if t.display == name), uris))
-    run.say(f"purged {facts['object_versions_removed']} noncurrent object versions and "
+    run.say(f"purged {facts['matched_versions_removed']} versions of the landing files and partitions the erase "
+            f"matched, {facts['object_versions_removed']} other noncurrent object versions and "
             f"{len(facts['unreferenced_files_deleted'])} unreferenced table files that held a subject")
     if facts["subject_files_deleted"]:
         run.say(f"deleted {facts['subject_files_deleted']} versions of subject files in the inbox")
@@ -326,6 +388,15 @@ def check_lake(lake: LakeConfig) -> None:
         raise ErasureError(f"erase works on an S3 lake (a versioned bucket), not {lake.lake_uri}")
 
 
+def _keyed_contracts(subjects: list[Subject]) -> list[Contract]:
+    """Every dataset with one of the subjects' columns among its subject keys, covered by the request or not:
+    the verification reads each dataset's own objects with that dataset's key names (``Needles.for_key``)."""
+    from spark_jobs.contract import available_datasets
+
+    contracts = [load_contract(name) for name in available_datasets()]
+    return [c for c in contracts if any(applies(c, s) for s in subjects)]
+
+
 def erase(spark: SparkSession, lake: LakeConfig, subjects: list[Subject], *, tenant: str = "",
           datasets: list[str] | None = None, dry_run: bool = False,
           progress: Callable[[str], None] = print) -> dict[str, Any]:
@@ -335,9 +406,9 @@ def erase(spark: SparkSession, lake: LakeConfig, subjects: list[Subject], *, ten
     has_key = storage.exists(spark, lake.path("checkpoints", "_erasure", "key"))
     key = load_key(spark, lake, create=not dry_run) if not dry_run or has_key else b"\0" * 32
     digest = subjects_digest(key, subjects, affected)
-    resumed = _resolve_request(spark, lake, affected, digest)
+    resumed, since = (None, None) if dry_run else _resolve_request(lake, affected, digest)
     run = EraseRun(spark, lake, subjects, key, resumed or new_request_id(), digest, dry_run, progress,
-                   needles(affected, subjects, key))
+                   needles(_keyed_contracts(subjects), subjects, key))
     earlier = [e["request_id"] for e in receipts.earlier_requests(spark, lake, digest)] if has_key else []
     receipt: dict[str, Any] = {
         "request_id": run.request, "tenant": tenant, "dry_run": dry_run, "subjects_digest": digest,
@@ -352,31 +423,45 @@ def erase(spark: SparkSession, lake: LakeConfig, subjects: list[Subject], *, ten
                     "ingested are ingested first)")
         return receipt
 
+    since = since or receipt["requested_at"]
+    text = lambda: lock_text(run.request, digest, since)  # noqa: E731 - each heartbeat's own time
+    held = _take_locks(lake, affected, text(), resumed)
+    with lock_heartbeat(lake, held, text):
+        if not resumed:  # a resumed request's locks kept every pipeline run out since it began
+            busy = [(contract.dataset, uri, lease) for contract in affected
+                    for uri, lease in live_leases(spark, lake, contract.dataset)]
+            if busy:
+                for lock in held:
+                    release_lock(lake, lock)
+                dataset, uri, lease = busy[0]
+                raise ErasureError(f"dataset {dataset}: a {lease.get('layer')} run is in progress (since "
+                                   f"{lease.get('since')}, host {lease.get('host')}, pid {lease.get('pid')}); nothing "
+                                   f"was changed: run the erase command again when it has ended (a continuous ingest "
+                                   f"must be stopped); if that run was killed, delete its lease {uri}")
+        receipt = _carry_out(run, affected, receipt, resumed, tenant, datasets)
+    for lock in held:  # the request is complete (or verified incomplete, with its receipt): runs may start again
+        if not release_lock(lake, lock):
+            run.say(f"warning: the lock {lake.path(lock.key)} was taken over by another request; left to it")
+    return receipt
+
+
+def _carry_out(run: EraseRun, affected: list[Contract], receipt: dict[str, Any], resumed: str | None, tenant: str,
+               datasets: list[str] | None) -> dict[str, Any]:
+    """The request's steps, under its locks (module docstring): each dataset, the sweep, the verification and
+    the receipt."""
+    spark, lake = run.spark, run.lake
     journal = Journal.open(spark, f"{run.work_uri}/state.json", {"request_id": run.request, "done": [],
                                                                    "requested_at": receipt["requested_at"]})
     receipt["requested_at"] = journal.state["requested_at"]
     if journal.state["done"] or resumed:
         run.say(f"resuming: {len(journal.state['done'])} steps already done")
     for contract in affected:
-        storage.write_text(spark, lock_uri(lake, contract.dataset), json.dumps(
-            {"request_id": run.request, "subjects_digest": digest, "since": receipt["requested_at"]}))
-    if not resumed:  # a resumed request's locks kept every pipeline run out since it began
-        busy = [(contract.dataset, uri, lease) for contract in affected
-                for uri, lease in live_leases(spark, lake, contract.dataset)]
-        if busy:
-            for contract in affected:
-                writers.delete_path(spark, lock_uri(lake, contract.dataset))
-            dataset, uri, lease = busy[0]
-            raise ErasureError(f"dataset {dataset}: a {lease.get('layer')} run is in progress (since "
-                               f"{lease.get('since')}, host {lease.get('host')}, pid {lease.get('pid')}); nothing "
-                               f"was changed: run the erase command again when it has ended (a continuous ingest "
-                               f"must be stopped); if that run was killed, delete its lease {uri}")
-    for contract in affected:
         receipt["datasets"][contract.dataset] = _erase_dataset(run, contract, journal)
 
     s3 = lake_client(lake)
     swept = _sweep_and_purge(run, s3, affected, journal, tenant)
-    for key_name in ("reports", "object_versions_removed", "subject_files_deleted", "unreferenced_files_deleted"):
+    for key_name in ("reports", "object_versions_removed", "matched_versions_removed", "subject_files_deleted",
+                     "unreferenced_files_deleted"):
         receipt[key_name] = journal.fact(key_name)
     verification = sweeping.sweep(spark, lake, s3, run.needles, run.say, label="verify", known=swept)
     outside = _outside_request(verification.hits, _left_out(datasets))
@@ -395,12 +480,10 @@ def erase(spark: SparkSession, lake: LakeConfig, subjects: list[Subject], *, ten
     receipt["completed_at"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     receipt["personal_data_columns"] = {c.dataset: list(c.personal_data) for c in affected}
     written = receipts.write(s3, lake, receipt, tenant)
-    receipts.record(spark, lake, digest, receipt)
+    receipts.record(spark, lake, run.digest, receipt)
     # The work folder (journal, matched lineage, staging) goes last, with its versions: the receipt is written.
     objects.delete_versions(s3, lake.bucket, [(v.key, v.version_id) for v in
                                               list_versions(s3, lake.bucket, run.work_prefix, delete_markers=True)])
-    for contract in affected:
-        writers.delete_path(spark, lock_uri(lake, contract.dataset))
     run.say(f"{receipt['status']}: {verification.summary()['versions_scanned']} object versions verified, "
             f"{len(remaining)} hold a subject, {len(unreadable)} unreadable; receipt {written}")
     if unreadable:

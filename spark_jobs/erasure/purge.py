@@ -1,5 +1,11 @@
-"""Deleting for good the object versions that still hold a subject after the rewrites (from the sweep's
-findings, ``sweep.py``):
+"""Deleting for good the object versions that still hold a subject after the rewrites:
+
+- **what the erase matched** (``matched``), whatever the sweep finds in it: every version of each landing
+  file that held a subject's record or a mention (the erase deletes the file), and every noncurrent version
+  under each bronze and quarantine partition it rewrote (the current files hold the rows kept, redacted
+  where they had to be);
+
+and, from the sweep's findings (``sweep.py``):
 
 - **noncurrent versions** under the request's prefixes (each covered dataset's landing, bronze,
   quarantine, silver and gold folders and the staging folders ``checkpoints/<dataset>/bronze-staging`` and
@@ -54,3 +60,12 @@ def unreferenced_files(s3, lake: LakeConfig, sweep: Sweep, data_prefixes: dict[s
                                                       if v.key == key])
             deleted.append(key)
     return deleted
+
+
+def matched(s3, lake: LakeConfig, landing_keys: list[str], partition_prefixes: list[str]) -> int:
+    """Delete every version of the landing objects ``landing_keys`` and every noncurrent version under the
+    rewritten partitions ``partition_prefixes`` (keys ending in ``/``); returns how many."""
+    doomed = [(v.key, v.version_id) for key in landing_keys for v in list_versions(s3, lake.bucket, key) if v.key == key]
+    doomed += [(v.key, v.version_id) for prefix in partition_prefixes
+               for v in list_versions(s3, lake.bucket, prefix) if not v.is_latest]
+    return objects.delete_versions(s3, lake.bucket, sorted(set(doomed)))

@@ -1,16 +1,16 @@
 """The lake's rows that are a subject's, or that mention one, found in Spark by ``matching``'s rules.
 
-Subjects enter Spark only as DataFrames built from Python rows (``subject_frames``), which are joined,
-and as a broadcast variable the executors read (``text_hits``): no id is ever a literal in a plan or in SQL
-text, so none reaches Spark's logs, its UI or its event log. Which rows hold an id as text or as a keyed
-column's value is decided by the verification's own function (``scan.batch_hits``), run on the executors
-through ``mapInArrow`` over every column it reads: the rows the erase matches are the rows the
-verification would find. A row's action:
+Subjects enter Spark only as a broadcast variable the executors read (``text_hits``): no id is ever a
+literal in a plan or in SQL text, so none reaches Spark's logs, its UI or its event log. Which rows hold an
+id is decided by the verification's own function (``scan.batch_hits``), run on the executors through
+``mapInArrow`` over every column it reads: the rows the erase matches are the rows the verification would
+find. A row's action:
 
-- ``remove``: its subject column, typed, equals an id (rule 1); or a column named like a keyed subject key
-  holds one by value; or its text holds an id (rules 2 to 4) and its subject columns cannot be read
-  (a malformed record, or a subject column silver cannot type, such as ``1042.0`` for an int): it may be
-  the subject's, and it is unusable anyway;
+- ``remove``: a column named like one of its dataset's subject keys holds an id by the key's type (rule 1:
+  silver's typed subject column, bronze's row parsed as silver parses it, a CSV record's field under its
+  header); or its text holds an id (rules 2 to 4) and its subject columns cannot be read (a malformed
+  record, or a subject column silver cannot type, such as ``1042.0`` for an int): it may be the subject's,
+  and it is unusable anyway;
 - ``redact``: another subject's row whose text holds an id (another user's URL naming the subject): the
   row stays, every matching id in its text columns becomes ``[erased]`` (``redact``, ``Needles.redact``),
   after which ``batch_hits`` finds nothing in it.
@@ -21,13 +21,12 @@ import functools
 import operator
 from typing import Iterable
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from spark_jobs.contract import Contract, decimal_precision_scale
+from spark_jobs.contract import Contract
 from spark_jobs.erasure.matching import Needles
-from spark_jobs.erasure.subjects import Subject, applies, typed_value
 from spark_jobs.transforms import silver as silver_tx
 
 REMOVE, REDACT = "remove", "redact"
@@ -35,24 +34,6 @@ ACTION = "_erase_action"
 LINEAGE = ("_source_file", "_record_index")
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 TEXT_HIT, VALUE_HIT = "_text_hit", "_value_hit"
-
-
-def _spark_type(type_name: str) -> T.DataType:
-    if type_name.startswith("decimal("):
-        return T.DecimalType(*decimal_precision_scale(type_name))
-    return {"string": T.StringType(), "int": T.IntegerType(), "long": T.LongType()}[type_name]
-
-
-def subject_frames(spark: SparkSession, contract: Contract, subjects: list[Subject]) -> dict[str, DataFrame]:
-    """Per subject-key column of ``contract``: a one-column DataFrame ``_subject_value`` of the ids, typed
-    as the column (ids no value of that type can equal are left out)."""
-    frames = {}
-    for column in sorted({s.column for s in subjects if applies(contract, s)}):
-        values = sorted({v for s in subjects if s.column == column
-                         for v in [typed_value(contract, s)] if v is not None}, key=str)
-        schema = T.StructType([T.StructField("_subject_value", _spark_type(contract.column(column).type))])
-        frames[column] = spark.createDataFrame([(v,) for v in values], schema)
-    return frames
 
 
 def _holds_text(kind: T.DataType) -> bool:
@@ -67,29 +48,15 @@ def _holds_text(kind: T.DataType) -> bool:
     return False
 
 
-def with_own(df: DataFrame, frames: dict[str, DataFrame]) -> DataFrame:
-    """``df`` with ``_own``: its subject column equals an id (typed equi-joins with broadcast ids)."""
-    flags = []
-    for index, (column, frame) in enumerate(sorted(frames.items())):
-        flag = f"_own_{index}"
-        ids = frame.select(F.col("_subject_value").alias(column), F.lit(True).alias(flag)).distinct()
-        df = df.join(F.broadcast(ids), on=column, how="left")
-        flags.append(F.coalesce(F.col(flag), F.lit(False)))
-    own = F.lit(False)
-    for flag in flags:
-        own = own | flag
-    return df.withColumn("_own", own).drop(*[f"_own_{i}" for i in range(len(flags))])
-
-
 def text_hits(df: DataFrame, keys: Iterable[str], shared) -> DataFrame:
     """The distinct ``keys`` of the rows in which ``scan.batch_hits`` finds a subject, with ``_text_hit``
-    (rules 2 to 4) and ``_value_hit`` (a keyed column by value): every column the verification reads
-    (strings and binary at any depth, columns named like a keyed subject key, bronze's CSV ``_raw``), on
-    the executors. ``shared``: a broadcast variable holding the request's ``Needles``."""
+    (rules 2 to 4) and ``_value_hit`` (a column named like a subject key, by value: rule 1): every column the
+    verification reads (strings and binary at any depth, columns named like a subject key, bronze's CSV
+    ``_raw``), on the executors. ``shared``: a broadcast variable holding the request's ``Needles``."""
     keys = list(keys)
     needles: Needles = shared.value
     read = [f.name for f in df.schema.fields
-            if f.name in keys or _holds_text(f.dataType) or needles.column_values(f.name)]
+            if f.name in keys or _holds_text(f.dataType) or needles.rules_for(f.name)]
     schema = T.StructType([df.schema[k] for k in keys] + [T.StructField(TEXT_HIT, T.BooleanType()),
                                                           T.StructField(VALUE_HIT, T.BooleanType())])
 
@@ -140,14 +107,25 @@ def _subject_unreadable(contract: Contract) -> F.Column:
     return unreadable
 
 
-def bronze_actions(bronze: DataFrame, contract: Contract, frames: dict[str, DataFrame], shared) -> DataFrame:
-    """Bronze rows to remove or redact: lineage, ``_batch_id``, ``event_date`` (text) and ``_erase_action``."""
+# The columns parse_records makes of every bronze row (bronze's other columns are kept beside them).
+_PARSED = ("_raw", "_is_malformed", "_unknown_fields", *silver_tx.LINEAGE_COLUMNS)
+
+
+def bronze_actions(bronze: DataFrame, contract: Contract, shared) -> DataFrame:
+    """Bronze rows to remove or redact: lineage, ``_batch_id``, ``event_date`` (text) and ``_erase_action``.
+    ``shared``: a broadcast variable holding the request's ``Needles`` for this dataset."""
     keys = list(LINEAGE)
-    parsed = _with_hits(with_own(silver_tx.parse_records(bronze, contract), frames), text_hits(bronze, keys, shared), keys)
-    is_theirs = F.col("_own") | F.col(VALUE_HIT) | (F.col(TEXT_HIT) & _subject_unreadable(contract))
+    # bronze's other columns ride along, but for its source field (``site_id``): a contract column of that name
+    # holds it, typed
+    made = {*_PARSED, *contract.column_names}
+    parsed = silver_tx.parse_records(bronze, contract, keep=tuple(c for c in bronze.columns if c not in made))
+    subject_columns = [c for c in contract.subject_keys or () if c not in bronze.columns]
+    hits = text_hits(parsed.select(*bronze.columns, *subject_columns), keys, shared)  # the row as read, and typed
+    classified = _with_hits(parsed, hits, keys)
+    is_theirs = F.col(VALUE_HIT) | (F.col(TEXT_HIT) & _subject_unreadable(contract))
     action = F.when(is_theirs, F.lit(REMOVE)).when(F.col(TEXT_HIT), F.lit(REDACT))
-    return (parsed.select(*keys, "_batch_id", F.to_date(contract.event_time).cast("string").alias("event_date"),
-                          action.alias(ACTION))
+    return (classified.select(*keys, "_batch_id", F.to_date(contract.event_time).cast("string").alias("event_date"),
+                              action.alias(ACTION))
             .where(F.col(ACTION).isNotNull()))
 
 
@@ -165,12 +143,13 @@ def quarantine_actions(quarantine: DataFrame, partition_column: str, bronze: Dat
     return rows.select(*keys, "_partition", action.alias(ACTION)).where(F.col(ACTION).isNotNull())
 
 
-def silver_actions(silver: DataFrame, contract: Contract, frames: dict[str, DataFrame], shared) -> DataFrame:
-    """Silver rows to delete (a subject's) or redact (another's that mentions one), every column kept."""
+def silver_actions(silver: DataFrame, contract: Contract, shared) -> DataFrame:
+    """Silver rows to delete (a subject's: its typed subject column holds an id) or redact (another's that
+    mentions one), every column kept."""
     keys = list(contract.key)
-    classified = _with_hits(with_own(silver, frames), text_hits(silver, keys, shared), keys)
-    action = F.when(F.col("_own") | F.col(VALUE_HIT), F.lit(REMOVE)).when(F.col(TEXT_HIT), F.lit(REDACT))
-    return classified.withColumn(ACTION, action).where(F.col(ACTION).isNotNull()).drop("_own", TEXT_HIT, VALUE_HIT)
+    classified = _with_hits(silver, text_hits(silver, keys, shared), keys)
+    action = F.when(F.col(VALUE_HIT), F.lit(REMOVE)).when(F.col(TEXT_HIT), F.lit(REDACT))
+    return classified.withColumn(ACTION, action).where(F.col(ACTION).isNotNull()).drop(TEXT_HIT, VALUE_HIT)
 
 
 def redact(df: DataFrame, needles: Needles) -> DataFrame:

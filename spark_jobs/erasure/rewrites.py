@@ -6,8 +6,8 @@
 - **Silver**: the event dates that hold a subject's row or a mention are replaced in ONE commit, the way
   a silver run publishes (``tables.replace_dates``: whole partitions, a month's other dates carried over
   at month granularity): their rows without the subjects', the mentions redacted, every other row as it
-  was. Rows are told apart by joins with the subject DataFrames on the contract key (null-safe), so the
-  only literals in the plan are dates. (An Iceberg ``MERGE`` cannot do it: Spark skips resolving a MERGE
+  was. The rows ``records.silver_actions`` marks (on the executors) are told apart by a join on the contract
+  key (null-safe), so the only literals in the plan are dates. (An Iceberg ``MERGE`` cannot do it: Spark skips resolving a MERGE
   into a table that accepts any schema, ``write.spark.accept-any-schema``, as the lake's tables do.)
 """
 from __future__ import annotations
@@ -66,8 +66,7 @@ def rewrite_layer(spark, journal: Journal, *, layer: str, dataset: str, uri: str
     return {"partitions_rewritten": len(values), "rows_removed": removed, "rows_redacted": redacted}
 
 
-def rewrite_silver(spark, tbl: tables.Table, contract: Contract, frames: dict[str, DataFrame],
-                   shared, run_id: str) -> dict[str, Any]:
+def rewrite_silver(spark, tbl: tables.Table, contract: Contract, shared, run_id: str) -> dict[str, Any]:
     """Replace the silver event dates that hold a subject's row or a mention, in one commit; returns the
     counts, the event dates and the snapshot committed (None: nothing to change)."""
     from spark_jobs.jobs.silver import silver_partitioning
@@ -77,7 +76,7 @@ def rewrite_silver(spark, tbl: tables.Table, contract: Contract, frames: dict[st
         return nothing
     keys = list(contract.key)
     needles: Needles = shared.value
-    found = (records.silver_actions(tables.read(spark, tbl), contract, frames, shared)
+    found = (records.silver_actions(tables.read(spark, tbl), contract, shared)
              .select(*keys, "event_date", records.ACTION).persist())
     try:
         summary = found.groupBy(records.ACTION).agg(F.count(F.lit(1)).alias("n"),

@@ -5,8 +5,8 @@
 
 - **Parquet** (``PAR1`` at both ends): spilled to a local temporary file and read a batch of
   ``BATCH_ROWS`` rows at a time, each batch by ``batch_hits``: text columns (strings, binary, the
-  leaves of lists, structs and maps) by ``matching``'s rules 2 to 4, a column named like a keyed subject
-  key (numbers, digit ids) by value, bronze's ``_raw`` of a CSV dataset by its ``_header``. The erase
+  leaves of lists, structs and maps) by ``matching``'s rules 2 to 4, a column named like a subject key of
+  the object's dataset by the key's type (rule 1), bronze's ``_raw`` of a CSV dataset by its ``_header``. The erase
   itself decides which rows of bronze, the quarantine and silver hold a subject with the same
   ``batch_hits`` (``records.py``): what the verification reads is what the erase matched.
 - **Avro** (Iceberg manifests and manifest lists, read with ``fastavro``): a block at a time. Every
@@ -20,7 +20,7 @@
   Consecutive windows overlap by ``overlap(needles)`` characters (16 times the longest id and key, at
   least ``MIN_OVERLAP_CHARS``), more than any hit can span, and each ends after a character that no
   token holds: an id across a seam is read whole in one window. A text whose first line is a CSV header
-  naming a keyed subject key (a landing CSV, an Athena result) is also read as CSV, that column compared
+  naming a subject key (a landing CSV, an Athena result) is also read as CSV, that column compared
   by value.
 
 A version whose format does not parse is ``unreadable`` (its bytes are then searched as text, so a hit
@@ -31,15 +31,17 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import decimal
+import functools
 import json
 import os
 import struct
 import tempfile
 import time
+import unicodedata
 import zlib
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
-from spark_jobs.erasure.matching import Needles, canonical_number
+from spark_jobs.erasure.matching import Needles
 
 PARQUET_MAGIC, AVRO_MAGIC, GZIP_MAGIC = b"PAR1", b"Obj\x01", b"\x1f\x8b"
 CHUNK_BYTES = 4 << 20
@@ -80,11 +82,16 @@ def overlap(needles: Needles) -> int:
 
 
 class Matcher:
-    """``Needles`` applied to data: Arrow arrays of text (``matching.Needles.hits``), keyed columns by value."""
+    """``Needles`` applied to data: Arrow arrays of text (``matching.Needles.hits``, rules 2 to 4), columns named
+    like a subject key by value (``KeyRule.mask``, rule 1). ``encoding``: how a text object's bytes are
+    decoded (a landing file's contract says; else UTF-8); ``dialect``: (delimiter, quote, escape) of a CSV
+    landing file's dataset, None where the header tells."""
 
-    def __init__(self, needles: Needles):
+    def __init__(self, needles: Needles, encoding: str = "utf-8", dialect: tuple[str, str, str] | None = None):
         self.needles = needles
         self.overlap = overlap(needles)
+        self.encoding = encoding
+        self.dialect = dialect
 
     def hits(self, values):
         return self.needles.hits(values)
@@ -94,44 +101,36 @@ class Matcher:
         return bool(self.hits(values).any())
 
     def value_mask(self, column: str, array):
-        """Per value: a column named like a keyed subject key holds one of its ids, by value (rule 3)."""
+        """Per value: a column named like a subject key holds one of its ids, by the key's type (rule 1)."""
         import numpy as np
-        import pyarrow as pa
-        import pyarrow.compute as pc
 
-        wanted = self.needles.column_values(column)
-        nothing = np.zeros(len(array), dtype=bool)
-        if not wanted or len(array) == 0:
-            return nothing
-        kind = array.type
-        if pa.types.is_integer(kind):
-            numbers = [int(v) for v in wanted if canonical_number(v) == v and "." not in v]
-            if not numbers:
-                return nothing
-            return pc.fill_null(pc.is_in(pc.cast(array, pa.int64()), value_set=pa.array(numbers, pa.int64())),
-                                False).to_numpy(zero_copy_only=False)
-        if pa.types.is_decimal(kind):
-            numbers = [decimal.Decimal(v) for v in wanted if canonical_number(v) == v]
-            fitting = [n for n in numbers if -n.as_tuple().exponent <= kind.scale]
-            try:
-                if not fitting:
-                    return nothing
-                return pc.fill_null(pc.is_in(array, value_set=pa.array(fitting, kind)), False).to_numpy(zero_copy_only=False)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                pass  # an id beyond the column's precision: compared one distinct value at a time below
-        matching = []
-        for value in pc.unique(array).to_pylist():
-            if value is None:
-                continue
-            text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-            if text.lower() in wanted or canonical_number(text) in wanted:
-                matching.append(value)
-        if not matching:
-            return nothing
-        return pc.fill_null(pc.is_in(array, value_set=pa.array(matching, kind)), False).to_numpy(zero_copy_only=False)
+        found = np.zeros(len(array), dtype=bool)
+        for rule in self.needles.rules_for(column):
+            found |= rule.mask(array)
+        return found
 
-    def values_hit(self, column: str, array) -> bool:
-        return bool(self.value_mask(column, array).any())
+    def equals(self, column: str, text: str) -> bool:
+        """One value's text of a column named like a subject key is one of its ids (rule 1)."""
+        return any(rule.equals(text) for rule in self.needles.rules_for(column))
+
+
+class Matchers:
+    """The matcher each object of the lake is read with (``Needles.for_key``: its dataset's key names, the
+    encoding and CSV dialect of its landing files), one per dataset."""
+
+    def __init__(self, needles: Needles):
+        self.needles = needles
+        self._made: dict[tuple, Matcher] = {}
+
+    def for_key(self, key: str) -> Matcher:
+        owner = self.needles.owner_of(key)
+        landing = owner is not None and key.startswith(owner.landing_prefix)
+        encoding = owner.encoding if landing else "utf-8"
+        dialect = (owner.delimiter, owner.quote, owner.escape) if landing and owner.delimiter else None
+        made = (owner.dataset if owner else None, encoding, dialect)
+        if made not in self._made:
+            self._made[made] = Matcher(self.needles.scoped(made[0]), encoding, dialect)
+        return self._made[made]
 
 
 # --------------------------------------------------------------------------------------------- a batch of rows
@@ -174,7 +173,7 @@ def _mark(target, found, rows) -> None:
 def batch_hits(batch, matcher: Matcher):
     """Per row of an Arrow record batch: (a text holds a subject, a keyed column holds one by value) as two
     numpy bool arrays. Every column is read: strings and binary at any depth by rules 2 to 4 (all of a
-    batch's texts in one RE2 pass), a column named like a keyed subject key by value, bronze's CSV ``_raw``
+    batch's texts in one RE2 pass), a column named like a subject key by the key's type, bronze's CSV ``_raw``
     under its ``_header`` by value."""
     import numpy as np
     import pyarrow as pa
@@ -204,21 +203,26 @@ _DELIMITERS = (",", ";", "\t", "|")
 
 
 def _csv_column(header: str, matcher: "Matcher") -> tuple[str, int, str] | None:
-    """(delimiter, index, name) of a keyed subject key's field in a CSV header line, if there is one."""
-    for delimiter in _DELIMITERS:
-        fields = [f.strip().strip('"').strip("'").lower() for f in header.split(delimiter)]
+    """(delimiter, index, name) of a subject key's field in a CSV header line, if there is one: the header
+    read by the one CSV grammar (a quoted name may hold the delimiter), in the dialect of its dataset where
+    the matcher knows it, else each common delimiter with the double quote."""
+    dialects = [matcher.dialect] if matcher.dialect else [(d, '"', '"') for d in _DELIMITERS]
+    for delimiter, quote, escape in dialects:
+        grammar = _csv_grammar(delimiter, quote, escape)
+        fields = [f.strip() for f in _csv_values(header.rstrip("\r\n").encode("utf-8"), grammar)]
         for index, name in enumerate(fields):
-            if len(fields) > 1 and matcher.needles.column_values(name):
+            if len(fields) > 1 and matcher.needles.rules_for(name):
                 return delimiter, index, name
     return None
 
 
-def _csv_grammar(delimiter: str):
+@functools.lru_cache(maxsize=16)
+def _csv_grammar(delimiter: str, quote: str = '"', escape: str = '"'):
     """The CSV grammar bronze splits records and fields with (``transforms/landing_lines.csv_patterns``), for
-    a dialect told by a header: ``delimiter``, the double quote, doubled to escape it."""
+    one dialect: ``delimiter``, ``quote``, ``escape`` (the quote itself: doubled to escape it)."""
     from spark_jobs.transforms.landing_lines import CsvGrammar, LineOptions
 
-    return CsvGrammar(LineOptions(format="csv", delimiter=delimiter))
+    return CsvGrammar(LineOptions(format="csv", delimiter=delimiter, quote=quote, escape=escape))
 
 
 def _csv_values(record: bytes, grammar) -> list[str]:
@@ -232,14 +236,14 @@ def _csv_values(record: bytes, grammar) -> list[str]:
         return [value.decode("utf-8", "replace") for value in grammar.values(record)]
     text, delimiter = record.decode("utf-8", "replace"), grammar.d.decode("latin-1")
     try:
-        return next(csv.reader([text], delimiter=delimiter), [])
+        return next(csv.reader([text], delimiter=delimiter, quotechar=grammar.q.decode("latin-1")), [])
     except csv.Error:
         return text.split(delimiter)
 
 
 def _raw_csv_mask(batch, matcher: Matcher):
     """Bronze of a CSV dataset: ``_raw`` records with their file's header in ``_header``; per row, whether
-    the keyed subject key's field holds an id, by value. A record without a quote is split on the delimiter
+    a subject key's field holds an id, by value (rule 1). A record without a quote is split on the delimiter
     (what the grammar makes of it, vectorised as bronze does), one with a quote by ``_csv_values``."""
     import numpy as np
     import pyarrow as pa
@@ -250,7 +254,8 @@ def _raw_csv_mask(batch, matcher: Matcher):
     if "_raw" not in names or "_header" not in names or not matcher.needles.keyed:
         return found
     raw, header = batch.column(names.index("_raw")), batch.column(names.index("_header"))
-    quoted = pc.fill_null(pc.match_substring(raw, '"'), False).to_numpy(zero_copy_only=False)
+    quote = matcher.dialect[1] if matcher.dialect else '"'
+    quoted = pc.fill_null(pc.match_substring(raw, quote), False).to_numpy(zero_copy_only=False)
     for value in pc.unique(header).to_pylist():
         column = _csv_column(value or "", matcher)
         if column is None:
@@ -262,13 +267,12 @@ def _raw_csv_mask(batch, matcher: Matcher):
         rows = np.flatnonzero(same & wide & ~quoted)
         if len(rows):
             fields = pc.list_element(pc.take(parts, pa.array(rows)), index)
-            hit = matcher.value_mask(name, pc.utf8_trim(pc.utf8_trim_whitespace(fields), "'"))
-            found[rows[hit]] = True
+            found[rows[matcher.value_mask(name, fields)]] = True
         rows = np.flatnonzero(same & quoted)
         if len(rows):
-            grammar = _csv_grammar(delimiter)
+            grammar = _csv_grammar(delimiter, *(matcher.dialect[1:] if matcher.dialect else ('"', '"')))
             records = [_csv_values((text or "").encode("utf-8"), grammar) for text in pc.take(raw, pa.array(rows)).to_pylist()]
-            fields = pa.array([r[index].strip() if len(r) > index else None for r in records], pa.large_string())
+            fields = pa.array([r[index] if len(r) > index else None for r in records], pa.large_string())
             found[rows[matcher.value_mask(name, fields)]] = True
     return found
 
@@ -289,8 +293,9 @@ def _blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
 
 
 def _in_run(char: str) -> bool:
-    """A character a token, a keyed value or an escape may hold (a window must not end or start next to it)."""
-    return char.isalnum() or char in "-_.@+\\"
+    """A character a token, a keyed value or an escape may hold (a window must not end or start next to it):
+    a letter, digit or combining mark, a joiner, a backslash."""
+    return char.isalnum() or char in "-_.@+\\" or unicodedata.category(char)[0] == "M"
 
 
 def _cut(text: str) -> int:
@@ -301,12 +306,12 @@ def _cut(text: str) -> int:
     return cut + 1 if cut >= 0 else -1
 
 
-def _windows(chunks: Iterable[bytes], overlap_chars: int) -> Iterator[tuple[str, str]]:
+def _windows(chunks: Iterable[bytes], overlap_chars: int, encoding: str = "utf-8") -> Iterator[tuple[str, str]]:
     """Byte chunks -> (new text, window to search): the new texts in order cover the input exactly once
     (for the CSV reading); each window is its new text after the ``overlap_chars`` characters before it,
     so a hit that crosses a seam is whole in one window. A window's edge inside a run of letters, digits,
     joiners or backslashes gets a letter beside it, so no part of the run reads as a token of its own."""
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    decoder = codecs.getincrementaldecoder(encoding)("replace")
     pending, context = "", ""
     blocks = _blocks(chunks)
     while True:
@@ -331,45 +336,39 @@ def _windows(chunks: Iterable[bytes], overlap_chars: int) -> Iterator[tuple[str,
 
 
 def _csv_records(lines: Iterable[str], grammar) -> Iterator[bytes]:
-    """A CSV text's records (UTF-8 bytes), cut where bronze cuts them (``CsvGrammar.take_record``): at a line
-    break outside a quoted field; an unterminated quote runs to the next quote of the text, or ends at its own
-    line when there is none (or after ``MAX_OPEN_QUOTE_BYTES``)."""
-    from spark_jobs.transforms.landing_lines import MAX_OPEN_QUOTE_BYTES
+    """A CSV text's records (UTF-8 bytes), cut where bronze cuts them (``PendingRecords``, ``CsvGrammar.take_record``):
+    at a line break outside a quoted field; an unterminated quote runs to the next quote of the text, or ends at its
+    own line when there is none (or after ``MAX_OPEN_QUOTE_BYTES``). Linear in the text, however many lines a
+    quoted field runs over."""
+    from spark_jobs.transforms.landing_lines import MAX_OPEN_QUOTE_BYTES, PendingRecords
 
-    parts: list[bytes] = []  # the text of the record still open (a quoted field running over lines)
-    size, is_open = 0, False
+    pending, is_open = PendingRecords(), False  # the text of the record still open (a quoted field over lines)
     for line in lines:
         data = line.encode("utf-8")
-        parts.append(data)
-        size += len(data)
-        if is_open and grammar.q not in data and size <= MAX_OPEN_QUOTE_BYTES:
+        pending.add(data)
+        if is_open and grammar.q not in data and len(pending) <= MAX_OPEN_QUOTE_BYTES:
             continue  # this line cannot close the open field
-        pending, pos, is_open = b"".join(parts), 0, False
-        while pos < len(pending):
-            taken = grammar.take_record(pending, pos, len(pending) - pos > MAX_OPEN_QUOTE_BYTES)
-            if taken is None:
-                is_open = True
-                break
-            yield pending[pos:taken[0]]
-            pos = taken[1]
-        parts, size = ([pending[pos:]], len(pending) - pos) if pos < len(pending) else ([], 0)
-    pending, pos = b"".join(parts), 0
-    while pos < len(pending):
-        end, following = grammar.take_record(pending, pos, True)
-        yield pending[pos:end]
-        pos = following
+        yield from pending.take(grammar, at_end=False)
+        is_open = bool(pending)
+    yield from pending.take(grammar, at_end=True)
 
 
 def _csv_hit(lines: Iterable[str], matcher: Matcher, column: tuple[str, int, str]) -> bool:
-    """A CSV text whose header names a keyed subject key: that column's values compared by value."""
+    """A CSV text whose header names a subject key: that column's values compared by value (rule 1), a batch
+    of records at a time."""
+    import pyarrow as pa
+
     delimiter, index, name = column
-    wanted = matcher.needles.column_values(name)
-    grammar = _csv_grammar(delimiter)
+    grammar = _csv_grammar(delimiter, *(matcher.dialect[1:] if matcher.dialect else ('"', '"')))
+    values: list[str | None] = []
     for record in _csv_records(lines, grammar):
         row = _csv_values(record, grammar)
-        if len(row) > index and (row[index].strip().lower() in wanted or canonical_number(row[index]) in wanted):
-            return True
-    return False
+        values.append(row[index] if len(row) > index else None)
+        if len(values) >= 8192:
+            if matcher.value_mask(name, pa.array(values, pa.large_string())).any():
+                return True
+            values = []
+    return bool(values) and bool(matcher.value_mask(name, pa.array(values, pa.large_string())).any())
 
 
 def _lines(texts: Iterable[str]) -> Iterator[str]:
@@ -384,7 +383,7 @@ def _lines(texts: Iterable[str]) -> Iterator[str]:
 
 def _text_hit(chunks: Iterable[bytes], matcher: Matcher) -> bool:
     """Text windows searched by RE2; a CSV text with a keyed column also read as CSV, in the same pass."""
-    windows = _windows(chunks, matcher.overlap)
+    windows = _windows(chunks, matcher.overlap, matcher.encoding)
     first = next(windows, None)
     if first is None:
         return False
@@ -480,8 +479,7 @@ def _bounds(entry: dict, fields: dict[int, tuple[str, Any]], matcher: Matcher) -
             text = _bound_text(kind, item.get("value") or b"")
             if text is None:
                 continue
-            wanted = matcher.needles.column_values(name)
-            if wanted and (text.lower() in wanted or canonical_number(text) in wanted):
+            if matcher.equals(name, text):
                 return True, hinted
             if kind == "string" and _may_be_truncated_id(text, lower, matcher.needles):
                 hinted = True

@@ -2,15 +2,17 @@
 
 A subject is ``<column>=<value>``: a ``subject_keys`` column of the tenant's contracts and the value that
 identifies the person (``user_id=user-0042``). The value is normalised as silver normalises that column
-(trimmed; lower/upper-cased when the contract says ``case``; a number in its canonical form), so
-``USER-0042`` and ``user-0042`` are the same subject of a lower-cased column. ``check_request`` refuses a
+(trimmed; lower/upper-cased when the contract says ``case``; NFC-normalised; a number in its canonical
+form), so ``USER-0042`` and ``user-0042`` are the same subject of a lower-cased column. ``check_request`` refuses a
 request whose ids do not meet their subject keys' rules (``matching``), before anything changes.
 
 The erasure key is 32 random bytes per lake at ``checkpoints/_erasure/key`` (the job role's prefix: the
 consumer role cannot read ``checkpoints/``), created on first use and written SSE-KMS with the tenant
 key. It keys two HMAC-SHA256 uses, domain-separated: the subject hash a receipt records instead of the
 id (``receipt:<column>=<value>``), and the pseudonym that replaces a subject key in a pseudonymised gold
-table (the normalised value itself), so a receipt never equals a pseudonym.
+table (the normalised value itself), so a receipt never equals a pseudonym. The key is created create-only
+(S3 ``If-None-Match: *``, a hard link in a folder lake): of two first runs that race, both use the one
+that was written first.
 """
 from __future__ import annotations
 
@@ -27,9 +29,9 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from spark_jobs.contract import Contract, decimal_precision_scale
-from spark_jobs.erasure.matching import IdRuleError, Needles, canonical_number, check_id, is_numeric_looking
-from spark_jobs.io import storage
-from spark_jobs.lake import LakeConfig
+from spark_jobs.erasure.matching import IdRuleError, KeyRule, Needles, Owner, check_id, is_numeric_looking, normal_id
+from spark_jobs.io import create_only, storage
+from spark_jobs.lake import LakeConfig, gold_table_name
 
 KEY_BYTES = 32
 RECEIPT_DOMAIN = "receipt:"
@@ -93,12 +95,10 @@ def read_subjects(arguments: list[str], files: list[str],
 
 
 def normalised(contract: Contract, subject: Subject) -> str:
-    """The value as silver stores it in ``subject.column`` of ``contract``, as text (a number canonical)."""
-    value = subject.value.strip()
+    """The value as silver stores it in ``subject.column`` of ``contract``, as text (a number canonical; a
+    string cased by the key's rule and NFC-normalised): ``matching.normal_id``."""
     column = contract.column(subject.column)
-    if column.type != "string":
-        return canonical_number(value) or value
-    return value.lower() if column.case == "lower" else value.upper() if column.case == "upper" else value
+    return normal_id(column.type, column.case, subject.value.strip())
 
 
 _INT_RANGES = {"int": (-(2 ** 31), 2 ** 31 - 1), "long": (-(2 ** 63), 2 ** 63 - 1)}
@@ -152,27 +152,48 @@ def check_request(contracts: Iterable[Contract], subjects: list[Subject]) -> Non
                                    "nothing was changed")
 
 
+def key_names(contract: Contract, column_name: str) -> set[str]:
+    """The names a subject key goes by in ``contract``'s own objects: the column, its landing field
+    (``source``) and its name before a rename (``renamed_from``)."""
+    column = contract.column(column_name)
+    return {name for name in (column.name, column.landing_name, column.renamed_from) if name}
+
+
+def owner(contract: Contract) -> Owner:
+    """The objects of the lake that are ``contract``'s dataset's own, and how its landing files are written."""
+    dataset, landing = contract.dataset, contract.landing
+    prefixes = (f"landing/{dataset}/", f"bronze/{dataset}/", f"quarantine/{dataset}/", f"silver/{dataset}/",
+                *[f"gold/{gold_table_name(dataset, g)}/" for g in contract.gold], f"checkpoints/{dataset}/",
+                *[f"reports/{layer}/{dataset}/" for layer in ("bronze", "silver", "gold")])
+    csv = landing.format == "csv"
+    return Owner(dataset, prefixes, f"landing/{dataset}/", landing.encoding if csv else "utf-8",
+                 landing.delimiter if csv else None, landing.quote if csv else '"', landing.escape if csv else '"')
+
+
 def needles(contracts: Iterable[Contract], subjects: list[Subject], key: bytes) -> Needles:
-    """What the scans look for (``matching.Needles``): each string id with a letter as a token (in any case
-    when its column has a ``case`` rule, else as written), and its gold pseudonym (any case); every other id
-    (numbers, digit strings) keyed by its column's and landing field's names."""
+    """What the scans look for (``matching.Needles``): per dataset of ``contracts`` and subject key, a
+    ``KeyRule`` (its names in that dataset, its type and case rule, the ids normalised); each string id with a
+    letter also as a token (in any case when its key has a ``case`` rule, else as written); each dataset's
+    gold pseudonyms (any case); and which objects each dataset owns."""
     tokens: set[str] = set()
     exact: set[str] = set()
-    keyed: dict[str, set[str]] = {}
+    rules: list[KeyRule] = []
+    owners: list[Owner] = []
     for contract in contracts:
-        for subject in subjects:
-            if not applies(contract, subject):
+        owners.append(owner(contract))
+        for column_name in contract.subject_keys or ():
+            values = sorted({normalised(contract, s) for s in subjects if s.column == column_name})
+            if not values:
                 continue
-            column = contract.column(subject.column)
-            value = normalised(contract, subject)
-            if column.type == "string" and not is_numeric_looking(value):
-                (tokens if column.case else exact).add(value)
-            else:
-                for name in {column.name, column.landing_name or column.name}:
-                    keyed.setdefault(name, set()).add(value)
-            if contract.pseudonymise_gold:
-                tokens.add(pseudonym(key, spark_text(contract, subject)))
-    return Needles.build(tokens, keyed, exact)
+            column = contract.column(column_name)
+            rules.append(KeyRule.of(key_names(contract, column_name), column.type, values, column.case, contract.dataset))
+            if column.type == "string":
+                for value in values:
+                    if not is_numeric_looking(value):
+                        (tokens if column.case else exact).add(value)
+        if contract.pseudonymise_gold:
+            tokens.update(pseudonym(key, spark_text(contract, s)) for s in subjects if applies(contract, s))
+    return Needles.build(tokens, rules, exact, owners)
 
 
 def key_uri(lake: LakeConfig) -> str:
@@ -180,15 +201,15 @@ def key_uri(lake: LakeConfig) -> str:
 
 
 def load_key(spark, lake: LakeConfig, create: bool = True) -> bytes:
-    """The lake's erasure key (hex text in the lake), created on first use unless ``create`` is False."""
+    """The lake's erasure key (hex text in the lake), created on first use unless ``create`` is False. The
+    first write is create-only, so two first users that race end up with the same key: the one written first."""
     uri = key_uri(lake)
     if storage.exists(spark, uri):
         return bytes.fromhex(storage.read_text(spark, uri).strip())
     if not create:
         raise SubjectError(f"the lake has no erasure key at {uri} yet")
-    key = os.urandom(KEY_BYTES)
-    storage.write_text(spark, uri, key.hex() + "\n")
-    return bytes.fromhex(storage.read_text(spark, uri).strip())  # whoever wrote last: one key for everyone
+    create_only.create_text(lake, "checkpoints/_erasure/key", os.urandom(KEY_BYTES).hex() + "\n")
+    return bytes.fromhex(storage.read_text(spark, uri).strip())  # ours, or the one that won the race
 
 
 def subject_hash(key: bytes, subject: Subject) -> str:

@@ -21,7 +21,7 @@ import uuid
 from typing import Any, Callable, Iterable, Iterator
 
 from spark_jobs.erasure.matching import Needles
-from spark_jobs.erasure.scan import Finding, Matcher, scan_version
+from spark_jobs.erasure.scan import Finding, Matchers, scan_version
 from spark_jobs.io.s3 import ObjectVersion, lake_client, list_versions
 from spark_jobs.lake import LakeConfig
 
@@ -88,10 +88,10 @@ def slices(versions: list[ObjectVersion], parallelism: int) -> list[list[tuple[s
 def _scan_slice(lake: LakeConfig, needles, items: Iterable[list[tuple[str, str, int]]]) -> Iterator[Finding]:
     """One executor task: its own S3 client, each version read as a stream."""
     s3 = lake_client(lake)
-    matcher = Matcher(needles.value)
+    matchers = Matchers(needles.value)  # each object read with its dataset's key names and landing encoding
     for chunk in items:
         for key, version_id, size in chunk:
-            yield scan_version(s3, lake.bucket, key, version_id, size, matcher)
+            yield scan_version(s3, lake.bucket, key, version_id, size, matchers.for_key(key))
 
 
 def scan(spark, lake: LakeConfig, versions: list[ObjectVersion], needles: Needles,

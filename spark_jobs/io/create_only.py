@@ -2,8 +2,9 @@
 
 On S3 a single PUT with ``If-None-Match: *`` (S3 answers 412 when the name exists, 409 while another
 conditional write of it is under way); in a folder a complete hidden temporary file hard-linked to the name
-(``link`` fails when the name exists, and a reader never sees half a file). Used for the pipeline's leases
-(``spark_jobs/leases.py``) and the generator's landing files (``spark_jobs/datagen/sink.py``).
+(``link`` fails when the name exists, and a reader never sees half a file). Used for the pipeline's leases and
+the erasure lock (``spark_jobs/leases.py``), the erasure key (``spark_jobs/erasure/subjects.py``) and the
+generator's landing files (``spark_jobs/datagen/sink.py``).
 """
 from __future__ import annotations
 
@@ -59,3 +60,13 @@ def link_if_absent(path: Path, body: bytes) -> bool:
     finally:
         tmp.unlink(missing_ok=True)
     return True
+
+
+def create_text(lake: LakeConfig, key: str, text: str) -> bool:
+    """Create the lake object ``key`` (relative to the lake's root) holding ``text`` unless it exists: True
+    when this call created it. S3: a conditional PUT (SSE-KMS with the tenant key); a folder: a hard link."""
+    if lake.is_object_store:
+        from spark_jobs.io.s3 import lake_client
+
+        return put_if_absent(lake_client(lake), lake, key, text.encode("utf-8")) is not None
+    return link_if_absent(Path(lake.folder) / key, text.encode("utf-8"))

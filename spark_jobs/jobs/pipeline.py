@@ -5,7 +5,10 @@ A ``run``/``run-all`` checks every contract before Spark starts (personal data a
 classification; the Lake Formation declarations when the lake tags its tables), takes the leases of every
 layer it writes for the whole command before its JVM starts (``spark_jobs/leases.py``), checks every contract
 change against the live tables before any layer runs (``contract_plan.check_datasets``), then runs the layers
-in order, each followed by its tag step (``lf_tags.tag_after_run``). Its exit code is the worst validation
+in order. A lake whose tables Lake Formation guards is checked first for Glue databases that would hand new tables
+to ``IAM_ALLOWED_PRINCIPALS`` (``lf_tags.check_default_permissions``); each silver or gold layer is preceded by
+the columns its tables already have and the contract now calls personal tagged ``pii`` (``lf_tags.tag_before_run``)
+and followed by its tag step (``lf_tags.tag_after_run``). Its exit code is the worst validation
 status of its layers (``quality.exit_code``).
 """
 from __future__ import annotations
@@ -41,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
         load_contract(dataset).check_personal_data(lake.data_classification)
         if lake.lf_classification_tag:
             lf_tags.check_contract(load_contract(dataset))
+    if any(layer in ("silver", "gold") for _, layer in plan):
+        lf_tags.check_default_permissions(lake)  # no table of this run may be left to IAM alone
     # The leases of every layer the command writes, for the whole command, before its JVM starts: a second
     # run of a layer stops here, in one line naming the holder (spark_jobs/leases.py).
     with held_leases(lake, plan, label=args.command if args.command == "run-all" else args.layer,
@@ -71,6 +76,9 @@ def _run_plan(args: argparse.Namespace, lake: LakeConfig, datasets: list[str], p
                 for table in (t for t in checked.tables if t.rebuild):
                     print(f"[contract {checked.dataset}] {table.table}: {rebuild_note(table)}", file=sys.stderr, flush=True)
         for dataset, layer in plan:
+            closed = lf_tags.tag_before_run(spark, lake, dataset, layer)  # a column now personal: closed before it is written
+            if closed:
+                print(closed, file=sys.stderr, flush=True)
             manifest = run_layer(spark, lake, dataset, layer, date=args.date, continuous=args.continuous,
                                  trigger_seconds=args.trigger_seconds, max_runtime=args.max_runtime,
                                  max_files_per_trigger=args.max_files_per_trigger, full=args.full,

@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
-from spark_jobs import lineage, quality
+from spark_jobs import lineage, quality, signals
 from spark_jobs.contract import Contract
 from spark_jobs.io import storage
 from spark_jobs.jobs.counters import RunCounters
@@ -275,6 +275,7 @@ class JobRun:
                                           "reason": validation.reason}
         self._last_validation = validation
         if validation.blocking:
+            signals.publish_blocked(self, validation)  # the tenant's alert; never fails the run
             raise JobFailed(f"{self.layer} {self.contract.dataset}: validation blocked the publish: {validation.reason}", 4)
         return validation
 
@@ -327,6 +328,7 @@ def job_run(spark: SparkSession, lake: LakeConfig, contract: Contract, layer: st
         run.restore_conf()
     manifest.finish("succeeded", run.started, time.monotonic())
     _write_manifest(run)
+    signals.layer_published(run)  # the freshness metric, when the lake names its namespace; never fails the run
     run.stage("done", rows_in=manifest.rows_in, rows_out=manifest.rows_out, quarantined=manifest.quarantined,
               duplicates=manifest.duplicates)
 

@@ -219,7 +219,8 @@ def validate_layer(spark: Any, *, layer: str, contract: Any, df: Any, context: d
     suite_run = run_suite(_validation_frame(df, context.get("rows")), specs, suite_name=suite_name, docs_dir=docs_dir,
                           background_docs=background_docs)
     quarantine_df = context.get("quarantine_df")
-    summary = (quarantine_links.summarize(quarantine_df, context.get("run_id"), context.get("quarantine_rows"))
+    summary = (quarantine_links.summarize(quarantine_df, context.get("run_id"), context.get("quarantine_rows"),
+                                         contract=contract)
                if quarantine_df is not None else None)
     with_quarantine = layer == "silver" and summary is not None
     if with_quarantine:

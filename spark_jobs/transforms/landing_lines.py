@@ -564,18 +564,25 @@ class CsvGrammar:
                 continue
             return m.start()
 
-    def take_record(self, buf: bytes, pos: int, at_end: bool) -> tuple[int, int] | None:
-        """(end of the record's text, start of the next record) for the record at ``pos``; None when a
-        quoted field is still open at the end of ``buf`` and more text may close it."""
+    def take_record(self, buf: bytes | bytearray, pos: int, at_end: bool,
+                    resume: tuple[int, int] | None = None) -> tuple[int | None, int] | tuple[None, tuple[int, int]]:
+        """(end of the record's text, start of the next record) for the record at ``pos``; ``(None, resume)``
+        when a quoted field is still open at the end of ``buf`` and more text may close it. ``resume`` (the
+        opening quote's index, where the search for its closing quote stopped), passed back with the same
+        record and more text after it, makes the search go on from there: cutting a record is linear in its
+        text however many lines a quoted field runs over."""
         n = len(buf)
         i = pos
         while True:
-            if buf[i:i + 1] == self.q:
-                close = self.closing_quote(buf, i + 1)
+            if resume is not None or buf[i:i + 1] == self.q:
+                opened, start = resume if resume is not None else (i, i + 1)
+                resume = None
+                close = self.closing_quote(buf, start)
                 if close == -1:
                     if not at_end:
-                        return None
+                        return None, (opened, n)
                     # No closing quote in the rest of the file: a plain (malformed) field to its line end.
+                    i = opened
                 else:
                     i = close + 1
             m = self.field_end.search(buf, i)
@@ -603,6 +610,42 @@ class CsvGrammar:
                 out.append(inner)
             else:
                 out.append(token)
+        return out
+
+
+class PendingRecords:
+    """The text of CSV records not yet cut (lines as they come, each with its line break), as one growing buffer,
+    and where the search for the closing quote of a field still open at its end stopped: cutting is linear in the
+    text however many lines a quoted field runs over (it was quadratic: the whole pending text joined and
+    searched again at each line with a quote). Bronze's reader and the erasure's CSV reading both use it."""
+
+    def __init__(self, text: bytes = b""):
+        self.buf = bytearray(text)
+        self.resume: tuple[int, int] | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.buf)
+
+    def __len__(self) -> int:
+        return len(self.buf)
+
+    def add(self, text: bytes) -> None:
+        self.buf += text
+
+    def take(self, grammar: "CsvGrammar", at_end: bool, max_open: int = MAX_OPEN_QUOTE_BYTES) -> list[bytes]:
+        """Cut every complete record off the front; an open quoted field longer than ``max_open`` bytes, or one
+        still open ``at_end``, ends at its own line (``CsvGrammar.take_record``)."""
+        buf, out, pos = self.buf, [], 0
+        while pos < len(buf):
+            resume = self.resume if pos == 0 else None
+            end, following = grammar.take_record(buf, pos, at_end or len(buf) - pos > max_open, resume)
+            if end is None:
+                self.resume = (following[0] - pos, following[1] - pos)
+                del buf[:pos]
+                return out
+            out.append(bytes(buf[pos:end]))
+            pos, self.resume = following, None
+        self.buf, self.resume = bytearray(), None
         return out
 
 
@@ -635,11 +678,10 @@ class _CsvFile(_FileReader):
         if not options.header:
             self._use_names(list(options.field_names), usable=True)
         # Sequential mode: the lines a record is running over (each with the "\n" that ended it).
-        self.parts: list[bytes] = []
-        self.parts_bytes = 0
+        self.parts = PendingRecords()
         self.open_quote = False       # parts end inside a quoted field: only a line with a quote may close it
         if open_at_start:  # a quote opens the field these lines continue (not a record of this split)
-            self.parts, self.parts_bytes, self.open_quote = [self.grammar.q], 1, True
+            self.parts, self.open_quote = PendingRecords(self.grammar.q), True
         if split is not None and split_start > 0:
             self.records = split.first_record
             if split.header is not None:
@@ -727,6 +769,11 @@ class _CsvFile(_FileReader):
             if self.head_bytes > MAX_SPLIT_HEAD_BYTES:
                 self.head_text = None  # too long to hand to the split before: that file is read whole
 
+    @property
+    def parts_bytes(self) -> int:
+        """The bytes of the record still open (0: none)."""
+        return len(self.parts)
+
     def _scan(self, lines: pa.Array, start: int, at_end: bool) -> tuple[int, list[bytes]]:
         """Lines from ``start`` into the scanner until no text is left over (the next line starts a
         record): (index of the first line not consumed, the records taken, blank ones included)."""
@@ -735,8 +782,7 @@ class _CsvFile(_FileReader):
         while i < n:
             line = lines[i].as_py()
             i += 1
-            self.parts.append(line + b"\n")
-            self.parts_bytes += len(line) + 1
+            self.parts.add(line + b"\n")
             if self.open_quote and q not in line and self.parts_bytes <= MAX_OPEN_QUOTE_BYTES:
                 continue  # this line cannot close the open field
             out += self._drain(at_end)
@@ -746,17 +792,8 @@ class _CsvFile(_FileReader):
 
     def _drain(self, at_end: bool) -> list[bytes]:
         """Take every complete record off the front of the scanner's text."""
-        buf = b"".join(self.parts)
-        out, pos = [], 0
-        while pos < len(buf):
-            taken = self.grammar.take_record(buf, pos, at_end or len(buf) - pos > MAX_OPEN_QUOTE_BYTES)
-            if taken is None:
-                self.parts, self.parts_bytes, self.open_quote = [buf[pos:]], len(buf) - pos, True
-                return out
-            end, nxt = taken
-            out.append(buf[pos:end])
-            pos = nxt
-        self.parts, self.parts_bytes, self.open_quote = [], 0, False
+        out = self.parts.take(self.grammar, at_end)
+        self.open_quote = bool(self.parts)
         return out
 
     # -- records

@@ -25,14 +25,13 @@ from spark_jobs.contract import MALFORMED_RULE, UNKNOWN_FIELDS_RULE, ColumnSpec,
 from spark_jobs.transforms import bronze as bronze_tx
 from spark_jobs.transforms import csv_records
 from spark_jobs.transforms.bronze import FIELDS_COLUMN, FIELDS_ID_COLUMN, UNKNOWN_COLUMN, is_json_object
+from spark_jobs.transforms.typed_text import DECIMAL_TEXT, INTEGER_TEXT
 
 RAW_PREFIX = "__raw__"
 LINEAGE_COLUMNS: tuple[str, ...] = ("_ingested_at", "_source_file", "_batch_id", "_record_index")
 QUARANTINE_COLUMNS: tuple[str, ...] = (
     "_raw", "_failed_rules", "_source_file", "_batch_id", "_record_index", "_ingested_at", "_run_id", "event_date",
 )
-_INTEGER_TEXT = r"^\s*[-+]?[0-9]+\s*$"
-_DECIMAL_TEXT = r"^\s*[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)\s*$"
 _BOOLEAN_TEXTS = ("true", "false")
 
 
@@ -42,7 +41,7 @@ def _raw_name(column: str) -> str:
 
 def _typed(col: ColumnSpec) -> Column:
     """The contract-typed value of ``col`` from its raw text; null when the text does not cast."""
-    raw = F.col(_raw_name(col.name))
+    raw = F.col(_raw_name(col.name))  # the grammar of the numbers: transforms/typed_text.py (erasure reads it too)
     if col.type == "string":
         text = F.trim(raw)
         if col.case == "lower":
@@ -51,12 +50,12 @@ def _typed(col: ColumnSpec) -> Column:
             text = F.upper(text)
         return F.when(F.trim(raw) != "", text)  # blank is missing
     if col.type in ("int", "long"):
-        is_integer_text = raw.rlike(_INTEGER_TEXT)
+        is_integer_text = raw.rlike(INTEGER_TEXT)
         return F.when(is_integer_text, F.trim(raw).cast(col.type))
     if col.type == "double":
         return F.trim(raw).cast("double")
     if col.is_decimal:  # decimal(P,S): a plain number; one that does not fit P digits is null (fails the type rule)
-        return F.when(raw.rlike(_DECIMAL_TEXT), F.trim(raw).cast(col.type))
+        return F.when(raw.rlike(DECIMAL_TEXT), F.trim(raw).cast(col.type))
     if col.type == "boolean":
         is_boolean_text = F.lower(F.trim(raw)).isin(*_BOOLEAN_TEXTS)
         return F.when(is_boolean_text, F.lower(F.trim(raw)).cast("boolean"))
@@ -77,7 +76,7 @@ def parsed_for_another_contract(bronze: DataFrame, contract: Contract) -> Column
 
 
 def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructType | None = None,
-                  reparse: bool = True) -> DataFrame:
+                  reparse: bool = True, keep: tuple[str, ...] = ()) -> DataFrame:
     """Bronze rows -> bronze lineage + ``_raw`` + ``_is_malformed`` + raw text and typed value per column.
 
     The text of each column is its landing field's text, which bronze parsed once (``_fields``: CSV
@@ -95,7 +94,8 @@ def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructTy
     schema lacks it), at the cost of a second parse. ``reparse=False`` (the caller has checked that no row
     is ``parsed_for_another_contract``) leaves the parse of ``_raw`` out of the plan altogether: its
     expressions alone, never evaluated, made Spark's generated code for a CSV contract several seconds
-    slower to compile and run.
+    slower to compile and run. ``keep``: other bronze columns to carry through as they are (the erasure reads
+    a row's texts and its typed subject columns together).
     """
     landing = contract.landing
     plain = [col for col in contract.schema if col.landing_name is not None]
@@ -137,12 +137,12 @@ def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructTy
         "_raw",
         is_malformed.alias("_is_malformed"),
         F.coalesce(unknown, F.array().cast("array<string>")).alias("_unknown_fields"),
-        *LINEAGE_COLUMNS,
+        *LINEAGE_COLUMNS, *keep,
         *[text.alias(_raw_name(col.name)) for col, text in zip(plain, texts)],
     )
     with_text = _add_computed_texts(with_text, contract, plain)
     return with_text.select(
-        "_raw", "_is_malformed", "_unknown_fields", *LINEAGE_COLUMNS,
+        "_raw", "_is_malformed", "_unknown_fields", *LINEAGE_COLUMNS, *keep,
         *[_raw_name(name) for name in contract.column_names],
         *[_typed(col).alias(col.name) for col in contract.schema],
     )

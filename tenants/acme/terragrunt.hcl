@@ -16,6 +16,15 @@ dependency "network" {
   mock_outputs_allowed_terraform_commands = ["validate", "plan", "destroy"]
 }
 
+# The account's Lake Formation settings in this region (tenants/_platform/lake-formation-eu-west-1): applied before
+# this tenant, so its Glue databases and tables get no IAM_ALLOWED_PRINCIPALS default. No output is read; the block
+# orders the units (the runner refuses the tenant's apply while the account keeps that default).
+dependency "lake_formation" {
+  config_path                             = "../_platform/lake-formation-eu-west-1"
+  mock_outputs                            = { region = "eu-west-1" }
+  mock_outputs_allowed_terraform_commands = ["validate", "plan", "destroy"]
+}
+
 inputs = {
   tenant_id           = "acme"
   region              = "eu-west-1"
@@ -29,13 +38,18 @@ inputs = {
   # Iceberg table maintenance every Sunday as an EMR on EKS run (the schedule's defaults), from the code
   # `make deploy-jobs TENANT=acme ARGS=--maintain` published.
   maintenance_schedule = { enabled = true }
-  # Lake Formation: acme's unit manages the account's Lake Formation settings in eu-west-1 (globex, in the same
-  # account and region, does not: they are one per account and region). The consumer selects gold's non-personal
-  # columns; the privacy officer's role may select the personal ones too (on AWS the role must exist: Lake
-  # Formation refuses a grant to an unknown principal).
+  # Lake Formation: the consumer selects gold's non-personal columns; the privacy officer's role may select the
+  # personal ones too (on AWS the role must exist: Lake Formation refuses a grant to an unknown principal).
   lake_formation = {
-    manage_settings           = true
     personal_data_reader_arns = ["arn:aws:iam::123456789012:role/acme-privacy-officer"]
+  }
+  # The pipeline runs itself (modules/README.md, "Orchestration and alerts"): a state machine runs each dataset's
+  # layers on EMR on EKS when its contract's schedule fires or its landing data arrives; failures retry and alert;
+  # a dataset whose silver was not published within its contract's freshness target pages. The runs use the code a
+  # completed `make deploy-jobs TENANT=acme` published. Alerts go to the on-call address below.
+  orchestration = {
+    enabled             = true
+    alert_subscriptions = [{ protocol = "email", endpoint = "acme-data-oncall@example.com" }]
   }
   tags = {
     owner    = "acme-data-team"

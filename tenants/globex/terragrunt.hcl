@@ -15,6 +15,15 @@ dependency "network" {
   mock_outputs_allowed_terraform_commands = ["validate", "plan", "destroy"]
 }
 
+# The account's Lake Formation settings in this region (tenants/_platform/lake-formation-eu-west-1): applied before
+# this tenant, so its Glue databases and tables get no IAM_ALLOWED_PRINCIPALS default. No output is read; the block
+# orders the units (the runner refuses the tenant's apply while the account keeps that default).
+dependency "lake_formation" {
+  config_path                             = "../_platform/lake-formation-eu-west-1"
+  mock_outputs                            = { region = "eu-west-1" }
+  mock_outputs_allowed_terraform_commands = ["validate", "plan", "destroy"]
+}
+
 inputs = {
   tenant_id           = "globex"
   region              = "eu-west-1"

@@ -3,6 +3,15 @@ include "root" {
   path = find_in_parent_folders("root.hcl")
 }
 
+# The account's Lake Formation settings in this region (tenants/_platform/lake-formation-eu-central-1): applied before
+# this tenant, so its Glue databases and tables get no IAM_ALLOWED_PRINCIPALS default. No output is read; the block
+# orders the units (the runner refuses the tenant's apply while the account keeps that default).
+dependency "lake_formation" {
+  config_path                             = "../_platform/lake-formation-eu-central-1"
+  mock_outputs                            = { region = "eu-central-1" }
+  mock_outputs_allowed_terraform_commands = ["validate", "plan", "destroy"]
+}
+
 inputs = {
   tenant_id           = "initech"
   region              = "eu-central-1"
@@ -14,8 +23,6 @@ inputs = {
   vpc_ids    = ["vpc-036dbf1779fd5c315"]
   # Kinesis -> Firehose -> landing/<dataset>/ for these datasets (README "Streaming ingestion").
   streams = ["iot", "clickstream"]
-  # The only tenant in eu-central-1: its unit manages the account's Lake Formation settings there.
-  lake_formation = { manage_settings = true }
   tags = {
     owner    = "initech-finance"
     workload = "datalake"

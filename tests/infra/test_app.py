@@ -18,6 +18,8 @@ INTERFACE_OUTPUTS = {
     "emr_virtual_cluster_arn", "retention_days", "maintenance_scheduler_role_arn", "maintenance_schedule_name",
     "inventory",  # issue 30: the lake's S3 Inventory (modules/inventory.py), which `usage` reads
     "lake_formation",  # issue 44: the LF-tag keys the jobs tag columns with (modules/lake_formation.py)
+    "orchestration",  # issue 54: the state machine, triggers, alerts and freshness alarms (infra/orchestration.py)
+    "personal_data_reader",  # issue 52: the readers' workgroup and the managed policy they attach
 }
 
 
@@ -82,7 +84,7 @@ def test_athena_workgroup_enforces_encrypted_results_under_the_lake(tenant_modul
     config = workgroup["configuration"]
     assert config["enforce_workgroup_configuration"] is True and config["bytes_scanned_cutoff_per_query"] > 0
     results = config["result_configuration"]
-    assert results["output_location"] == "s3://${var.tenant_id}-${var.region}-lake/athena/"
+    assert results["output_location"] == "s3://${var.tenant_id}-${var.region}-lake/athena/consumer/"
     assert results["encryption_configuration"] == {"encryption_option": "SSE_KMS",
                                                     "kms_key_arn": "${aws_kms_key.kms_key.arn}"}
     assert workgroup["force_destroy"] == '${var.environment == "local"}'
@@ -100,18 +102,28 @@ def test_checkov_skips_are_few_and_justified(tenant_module):
 def test_resource_inventory(tenant_module):
     counts = {t: len(b) for t, b in tenant_module["resource"].items()}
     assert counts == {
-        "aws_athena_workgroup": 1, "aws_glue_catalog_database": 2,  # one per table layer
-        "aws_cloudwatch_log_group": 1, "aws_emrcontainers_virtual_cluster": 1,
+        "aws_athena_workgroup": 2, "aws_glue_catalog_database": 2,  # the consumer's and the readers'; one per table layer
+        "aws_iam_policy": 1,  # the readers of personal data's managed policy
+        "aws_cloudwatch_log_group": 1 + 1, "aws_emrcontainers_virtual_cluster": 1,  # + the state machine's (count)
         # + per-stream (for_each) Firehose role, 2 policies; + the maintenance scheduler's role and policy (count);
-        # + Lake Formation's data-access role and policy
-        "aws_iam_role": 4 + 1 + 1 + 1, "aws_iam_role_policy": 4 + 2 + 1 + 1, "aws_scheduler_schedule": 1,
+        # + Lake Formation's data-access role and policy; + the orchestration's: the state machine's, the schedules'
+        # and the arrival rules' roles and policies, and the job role's signal policy (count)
+        "aws_iam_role": 4 + 1 + 1 + 1 + 3, "aws_iam_role_policy": 4 + 2 + 1 + 1 + 4,
+        "aws_scheduler_schedule": 1 + 1,  # + the pipeline's (for_each over the datasets with trigger.schedule)
+        # issue 54 (infra/orchestration.py): the state machine, the alerts topic, its policy and subscriptions, the
+        # arrival and alert rules and their targets (for_each), the dead-letter and local alert queues and their
+        # policies, the freshness alarms (for_each)
+        "aws_sfn_state_machine": 1, "aws_sns_topic": 1, "aws_sns_topic_policy": 1, "aws_sns_topic_subscription": 1,
+        "aws_cloudwatch_event_rule": 2, "aws_cloudwatch_event_target": 3, "aws_sqs_queue": 2, "aws_sqs_queue_policy": 2,
+        "aws_cloudwatch_metric_alarm": 1,
         "aws_kinesis_stream": 1, "aws_kinesis_firehose_delivery_stream": 1, "aws_kms_alias": 1, "aws_kms_key": 1, "aws_s3_bucket": 2,
         "aws_s3_bucket_inventory": 1, "aws_s3_bucket_lifecycle_configuration": 2, "aws_s3_bucket_logging": 1,  # the lake only: the log bucket does not log itself
         "aws_s3_bucket_notification": 2,
         "aws_s3_bucket_ownership_controls": 2, "aws_s3_bucket_policy": 2, "aws_s3_bucket_public_access_block": 2,
         "aws_s3_bucket_server_side_encryption_configuration": 2, "aws_s3_bucket_versioning": 2,
         "aws_security_group": 1, "aws_vpc_endpoint": 2, "aws_vpc_security_group_ingress_rule": 1,
-        # modules/lake_formation.py: the settings (count), two tags, a tag set per database, the gold location,
-        # and the grants (modules.lake_formation.GRANTS, the job role's location and tag grants)
-        "aws_lakeformation_data_lake_settings": 1, "aws_lakeformation_lf_tag": 2, "aws_lakeformation_resource_lf_tags": 2,
+        # modules/lake_formation.py: two tags, a tag set per database, the gold location, and the grants
+        # (modules.lake_formation.GRANTS, the job role's location and tag grants); the account's settings are the
+        # platform unit's (infra/platform_lake_formation_app.py)
+        "aws_lakeformation_lf_tag": 2, "aws_lakeformation_resource_lf_tags": 2,
         "aws_lakeformation_resource": 1, "aws_lakeformation_permissions": 8 + 2}

@@ -151,17 +151,23 @@ def test_kms_endpoint_allows_only_keys_behind_the_tenant_aliases(platform_module
     assert data(platform_module, "aws_partition", "partition") is not None
 
 
-@pytest.mark.integration
-def test_plans_and_validations(tmp_path, platform_module):
-    (tmp_path / synth.MODULE_FILE).write_text(synth.render(platform_module))
-    (tmp_path / "tests").mkdir()
+def terraform_test(folder: Path, module: dict, tftest: str, bad: dict[str, tuple[str, dict]]) -> str:
+    """``terraform test`` of ``module`` in ``folder``: the runs of ``tftest``, then a plan per ``bad`` entry (name ->
+    (the variable whose validation must fail, the variables)); returns its output once it passed."""
+    (folder / synth.MODULE_FILE).write_text(synth.render(module))
+    (folder / "tests").mkdir()
     runs = "\n".join(
         f'run "{name}" {{\n  command = plan\n  variables {{\n'
         + "\n".join(f"    {k} = {_hcl(v)}" for k, v in overrides.items())
-        + f"\n  }}\n  expect_failures = [var.{var}]\n}}\n" for name, (var, overrides) in BAD.items())
-    (tmp_path / "tests" / "platform.tftest.hcl").write_text(TFTEST + "\n" + runs)
-    init = _terraform(["init", "-backend=false", "-input=false", "-no-color"], tmp_path)
+        + f"\n  }}\n  expect_failures = [var.{var}]\n}}\n" for name, (var, overrides) in bad.items())
+    (folder / "tests" / "module.tftest.hcl").write_text(tftest + "\n" + runs)
+    init = _terraform(["init", "-backend=false", "-input=false", "-no-color"], folder)
     assert init.returncode == 0, init.stdout + init.stderr
-    result = _terraform(["test", "-no-color"], tmp_path)
+    result = _terraform(["test", "-no-color"], folder)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert f"{2 + len(BAD)} passed, 0 failed" in result.stdout
+    return result.stdout
+
+
+@pytest.mark.integration
+def test_plans_and_validations(tmp_path, platform_module):
+    assert f"{2 + len(BAD)} passed, 0 failed" in terraform_test(tmp_path, platform_module, TFTEST, BAD)

@@ -91,8 +91,8 @@ run "valid_tenant_plans" {
     error_message = "local environment may empty buckets on destroy"
   }
   assert {
-    condition     = length(aws_lakeformation_data_lake_settings.lf_settings) == 0 && length(aws_lakeformation_permissions.lf_reader_tables) == 0
-    error_message = "Lake Formation: no account settings and no reader of personal data by default"
+    condition     = length(aws_lakeformation_permissions.lf_reader_tables) == 0
+    error_message = "Lake Formation: no reader of personal data by default"
   }
   assert {
     condition     = aws_lakeformation_lf_tag.lf_tag_classification.key == "acme-classification" && aws_lakeformation_lf_tag.lf_tag_layer.key == "acme-layer" && aws_iam_role.lf_role.name == "acme-lakeformation-access"
@@ -100,15 +100,10 @@ run "valid_tenant_plans" {
   }
 }
 
-run "lake_formation_settings_and_readers" {
+run "lake_formation_readers" {
   command = plan
   variables {
-    admin_principal_arns = ["arn:aws:iam::123456789012:role/break-glass", "arn:aws:sts::123456789012:assumed-role/ops/jane"]
-    lake_formation       = { manage_settings = true, personal_data_reader_arns = ["arn:aws:iam::123456789012:role/dpo", "arn:aws:iam::123456789012:user/auditor"] }
-  }
-  assert {
-    condition     = length(aws_lakeformation_data_lake_settings.lf_settings) == 1 && aws_lakeformation_data_lake_settings.lf_settings[0].admins == toset(["arn:aws:iam::123456789012:user/deployer", "arn:aws:iam::123456789012:role/break-glass"])
-    error_message = "the deployer and the IAM admin principals administer Lake Formation; a role session does not"
+    lake_formation = { personal_data_reader_arns = ["arn:aws:iam::123456789012:role/dpo", "arn:aws:iam::123456789012:user/auditor"] }
   }
   assert {
     condition     = toset(keys(aws_lakeformation_permissions.lf_reader_tables)) == toset(["arn:aws:iam::123456789012:role/dpo", "arn:aws:iam::123456789012:user/auditor"]) && length(aws_lakeformation_permissions.lf_reader_databases) == 2
@@ -246,7 +241,7 @@ def test_cli_writes_and_detects_stale(tmp_path, capsys):
     assert "is stale" in capsys.readouterr().err
     assert synth.main(["--out", str(tmp_path)]) == 0
     assert synth.main(["--out", str(tmp_path), "--check"]) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["platform_network", "tenant_lake"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["platform_lake_formation", "platform_network", "tenant_lake"]
     (tmp_path / "platform_network" / synth.MODULE_FILE).write_text("{}\n")
     assert synth.main(["--out", str(tmp_path), "--check"]) == 1
 

@@ -1,6 +1,7 @@
 """Terratest-style: the sample layout of a shared EKS cluster on the emulator, through the make targets a
-user runs.  `make apply TENANT=acme` applies the platform network unit (tenants/_platform/network) first,
-then acme; `globex` is applied alongside on the same VPC; the network and both tenants re-plan clean;
+user runs.  `make apply TENANT=acme` applies the platform units it depends on first (the network,
+tenants/_platform/network, and the account's Lake Formation settings, tenants/_platform/lake-formation-eu-west-1),
+then acme, whose apply the runner lets through only once those settings hold no IAM_ALLOWED_PRINCIPALS default; `globex` is applied alongside on the same VPC; the network and both tenants re-plan clean;
 `make destroy-all` destroys the tenants, then the network; nothing is left.  One apply per unit, against this
 session's emulator (tests/conftest.py); globex's apply is a fixture the tests that need it ask for, and the
 destroy is a module of its own, last in the whole run (tests/integration/test_destroy_all.py); the fixtures
@@ -22,6 +23,7 @@ from tests.conftest import REPO_ROOT, TEST_STATE_DIR, run_make
 from tests.integration.conftest import NETWORK, REGION, STATE_BUCKET, TENANT
 
 pytestmark = pytest.mark.integration
+LAKE_FORMATION = "_platform/lake-formation-eu-west-1"
 
 # ---- bad input first: nothing may reach the emulator --------------------------------------------
 def test_bad_tenant_file_fails_before_terraform_and_creates_nothing(emulator, boto_session):
@@ -150,7 +152,11 @@ def test_bucket_policy_denies_plain_http_other_keys_and_other_endpoints(lake, s3
     roles = {lake["job_execution_role_arn"], lake["ingest_writer_role_arn"], lake["consumer_role_arn"],
              lake["erasure_role_arn"]}
     assert principals["Effect"] == "Deny" and roles <= allowed
-    assert allowed - roles == set(_values(vpce["Condition"]["ArnNotLike"]["aws:PrincipalArn"]))  # the admins
+    # The readers of personal data are on the allow-list (their query results, issue 52), not exempt from the
+    # endpoint rule; what else is on it (the admins, Lake Formation's data-access role) is exempt.
+    readers = set(lake["lake_formation"]["personal_data_readers"])
+    assert readers <= allowed
+    assert allowed - roles - readers == set(_values(vpce["Condition"]["ArnNotLike"]["aws:PrincipalArn"]))
 
 
 def _values(value):
@@ -162,7 +168,9 @@ def test_the_sample_layout_puts_acme_and_globex_on_the_shared_network():
 
     os.environ.setdefault("TENANTLAKE_STATE_ACCOUNT_ID", tg.LOCAL_ACCOUNT_ID)
     runs = {r.name: r for r in load_layout(REPO_ROOT / "tenants")}
-    assert [d.unit for d in runs[TENANT].dependencies] == [NETWORK] == [d.unit for d in runs["globex"].dependencies]
+    # On the shared network, after the account's Lake Formation settings in their region.
+    assert [d.unit for d in runs[TENANT].dependencies] == [NETWORK, LAKE_FORMATION] == [
+        d.unit for d in runs["globex"].dependencies]
     assert runs[TENANT].config.vpc_ids == () == runs["globex"].config.vpc_ids
 
 
@@ -237,7 +245,7 @@ def test_virtual_cluster_is_running_in_the_tenant_namespace(lake, boto_session):
 
 def test_glue_databases_and_athena_workgroup_are_the_tenants(lake, boto_session, cfg):
     """The table catalog on AWS, as applied: a Glue database per table layer at its prefix of the lake, and a
-    workgroup whose results are SSE-KMS with the tenant key under athena/, enforced."""
+    workgroup whose results are SSE-KMS with the tenant key under athena/consumer/, enforced."""
     assert lake["glue_database_names"] == cfg.glue_databases == {"silver": "acme_silver", "gold": "acme_gold"}
     glue = boto_session("glue", REGION)
     for layer, name in lake["glue_database_names"].items():
@@ -251,8 +259,14 @@ def test_glue_databases_and_athena_workgroup_are_the_tenants(lake, boto_session,
     config = workgroup["Configuration"]
     assert config["EnforceWorkGroupConfiguration"] is True
     assert config["ResultConfiguration"] == {
-        "OutputLocation": f"s3://{lake['lake_bucket_name']}/athena/",
+        "OutputLocation": f"s3://{lake['lake_bucket_name']}/athena/consumer/",
         "EncryptionConfiguration": {"EncryptionOption": "SSE_KMS", "KmsKey": lake["kms_key_arn"]}}
+    # The readers of personal data's own workgroup (issue 52): their results where the consumer cannot read.
+    personal = athena.get_work_group(WorkGroup=lake["personal_data_reader"]["workgroup"])["WorkGroup"]
+    assert personal["Name"] == cfg.name("athena_personal_workgroup") == "acme-lake-personal"
+    assert personal["Configuration"]["EnforceWorkGroupConfiguration"] is True
+    assert personal["Configuration"]["ResultConfiguration"]["OutputLocation"] == (
+        f"s3://{lake['lake_bucket_name']}/athena/personal/")
 
 
 def test_lake_formation_tags_grants_and_settings_are_applied(lake, boto_session, cfg):
@@ -288,6 +302,11 @@ def test_lake_formation_tags_grants_and_settings_are_applied(lake, boto_session,
     settings = lf.get_data_lake_settings()["DataLakeSettings"]
     assert settings["DataLakeAdmins"] and "IAM_ALLOWED_PRINCIPALS" not in str(
         settings.get("CreateDatabaseDefaultPermissions")) + str(settings.get("CreateTableDefaultPermissions"))
+    # Created after those settings (the platform unit first), so the databases hand no table to IAM alone (the emulator
+    # copies the account's defaults into a new database as AWS does).
+    glue = boto_session("glue", REGION)
+    for database in lake["glue_database_names"].values():
+        assert not glue.get_database(Name=database)["Database"].get("CreateTableDefaultPermissions"), database
 
 
 def test_tags_on_each_resource(lake, boto_session, cfg):
@@ -329,6 +348,8 @@ def test_globex_applied_alongside_on_the_same_vpc_leaves_acme_untouched_and_acme
     assert globex["returncode"] == 0, "make apply TENANT=globex failed:\n" + "\n".join(globex_out.splitlines()[-25:])
     # The network was applied by this emulator and is unchanged: globex's apply does not apply it again.
     assert f"dependency {NETWORK} is up to date (applied by this emulator); skipped" in globex_out
+    # Nor the account's Lake Formation settings, which acme's apply put in place (one unit for the region).
+    assert f"dependency {LAKE_FORMATION} is up to date (applied by this emulator); skipped" in globex_out
     assert "that its state does not hold" not in globex_out + replan.stdout  # no endpoint made twice
 
     before, after = globex["before"], globex["after"]
@@ -349,13 +370,15 @@ def test_globex_applied_alongside_on_the_same_vpc_leaves_acme_untouched_and_acme
 
 
 def test_the_network_and_both_tenants_replan_clean(lake, globex):
-    """After both applies, neither the network nor globex (nor acme, above) has anything to change."""
+    """After both applies, neither the network, nor the account's Lake Formation settings, nor globex (nor acme, above)
+    has anything to change."""
     import os
 
     env = {**os.environ, "TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR)}
     plans = {unit: subprocess.Popen(["make", "-s", "plan", arg, "TF_ARGS=-detailed-exitcode"], cwd=REPO_ROOT, env=env,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for unit, arg in ((NETWORK, f"UNIT={NETWORK}"), ("globex", "TENANT=globex"))}
+             for unit, arg in ((NETWORK, f"UNIT={NETWORK}"), (LAKE_FORMATION, f"UNIT={LAKE_FORMATION}"),
+                               ("globex", "TENANT=globex"))}
     for unit, proc in plans.items():
         out, _ = proc.communicate(timeout=900)
         assert proc.returncode == 0, f"make plan {unit} -detailed-exitcode (0 = no changes):\n" + "\n".join(

@@ -1,4 +1,5 @@
-"""`make destroy-all` of the shared tenants: acme, globex, initech and the platform network, dependents first.
+"""`make destroy-all` of the shared tenants: acme, globex, initech and the platform units (the network, the Lake
+Formation settings of both regions), dependents first.
 
 Other modules share these tenants (``applied_tenant``), so this module runs after them: its one test is
 marked ``last_in_session`` (tests/conftest.py moves it to the end, also after a shuffle). Under ``make test``
@@ -11,10 +12,12 @@ from __future__ import annotations
 
 import pytest
 
+from infra.platform_lake_formation import iam_allowed_defaults
 from tests.conftest import TEST_STATE_DIR, run_make
 from tests.integration.conftest import NETWORK, REGION, TENANT
 
 pytestmark = pytest.mark.integration
+LF_WEST, LF_CENTRAL = "_platform/lake-formation-eu-west-1", "_platform/lake-formation-eu-central-1"
 
 
 @pytest.mark.last_in_session
@@ -29,7 +32,12 @@ def test_destroy_all_removes_the_tenants_then_the_network(lake, network, globex,
     # initech is applied when the streaming tests ran (tests/integration/test_streaming_initech.py), else not.
     assert ("[initech] unit 'initech': not applied (its state holds no resources); nothing to destroy" in lines
             or any(line.startswith("[initech] ") and "Destroy complete" in line for line in lines))
-    assert lines[-1] == f"destroy {NETWORK}=0, acme=0, globex=0, initech=0"
+    assert lines[-1] == (f"destroy {LF_CENTRAL}=0, {LF_WEST}=0, {NETWORK}=0, acme=0, globex=0, initech=0")
+    # The settings after the tenants of their region; destroyed, they name no administrator and still no default.
+    assert done[TENANT] < max(i for i, line in enumerate(lines) if line.startswith(f"[{LF_WEST}] ")
+                              and "Destroy complete" in line)
+    settings = boto_session("lakeformation", REGION).get_data_lake_settings()["DataLakeSettings"]
+    assert not settings.get("DataLakeAdmins") and iam_allowed_defaults(settings) == []
     assert not (TEST_STATE_DIR / "tenants" / TENANT / "lake.json").exists()
 
     for tenant in (TENANT, "globex"):

@@ -9,6 +9,7 @@ LOG_ARN = "${aws_s3_bucket.log_bucket_bucket.arn}"
 ENDPOINTS = ("list:concat([for e in aws_vpc_endpoint.endpoints_gateway : e.id], "
              "values(var.shared_gateway_endpoint_ids))")
 ADMINS = "concat([data.aws_iam_session_context.deployer_session.issuer_arn], var.admin_principal_arns)"
+READERS = "var.lake_formation.personal_data_reader_arns"
 TENANT_ROLES = ("[aws_iam_role.roles_job_execution.arn, aws_iam_role.roles_ingest_writer.arn, "
                 "aws_iam_role.roles_consumer.arn, aws_iam_role.roles_erasure.arn, aws_iam_role.lf_role.arn]")
 # The Firehose roles, rendered from their name template for every entry of var.streams.
@@ -27,7 +28,7 @@ def test_lake_policy_statements(tenant_module):
     assert policy["depends_on"] == ["aws_s3_bucket_public_access_block.lake_public_access_block"]
     assert list(s) == ["DenyInsecureTransport", "DenyNonKmsUploads", "DenyWrongKeyUploads", "DenyAwsManagedKeyUploads",
                        "DenyCustomerKeyUploads", "DenyUnconditionalLandingWrites", "DenyPrincipalsOutsideTenant",
-                       "DenyOutsideTenantVpcEndpoints", "DenyAthenaOutsideConsumers"]
+                       "DenyOutsideTenantVpcEndpoints", "DenyAthenaOutsideConsumers", "DenyPersonalResultsOutsideReaders"]
     assert all(st["Effect"] == "Deny" and st["Principal"] == {"AWS": "*"} for st in s.values())
     assert s["DenyInsecureTransport"]["Action"] == ["s3:*"]
     assert s["DenyInsecureTransport"]["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]
@@ -59,7 +60,7 @@ def test_lake_policy_statements(tenant_module):
     principals = s["DenyPrincipalsOutsideTenant"]
     assert principals["Action"] == ["s3:*"] and principals["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]
     assert principals["Condition"] == {"ArnNotLike": {"aws:PrincipalArn": [
-        f"list:concat({TENANT_ROLES}, {FIREHOSE_ROLES}, {ADMINS})"]}}
+        f"list:concat({TENANT_ROLES}, {FIREHOSE_ROLES}, {ADMINS}, {READERS})"]}}
     outside = s["DenyOutsideTenantVpcEndpoints"]
     assert outside["Action"] == ["s3:*"] and outside["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]
     # Every condition must hold to deny: not via a tenant endpoint AND neither an admin nor a Firehose role
@@ -69,11 +70,17 @@ def test_lake_policy_statements(tenant_module):
                                                         "aws:CalledViaFirst": ["athena.amazonaws.com"]},
                                     "ArnNotLike": {"aws:PrincipalArn": [
                                         f"list:concat({ADMINS}, {FIREHOSE_ROLES}, [aws_iam_role.lf_role.arn])"]}}
-    # ... and Athena's exemption serves the consumer role only.
+    # ... and Athena's exemption serves the consumer role and the readers of personal data only.
     athena = s["DenyAthenaOutsideConsumers"]
     assert athena["Action"] == ["s3:*"] and athena["Resource"] == [LAKE_ARN, f"{LAKE_ARN}/*"]
     assert athena["Condition"] == {"StringEquals": {"aws:CalledViaFirst": ["athena.amazonaws.com"]},
-                                   "ArnNotLike": {"aws:PrincipalArn": ["list:[aws_iam_role.roles_consumer.arn]"]}}
+                                   "ArnNotLike": {"aws:PrincipalArn": [
+                                       f"list:concat([aws_iam_role.roles_consumer.arn], {READERS})"]}}
+    # The readers' query results (their workgroup's folder) are theirs, the erasure role's and the admins' only.
+    personal = s["DenyPersonalResultsOutsideReaders"]
+    assert personal["Action"] == ["s3:*"] and personal["Resource"] == f"{LAKE_ARN}/athena/personal/*"
+    assert personal["Condition"] == {"ArnNotLike": {"aws:PrincipalArn": [
+        f"list:concat({READERS}, [aws_iam_role.roles_erasure.arn], {ADMINS})"]}}
 
 
 def test_deployer_is_the_identity_running_terraform(tenant_module):

@@ -5,6 +5,7 @@ import pytest
 
 import tenant_model as model
 from modules.job_roles import (
+    READER_ACCESS,
     ATHENA_QUERY_ACTIONS,
     GLUE_READ_ACTIONS,
     GLUE_WRITE_ACTIONS,
@@ -28,13 +29,15 @@ def test_access_matrix():
     assert ROLE_ACCESS["job_execution"].write == ("bronze", "silver", "gold", "quarantine", "reports", "checkpoints",
                                                   "logs")
     assert ROLE_ACCESS["ingest_writer"].put_only == ("landing",) and not ROLE_ACCESS["ingest_writer"].read
-    # The consumer reads reports; athena/ holds its Athena query results (put, read back, no delete). Gold tables it
-    # reads through Lake Formation only (the columns granted to it): no S3 right on gold/ (issue 44).
-    assert ROLE_ACCESS["consumer"].read == ("reports", "athena") and not ROLE_ACCESS["consumer"].write
+    # The consumer reads reports; athena/consumer/ holds its Athena query results (put, read back, no delete), never
+    # the readers of personal data's athena/personal/ (issue 52). Gold tables it reads through Lake Formation only
+    # (the columns granted to it): no S3 right on gold/ (issue 44).
+    assert ROLE_ACCESS["consumer"].read == ("reports", "athena/consumer") and not ROLE_ACCESS["consumer"].write
     assert ROLE_ACCESS["consumer"].lake_formation_data_access
     assert [r for r, a in ROLE_ACCESS.items() if a.lake_formation_data_access] == ["consumer"]
     assert [r for r, a in ROLE_ACCESS.items() if a.tags_tables] == ["job_execution"]
-    assert ROLE_ACCESS["consumer"].put_only == ("athena",)
+    assert ROLE_ACCESS["consumer"].put_only == ("athena/consumer",)
+    assert READER_ACCESS.read == READER_ACCESS.put_only == ("athena/personal",) and READER_ACCESS.athena
     assert ROLE_ACCESS["job_execution"].glue_write == ("silver", "gold") and not ROLE_ACCESS["job_execution"].athena
     assert ROLE_ACCESS["consumer"].glue_read == ("gold",) and ROLE_ACCESS["consumer"].athena
     assert not (ROLE_ACCESS["ingest_writer"].glue_read or ROLE_ACCESS["ingest_writer"].glue_write)
@@ -55,9 +58,11 @@ def test_role_access_defaults():
 
 def test_every_role_of_role_access_has_a_name_template_and_a_role(tenant_module):
     # The Firehose roles (modules/stream_ingest.py) and the maintenance scheduler's (maintenance_schedule.py) aside.
-    # And Lake Formation's data-access role (modules/lake_formation.py).
-    assert set(tenant_module["resource"]["aws_iam_role"]) - {"streams_firehose_role", "maintenance_role", "lf_role"} == {
-        f"roles_{role}" for role in ROLE_ACCESS}
+    # And Lake Formation's data-access role (modules/lake_formation.py), and the orchestration's three (the state
+    # machine's, modules/pipeline_state_machine.py; the schedules' and arrival rules', modules/pipeline_triggers.py).
+    others = {"streams_firehose_role", "maintenance_role", "lf_role", "pipeline_role", "triggers_scheduler_role",
+              "triggers_events_role"}
+    assert set(tenant_module["resource"]["aws_iam_role"]) - others == {f"roles_{role}" for role in ROLE_ACCESS}
     assert {f"{role}_role" for role in ROLE_ACCESS} <= set(model.NAME_TEMPLATES)
 
 
@@ -205,10 +210,10 @@ def test_consumer_reads_reports_gold_through_lake_formation_and_queries_in_its_w
                        "ReadTenantTables", "QueryInTenantWorkgroup", "ReadTablesThroughLakeFormation"]
     assert s["ReadPrefixes"]["actions"] == ["s3:GetObject", "s3:GetObjectVersion"]
     # No gold/: its files hold every column; the consumer reads gold through Lake Formation (granted columns only).
-    assert s["ReadPrefixes"]["resources"] == [f"{LAKE}/reports/*", f"{LAKE}/athena/*"]
+    assert s["ReadPrefixes"]["resources"] == [f"{LAKE}/reports/*", f"{LAKE}/athena/consumer/*"]
     assert not [v for v in s["ListOwnPrefixes"]["condition"][0]["values"] if v.startswith("gold")]
     assert s["ReadTablesThroughLakeFormation"]["actions"] == ["lakeformation:GetDataAccess"]
-    assert s["PutOnlyPrefixes"]["resources"] == [f"{LAKE}/athena/*"]
+    assert s["PutOnlyPrefixes"]["resources"] == [f"{LAKE}/athena/consumer/*"]
     assert "s3:DeleteObject" not in s["PutOnlyPrefixes"]["actions"]
     # Athena writes the results SSE-KMS with the tenant key, as the consumer.
     assert s["UseTenantKey"]["actions"] == list(KMS_WRITE_ACTIONS)
@@ -217,6 +222,23 @@ def test_consumer_reads_reports_gold_through_lake_formation_and_queries_in_its_w
                                                   f"{GLUE}:table/{TENANT_KEY}_gold/*"]
     assert s["QueryInTenantWorkgroup"]["actions"] == list(ATHENA_QUERY_ACTIONS)
     assert s["QueryInTenantWorkgroup"]["resources"] == ["${aws_athena_workgroup.athena_workgroup.arn}"]
+
+
+def test_the_readers_of_personal_data_get_a_policy_for_their_own_workgroup_and_results(tenant_module):
+    s = document_statements(tenant_module, "roles_personal_data_reader_permissions")
+    assert list(s) == ["ListOwnPrefixes", "LocateBucket", "ReadPrefixes", "PutOnlyPrefixes", "UseTenantKey",
+                       "ReadTenantTables", "QueryInTenantWorkgroup", "ReadTablesThroughLakeFormation"]
+    assert s["ReadPrefixes"]["resources"] == s["PutOnlyPrefixes"]["resources"] == [f"{LAKE}/athena/personal/*"]
+    assert s["QueryInTenantWorkgroup"]["resources"] == ["${aws_athena_workgroup.athena_personal_workgroup.arn}"]
+    policy = tenant_module["resource"]["aws_iam_policy"]["roles_personal_data_reader_policy"]
+    assert policy["name"] == "${var.tenant_id}-lake-personal-data-reader"
+    assert policy["policy"] == "${data.aws_iam_policy_document.roles_personal_data_reader_permissions.json}"
+    workgroup = tenant_module["resource"]["aws_athena_workgroup"]["athena_personal_workgroup"]
+    assert workgroup["configuration"]["enforce_workgroup_configuration"] is True
+    assert workgroup["configuration"]["result_configuration"]["output_location"] == (
+        "s3://${var.tenant_id}-${var.region}-lake/athena/personal/")
+    assert tenant_module["resource"]["aws_athena_workgroup"]["athena_workgroup"]["configuration"][
+        "result_configuration"]["output_location"] == "s3://${var.tenant_id}-${var.region}-lake/athena/consumer/"
 
 
 def test_job_role_commits_to_the_tenants_silver_and_gold_tables_only(tenant_module):

@@ -28,6 +28,8 @@ def test_key_policy_root_administers_writers_use_readers_decrypt_and_no_one_else
     statements = json_policy_statements(resource(tenant_module, "aws_kms_key", "kms_key")["policy"])
     assert list(statements) == ["AccountRootAdministersKey", "TenantWritersUseKey", "TenantReadersDecrypt",
                                 "CloudWatchLogsEncryptsTenantLogGroup", "S3InventoryEncryptsReports",
+                                # issue 54: the orchestration's services (tests/modules/test_alerts_topic.py)
+                                "AlertServicesUseKeyForTenantTopic", "CloudWatchLogsEncryptsPipelineLogGroup",
                                 "DenyKeyUseOutsideTenant"]
     root = statements["AccountRootAdministersKey"]
     assert root["Principal"] == {"AWS": f"arn:{PARTITION}:iam::${{var.account_id}}:root"}
@@ -50,9 +52,15 @@ def test_key_policy_root_administers_writers_use_readers_decrypt_and_no_one_else
     assert deny["Effect"] == "Deny" and deny["Principal"] == {"AWS": "*"} and deny["Resource"] == "*"
     assert deny["Action"] == list(KEY_DATA_ACTIONS) == ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey*",
                                                         "kms:ReEncrypt*"]
-    # With a maintenance schedule, its scheduler role too (it decrypts the schedule's input; the lake does not name it).
+    # With a maintenance schedule, its scheduler role too (it decrypts the schedule's input; the lake does not name it);
+    # and the readers of personal data (their query results are SSE-KMS with the key: issue 52).
     scheduler = ('var.maintenance_schedule.enabled ? ["arn:${data.aws_partition.inputs_partition.partition}:iam::'
                  '${var.account_id}:role/${var.tenant_id}-maintenance-scheduler"] : []')
+    # With orchestration, the state machine's role (it publishes alerts through SNS) and the schedules' (their input
+    # and dead-letter queue).
+    role = 'arn:${data.aws_partition.inputs_partition.partition}:iam::${var.account_id}:role/${var.tenant_id}-pipeline'
+    orchestration = f'var.orchestration.enabled ? ["{role}-runner", "{role}-scheduler"] : []'
     assert deny["Condition"] == {"ArnNotLike": {"aws:PrincipalArn": [
-        f"list:concat({TENANT_ROLES}, {FIREHOSE_ROLES}, {ADMINS}, {scheduler})"]},
+        f"list:concat({TENANT_ROLES}, {FIREHOSE_ROLES}, {ADMINS}, {scheduler}, "
+        f"var.lake_formation.personal_data_reader_arns, {orchestration})"]},
                                  "Bool": {"aws:PrincipalIsAWSService": ["false"]}}

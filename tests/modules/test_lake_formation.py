@@ -1,4 +1,4 @@
-"""modules/lake_formation.py: settings, LF-tags, database tags, the data-access role, the registered location and
+"""modules/lake_formation.py: LF-tags, database tags, the data-access role, the registered location and
 every grant, as synthesized into the tenant module."""
 from __future__ import annotations
 
@@ -17,19 +17,13 @@ def _lf(module: dict, type_: str) -> dict:
     return module["resource"][type_]
 
 
-def test_the_settings_are_this_units_only_when_it_manages_them(tenant_module):
-    settings = resource(tenant_module, "aws_lakeformation_data_lake_settings", "lf_settings")
-    assert settings["count"] == "${var.lake_formation.manage_settings ? 1 : 0}"
-    # The deployer and admin_principal_arns but their role sessions (LF administrators are IAM users and roles).
-    assert settings["admins"] == ("${[for a in concat([data.aws_iam_session_context.deployer_session.issuer_arn], "
-                                  'var.admin_principal_arns) : a if !can(regex(":sts::[0-9]{12}:(assumed-role|'
-                                  'federated-user)/", a))]}')
-    # No create_*_default_permissions: new databases and tables get no IAMAllowedPrincipals grant.
-    assert not {"create_database_default_permissions", "create_table_default_permissions"} & set(settings)
-    # The databases are created after the settings, so AWS gives them Lake Formation's defaults.
+def test_the_account_settings_are_no_tenants(tenant_module):
+    """The account's Lake Formation settings are the platform unit's (modules/lake_formation_settings.py): the tenant
+    module neither creates them nor orders anything after them (the unit dependency does)."""
+    assert "aws_lakeformation_data_lake_settings" not in tenant_module["resource"]
+    assert "manage_settings" not in tenant_module["variable"]["lake_formation"]["type"]
     for layer in model.CATALOG_LAYERS:
-        database = resource(tenant_module, "aws_glue_catalog_database", f"catalog_{layer}")
-        assert database["depends_on"] == ["aws_lakeformation_data_lake_settings.lf_settings"]
+        assert "depends_on" not in resource(tenant_module, "aws_glue_catalog_database", f"catalog_{layer}")
 
 
 def test_the_tenants_own_tag_keys_and_values(tenant_module):
@@ -38,7 +32,6 @@ def test_the_tenants_own_tag_keys_and_values(tenant_module):
         "lf_tag_classification": ("${var.tenant_id}-classification", ["pii", "none"]),
         "lf_tag_layer": ("${var.tenant_id}-layer", ["silver", "gold"])}
     assert TAG_VALUES == {"classification": model.LF_CLASSIFICATION_VALUES, "layer": model.CATALOG_LAYERS}
-    assert all(tag["depends_on"] == ["aws_lakeformation_data_lake_settings.lf_settings"] for tag in tags.values())
     assert model.NAME_TEMPLATES["lf_tag_classification"] == "{tenant_id}-classification"
 
 

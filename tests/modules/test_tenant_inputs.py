@@ -18,8 +18,10 @@ INTERFACE_TYPES = {
                             '"cron(0 3 ? * SUN *)"), timezone = optional(string, "UTC"), '
                             'flexible_window_minutes = optional(number, 60)})',
     # issue 44: Lake Formation (modules/lake_formation.py)
-    "lake_formation": "object({manage_settings = optional(bool, false), "
-                      "personal_data_reader_arns = optional(list(string), [])})",
+    "lake_formation": "object({personal_data_reader_arns = optional(list(string), [])})",
+    # issue 54: the pipeline's orchestration and alerts (infra/orchestration.py)
+    "orchestration": "object({enabled = optional(bool, false), alert_subscriptions = optional(list(object("
+                     "{protocol = string, endpoint = string})), [])})",
 }
 
 
@@ -45,7 +47,7 @@ def test_defaults_match_the_python_model(tenant_module):
     assert variables["shared_gateway_endpoint_ids"]["default"] == {} == variables["shared_interface_endpoint_ids"]["default"]
     assert variables["maintenance_schedule"]["default"] == {} == model.TenantConfig("t", "r", "a", ()).maintenance_schedule
     assert variables["lake_formation"]["default"] == {} == model.TenantConfig("t", "r", "a", ()).lake_formation
-    assert model.LAKE_FORMATION_DEFAULTS == {"manage_settings": False, "personal_data_reader_arns": []}
+    assert model.LAKE_FORMATION_DEFAULTS == {"personal_data_reader_arns": []}
     for required in model.REQUIRED:
         assert "default" not in variables[required], required
 

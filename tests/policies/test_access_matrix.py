@@ -31,7 +31,9 @@ RELIED_ON_KEYS = {"aws:SecureTransport", "aws:SourceVpce", "aws:PrincipalArn", "
                   # create-only landing writes (issue 41)
                   "s3:if-none-match", "s3:ObjectCreationOperation",
                   # SSE-C (issue 42: the encryption denies judge only headers that are present)
-                  "s3:x-amz-server-side-encryption-customer-algorithm"}
+                  "s3:x-amz-server-side-encryption-customer-algorithm",
+                  # the jobs' signals (issue 54): a metric in the tenant's namespace, events under its source
+                  "cloudwatch:namespace", "events:source", "events:detail-type"}
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +55,21 @@ def test_matrix_covers_every_principal_kind_action_and_decision(matrix):
 
     prefixes = {c.key.split("/", 1)[0] for c in matrix.cells if c.bucket == "lake" and c.key}
     assert set(LAKE_PREFIXES) | {"logs"} <= prefixes
+
+
+def test_every_orchestration_role_and_signal_has_allowed_and_denied_cells(matrix):
+    """Issue 54: the state machine's, schedules' and arrival rules' roles and the jobs' signals each have a cell that
+    allows what they are for and one that denies the same on another tenant (or outside their scope)."""
+    for kind in ("pipeline_runner_role", "pipeline_scheduler_role", "pipeline_events_role", "events_service",
+                 "cloudwatch_service"):
+        decisions = {c.expect for c in matrix.cells if c.principal == kind}
+        assert "Allowed" in decisions and decisions - {"Allowed"}, kind
+    for action in ("cloudwatch:PutMetricData", "events:PutEvents"):
+        cells = [c for c in matrix.cells if c.action == action and c.principal == "job_role"]
+        assert {(c.context["signal"], c.expect) for c in cells} == {("own", "Allowed"), ("other", "ImplicitlyDenied")}
+    cross_tenant = {c.action for c in matrix.cells if c.principal == "pipeline_runner_role" and c.tenant == "other"}
+    assert cross_tenant >= {"emr-containers:StartJobRun", "emr-containers:CancelJobRun", "states:StartExecution",
+                            "sns:Publish"}
 
 
 def test_the_three_defects_of_issue_16_have_cells(matrix):
@@ -307,6 +324,17 @@ def test_the_consumer_selects_exactly_the_non_personal_columns_of_every_gold_tab
 
 
 @pytest.mark.integration
+def test_the_cells_are_evaluated_in_the_default_permissions_state_the_matrix_names(lf_matrix, lake_formation):
+    """Issue 52: the matrix says which state of default permissions it evaluated, and it is the one read back."""
+    from policies import lake_formation_matrix
+
+    state, owner, _ = lake_formation
+    assert lf_matrix.default_permissions == "none"
+    assert lake_formation_matrix.default_permissions_state(state, owner["glue_database_names"]) == "none"
+    assert "`default_permissions: none`" in lake_formation_matrix.render_table(lf_matrix)
+
+
+@pytest.mark.integration
 def test_lake_formation_as_applied_leaves_nothing_to_iam(matrix, lake_formation, applied_tenant, client):
     """No database of the tenants is left to IAMAllowedPrincipals; the unit managing the settings made the deployer
     an administrator and gave new databases and tables no IAMAllowedPrincipals default; the gold location is read
@@ -330,3 +358,133 @@ def test_lake_formation_as_applied_leaves_nothing_to_iam(matrix, lake_formation,
     assert not [arn for arn in state.registered if arn.startswith(f"arn:aws:s3:::{owner['lake_bucket_name']}/")
                 and arn != gold]  # silver stays unregistered: no consumer reads it
     assert sorted(state.tag_values[owner["lake_formation"]["classification_tag"]]) == ["none", "pii"]
+
+
+# ---- issue 52: personal data only behind the door, from the consumer's side ------------------------------------------
+@pytest.mark.integration
+def test_a_readers_query_results_are_denied_to_the_consumer(matrix, applied, client, outcomes):
+    """A query in the readers' workgroup writes its results where that workgroup enforces (the emulator applies the
+    workgroup's configuration as AWS does, whatever the request names); the simulator then judges who may read them,
+    with the policies read back: the reader, not the consumer, directly or through Athena."""
+    owner = applied[matrix.tenants["owner"]]
+    athena = client("athena", owner.region)
+    query = athena.start_query_execution(
+        QueryString="SELECT user_id, page_views FROM acme_gold.clickstream_user_sessions", WorkGroup=owner.personal_workgroup,
+        ResultConfiguration={"OutputLocation": f"s3://{owner.lake_bucket}/athena/consumer/"})["QueryExecutionId"]
+    location = athena.get_query_execution(QueryExecutionId=query)["QueryExecution"]["ResultConfiguration"]["OutputLocation"]
+    assert location == f"s3://{owner.lake_bucket}/athena/personal/{query}.csv"
+    key = location.split("/", 3)[3]
+    caller = client("sts").get_caller_identity()["Arn"]
+    builder = RequestBuilder(matrix, applied, admin_arn=principal_arn(caller), admin_caller_arn=caller)
+    cells = {c.id: c for c in matrix.cells}
+    for template in ("consumer-get-personal-results", "consumer-get-personal-results-via-athena"):
+        assert matrix_check.readable(builder, cells[template], [key]) == [], template
+    assert matrix_check.readable(builder, cells["reader-get-results-via-athena"], [key]) == [key]
+    # The cells that say so, as evaluated with every other.
+    by_id = {o.cell.id: o for o in outcomes}
+    assert all(by_id[i].ok for i in ("consumer-get-personal-results", "consumer-get-personal-results-via-athena",
+                                     "reader-get-results-via-athena", "reader-athena-query"))
+    assert cells["reader-athena-query"].key == "personal"
+
+
+DEMO_DATASET, DEMO_RECORDS = "clickstream", "1000"
+
+
+@pytest.fixture(scope="module")
+def demo_lake(matrix, applied, client, aws_env):
+    """What `make demo` does for clickstream, smaller, on the applied owner tenant (s3a, validated, with bad records):
+    ``(owner, every object key of the lake, the user ids of the landing records)``."""
+    import json
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from infra.local.s3a_jars import ensure_jars
+    from tests.conftest import REPO_ROOT, TEST_STATE_DIR
+
+    owner = applied[matrix.tenants["owner"]]
+    env = {**os.environ, **aws_env, "TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR), "SPARK_LOCAL_IP": "127.0.0.1",
+           "TENANTLAKE_SPARK_JARS": ",".join(str(j) for j in ensure_jars())}
+    for args in (["datagen", "--tenant", owner.tenant_id, "--dataset", DEMO_DATASET, "--records", DEMO_RECORDS,
+                  "--bad-rate", "0.02"],
+                 ["run-all", "--tenant", owner.tenant_id, "--dataset", DEMO_DATASET, "--allow-warn"]):
+        done = subprocess.run([sys.executable, "-m", "spark_jobs", *args], cwd=REPO_ROOT, env=env, capture_output=True,
+                              text=True, timeout=1200)
+        assert done.returncode == 0, f"{args[0]}: {done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    s3 = client("s3", owner.region)
+    keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=owner.lake_bucket)
+            for o in page.get("Contents", [])]
+    ids: set[str] = set()
+    for key in keys:
+        if key.startswith(f"landing/{DEMO_DATASET}/"):
+            ids |= set(re.findall(r"user-[0-9]{4}", s3.get_object(Bucket=owner.lake_bucket, Key=key)["Body"].read().decode()))
+    assert len(ids) > 10, json.dumps(sorted(ids))
+    return owner, keys, ids
+
+
+def _holding(s3, bucket: str, keys: list[str], ids: set[str]) -> dict[str, list[str]]:
+    """Key -> the ids its bytes hold: as text, a gzip member decompressed, a Parquet file's values read with pyarrow."""
+    import gzip
+    import io
+
+    import pyarrow.parquet as pq
+
+    found = {}
+    for key in keys:
+        data = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        if data[:4] == b"PAR1":
+            data = str(pq.read_table(io.BytesIO(data)).to_pylist()).encode()
+        hits = sorted(i for i in ids if i.encode() in data)
+        if hits:
+            found[key] = hits
+    return found
+
+
+@pytest.mark.integration
+def test_no_object_the_consumer_may_read_holds_a_user_id_while_the_quarantine_does(matrix, applied, client, demo_lake):
+    """Every object of the lake, judged by the simulator against the consumer's policies read back (directly through
+    the tenant's endpoint, and through Athena): those it may get are read whole, and none holds a clickstream user id
+    of the landing records; the quarantine, which it may not get, does."""
+    owner, keys, ids = demo_lake
+    caller = client("sts").get_caller_identity()["Arn"]
+    builder = RequestBuilder(matrix, applied, admin_arn=principal_arn(caller), admin_caller_arn=caller)
+    cells = {c.id: c for c in matrix.cells}
+    readable = sorted(set(matrix_check.readable(builder, cells["consumer-get-reports"], keys))
+                      | set(matrix_check.readable(builder, cells["consumer-get-own-results"], keys)))
+    assert any(k.startswith(f"reports/silver/{DEMO_DATASET}/") and k.endswith("summary.json") for k in readable)
+    assert not [k for k in readable if not k.startswith(("reports/", "athena/consumer/"))]
+    s3 = client("s3", owner.region)
+    assert _holding(s3, owner.lake_bucket, readable, ids) == {}
+    quarantine = [k for k in keys if k.startswith(f"quarantine/{DEMO_DATASET}/") and k.endswith(".parquet")]
+    assert quarantine and set(quarantine).isdisjoint(readable)
+    assert _holding(s3, owner.lake_bucket, quarantine, ids)
+
+
+@pytest.mark.integration
+def test_each_gold_table_is_in_glue_and_its_column_tags_read_back_from_the_table(matrix, applied, client, demo_lake):
+    """The run registered its silver and gold tables in the emulator's Glue (spark_jobs/io/glue_tables.py) and tagged
+    their columns: GetResourceLFTags of each gold table answers every column's tag."""
+    from spark_jobs import lf_tags
+    from spark_jobs.contract import load_contract
+    from spark_jobs.lake import gold_table_name
+
+    owner, _, _ = demo_lake
+    glue, lf = client("glue", owner.region), client("lakeformation", owner.region)
+    contract = load_contract(DEMO_DATASET)
+    for gold in contract.gold:
+        table = gold_table_name(DEMO_DATASET, gold)
+        glue_table = glue.get_table(DatabaseName=owner.glue_databases["gold"], Name=table)["Table"]
+        assert glue_table["Parameters"]["table_type"] == "ICEBERG"
+        assert glue_table["Parameters"]["metadata_location"].startswith(f"s3://{owner.lake_bucket}/gold/{table}/metadata/")
+        columns = [c["Name"] for c in glue_table["StorageDescriptor"]["Columns"]]
+        assert columns == list(lf_tags.declared_columns(contract, "gold", table)), table
+        answer = lf.get_resource_lf_tags(Resource={"Table": {"DatabaseName": owner.glue_databases["gold"], "Name": table}},
+                                         ShowAssignedLFTags=True)
+        tags = {c["Name"]: c["LFTags"][0]["TagValues"][0] for c in answer["LFTagsOnColumns"]}
+        plan = lf_tags.plan_table(contract, "gold", owner.glue_databases["gold"], table, columns, gold)
+        assert tags == {**{c: "pii" for c in plan.personal}, **{c: "none" for c in plan.not_personal}}, table
+    assert glue.get_table(DatabaseName=owner.glue_databases["silver"], Name=DEMO_DATASET)["Table"]["Parameters"][
+        "table_type"] == "ICEBERG"

@@ -21,8 +21,10 @@ from tests.reliability.test_infra_faults import (_BACKGROUND, FAULT_TENANT, KILL
 
 
 @pytest.fixture(scope="session")
-def killed_apply(emulator):
-    """Start apply-all of both scratch tenants; SIGKILL faultco's terraform after KILL_AFTER_CREATED creations."""
+def killed_apply(emulator, lake_formation_settings):
+    """Start apply-all of both scratch tenants (after the account's Lake Formation settings in their region); SIGKILL
+    faultco's terraform after KILL_AFTER_CREATED creations."""
+    lake_formation_settings(REGION)
     folder = scratch_tenants()
     env = {**os.environ, "TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR)}
     proc = subprocess.Popen(["make", "-s", "apply-all", "PARALLELISM=2", f"TENANTS_DIR={folder}"], cwd=REPO_ROOT,

@@ -79,6 +79,11 @@ CASES = {
                            "3-24 characters, lowercase, matching [a-z][a-z0-9-]*"),
     "overlong EMR namespace": ("longns", {"emr_namespace": f'"{LONG_NAMESPACE}"'},
                                f"tenant 'longns': emr_namespace: '{LONG_NAMESPACE}' is not a Kubernetes namespace name"),
+    "the account's Lake Formation settings, which moved to a platform unit": (
+        "oldlf", {"lake_formation": "{ manage_settings = true }"},
+        "tenant 'oldlf': lake_formation.manage_settings: the account's Lake Formation settings moved to the platform "
+        "unit tenants/_platform/lake-formation-eu-west-1/ (tenants/README.md, \"Lake Formation settings\"), on which "
+        "the tenant depends; remove manage_settings from the tenant's file"),
 }
 
 

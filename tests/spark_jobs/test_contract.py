@@ -274,3 +274,40 @@ def test_a_contract_file_that_is_not_yaml_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("TENANTLAKE_CONTRACTS_DIR", str(tmp_path))
     with pytest.raises(ContractError, match=r"contract 'broken': \(file\): .*broken.yaml is not valid YAML: line 3"):
         load_contract("broken")
+
+
+def test_trigger_and_freshness_say_when_a_dataset_runs_and_how_stale_it_may_get():
+    contract = parse_contract({**MINIMAL, "trigger": {"schedule": {"cron": "cron(0 6 * * ? *)"},
+                                                      "on_arrival": {}},
+                               "freshness": {"max_minutes_since_publish": 90}})
+    assert (contract.trigger.schedule.timezone, contract.trigger.schedule.flexible_window_minutes) == ("UTC", 0)
+    assert contract.trigger.on_arrival.debounce_minutes == 10
+    assert contract.freshness.max_minutes_since_publish == 90
+    assert parse_contract(MINIMAL).trigger is None and parse_contract(MINIMAL).freshness is None
+    # When a dataset runs is no change of its tables' contract: the version stays.
+    assert contract.version == parse_contract(MINIMAL).version
+    for dataset in ("iot", "clickstream", "inventory"):
+        assert load_contract(dataset).trigger and load_contract(dataset).freshness
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"trigger": {}}, "contract 'mini': trigger: names no trigger: give schedule, on_arrival or both"),
+    ({"trigger": {"on_arrival": {"debounce_minutes": 7}}},
+     "contract 'mini': trigger.on_arrival.debounce_minutes: must be a divisor of 60 (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, "
+     "30, 60), got 7"),
+    ({"trigger": {"schedule": {"cron": "every day"}}},
+     "contract 'mini': trigger.schedule.cron: must be cron(...) or rate(...), got 'every day'"),
+    ({"trigger": {"schedule": {"cron": "rate(1 hour)", "timezone": "Europe Dublin"}}},
+     "contract 'mini': trigger.schedule.timezone: must be an IANA time zone name like UTC or Europe/Dublin, "
+     "got 'Europe Dublin'"),
+    ({"trigger": {"on_arival": {}}},
+     "contract 'mini': trigger.on_arival: is not a trigger (schedule, on_arrival) (did you mean `on_arrival`? "
+     "known: schedule, on_arrival)"),
+    ({"freshness": {"max_minutes_since_publish": 20000}},
+     "contract 'mini': freshness.max_minutes_since_publish: must be a whole number of minutes from 5 to 10080, "
+     "got 20000"),
+])
+def test_trigger_and_freshness_errors_are_one_line(change, message):
+    with pytest.raises(ContractError) as info:
+        parse_contract({**MINIMAL, **change})
+    assert str(info.value) == message

@@ -173,3 +173,65 @@ def test_a_run_tags_the_tables_it_created_and_sync_tags_tags_an_evolved_column(s
     assert f"would tag 3 table(s): 24 column(s) {key}=none, 5 {key}=pii" in out
     assert f"tagged 3 table(s): 24 column(s) {key}=none, 5 {key}=pii" in out
     assert _column_tags(lf, "acme_silver", "clickstream", ["referrer"]) == {"referrer": "pii"}
+
+    # Reclassification (issue 52): the contract now calls `event` personal. Before the silver commit that writes it,
+    # the column is tagged pii (closed); nothing is opened before a commit, and a new column would have no tag yet.
+    folder = tmp_path / "contracts"
+    folder.mkdir()
+    reclassified = yaml.safe_load((Path(lf_tags.__file__).parent / "contracts" / "clickstream.yaml").read_text())
+    reclassified["personal_data"] = [*reclassified["personal_data"], "event"]
+    reclassified["schema"].append({"name": "referrer", "type": "string"})  # the column evolution added above
+    (folder / "clickstream.yaml").write_text(yaml.safe_dump(reclassified, sort_keys=False))
+    monkeypatch.setenv("TENANTLAKE_CONTRACTS_DIR", str(folder))
+    at_commit: list[dict[str, str]] = []
+    publish = tables.publish
+
+    def publish_and_record(*args, **kwargs):  # the real commit, with the tags as they stand when it starts
+        at_commit.append(_column_tags(lf, "acme_silver", "clickstream", ["event", "site_id"]))
+        return publish(*args, **kwargs)
+
+    monkeypatch.setattr(tables, "publish", publish_and_record)
+    assert cli.main(["run", "--dataset", "clickstream", "--layer", "silver", *lake_args]) == 0
+    assert at_commit == [{"event": "pii", "site_id": "none"}]
+    err = capsys.readouterr().err
+    assert f"lf-tags silver clickstream before the commit: 1 table(s): 0 column(s) {key}=none, 3 {key}=pii" in err
+    assert _column_tags(lf, "acme_silver", "clickstream", ["event"]) == {"event": "pii"}
+
+
+def test_before_a_commit_only_personal_columns_are_tagged():
+    """A new column is closed by default: the pre-commit step tags nothing none (it only closes)."""
+    contract = load_contract("clickstream")
+    plans = lf_tags.plan_dataset(contract, GLUE, lambda layer, table: [*lf_tags.declared_columns(contract, layer, table),
+                                                                         "added_by_evolution"])
+    closing = lf_tags.personal_only(plans)
+    assert closing and all(not p.not_personal and p.personal for p in closing)
+    assert {c for p in closing for c in p.personal} >= {"user_id", "url", "session_id", "added_by_evolution"}
+
+
+@pytest.mark.integration
+def test_a_run_refuses_a_database_that_hands_new_tables_to_iam_allowed_principals(lf_env, aws_env, boto_session,
+                                                                                    tmp_path, capsys):
+    """Where the account kept IAM_ALLOWED_PRINCIPALS in its defaults when the tenant's databases were created, AWS
+    copied it into each database's CreateTableDefaultPermissions (the emulator does too; here the database is given
+    them, whatever the session's account settings are by now): every table a run would create there is IAM's alone. The run refuses in one line naming the fix, before Spark."""
+    _, key = lf_env
+    glue = boto_session("glue")
+    suffix = uuid.uuid4().hex[:8]
+    open_db, closed_db = f"open_{suffix}", f"closed_{suffix}"
+    glue.create_database(DatabaseInput={"Name": closed_db, "CreateTableDefaultPermissions": []})
+    glue.create_database(DatabaseInput={"Name": open_db, "CreateTableDefaultPermissions": [{
+        "Principal": {"DataLakePrincipalIdentifier": "IAM_ALLOWED_PRINCIPALS"}, "Permissions": ["ALL"]}]})
+    lake_args = ["--lake-uri", str(tmp_path / "lake"), "--glue-databases", f"silver={closed_db},gold={open_db}",
+                 "--lf-classification-tag", key, "--s3-endpoint", aws_env["AWS_ENDPOINT_URL"],
+                 "--ca-bundle", aws_env["AWS_CA_BUNDLE"]]
+    assert cli.main(["run-all", "--dataset", "iot", *lake_args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: Glue database {open_db} gives every table created in it to IAM_ALLOWED_PRINCIPALS "
+                          "(CreateTableDefaultPermissions), so Lake Formation's tags and grants would decide nothing")
+    assert "nothing was run" in err and "make apply UNIT=_platform/lake-formation-eu-west-1" in err and "\n" not in err
+    assert not (tmp_path / "lake").exists()  # nothing written, not even a lease
+    glue.update_database(Name=open_db, DatabaseInput={"Name": open_db, "CreateTableDefaultPermissions": []})
+    lf_tags.check_default_permissions(LakeConfig(lake_uri=str(tmp_path / "lake"), lf_classification_tag=key,
+                                                 glue_databases=(("gold", open_db), ("silver", closed_db)),
+                                                 s3_endpoint=aws_env["AWS_ENDPOINT_URL"],
+                                                 ca_bundle=aws_env["AWS_CA_BUNDLE"]))  # the fix: the run may start

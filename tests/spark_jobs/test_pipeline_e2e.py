@@ -38,6 +38,7 @@ DATASETS = {  # dataset -> datagen options: small, but every bad kind appears
     "inventory": ["--records", "600", "--sources", "4", "--batch-size", "20", "--interval", "21600"],
 }
 BAD_RATE, LATE_RATE = "0.02", "0.02"
+METRIC_NAMESPACE = "tenantlake/e2e"
 
 
 def _client(aws_env, service):
@@ -110,6 +111,8 @@ def pipeline(emulator, aws_env, tmp_path_factory):
     lake_json.write_text(json.dumps({
         "tenant_id": TENANT, "region": REGION, "lake_bucket_name": BUCKET, "kms_key_arn": key_arn,
         "s3_endpoint": emulator.endpoint, "ca_bundle": emulator.ca_bundle, "truststore": emulator.truststore,
+        # As a tenant with orchestration: each publish puts its metric in this namespace (spark_jobs/signals.py).
+        "orchestration": {"metric_namespace": METRIC_NAMESPACE, "event_source": "tenantlake.e2e"},
     }))
     env = {**os.environ, **aws_env, "TENANTLAKE_STATE_DIR": str(state_dir), "SPARK_LOCAL_IP": "127.0.0.1",
            "TENANTLAKE_SPARK_JARS": ",".join(str(j) for j in ensure_jars())}
@@ -131,6 +134,7 @@ def pipeline(emulator, aws_env, tmp_path_factory):
     second = _cli({**env, "TENANTLAKE_VALIDATION": "off"}, "run-all", "--tenant", TENANT, "--dataset", "clickstream",
                   "--dataset", "inventory", "--full", timeout=1500)
     integrity["counts"] = _cli(env, "counts", "--tenant", TENANT, "--dataset", "iot", "--json")
+    integrity["status"] = _cli(env, "status", "--tenant", TENANT, "--json")
     after_second = _download(s3, "", work / "run2")
     yield {"s3": s3, "truth": truth, "first": first, "second": second, "run1": after_first, "run2": after_second,
            "bronze_objects_first": objects_first, "key_arn": key_arn, "query": queried, "env": env,
@@ -169,6 +173,28 @@ def _landing_integrity(s3, env, key_arn) -> dict:
     return {"refused_datagen": refused, "overwritten": overwritten, "same": same,
             "first": subprocess.CompletedProcess(command, first.returncode, out, err), "second": second,
             "second_seconds": second_seconds}
+
+
+def test_every_publish_put_its_metric_and_status_reads_them_back(pipeline, aws_env):
+    """Issue 54: after each publish the job put LayerPublished (dimensions Dataset, Layer) in the lake's namespace,
+    one per manifest that says published; ``status`` lists each dataset's last run and its silver freshness."""
+    s3, cloudwatch = pipeline["s3"], _client(aws_env, "cloudwatch")
+    now = dt.datetime.now(dt.timezone.utc)
+    for dataset in DATASETS:
+        for layer in ("bronze", "silver", "gold"):
+            published = sum(1 for m in _manifests(s3, layer, dataset) if m["published"])
+            points = cloudwatch.get_metric_statistics(
+                Namespace=METRIC_NAMESPACE, MetricName="LayerPublished", StartTime=now - dt.timedelta(hours=3),
+                EndTime=now + dt.timedelta(minutes=1), Period=3 * 3600, Statistics=["Sum"],
+                Dimensions=[{"Name": "Dataset", "Value": dataset}, {"Name": "Layer", "Value": layer}])["Datapoints"]
+            assert published >= 1 and sum(p["Sum"] for p in points) == published, (dataset, layer)
+    for run in (pipeline["first"], pipeline["second"]):
+        assert "[signals] warning" not in run.stderr
+    rows = {row["dataset"]: row for row in json.loads(pipeline["integrity"]["status"].stdout)}
+    assert set(rows) == set(DATASETS)
+    for row in rows.values():
+        assert (row["result"], row["last_layer"], row["freshness"]) == ("succeeded", "gold", "fresh"), row
+        assert row["cloudwatch_publishes"] >= 1 and row["target_minutes"]
 
 
 def test_run_all_prints_progress_and_the_counts_table(pipeline):

@@ -163,22 +163,21 @@ def test_glue_database_names_are_glue_identifiers_and_one_to_one():
 # ---- Lake Formation (issue 44) ---------------------------------------------------------------------
 def test_lake_formation_defaults_and_names():
     cfg = model.from_inputs(GOOD)
-    assert cfg.effective_lake_formation == {"manage_settings": False, "personal_data_reader_arns": []}
+    assert cfg.effective_lake_formation == {"personal_data_reader_arns": []}
     assert cfg.name("lf_tag_classification") == "acme-classification" and cfg.name("lf_tag_layer") == "acme-layer"
     assert cfg.name("lake_formation_role") == "acme-lakeformation-access"
     assert model.LF_CLASSIFICATION_VALUES == ("pii", "none") and model.LF_CONSUMER_LAYERS == ("gold",)
     reader = "arn:aws:iam::123456789012:role/privacy-officer"
-    cfg = model.from_inputs({**GOOD, "lake_formation": {"manage_settings": True, "personal_data_reader_arns": [reader]}})
-    assert cfg.effective_lake_formation == {"manage_settings": True, "personal_data_reader_arns": [reader]}
+    cfg = model.from_inputs({**GOOD, "lake_formation": {"personal_data_reader_arns": [reader]}})
+    assert cfg.effective_lake_formation == {"personal_data_reader_arns": [reader]}
 
 
-RULE = ("keys must be among manage_settings, personal_data_reader_arns; manage_settings a bool, personal_data_reader_arns "
+RULE = ("keys must be among personal_data_reader_arns; personal_data_reader_arns "
         "IAM role or user ARNs like arn:aws:iam::123456789012:role/privacy-officer, each once")
 
 
 @pytest.mark.parametrize("lake_formation,prefix", [
     ({"manage": True}, "'manage': "),
-    ({"manage_settings": "yes"}, ""),
     ({"personal_data_reader_arns": ["arn:aws:sts::123456789012:assumed-role/x/y"]}, ""),
     ({"personal_data_reader_arns": ["arn:aws:iam::123456789012:role/x", "arn:aws:iam::123456789012:role/x"]}, ""),
     ({"personal_data_reader_arns": "arn:aws:iam::123456789012:role/x"}, ""),
@@ -192,16 +191,36 @@ def test_lake_formation_must_be_a_map():
     assert str(_error(lake_formation=True)) == "tenant 'acme': lake_formation: must be a map"
 
 
-def test_one_tenant_per_account_and_region_manages_the_lake_formation_settings():
-    def tenant(tenant_id, region="eu-west-1", manage=True, account_id="123456789012"):
-        return model.from_inputs({**GOOD, "tenant_id": tenant_id, "region": region, "account_id": account_id,
-                                  "lake_formation": {"manage_settings": manage}})
+@pytest.mark.parametrize("manage", [True, False])
+def test_a_tenant_that_still_sets_manage_settings_is_told_where_the_settings_went(manage):
+    """The account's Lake Formation settings moved to a platform unit (issue 52): the old key, true or false, is
+    refused in one line naming the unit of the tenant's region, not ignored."""
+    error = _error(lake_formation={"manage_settings": manage})
+    assert str(error) == (
+        "tenant 'acme': lake_formation.manage_settings: the account's Lake Formation settings moved to the platform "
+        "unit tenants/_platform/lake-formation-eu-west-1/ (tenants/README.md, \"Lake Formation settings\"), on which "
+        "the tenant depends; remove manage_settings from the tenant's file")
 
-    model.check_unique([tenant("acme"), tenant("globex", manage=False), tenant("initech", region="eu-central-1"),
-                        tenant("hooli", account_id="210987654321")])
-    with pytest.raises(model.TenantConfigError) as err:
-        model.check_unique([tenant("globex"), tenant("acme"), tenant("initech", region="eu-central-1")])
-    assert str(err.value) == (
-        "tenant 'globex': lake_formation: manage_settings is true for acme and globex in account 123456789012, "
-        "region eu-west-1: Lake Formation's settings are one per account and region; set lake_formation = "
-        "{ manage_settings = false } on all of them but one")
+
+def test_orchestration_is_off_by_default_and_subscriptions_are_checked():
+    assert model.from_inputs(GOOD).effective_orchestration == {"enabled": False, "alert_subscriptions": []}
+    on = model.from_inputs({**GOOD, "orchestration": {"enabled": True, "alert_subscriptions": [
+        {"protocol": "email", "endpoint": "oncall@example.com"}, {"protocol": "sqs", "endpoint": "arn:aws:sqs:x"}]}})
+    assert on.effective_orchestration["enabled"] is True
+    rule = model.RULE_TEXTS["orchestration"].format(orchestration_keys="enabled, alert_subscriptions",
+                                                    protocols=", ".join(model.ALERT_PROTOCOLS))
+    for bad, prefix in (({"on": True}, "'on': "), ({"enabled": "yes"}, ""),
+                        ({"alert_subscriptions": [{"protocol": "pager", "endpoint": "x"}]}, ""),
+                        ({"alert_subscriptions": [{"protocol": "email", "endpoint": " "}]}, ""),
+                        ({"alert_subscriptions": [{"protocol": "email"}]}, "")):
+        assert str(_error(orchestration=bad)) == f"tenant 'acme': orchestration: {prefix}{rule}"
+    assert str(_error(orchestration=True)) == "tenant 'acme': orchestration: must be a map"
+
+
+def test_per_dataset_names_of_the_longest_tenant_and_packaged_datasets_fit_eventbridge():
+    from spark_jobs.contract import packaged_contracts
+
+    for contract in packaged_contracts():
+        for kind in model.PIPELINE_NAME_TEMPLATES:
+            assert len(model.pipeline_name(kind, contract.dataset, tenant_id="t" * 24)) <= model.MAX_RULE_NAME
+    assert model.pipeline_name("arrival_rule", "iot", tenant_id="acme") == "acme-iot-arrival"

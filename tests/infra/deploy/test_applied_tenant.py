@@ -99,7 +99,9 @@ def test_make_deploy_jobs_on_the_applied_tenant(applied_tenant, emulator, boto_s
                                                                           sorted(lake["glue_database_names"].items())),
                                              "--data-classification", ",".join(sorted(lake["data_classification"])),
                                              # the run tags its tables' columns for Lake Formation (issue 44)
-                                             "--lf-classification-tag", lake["lake_formation"]["classification_tag"]]
+                                             "--lf-classification-tag", lake["lake_formation"]["classification_tag"],
+                                             # acme's orchestration (issue 54): its runs put metrics and emit events
+                                             "--metric-namespace", "tenantlake/acme", "--event-source", "tenantlake.acme"]
     assert driver["sparkSubmitParameters"].startswith(f"--py-files {prefix}spark_jobs.zip ")
     monitoring = run["configurationOverrides"]["monitoringConfiguration"]
     assert monitoring["cloudWatchMonitoringConfiguration"]["logGroupName"] == lake["log_group_name"]

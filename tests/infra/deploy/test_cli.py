@@ -27,8 +27,12 @@ def make_deploy(emu, tmp_path, *args: str, tenant: str = "acme") -> shell.ShellR
                       env={**emu.env(), "TENANTLAKE_STATE_DIR": str(tmp_path / "state")})
 
 
-def _artifact_keys(emu, bucket: str) -> list[str]:
-    return [o["Key"] for o in emu.client("s3").list_objects_v2(Bucket=bucket, Prefix="artifacts/").get("Contents", [])]
+ORCHESTRATION = {"enabled": True, "metric_namespace": "tenantlake/acme", "event_source": "tenantlake.acme",
+                 "state_machine_arn": "arn:aws:states:eu-west-1:123456789012:stateMachine:acme-lake-pipeline"}
+
+
+def _artifact_keys(emu, bucket: str, prefix: str = "artifacts/") -> list[str]:
+    return [o["Key"] for o in emu.client("s3").list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", [])]
 
 
 def _validate(requests: list[dict], tenant_outputs: dict) -> None:
@@ -72,9 +76,15 @@ def test_per_layer_dry_run_selects_layers(driven_emulator, tmp_path, outputs_fil
 @pytest.mark.parametrize("mode", ["pipeline", "per-layer"])
 def test_deploy_uploads_submits_in_order_and_a_rerun_changes_nothing(driven_emulator, tmp_path, outputs_file,
                                                                      tenant_outputs, job_driver, job_deps_archive, mode):
-    version = build_artifact(tmp_path / "expected").version
-    args = ("--outputs-file", str(outputs_file), "--datasets", "iot", "--date", DATE, "--poll-seconds", "0.1",
-            *(("--per-layer",) if mode == "per-layer" else ()))
+    built = build_artifact(tmp_path / "expected")
+    version = built.version
+    # The per-layer deploy as on a tenant with orchestration (issue 54): its runs carry the tenant's metric namespace
+    # and event source, and once every run completed it publishes the code for the tenant's state machine.
+    orchestrated = mode == "per-layer"
+    outputs = tmp_path / "orchestrated-outputs.json"
+    outputs.write_text(json.dumps({**tenant_outputs, "orchestration": ORCHESTRATION}))
+    args = ("--outputs-file", str(outputs if orchestrated else outputs_file), "--datasets", "iot", "--date", DATE,
+            "--poll-seconds", "0.1", *(("--per-layer",) if mode == "per-layer" else ()))
     with job_driver() as driver:
         result = make_deploy(driven_emulator, tmp_path, *args)
     assert result.returncode == 0, result.stderr
@@ -82,8 +92,14 @@ def test_deploy_uploads_submits_in_order_and_a_rerun_changes_nothing(driven_emul
     bucket = tenant_outputs["lake_bucket_name"]
     s3 = driven_emulator.client("s3")
     zip_key = f"artifacts/spark_jobs/{version}/spark_jobs.zip"
+    published = [f"artifacts/pipeline/current/{name}" for name in
+                 ("entrypoint.py", "job_deps.tar.gz", "manifest.json", "spark_jobs.zip")] if orchestrated else []
     assert sorted(_artifact_keys(driven_emulator, bucket)) == sorted(
-        [f"artifacts/spark_jobs/{version}/entrypoint.py", zip_key, job_deps_archive.key])
+        [f"artifacts/spark_jobs/{version}/entrypoint.py", zip_key, job_deps_archive.key, *published])
+    if orchestrated:
+        head = s3.head_object(Bucket=bucket, Key="artifacts/pipeline/current/spark_jobs.zip")
+        assert head["Metadata"]["sha256"] == built.sha256 and head["SSEKMSKeyId"] == tenant_outputs["kms_key_arn"]
+        assert f"published code version {version} for the tenant's state machine" in result.stderr
     for key in (zip_key, job_deps_archive.key):
         head = s3.head_object(Bucket=bucket, Key=key)
         assert (head["ServerSideEncryption"], head["SSEKMSKeyId"]) == ("aws:kms", tenant_outputs["kms_key_arn"])
@@ -102,9 +118,10 @@ def test_deploy_uploads_submits_in_order_and_a_rerun_changes_nothing(driven_emul
         assert driver_spec["entryPoint"] == f"s3://{bucket}/artifacts/spark_jobs/{version}/entrypoint.py"
         command = ["run-all", "--dataset", "iot"] if layer == "pipeline" else ["run", "--dataset", "iot", "--layer", layer]
         date_args = [] if layer == "bronze" else ["--date", DATE]
+        signals = ["--metric-namespace", "tenantlake/acme", "--event-source", "tenantlake.acme"] if orchestrated else []
         assert driver_spec["entryPointArguments"] == [*command, *date_args, "--lake-uri", f"s3://{bucket}",
                                                       "--kms-key-arn", tenant_outputs["kms_key_arn"], "--region", "eu-west-1",
-                                                      "--glue-databases", "gold=acme_gold,silver=acme_silver"]
+                                                      "--glue-databases", "gold=acme_gold,silver=acme_silver", *signals]
         params = driver_spec["sparkSubmitParameters"]
         assert (f"--py-files s3://{bucket}/{zip_key} --jars local:///usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar "
                 f"--archives s3://{bucket}/{job_deps_archive.key}#deps ") in params
@@ -123,6 +140,8 @@ def test_deploy_uploads_submits_in_order_and_a_rerun_changes_nothing(driven_emul
         again = make_deploy(driven_emulator, tmp_path, *args)
     assert again.returncode == 0, again.stderr
     assert "unchanged, not uploaded again" in again.stderr and "uploaded artifacts/" not in again.stderr
+    if orchestrated:
+        assert f"state machine artifact unchanged (code version {version}): nothing published" in again.stderr
     assert {key: s3.head_object(Bucket=bucket, Key=key)["ETag"] for key in etags} == etags
     assert driver.created == [] and again.stderr.count("already COMPLETED") == len(layers)
 
@@ -155,10 +174,14 @@ def test_a_failing_pipeline_run_names_the_layer_that_failed(driven_emulator, tmp
             return "FAILED", "USER_ERROR", "Job failed"
         return "COMPLETED", "", ""
 
+    # A tenant with orchestration (issue 54): a deploy that did not complete publishes nothing for its state machine.
+    outputs = tmp_path / "orchestrated-outputs.json"
+    outputs.write_text(json.dumps({**tenant_outputs, "orchestration": ORCHESTRATION}))
     with job_driver(silver_fails_inside_the_pipeline) as driver:
-        result = make_deploy(driven_emulator, tmp_path, "--outputs-file", str(outputs_file), "--datasets",
+        result = make_deploy(driven_emulator, tmp_path, "--outputs-file", str(outputs), "--datasets",
                              "iot,clickstream", "--date", DATE, "--poll-seconds", "0.1")
     assert result.returncode != 0 and "deploy-jobs] Error 1" in result.stderr
+    assert _artifact_keys(driven_emulator, bucket, "artifacts/pipeline/") == []
     (run_id,) = [c["id"] for c in driver.created]
     assert f"[1/2] iot/silver: FAILED in pipeline run {run_id}, bronze succeeded: silver failed" in result.stderr
     error_line = next(line for line in result.stderr.splitlines() if line.startswith("error: "))
@@ -382,3 +405,4 @@ def test_refused_maintenance_deploys_upload_and_submit_nothing(driven_emulator, 
     assert len(error_lines) == 1 and f"{flag} does not apply to a maintenance run" in error_lines[0], result.stderr
     assert _artifact_keys(driven_emulator, tenant_outputs["lake_bucket_name"]) == []
     assert driven_emulator.backend().job_runs == {}
+

@@ -1,6 +1,7 @@
 """The StartJobRun request: exact fields, valid for the service model the AWS CLI also uses, deterministic."""
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import shlex
@@ -447,3 +448,46 @@ def test_the_scheduled_request_is_the_deploys_but_for_name_token_and_tags():
     assert request_from_universal_input(universal) == scheduled
     with pytest.raises(DeployError, match="has no parameter 'Bogus'"):
         request_from_universal_input({**universal, "Bogus": 1})
+
+
+def test_the_state_machines_request_is_the_per_layer_deploys_from_the_stable_pipeline_artifact():
+    """What the tenant's state machine sends for one layer (modules/pipeline_state_machine.py) is what
+    ``deploy-jobs --per-layer`` sends for it, from ``artifacts/pipeline/current/``: only the name, the tags, the
+    token (filled in per call) and the contract's checksum (whatever the published zip holds) differ."""
+    from infra.deploy.request import (
+        PIPELINE, PIPELINE_PREFIX, RunSpec, automation_request, request_from_universal_input, stable_location,
+        stable_options, universal_target_input,
+    )
+
+    target = dataclasses.replace(TARGET, metric_namespace="tenantlake/acme", event_source="tenantlake.acme")
+    options = RequestOptions(python="/usr/bin/python3.11")
+    for layer in ("bronze", "silver", "gold"):
+        automated = automation_request(target, "iot", layer, options)
+        deployed = build_request(target, stable_location(PIPELINE, target.bucket, "0123456789ab"),
+                                 RunSpec("iot", layer, datetime.date(2024, 5, 1)), "f" * 64,
+                                 stable_options(PIPELINE, options, target.bucket))
+        assert {k for k in deployed if deployed[k] != automated.get(k)} == {"name", "clientToken", "tags", "jobDriver"}
+        assert automated["name"] == f"acme-iot-{layer}-auto" and "clientToken" not in automated
+        assert automated["tags"] == {"tenant": "acme", "dataset": "iot", "layer": layer, "code_version": "current",
+                                     "trigger": "state-machine"}
+        driver = automated["jobDriver"]["sparkSubmitJobDriver"]
+        assert driver["entryPoint"] == f"s3://acme-eu-west-1-lake/{PIPELINE_PREFIX}/entrypoint.py"
+        assert driver["entryPointArguments"] == deployed["jobDriver"]["sparkSubmitJobDriver"]["entryPointArguments"]
+        assert driver["entryPointArguments"][-4:] == ["--metric-namespace", "tenantlake/acme", "--event-source",
+                                                      "tenantlake.acme"]
+        assert "spark.tenantlake.contract.sha256" not in driver["sparkSubmitParameters"]
+        assert f"--archives s3://acme-eu-west-1-lake/{PIPELINE_PREFIX}/job_deps.tar.gz#deps" in driver["sparkSubmitParameters"]
+        assert request_from_universal_input(universal_target_input(automated)) == automated
+
+
+def test_signals_reach_pipeline_runs_only_of_a_tenant_with_orchestration():
+    from infra.deploy.request import RunSpec, entrypoint_arguments, erase_spec, maintenance_spec
+
+    day = datetime.date(2024, 5, 1)
+    assert "--metric-namespace" not in entrypoint_arguments(TARGET, RunSpec("iot", "pipeline", day))
+    target = dataclasses.replace(TARGET, metric_namespace="tenantlake/acme", event_source="tenantlake.acme",
+                                 erasure_role_arn="arn:aws:iam::123456789012:role/acme-emr-erasure")
+    assert entrypoint_arguments(target, RunSpec("iot", "pipeline", day))[-4:] == [
+        "--metric-namespace", "tenantlake/acme", "--event-source", "tenantlake.acme"]
+    for spec in (maintenance_spec([], day), erase_spec(target, [], day, "req")):
+        assert "--metric-namespace" not in entrypoint_arguments(target, spec)

@@ -520,3 +520,208 @@ def test_stock_moto_lake_formation_differs_where_corrected():
         assert [t["TagKey"] for t in lf.get_resource_lf_tags(Resource=database)["LFTagOnDatabase"]] == ["c"]
         with pytest.raises(KeyError):  # in the server: HTTP 500
             lf.get_resource_lf_tags(Resource={"Table": {"DatabaseName": "d", "Name": "never-tagged"}})
+
+
+# ---- Step Functions and EventBridge (issue 54: the tenant's orchestration) ------------------------------------
+def _wait(sfn, execution_arn: str, timeout: float = 30.0) -> dict:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while (described := sfn.describe_execution(executionArn=execution_arn))["status"] == "RUNNING":
+        assert time.monotonic() < deadline, f"{execution_arn} still RUNNING"
+        time.sleep(0.2)
+    return described
+
+
+def test_state_machines_run_their_integrations_over_tls_with_the_apis_member_names(boto_session):
+    """The interpreter is on from the start, its service calls reach this server over TLS, ``Parameters`` are mapped
+    onto the API's members (``states:startExecution`` takes ``StateMachineArn``), and an answer holding a timestamp
+    (``StartDate``) becomes the state's output."""
+    import json
+
+    sfn, sqs, sns, iam = (boto_session(s, REGION) for s in ("stepfunctions", "sqs", "sns", "iam"))
+    role = iam.create_role(RoleName=f"sfn-{uuid.uuid4().hex[:8]}", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    topic = sns.create_topic(Name=f"t-{uuid.uuid4().hex[:8]}")["TopicArn"]
+    queue = sqs.create_queue(QueueName=f"q-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn, Attributes={"RawMessageDelivery": "true"})
+    child = sfn.create_state_machine(name=f"child-{uuid.uuid4().hex[:8]}", roleArn=role, definition=json.dumps(
+        {"StartAt": "P", "States": {"P": {"Type": "Task", "Resource": "arn:aws:states:::sns:publish", "End": True,
+                                          "Parameters": {"TopicArn": topic, "Message.$": "$.say"}}}}))["stateMachineArn"]
+    parent = sfn.create_state_machine(name=f"parent-{uuid.uuid4().hex[:8]}", roleArn=role, definition=json.dumps(
+        {"StartAt": "S", "States": {"S": {"Type": "Task", "Resource": "arn:aws:states:::states:startExecution",
+                                          "Parameters": {"StateMachineArn": child, "Name": "the-child",
+                                                         "Input": {"say": "hello"}}, "End": True}}}))["stateMachineArn"]
+    done = _wait(sfn, sfn.start_execution(stateMachineArn=parent, name="p")["executionArn"])
+    assert done["status"] == "SUCCEEDED", done
+    output = json.loads(done["output"])
+    assert output["ExecutionArn"].endswith(":the-child") and output["StartDate"][:4].isdigit()
+    assert _wait(sfn, output["ExecutionArn"])["status"] == "SUCCEEDED"
+    assert [m["Body"] for m in sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=2)["Messages"]] == ["hello"]
+
+
+def test_stock_moto_sends_task_parameters_as_written():
+    """Why the parameters are mapped: stock moto 5.2.5 calls Step Functions' own API with ``StateMachineArn`` and
+    fails the state (``States.Runtime``). If this fails, moto maps them itself and the correction can go."""
+    import json
+
+    from moto import mock_aws
+
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        role = boto3.client("iam", region_name=REGION).create_role(RoleName="r", AssumeRolePolicyDocument="{}")
+        machine = sfn.create_state_machine(name="m", roleArn=role["Role"]["Arn"], definition=json.dumps(
+            {"StartAt": "S", "States": {"S": {"Type": "Task", "Resource": "arn:aws:states:::states:startExecution",
+                                              "Parameters": {"StateMachineArn.$": "$$.StateMachine.Id", "Name": "x"},
+                                              "End": True}}}))["stateMachineArn"]
+        done = _wait(sfn, sfn.start_execution(stateMachineArn=machine, name="e")["executionArn"])
+        assert (done["status"], done.get("error")) == ("FAILED", "States.Runtime")
+
+
+def test_a_definition_is_validated_with_the_interpreters_parser_and_versions_are_listed(boto_session):
+    import json
+
+    sfn = boto_session("stepfunctions", REGION)
+    good = json.dumps({"StartAt": "A", "States": {"A": {"Type": "Pass", "End": True}}})
+    assert sfn.validate_state_machine_definition(definition=good)["result"] == "OK"
+    bad = sfn.validate_state_machine_definition(definition=json.dumps({"StartAt": "A", "States": {"A": {"Type": "Nope"}}}))
+    assert bad["result"] == "FAIL" and bad["diagnostics"][0]["severity"] == "ERROR"
+    role = boto_session("iam", REGION).create_role(RoleName=f"v-{uuid.uuid4().hex[:8]}", AssumeRolePolicyDocument="{}")
+    machine = sfn.create_state_machine(name=f"v-{uuid.uuid4().hex[:8]}", definition=good, roleArn=role["Role"]["Arn"],
+                                       publish=True)
+    [version] = sfn.list_state_machine_versions(stateMachineArn=machine["stateMachineArn"])["stateMachineVersions"]
+    assert version["stateMachineVersionArn"] == machine["stateMachineArn"] + ":1"
+
+
+def test_stock_moto_does_not_implement_validation_or_versions():
+    """Why the two are implemented: the AWS provider calls both for every state machine, and retried their HTTP 500."""
+    from moto import mock_aws
+
+    with mock_aws():
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        with pytest.raises(NotImplementedError, match="validate_state_machine_definition"):
+            sfn.validate_state_machine_definition(definition="{}")
+
+
+def test_an_input_transformer_inserts_a_list_of_objects_as_json(boto_session):
+    import json
+
+    events, sqs = boto_session("events", REGION), boto_session("sqs", REGION)
+    url = sqs.create_queue(QueueName=f"lists-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    rule = f"lists-{uuid.uuid4().hex[:8]}"
+    events.put_rule(Name=rule, EventPattern=json.dumps({"source": ["lists.test"]}))
+    events.put_targets(Rule=rule, Targets=[{"Id": "q", "Arn": arn, "InputTransformer": {
+        "InputPathsMap": {"rules": "$.detail.rules"}, "InputTemplate": '{"rules": <rules>}'}}])
+    rules = [{"name": "a", "failed_rows": 3}, {"name": "b", "failed_rows": 1}]
+    events.put_events(Entries=[{"Source": "lists.test", "DetailType": "t", "Detail": json.dumps({"rules": rules})}])
+    [message] = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=2)["Messages"]
+    assert json.loads(message["Body"]) == {"rules": rules}
+
+
+def test_stock_moto_writes_each_object_of_a_list_as_a_quoted_string():
+    """Why lists are corrected. If this fails, moto inserts them as AWS does and the correction can go."""
+    import json
+
+    from moto import mock_aws
+
+    with mock_aws():
+        events, sqs = boto3.client("events", region_name=REGION), boto3.client("sqs", region_name=REGION)
+        url = sqs.create_queue(QueueName="q")["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        events.put_rule(Name="r", EventPattern=json.dumps({"source": ["lists.test"]}))
+        events.put_targets(Rule="r", Targets=[{"Id": "q", "Arn": arn, "InputTransformer": {
+            "InputPathsMap": {"rules": "$.detail.rules"}, "InputTemplate": '{"rules": <rules>}'}}])
+        events.put_events(Entries=[{"Source": "lists.test", "DetailType": "t",
+                                    "Detail": json.dumps({"rules": [{"name": "a"}]})}])
+        [message] = sqs.receive_message(QueueUrl=url)["Messages"]
+        assert json.loads(message["Body"]) == {"rules": ['{"name": "a"}']}
+
+
+def test_the_tags_of_a_table_answer_its_glue_columns_tags_as_on_aws(boto_session):
+    lf, glue = boto_session("lakeformation", LF_REGION), boto_session("glue", LF_REGION)
+    cls_key, _ = _lf_tags(lf)
+    database = f"db_{uuid.uuid4().hex[:8]}"
+    glue.create_database(DatabaseInput={"Name": database})
+    glue.create_table(DatabaseName=database, TableInput={"Name": "t", "StorageDescriptor": {
+        "Columns": [{"Name": "user_id", "Type": "string"}, {"Name": "n", "Type": "bigint"},
+                    {"Name": "untagged", "Type": "string"}]}})
+    for column, value in (("user_id", "pii"), ("n", "none")):
+        lf.add_lf_tags_to_resource(Resource={"TableWithColumns": {"DatabaseName": database, "Name": "t",
+                                                                  "ColumnNames": [column]}},
+                                   LFTags=[{"TagKey": cls_key, "TagValues": [value]}])
+    tags = lf.get_resource_lf_tags(Resource={"Table": {"DatabaseName": database, "Name": "t"}}, ShowAssignedLFTags=True)
+    assert {c["Name"]: c["LFTags"][0]["TagValues"] for c in tags["LFTagsOnColumns"]} == {"user_id": ["pii"], "n": ["none"]}
+    # A table Glue does not hold: its own tags only, as before.
+    assert "LFTagsOnColumns" not in lf.get_resource_lf_tags(Resource={"Table": {"DatabaseName": database, "Name": "x"}})
+
+
+def test_a_query_in_a_workgroup_that_enforces_its_configuration_writes_its_results_there(boto_session):
+    athena = boto_session("athena", LF_REGION)
+    group = f"wg-{uuid.uuid4().hex[:8]}"
+    athena.create_work_group(Name=group, Configuration={
+        "EnforceWorkGroupConfiguration": True,
+        "ResultConfiguration": {"OutputLocation": "s3://lake/athena/personal/",
+                                "EncryptionConfiguration": {"EncryptionOption": "SSE_KMS", "KmsKey": "k"}}})
+    query = athena.start_query_execution(QueryString="SELECT 1", WorkGroup=group,
+                                         ResultConfiguration={"OutputLocation": "s3://lake/athena/consumer/"})
+    execution = athena.get_query_execution(QueryExecutionId=query["QueryExecutionId"])["QueryExecution"]
+    assert execution["ResultConfiguration"]["OutputLocation"] == (
+        f"s3://lake/athena/personal/{query['QueryExecutionId']}.csv")
+
+
+def test_stock_moto_answers_no_column_tags_for_a_table_and_ignores_an_enforced_workgroup():
+    """Why the two corrections above exist (see test_stock_moto_lake_formation_differs_where_corrected)."""
+    from moto import mock_aws
+
+    with mock_aws():
+        lf, glue = boto3.client("lakeformation", region_name=REGION), boto3.client("glue", region_name=REGION)
+        lf.create_lf_tag(TagKey="c", TagValues=["pii", "none"])
+        glue.create_database(DatabaseInput={"Name": "d"})
+        glue.create_table(DatabaseName="d", TableInput={"Name": "t", "StorageDescriptor": {
+            "Columns": [{"Name": "a", "Type": "string"}]}})
+        lf.add_lf_tags_to_resource(Resource={"Table": {"DatabaseName": "d", "Name": "t"}},
+                                   LFTags=[{"TagKey": "c", "TagValues": ["pii"]}])
+        lf.add_lf_tags_to_resource(Resource={"TableWithColumns": {"DatabaseName": "d", "Name": "t", "ColumnNames": ["a"]}},
+                                   LFTags=[{"TagKey": "c", "TagValues": ["none"]}])
+        assert "LFTagsOnColumns" not in lf.get_resource_lf_tags(Resource={"Table": {"DatabaseName": "d", "Name": "t"}})
+        athena = boto3.client("athena", region_name=REGION)
+        athena.create_work_group(Name="w", Configuration={"EnforceWorkGroupConfiguration": True, "ResultConfiguration": {
+            "OutputLocation": "s3://lake/athena/personal/"}})
+        query = athena.start_query_execution(QueryString="SELECT 1", WorkGroup="w")
+        execution = athena.get_query_execution(QueryExecutionId=query["QueryExecutionId"])["QueryExecution"]
+        assert "OutputLocation" not in execution.get("ResultConfiguration", {})
+
+
+DEFAULTS_REGION = "ca-central-1"  # no other test uses it: this one changes the region's Lake Formation settings
+OPEN = [{"Principal": {"DataLakePrincipalIdentifier": "IAM_ALLOWED_PRINCIPALS"}, "Permissions": ["ALL"]}]
+
+
+def test_a_new_database_takes_the_accounts_lake_formation_table_defaults_as_on_aws(boto_session):
+    """Out of the box (moto's settings start as AWS's) a new database hands its tables to IAM_ALLOWED_PRINCIPALS; once
+    the settings hold no such default, a new one does not; defaults given with the database are kept either way."""
+    lf, glue = boto_session("lakeformation", DEFAULTS_REGION), boto_session("glue", DEFAULTS_REGION)
+    assert lf.get_data_lake_settings()["DataLakeSettings"]["CreateTableDefaultPermissions"] == OPEN
+    suffix = uuid.uuid4().hex[:8]
+    glue.create_database(DatabaseInput={"Name": f"open_{suffix}"})
+    glue.create_database(DatabaseInput={"Name": f"given_{suffix}", "CreateTableDefaultPermissions": []})
+    lf.put_data_lake_settings(DataLakeSettings={"DataLakeAdmins": [
+        {"DataLakePrincipalIdentifier": "arn:aws:iam::123456789012:role/admin"}]})
+    glue.create_database(DatabaseInput={"Name": f"closed_{suffix}"})
+
+    def defaults(name: str) -> list:
+        return glue.get_database(Name=name)["Database"].get("CreateTableDefaultPermissions") or []
+
+    assert defaults(f"open_{suffix}") == OPEN
+    assert defaults(f"given_{suffix}") == [] and defaults(f"closed_{suffix}") == []
+
+
+def test_stock_moto_gives_a_new_database_no_table_defaults():
+    """Why the correction exists: moto 5.2.5 starts with the open defaults but never copies them into a database."""
+    from moto import mock_aws
+
+    with mock_aws():
+        lf, glue = boto3.client("lakeformation", region_name=REGION), boto3.client("glue", region_name=REGION)
+        assert lf.get_data_lake_settings()["DataLakeSettings"]["CreateTableDefaultPermissions"] == OPEN
+        glue.create_database(DatabaseInput={"Name": "d"})
+        assert not glue.get_database(Name="d")["Database"].get("CreateTableDefaultPermissions")

@@ -47,8 +47,10 @@ def scratch_tenants():
 
 @pytest.fixture
 def scratch_layout(scratch_tenants):
-    """A copy of the sample layout (platform network, acme and globex on it, initech on its own VPC)."""
-    for unit in ("_platform/network", "acme", "globex", "initech"):
+    """A copy of the sample layout (platform network, the Lake Formation settings of both regions, acme and globex on
+    the network, initech on its own VPC)."""
+    for unit in ("_platform/network", "_platform/lake-formation-eu-west-1", "_platform/lake-formation-eu-central-1",
+                 "acme", "globex", "initech"):
         (scratch_tenants / unit).mkdir(parents=True)
         shutil.copy2(TENANTS / unit / "terragrunt.hcl", scratch_tenants / unit / "terragrunt.hcl")
     return scratch_tenants

@@ -17,7 +17,8 @@ pytestmark = pytest.mark.integration
 
 
 def test_plan_all_runs_terragrunt_per_unit_network_first(scratch_tenants, emulator, tmp_path):
-    for unit in ("_platform/network", "acme", "globex"):  # the shared-network part of the sample layout
+    units = ("_platform/lake-formation-eu-west-1", "_platform/network", "acme", "globex")
+    for unit in units:  # the eu-west-1 part of the sample layout
         (scratch_tenants / unit).mkdir(parents=True)
         shutil.copy2(TENANTS / unit / "terragrunt.hcl", scratch_tenants / unit / "terragrunt.hcl")
     bin_dir, log = tmp_path / "bin", tmp_path / "calls.log"
@@ -34,7 +35,8 @@ def test_plan_all_runs_terragrunt_per_unit_network_first(scratch_tenants, emulat
     calls = [line.split("|") for line in log.read_text().splitlines()]
     assert [(cwd, args) for cwd, _, args in calls] == [
         (str(scratch_tenants / unit), "plan --non-interactive -lock-timeout=120s")
-        for unit in ("_platform/network", "acme", "globex")]
+        for unit in units]
     assert [download for _, download, _ in calls] == [
-        str(TEST_STATE_DIR / "tenants" / unit / ".terragrunt-cache") for unit in ("_platform/network", "acme", "globex")]
-    assert result.stdout.splitlines()[-1] == "plan _platform/network=0, acme=0, globex=0"
+        str(TEST_STATE_DIR / "tenants" / unit / ".terragrunt-cache") for unit in units]
+    assert result.stdout.splitlines()[-1] == (
+        "plan _platform/lake-formation-eu-west-1=0, _platform/network=0, acme=0, globex=0")

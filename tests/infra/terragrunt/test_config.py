@@ -122,7 +122,8 @@ def test_unknown_tenant_lists_the_known_ones():
 
 # ---- units and dependency blocks ------------------------------------------------------------------
 def test_the_platform_unit_is_a_unit_and_no_tenant():
-    assert tg.config.unit_names(TENANTS) == ["_platform/network", "acme", "globex", "initech"]
+    assert tg.config.unit_names(TENANTS) == ["_platform/lake-formation-eu-central-1", "_platform/lake-formation-eu-west-1",
+                                             "_platform/network", "acme", "globex", "initech"]
     assert "_platform" not in tg.tenant_names(TENANTS)
     network = tg.config.load_unit("_platform/network", TENANTS)
     assert not network.is_tenant and network.state_key == "tenants/_platform/network/terraform.tfstate"
@@ -130,6 +131,28 @@ def test_the_platform_unit_is_a_unit_and_no_tenant():
     assert [h.name for h in network.before_hooks] == ["synth_if_stale"]
     assert network.config.create_fixture_vpc is True and dict(network.config.tenants) == {
         "acme": "123456789012", "globex": "123456789012"}
+
+
+def test_a_lake_formation_unit_holds_one_accounts_settings_in_one_region():
+    unit = tg.config.load_unit("_platform/lake-formation-eu-west-1", TENANTS)
+    assert unit.kind == "lake-formation" and not unit.is_tenant
+    assert unit.state_key == "tenants/_platform/lake-formation-eu-west-1/terraform.tfstate"
+    assert unit.source == f"{REPO}/infra/build//platform_lake_formation"
+    assert [h.name for h in unit.before_hooks] == ["synth_if_stale"]
+    assert (unit.config.region, unit.config.account_id, unit.config.admin_principal_arns) == (
+        "eu-west-1", "123456789012", ())
+    assert tg.config.load_unit("_platform/network", TENANTS).kind == "network"
+    assert tg.load_tenant("acme", TENANTS).kind == "tenant"
+
+
+def test_a_platform_unit_named_after_no_kind_is_refused_in_one_line(scratch_tenants):
+    write_tenant(scratch_tenants, "_platform/settings", 'include "root" {\n  path = find_in_parent_folders("root.hcl")\n}\n'
+                 'inputs = {\n  region = "eu-west-1"\n  account_id = "123456789012"\n}\n')
+    with pytest.raises(tg.TerragruntError) as err:
+        tg.config.load_unit("_platform/settings", scratch_tenants)
+    assert str(err.value) == (
+        "unit '_platform/settings': a platform unit's directory is named after its kind, one of network, "
+        "lake-formation (e.g. _platform/network, _platform/lake-formation-eu-west-1); rename it (tenants/README.md)")
 
 
 def test_on_aws_the_platform_unit_wants_the_cluster_vpc_ids(monkeypatch):
@@ -142,14 +165,14 @@ def test_a_dependency_reads_the_real_outputs_when_they_exist():
     real = {"gateway_endpoint_ids": {"vpc-0aaaaaaaaaaaaaaa1": "vpce-0aaaaaaaaaaaaaaa1"}, "interface_endpoint_ids": {}}
     seen = []
     run = tg.load_tenant("acme", TENANTS, "apply", outputs_of=lambda dep: seen.append(dep.unit) or real)
-    assert seen == ["_platform/network"] and run.mocked == ()
+    assert seen == ["_platform/network", "_platform/lake-formation-eu-west-1"] and run.mocked == ()
     assert run.config.shared_gateway_endpoint_ids == real["gateway_endpoint_ids"]
 
 
 @pytest.mark.parametrize("command, mocked", [("plan", True), ("validate", True), ("destroy", True), ("apply", False)])
 def test_mock_outputs_stand_in_only_for_the_allowed_commands(command, mocked):
     if mocked:
-        assert tg.load_tenant("acme", TENANTS, command, outputs_of=lambda dep: None).mocked == ("network",)
+        assert tg.load_tenant("acme", TENANTS, command, outputs_of=lambda dep: None).mocked == ("network", "lake_formation")
         return
     with pytest.raises(tg.TerragruntError) as err:
         tg.load_tenant("acme", TENANTS, command, outputs_of=lambda dep: None)

@@ -16,12 +16,16 @@ def _layout():
     return tg.config.load_units(TENANTS)
 
 
-def test_the_sample_layout_applies_the_network_first():
+LF_WEST, LF_CENTRAL = "_platform/lake-formation-eu-west-1", "_platform/lake-formation-eu-central-1"
+
+
+def test_the_sample_layout_applies_the_platform_units_first():
     waves = [[r.name for r in wave] for wave in graph.levels(_layout())]
-    assert waves == [["_platform/network", "initech"], ["acme", "globex"]]
-    assert graph.closure("acme", _layout()) == ["_platform/network"]
-    assert graph.closure("initech", _layout()) == []
+    assert waves == [[LF_CENTRAL, LF_WEST, "_platform/network"], ["acme", "globex", "initech"]]
+    assert graph.closure("acme", _layout()) == [LF_WEST, "_platform/network"]
+    assert graph.closure("initech", _layout()) == [LF_CENTRAL]
     assert graph.dependents("_platform/network", _layout()) == ["acme", "globex"]
+    assert graph.dependents(LF_WEST, _layout()) == ["acme", "globex"]
 
 
 def test_a_chain_orders_every_level_and_the_closure_is_in_apply_order():
@@ -30,8 +34,8 @@ def test_a_chain_orders_every_level_and_the_closure_is_in_apply_order():
     runs["initech"] = dataclasses.replace(runs["initech"], dependencies=(
         Dependency("lake", "acme", TENANTS / "acme"),))
     waves = [[r.name for r in wave] for wave in graph.levels(runs.values())]
-    assert waves == [["_platform/network"], ["acme", "globex"], ["initech"]]
-    assert graph.closure("initech", runs.values()) == ["_platform/network", "acme"]
+    assert waves == [[LF_CENTRAL, LF_WEST, "_platform/network"], ["acme", "globex"], ["initech"]]
+    assert graph.closure("initech", runs.values()) == [LF_WEST, "_platform/network", "acme"]
 
 
 def test_a_cycle_is_refused_in_one_line():

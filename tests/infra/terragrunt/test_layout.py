@@ -25,7 +25,9 @@ def _edit(path, old: str, new: str) -> None:
 
 
 def test_the_sample_layout_passes(scratch_layout):
-    assert [r.name for r in cli.load_layout(scratch_layout)] == ["_platform/network", "acme", "globex", "initech"]
+    assert [r.name for r in cli.load_layout(scratch_layout)] == [
+        "_platform/lake-formation-eu-central-1", "_platform/lake-formation-eu-west-1", "_platform/network", "acme",
+        "globex", "initech"]
 
 
 @pytest.mark.parametrize("unit, old, new, error", [

@@ -34,8 +34,9 @@ def cli(env, *args, timeout=900, expect=0) -> shell.ShellResult:
 
 
 @pytest.fixture(scope="session")
-def erase_tenant(emulator, aws_env):
-    """The applied tenant: its lake.json, the CLI's environment, a boto3 S3 client and the bucket."""
+def erase_tenant(emulator, aws_env, lake_formation_settings):
+    """The applied tenant (after the account's Lake Formation settings in its region): its lake.json, the CLI's
+    environment, a boto3 S3 client and the bucket."""
     import boto3
 
     from infra.local.s3a_jars import ensure_jars
@@ -43,6 +44,7 @@ def erase_tenant(emulator, aws_env):
     (SCRATCH / TENANT).mkdir(parents=True, exist_ok=True)
     (SCRATCH / TENANT / "terragrunt.hcl").write_text(_tenant_file())
     (SCRATCH / "root.hcl").write_text((REPO_ROOT / "tenants" / "root.hcl").read_text())
+    lake_formation_settings("eu-west-1")
     run_make("apply", f"TENANT={TENANT}", f"TENANTS_DIR={SCRATCH}").check()
     lake = json.loads((TEST_STATE_DIR / "tenants" / TENANT / "lake.json").read_text())
     env = {**aws_env, "TENANTLAKE_STATE_DIR": str(TEST_STATE_DIR), "SPARK_LOCAL_IP": "127.0.0.1",

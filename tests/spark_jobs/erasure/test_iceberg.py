@@ -9,7 +9,7 @@ the customer, no data file holds it, and the files Iceberg deleted are exactly t
 from __future__ import annotations
 
 from spark_jobs.erasure import iceberg
-from spark_jobs.erasure.matching import Needles
+from spark_jobs.erasure.matching import KeyRule, Needles
 from spark_jobs.erasure.scan import Matcher, scan_chunks
 from spark_jobs.io import tables
 from spark_jobs.lake import LakeConfig
@@ -31,7 +31,7 @@ def test_finish_leaves_no_manifest_that_names_a_deleted_subject(spark, tmp_path)
     subjects.createOrReplaceTempView("erase_bounds_subjects")
     spark.sql(f"MERGE INTO {tbl.qualified} t USING erase_bounds_subjects s ON t.customer_id = s.customer_id "
               "WHEN MATCHED THEN DELETE")
-    matcher = Matcher(Needles.build([], {"customer_id": ["1042"]}))
+    matcher = Matcher(Needles.build([], [KeyRule.of("customer_id", "long", ["1042"])]))
     table_dir = tmp_path / "silver" / "erase_bounds"
     live_manifests = {r[0].rsplit("/", 1)[1] for r in spark.sql(f"SELECT path FROM {tbl.qualified}.manifests").collect()}
     assert set(_holding(table_dir / "metadata", matcher)) & live_manifests  # the DELETED entry's bounds

@@ -1,9 +1,9 @@
-"""spark_jobs/erasure/records.py and rewrites.py in Spark: the same exact rules as matching.py, ids only as
-joined DataFrames and a broadcast variable. Bronze rows of a JSON dataset are classified (typed equality,
-malformed records that name a subject, a subject column silver cannot type, mentions in another's record,
-behind a JSON escape too; an id of a key without a case rule in another case is someone else), and a
-silver table (local Iceberg) loses the subjects' rows and has the mention redacted in ONE commit, the rest
-untouched."""
+"""spark_jobs/erasure/records.py and rewrites.py in Spark: the same exact rules as matching.py, ids only in a
+broadcast variable. Bronze rows of a JSON dataset are classified (equality by the key's type, malformed
+records that name a subject, a subject column silver cannot type, mentions in another's record, behind a
+JSON escape too; an id of a key without a case rule in another case is someone else; the id written NFD),
+and a silver table (local Iceberg) loses the subjects' rows and has the mention redacted in ONE commit, the
+rest untouched."""
 from __future__ import annotations
 
 import datetime as dt
@@ -16,15 +16,17 @@ from spark_jobs.erasure.subjects import Subject, needles
 from spark_jobs.io import tables
 from spark_jobs.lake import LakeConfig
 
-CONTRACT = parse_contract({
+CONTRACT_SPEC = {
     "dataset": "people", "landing": {"format": "json_lines"}, "key": ["email", "ts"], "event_time": "ts",
     "schema": [{"name": "ts", "type": "timestamp", "required": True},
                {"name": "email", "type": "string", "required": True, "case": "lower"},
                {"name": "customer_id", "type": "long", "required": True},
                {"name": "handle", "type": "string"},
                {"name": "note", "type": "string"}],
-    "subject_keys": ["email", "customer_id", "handle"]})
-SUBJECTS = [Subject("email", "Ann@X.com"), Subject("customer_id", "1042"), Subject("handle", "Ann-42")]
+    "subject_keys": ["email", "customer_id", "handle"]}
+CONTRACT = parse_contract(CONTRACT_SPEC)
+SUBJECTS = [Subject("email", "Ann@X.com"), Subject("customer_id", "1042"), Subject("handle", "Ann-42"),
+            Subject("email", "jos\u00e9@x.com")]
 RAW = [
     '{"ts": "2024-03-01T10:00:00Z", "email": "ANN@x.com", "customer_id": 7, "note": "a"}',          # hers: email
     '{"ts": "2024-03-01T10:01:00Z", "email": "zed@y.org", "customer_id": 1042, "note": "b"}',       # hers: customer
@@ -37,6 +39,8 @@ RAW = [
     '{"ts": "2024-03-01T10:08:00Z", "email": "q@x.com", "customer_id": 8, "note": "line\\nann@x.com"}',  # redact: escaped
     '{"ts": "2024-03-01T10:09:00Z", "email": "r@x.com", "customer_id": 9, "handle": "ANN-42", "note": "ANN-42"}',  # another
     '{"ts": "2024-03-01T10:10:00Z", "email": "s@x.com", "customer_id": 11, "handle": "Ann-42"}',    # hers: handle
+    '{"ts": "2024-03-01T10:11:00Z", "email": "t@x.com", "customer_id": " +01042", "note": "d"}',      # hers: silver types it
+    '{"ts": "2024-03-01T10:12:00Z", "email": "ANN@X.CO\\u006d", "customer_id": 12}',                  # hers: escaped
 ]
 
 
@@ -49,10 +53,10 @@ def _bronze(spark):
 
 def test_bronze_rows_are_classified_by_the_exact_rules(spark):
     found = needles([CONTRACT], SUBJECTS, bytes(32))
-    actions = records.bronze_actions(_bronze(spark), CONTRACT, records.subject_frames(spark, CONTRACT, SUBJECTS),
-                                     spark.sparkContext.broadcast(found))
+    actions = records.bronze_actions(_bronze(spark), CONTRACT, spark.sparkContext.broadcast(found))
     got = {r["_record_index"]: r[records.ACTION] for r in actions.collect()}
-    assert got == {0: "remove", 1: "remove", 2: "redact", 5: "remove", 7: "remove", 8: "redact", 10: "remove"}
+    assert got == {0: "remove", 1: "remove", 2: "redact", 5: "remove", 7: "remove", 8: "redact", 10: "remove",
+                   11: "remove", 12: "remove"}
     redacted = {r["_record_index"]: r["_raw"] for r in records.redact(
         _bronze(spark).where(F.col("_record_index").isin(2, 8)), found).collect()}
     assert redacted == {2: RAW[2].replace("cc ann@x.com", "cc [erased]"), 8: RAW[8].replace("ann@x.com", "[erased]")}
@@ -67,9 +71,8 @@ def test_silver_loses_the_subjects_and_the_mention_in_one_commit(spark, tmp_path
         "write.spark.accept-any-schema", "true").create()  # as the lake's tables are
     before = tables.current_snapshot(spark, tbl)["snapshot_id"]
     found = needles([CONTRACT], SUBJECTS, bytes(32))
-    result = rewrites.rewrite_silver(spark, tbl, CONTRACT, records.subject_frames(spark, CONTRACT, SUBJECTS),
-                                     spark.sparkContext.broadcast(found), run_id="erase-test")
-    assert (result["rows_deleted"], result["rows_redacted"], result["event_dates"]) == (2, 1, ["2024-03-01"])
+    result = rewrites.rewrite_silver(spark, tbl, CONTRACT, spark.sparkContext.broadcast(found), run_id="erase-test")
+    assert (result["rows_deleted"], result["rows_redacted"], result["event_dates"]) == (3, 1, ["2024-03-01"])
     snapshot = tables.current_snapshot(spark, tbl)
     assert snapshot["parent_id"] == before and result["snapshot_id"] == snapshot["snapshot_id"]  # one commit
     assert snapshot["run_id"] == "erase-test"
@@ -80,7 +83,8 @@ def test_silver_loses_the_subjects_and_the_mention_in_one_commit(spark, tmp_path
 
 SILVER = [(dt.datetime(2024, 3, 1, 10, m), email, customer, note) for m, email, customer, note in (
     (0, "ann@x.com", 7, "a"), (1, "zed@y.org", 1042, "b"), (2, "joann@x.com", 10420, "cc ann@x.com"),
-    (3, "ann@x.com.au", 21042, "1042"), (4, "bob@x.com", 5, "customer_id 1042"))]
+    (3, "ann@x.com.au", 21042, "1042"), (4, "bob@x.com", 5, "customer_id 1042"),
+    (5, "jose\u0301@x.com", 77, "NFD: the subject josé@x.com as silver stored it"))]
 
 
 def test_a_decimal_subject_key_is_typed_and_matched_by_value(spark):
@@ -102,8 +106,7 @@ def test_a_decimal_subject_key_is_typed_and_matched_by_value(spark):
     assert parsed == {0: decimal.Decimal("1042.50"), 1: decimal.Decimal("1042.50"), 2: decimal.Decimal("10425.00"), 3: None}
     subjects = [Subject("account", "1042.5")]
     found = needles([contract], subjects, bytes(32))
-    actions = records.bronze_actions(bronze, contract, records.subject_frames(spark, contract, subjects),
-                                     spark.sparkContext.broadcast(found))
+    actions = records.bronze_actions(bronze, contract, spark.sparkContext.broadcast(found))
     assert sorted(r["_record_index"] for r in actions.collect()) == [0, 1]
 
 
@@ -119,3 +122,15 @@ def test_redaction_reaches_bronze_parsed_fields_and_lists_of_text(spark):
     assert redacted["_fields"]["note"] == redacted["_raw"].split('"')[3] != "cc ann@x.com"
     assert redacted["_unknown_fields"][1] == "other" and "ann@x.com" not in redacted["_unknown_fields"][0]
     assert empty["_raw"] is None and empty["_fields"] is None and empty["_unknown_fields"] is None
+
+
+def test_a_source_field_column_of_bronze_is_read_as_the_contract_types_it(spark):
+    """Bronze keeps the per-source field (``site``) as a column, and the contract has a column of that name: the
+    erase reads the row with the typed one (it failed on the two columns of one name)."""
+    contract = parse_contract({**CONTRACT_SPEC, "source_field": "site",
+                               "schema": [*CONTRACT_SPEC["schema"], {"name": "site", "type": "string"}]})
+    bronze = _bronze(spark).withColumn("site", F.lit("s-1"))
+    found = needles([contract], SUBJECTS, bytes(32))
+    actions = records.bronze_actions(bronze, contract, spark.sparkContext.broadcast(found))
+    assert sorted(r["_record_index"] for r in actions.where(F.col(records.ACTION) == "remove").collect()) == \
+        [0, 1, 5, 7, 10, 11, 12]

@@ -15,11 +15,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from spark_jobs.erasure.matching import Needles
-from spark_jobs.erasure.scan import CHUNK_BYTES, Matcher, batch_hits, scan_chunks
+from spark_jobs.erasure.matching import KeyRule, Needles
+from spark_jobs.erasure.scan import CHUNK_BYTES, Matcher, Matchers, batch_hits, scan_chunks
 
-STRING = Matcher(Needles.build(["user-0042", "ann@x.com"], {}))
-NUMERIC = Matcher(Needles.build([], {"customer_id": ["1042"], "amount_id": ["1042.5"]}))
+STRING = Matcher(Needles.build(["user-0042", "ann@x.com"]))
+NUMERIC = Matcher(Needles.build([], [KeyRule.of("customer_id", "long", ["1042"]),
+                                      KeyRule.of("amount_id", "decimal(10,2)", ["1042.5"])]))
 
 
 def _parquet(table: pa.Table) -> bytes:
@@ -61,6 +62,15 @@ def _scan(data: bytes, matcher: Matcher, chunk: int = 1 << 16, fetch=None) -> tu
     (b'bytes,customer_id\n"two\nlines",1042\n', NUMERIC, True),
     (b'bytes,customer_id\n"two\n1042",7\n', NUMERIC, False),
     (b"customer_id=1042 in a log line\n", NUMERIC, True),
+    # a header read by the CSV grammar: a quoted name holding the delimiter is one field (issue 51)
+    (b'"a,b",customer_id,bytes\n"x,y",7,1042\n', NUMERIC, False),
+    (b'"a,b",customer_id,bytes\n"x,y",01042,7\n', NUMERIC, True),
+    # every text silver types as the number, and nothing it does not read (issue 51)
+    (b'customer_id,n\n" +01042 ",1\n', NUMERIC, True),
+    (b'customer_id,n\n1.042e3,1\n', NUMERIC, False),
+    (b'customer_id,n\n1_042,1\n', NUMERIC, False),
+    (b'amount_id,n\n1042.504,1\n', NUMERIC, True),     # silver rounds to the scale: 1042.50
+    (b'amount_id,n\n1042.505,1\n', NUMERIC, False),    # ... 1042.51
 ])
 def test_found_in_its_form_and_not_in_a_near_miss(data, matcher, expected):
     assert _scan(data, matcher) == (expected, "")
@@ -94,7 +104,7 @@ def test_rows_of_a_batch_are_told_apart_at_any_depth():
         "meta": pa.array([{"k": "user-00421"}, {"k": None}, None, {"k": "x"}]),
         "customer_id": pa.array([1, 2, 1042, 1042], pa.int64()),
     })
-    matcher = Matcher(Needles.build([], {"customer_id": ["1042"]}, exact=["user-0042"]))
+    matcher = Matcher(Needles.build([], [KeyRule.of("customer_id", "long", ["1042"])], exact=["user-0042"]))
     text, value = batch_hits(batch, matcher)
     assert text.tolist() == [True, False, False, True]  # USER-0042: a key without a case rule
     assert value.tolist() == [False, False, True, True]
@@ -131,17 +141,49 @@ def test_iceberg_manifest_bounds_hold_numeric_ids_and_hint_at_truncated_ones(spa
         return [path.read_bytes()] if path.is_file() else None
 
     for needles, expected in [
-        (Needles.build([], {"customer_id": ["1042"]}), True),      # the lower bound
-        (Needles.build([], {"customer_id": ["5000"]}), True),      # the upper bound
-        (Needles.build([], {"customer_id": ["1043"]}), False),     # another column's bound
-        (Needles.build([], {"customer_id": ["3000"]}), False),     # between the bounds: not in the manifest
-        (Needles.build(["annabelle.smith@example.com"], {}), True),  # truncated to 16 characters; the file holds it
-        (Needles.build(["annabelle.smith@example.org"], {}), False),  # the same 16 characters: the file says no
-        (Needles.build([], {}, exact=["Annabelle.smith@example.com"]), False),  # another case, no case rule
-        (Needles.build(["carol@example.com"], {}), False),
+        (Needles.build([], [KeyRule.of("customer_id", "long", ["1042"])]), True),      # the lower bound
+        (Needles.build([], [KeyRule.of("customer_id", "long", ["5000"])]), True),      # the upper bound
+        (Needles.build([], [KeyRule.of("customer_id", "long", ["1043"])]), False),     # another column's bound
+        (Needles.build([], [KeyRule.of("customer_id", "long", ["3000"])]), False),     # between the bounds: not in the manifest
+        (Needles.build(["annabelle.smith@example.com"]), True),  # truncated to 16 characters; the file holds it
+        (Needles.build(["annabelle.smith@example.org"]), False),  # the same 16 characters: the file says no
+        (Needles.build(exact=["Annabelle.smith@example.com"]), False),  # another case, no case rule
+        (Needles.build(["carol@example.com"]), False),
     ]:
         assert _scan(data, Matcher(needles), fetch=fetch) == (expected, ""), needles
     assert len(fetched) == 2  # only the two hints read the data file
     # Where the data file cannot be read, the hint is named, never taken as clean or as a hit.
-    hit, reason = _scan(data, Matcher(Needles.build(["annabelle.smith@example.org"], {})))
+    hit, reason = _scan(data, Matcher(Needles.build(["annabelle.smith@example.org"])))
     assert not hit and "truncated bound" in reason
+
+
+def _owned_needles() -> Needles:
+    """Two datasets: ``orders`` reads its subject key ``customer_id`` from the landing field ``id``; ``logs`` has an
+    ``id`` of its own that names nobody; ``names`` writes ISO-8859-1 CSV."""
+    from spark_jobs.erasure.matching import Owner
+
+    return Needles.build(["jürgen-7"], [KeyRule.of({"customer_id", "id"}, "long", ["1042"], dataset="orders")],
+                         owners=[Owner("orders", ("landing/orders/", "bronze/orders/"), "landing/orders/"),
+                                 Owner("logs", ("landing/logs/",), "landing/logs/"),
+                                 Owner("names", ("landing/names/",), "landing/names/", "iso-8859-1", ";", '"', '"')])
+
+
+def test_key_names_are_per_dataset():
+    """A subject key's landing name (``source: id``) is a key name in its own dataset's objects only; an object
+    of no dataset (an Athena result) is read with every dataset's names (issue 51)."""
+    matchers, data = Matchers(_owned_needles()), b'{"id": 1042, "n": 1}\n'
+    assert _scan(data, matchers.for_key("landing/orders/a.json")) == (True, "")
+    assert _scan(data, matchers.for_key("landing/logs/a.json")) == (False, "")
+    assert _scan(data, matchers.for_key("athena/q1.json")) == (True, "")
+    orders = pa.record_batch({"id": pa.array([1042, 7], pa.int64()), "_raw": ["a", "b"]})
+    assert batch_hits(orders, matchers.for_key("bronze/orders/x.parquet"))[1].tolist() == [True, False]
+    assert batch_hits(orders, matchers.for_key("landing/logs/x.parquet"))[1].tolist() == [False, False]
+
+
+def test_a_landing_file_is_read_in_its_contracts_encoding():
+    """``names`` lands ISO-8859-1 CSV: its bytes are decoded as that, so a non-ASCII id in it is found (issue 51:
+    it was decoded as UTF-8, and ``ü`` became U+FFFD)."""
+    matchers, data = Matchers(_owned_needles()), "name;n\nJürgen-7;1\n".encode("iso-8859-1")
+    assert _scan(data, matchers.for_key("landing/names/a.csv")) == (True, "")
+    assert _scan(data, matchers.for_key("landing/orders/a.csv")) == (False, "")  # read as UTF-8: not the id
+    assert _scan("jürgen-7".encode("iso-8859-1"), matchers.for_key("reports/x.txt")) == (False, "")

@@ -39,6 +39,7 @@ def test_values_are_normalised_as_silver_stores_them():
     click = load_contract("clickstream")
     assert normalised(click, Subject("user_id", " user-0042 ")) == "user-0042"
     assert normalised(click, Subject("event", "CLICK")) == "click"  # a `case: lower` column
+    assert normalised(click, Subject("user_id", "jose\u0301")) == "jos\u00e9"  # NFC (issue 51)
 
 
 def test_hashes_are_keyed_domain_separated_and_stable():
@@ -64,9 +65,10 @@ ACCOUNTS = parse_contract({
     "dataset": "accounts", "landing": {"format": "json_lines"}, "key": ["account_id"], "event_time": "ts",
     "schema": [{"name": "ts", "type": "timestamp"}, {"name": "account_id", "type": "long"},
                {"name": "iban", "type": "decimal(20,2)"}, {"name": "email", "type": "string", "case": "lower"},
-               {"name": "bytes", "type": "long", "source": "Bytes"}, {"name": "ref", "type": "string", "source": "Ref"}],
+               {"name": "bytes", "type": "long", "source": "Bytes"}, {"name": "ref", "type": "string", "source": "Ref"},
+               {"name": "account_no", "type": "string", "renamed_from": "acct"}],
     "subject_keys": [{"column": "account_id", "min_length": 3}, "iban",
-                     {"column": "email", "pattern": "^[a-z.]+@[a-z.]+$"}, "ref"]})
+                     {"column": "email", "pattern": "^[a-z.]+@[a-z.]+$"}, "ref", "account_no"]})
 
 
 def test_ids_are_typed_as_their_columns():
@@ -79,10 +81,18 @@ def test_ids_are_typed_as_their_columns():
 
 def test_what_the_scans_look_for():
     found = needles([ACCOUNTS], [Subject("account_id", "1042"), Subject("email", "Ann@X.com"), Subject("ref", "00042"),
-                                 Subject("ref", "Ref-0042")], bytes(32))
+                                 Subject("ref", "Ref-0042"), Subject("account_no", "01545")], bytes(32))
     assert found.tokens == {"ann@x.com"}  # a `case: lower` key: any case
     assert found.exact == {"Ref-0042"}    # no case rule: as written (issue 40)
-    assert dict(found.keyed) == {"account_id": {"1042"}, "ref": {"00042"}}  # "Ref" (its landing name) lower-cased
+    rules = {min(r.names): (r.dataset, r.names, r.type, r.ids) for r in found.keyed}
+    assert rules == {  # per dataset, by type; the names lower-cased: the landing name, the name before a rename
+        "account_id": ("accounts", {"account_id"}, "long", {"1042"}),
+        "account_no": ("accounts", {"account_no", "acct"}, "string", {"01545"}),
+        "email": ("accounts", {"email"}, "string", {"ann@x.com"}),
+        "ref": ("accounts", {"ref"}, "string", {"00042", "Ref-0042"})}
+    (owner,) = found.owners
+    assert owner.dataset == "accounts" and found.owner_of("bronze/accounts/_batch_id=1/x.parquet") is owner
+    assert found.owner_of("bronze/accounts_v2/x") is None and found.owner_of("reports/silver/accounts/r/s.json") is owner
 
 
 def test_a_numeric_key_admits_any_number():

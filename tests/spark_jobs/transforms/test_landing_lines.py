@@ -280,3 +280,29 @@ def test_counts_output_counts_the_records_the_records_output_makes(batch):
             row = produced.to_pylist()[0]
             counted[(row["_source_file"], row["_kind"])] = counted.get((row["_source_file"], row["_kind"]), 0) + row["_records"]
         assert counted == made and made, options.format
+
+
+def test_a_quoted_field_of_10k_lines_is_cut_in_linear_work(monkeypatch):
+    """A CSV field holding pretty-printed JSON (every line with an escaped quote ``""``) over 10,000 lines: bronze's
+    reader and the erasure's reading cut it as one record, and the search for closing quotes reads each byte of the
+    field about once (issue 56: it joined and searched the whole pending text again at every line: 79 s here)."""
+    from spark_jobs.erasure.scan import _csv_grammar, _csv_records, _lines
+    from spark_jobs.transforms.landing_lines import CsvGrammar
+
+    inner = "\n".join(f'  ""k{i}"": ""v""' for i in range(10_000))
+    body = f'id,v\n1,"{{\n{inner}\n}}"\n2,x\n'
+    searched = []
+    closing_quote = CsvGrammar.closing_quote
+
+    def counted(self, buf, start):
+        found = closing_quote(self, buf, start)
+        searched.append((len(buf) if found == -1 else found) - start)
+        return found
+
+    monkeypatch.setattr(CsvGrammar, "closing_quote", counted)
+    rows = _records(_run(CSV, ("f.csv", body.encode()), batch=500))
+    assert [(raw[:6], index) for raw, index, _ in rows] == [('1,"{\n ', 1), ("2,x", 2)]
+    assert rows[0][0] == f'1,"{{\n{inner}\n}}"' and sum(searched) < 2 * len(body)
+    searched.clear()
+    records = list(_csv_records(_lines([body]), _csv_grammar(",")))
+    assert [r[:4] for r in records] == [b"id,v", b'1,"{', b"2,x"] and sum(searched) < 2 * len(body)
