@@ -411,9 +411,24 @@ def rows_changes(recorded: str | None, current: dict[str, Any]) -> list[str]:
     for name in sorted(set(before) | set(current)):
         if name == "schema" and isinstance(before.get(name), dict) and isinstance(current.get(name), dict):
             found += _column_changes(before[name], current[name])
+        elif name == "ignored_fields" and _only_removed_columns_ignored(before, current):
+            continue
         elif before.get(name) != current.get(name):
             found.append(name)
     return found
+
+
+def _only_removed_columns_ignored(before: dict[str, Any], current: dict[str, Any]) -> bool:
+    """The ignored fields differ only by the landing fields of columns the contract removed since (a removed
+    column's field is ignored from then on): no change to old rows, like the removal itself."""
+    old_fields, new_fields = before.get("ignored_fields") or [], current.get("ignored_fields") or []
+    old_schema, new_schema = before.get("schema"), current.get("schema")
+    if not (isinstance(old_schema, dict) and isinstance(new_schema, dict)) or set(old_fields) - set(new_fields):
+        return False
+    kept = {spec.get("renamed_from") for spec in new_schema.values() if isinstance(spec, dict)} | set(new_schema)
+    removed = {(spec.get("source") if isinstance(spec, dict) else None) or name
+               for name, spec in old_schema.items() if name not in kept}
+    return set(new_fields) - set(old_fields) <= removed
 
 
 def _column_changes(old: dict[str, dict], new: dict[str, dict]) -> list[str]:

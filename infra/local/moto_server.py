@@ -130,9 +130,16 @@ A thirteenth: an EventBridge input transformer inserts a list of objects as JSON
 each object of such a list as a quoted string (``"rules": ["{\"name\": ...}"]``), so a rule whose message carries
 one (the tenant's ``publish-blocked`` rule, ``modules/alert_rules.py``) delivered something else than AWS would.
 
+A fourteenth: S3 server access logs are delivered in batches, one log object per logged bucket every
+``ACCESS_LOG_FLUSH_SECONDS`` holding that interval's records, as AWS consolidates them; moto 5.2.5 put one
+object per request (``_deliver_access_logs_in_batches``).
+
 And one addition for the local fixture network: ``CreateVpc`` with the tag ``tenantlake:fixture-vpc-id``
 creates the VPC with exactly that id (moto cannot be told a VPC id otherwise), so a tenant file can name
-its local VPC by id.  Nothing else in moto is changed.
+its local VPC by id. The same request again (same CIDR, same tags) answers that VPC: on a busy machine the
+AWS provider retried a ``CreateVpc`` whose answer was slow, and the retry failed with
+``InvalidVpcID.Duplicate`` although the first had made the VPC (a whole test run's scratch tenants failed so);
+another request for the id still fails so.  Nothing else in moto is changed.
 
 Run as ``python -m infra.local.moto_server -H 127.0.0.1 -p PORT [-c CERT -k KEY]`` (same flags as
 ``python -m moto.server``); ``infra.local.emulator`` does this.
@@ -140,6 +147,61 @@ Run as ``python -m infra.local.moto_server -H 127.0.0.1 -p PORT [-c CERT -k KEY]
 from __future__ import annotations
 
 import sys
+
+
+ACCESS_LOG_FLUSH_SECONDS = 5.0  # how long S3 server access log records wait to be delivered together
+
+
+def _deliver_access_logs_in_batches() -> None:
+    """Server access logs as AWS delivers them: records collected and written as one log object per source
+    bucket every ``ACCESS_LOG_FLUSH_SECONDS`` (AWS: "periodically ... consolidates the records in log files"),
+    not one object per request. Moto 5.2.5 put an object (SSE-KMS, versioned, in memory) into the log bucket
+    for every request to a logged bucket: thousands per test module, a slower emulator, and a destroy of a
+    tenant whose log bucket held them spent minutes emptying it (each pass listing every version, then
+    ``BucketNotEmpty`` again from the lake bucket's own deletes)."""
+    import threading
+
+    from moto.s3.models import S3Backend
+
+    original = S3Backend.log_incoming_request
+    pending: dict[tuple[int, str, str], tuple[S3Backend, list[str]]] = {}
+    lock = threading.Lock()
+
+    class _Collect:  # stands in for the backend while moto formats one record: keeps it instead of putting it
+        def __init__(self, backend: S3Backend):
+            self.backend = backend
+
+        def __getattr__(self, name):
+            return getattr(self.backend, name)
+
+        def put_object(self, bucket_name, key_name, value, **_):
+            prefix = key_name[:key_name.rfind("/") + 1]
+            with lock:
+                pending.setdefault((id(self.backend), bucket_name, prefix), (self.backend, []))[1].append(
+                    value.decode() if isinstance(value, bytes) else value)
+
+    def log_incoming_request(self, request, bucket_name):
+        original(_Collect(self), request, bucket_name)
+
+    def flush() -> None:
+        import datetime
+        import secrets
+        import time
+
+        while True:
+            time.sleep(ACCESS_LOG_FLUSH_SECONDS)
+            with lock:
+                batches = list(pending.items())
+                pending.clear()
+            for (_, bucket_name, prefix), (backend, records) in batches:
+                name = datetime.datetime.now().strftime(f"%Y-%m-%d-%H-%M-%S-{secrets.token_hex(8).upper()}")
+                try:
+                    backend.put_object(bucket_name, prefix + name, value="\n".join(records) + "\n")
+                except Exception:  # noqa: BLE001 - delivery is best effort on AWS too (a bucket gone meanwhile)
+                    pass
+
+    S3Backend.log_incoming_request = log_incoming_request
+    threading.Thread(target=flush, name="s3-access-log-delivery", daemon=True).start()
 
 
 def _disable_context_free_bucket_policy_evaluation() -> None:
@@ -239,6 +301,10 @@ def _let_create_vpc_take_a_fixture_id() -> None:
             raise EC2ClientError("InvalidParameterValue", f"{FIXTURE_VPC_ID_TAG} {wanted!r} is not a VPC id")
         with lock:
             if wanted in self.vpcs:
+                existing = self.vpcs[wanted]
+                asked = {t.get("Key"): t.get("Value") for t in tags or []}
+                if existing.cidr_block == cidr_block and dict(self.tags.get(wanted, {})) == asked:
+                    return existing  # the same request again: the provider's retry of a slow answer
                 raise EC2ClientError("InvalidVpcID.Duplicate", f"The VPC {wanted} already exists")
             generator = vpc_models.random_vpc_id
             vpc_models.random_vpc_id = lambda: wanted
@@ -984,6 +1050,7 @@ def _implement_state_machine_validation_and_versions() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     _disable_context_free_bucket_policy_evaluation()
+    _deliver_access_logs_in_batches()
     _give_delete_markers_a_dispose()
     _make_create_vpc_endpoint_idempotent()
     _make_create_route_table_idempotent()

@@ -4,6 +4,8 @@ time travel, refusals) is tests/spark_jobs/test_schema_evolution.py; ``tables.ev
 tests/spark_jobs/io/test_tables.py."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from spark_jobs.contract import load_contract
@@ -168,6 +170,19 @@ def test_what_computes_the_rows_is_compared_part_by_part_and_a_rename_or_widenin
     narrow = json.loads(json.dumps(current))
     narrow["schema"]["cpu_percent"]["type"] = "float"
     assert rows_changes(json.dumps(narrow), current) == []  # float -> double: old values read the same
+    # A column removed through the contract (removed: true): its landing field becomes ignored, still no change;
+    # a field ignored for another reason is one (records carrying it are read otherwise).
+    import yaml
+
+    from spark_jobs.contract import parse_contract
+
+    raw = yaml.safe_load((Path(load_contract.__code__.co_filename).parent / "contracts" / "inventory.yaml").read_text())
+    next(c for c in raw["schema"] if c["name"] == "disk_total_gb")["removed"] = True
+    removal = rows_contract(parse_contract(raw), "silver")
+    assert "disk_total_gb" in removal["ignored_fields"] and rows_changes(json.dumps(current), removal) == []
+    other = json.loads(json.dumps(removal))
+    other["ignored_fields"] = [*other["ignored_fields"], "note"]
+    assert rows_changes(json.dumps(current), other) == ["ignored_fields"]
     gold = rows_contract(inventory, "gold", "inventory_compliance")
     assert len(gold["module"]) == 16 and gold["options"] == dict(inventory.gold_options["inventory_compliance"])
 

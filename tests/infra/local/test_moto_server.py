@@ -105,6 +105,12 @@ def test_create_vpc_takes_the_fixture_id_from_its_tag(boto_session):
     assert ec2.describe_vpcs(VpcIds=[wanted])["Vpcs"][0]["CidrBlock"] == "10.98.0.0/16"
     with pytest.raises(ClientError, match="already exists"):
         ec2.create_vpc(CidrBlock="10.97.0.0/16", TagSpecifications=tags)
+    named = [{"ResourceType": "vpc", "Tags": [*tags[0]["Tags"], {"Key": "Name", "Value": "other"}]}]
+    with pytest.raises(ClientError, match="already exists"):
+        ec2.create_vpc(CidrBlock="10.98.0.0/16", TagSpecifications=named)
+    # The same request again (the provider's retry of a slow answer): the VPC the first one made, still one.
+    assert ec2.create_vpc(CidrBlock="10.98.0.0/16", TagSpecifications=tags)["Vpc"]["VpcId"] == wanted
+    assert len(ec2.describe_vpcs(Filters=[{"Name": f"tag:{FIXTURE_VPC_ID_TAG}", "Values": [wanted]}])["Vpcs"]) == 1
     assert ec2.create_vpc(CidrBlock="10.96.0.0/16")["Vpc"]["VpcId"] != wanted  # untagged: moto's own ids
     bad = [{"ResourceType": "vpc", "Tags": [{"Key": FIXTURE_VPC_ID_TAG, "Value": "subnet-0123"}]}]
     with pytest.raises(ClientError, match="is not a VPC id"):
@@ -725,3 +731,31 @@ def test_stock_moto_gives_a_new_database_no_table_defaults():
         assert lf.get_data_lake_settings()["DataLakeSettings"]["CreateTableDefaultPermissions"] == OPEN
         glue.create_database(DatabaseInput={"Name": "d"})
         assert not glue.get_database(Name="d")["Database"].get("CreateTableDefaultPermissions")
+
+
+def test_access_logs_are_delivered_in_batches_not_an_object_per_request(boto_session):
+    import json
+    import time
+
+    from infra.local.moto_server import ACCESS_LOG_FLUSH_SECONDS
+
+    s3 = boto_session("s3", REGION)
+    source, logs = f"logged-{uuid.uuid4().hex[:8]}", f"logs-{uuid.uuid4().hex[:8]}"
+    s3.create_bucket(Bucket=source)
+    s3.create_bucket(Bucket=logs)
+    s3.put_bucket_policy(Bucket=logs, Policy=json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"Service": "logging.s3.amazonaws.com"}, "Action": "s3:PutObject",
+        "Resource": f"arn:aws:s3:::{logs}/s3-access/{source}/*"}]}))
+    s3.put_bucket_logging(Bucket=source, BucketLoggingStatus={
+        "LoggingEnabled": {"TargetBucket": logs, "TargetPrefix": f"s3-access/{source}/"}})
+    for n in range(30):
+        s3.put_object(Bucket=source, Key=f"k{n}", Body=b"x")
+    deadline = time.monotonic() + 4 * ACCESS_LOG_FLUSH_SECONDS
+    records: list[str] = []
+    while time.monotonic() < deadline and len(records) < 30:
+        time.sleep(1)
+        objects = s3.list_objects_v2(Bucket=logs, Prefix=f"s3-access/{source}/").get("Contents", [])
+        records = [line for o in objects
+                   for line in s3.get_object(Bucket=logs, Key=o["Key"])["Body"].read().decode().splitlines()]
+    assert len([r for r in records if "PUT /" in r]) >= 30
+    assert len(objects) <= 4, len(objects)  # a few deliveries, not one object per request
