@@ -835,20 +835,12 @@ def parse_contract(raw: Any, source: str = "<memory>") -> Contract:
         raise _contract_error(dataset, raw, exc) from None
 
 
-def parse_landing(dataset: str, raw: Any) -> LandingSpec:
-    """Validate a contract's ``landing`` mapping alone (``LandingSpec``)."""
-    try:
-        return TypeAdapter(LandingSpec).validate_python(raw)
-    except ValidationError as exc:
-        raise _contract_error(dataset, {"landing": raw}, exc, prefix=("landing",)) from None
-
-
 # ---------------------------------------------------------------------------- one line per refused file
-def _contract_error(dataset: str, raw: dict, exc: ValidationError, prefix: tuple = ()) -> ContractError:
+def _contract_error(dataset: str, raw: dict, exc: ValidationError) -> ContractError:
     """The first error pydantic found, as ``contract '<ds>': <path>: <rule>`` (plus how many more)."""
     errors = exc.errors(include_url=False)
     first = errors[0]
-    loc = [*prefix, *first["loc"]]
+    loc = list(first["loc"])
     ctx = first.get("ctx") or {}
     extra_path = str(ctx.get("path") or "")
     if extra_path:

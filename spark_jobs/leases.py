@@ -86,10 +86,6 @@ def lease_key(dataset: str, layer: str) -> str:
     return f"{_runs_prefix(dataset)}{layer}.lease"
 
 
-def lease_uri(lake: LakeConfig, dataset: str, layer: str) -> str:
-    return lake.path(lease_key(dataset, layer))
-
-
 # ---- the store: create-only, conditional replace and delete -------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Stored:

@@ -181,15 +181,6 @@ def plan_dataset(contract: Contract, databases: Mapping[str, str], columns_of: C
     return plans
 
 
-def declared_columns(contract: Contract, layer: str, table: str) -> tuple[str, ...]:
-    """The columns the jobs write to a table of the dataset: silver's from the contract, a gold table's from its
-    module's ``COLUMNS`` (what the run's final ``select`` keeps)."""
-    if layer == "silver":
-        return known_silver_columns(contract)
-    gold = next(g for g in contract.gold if gold_table_name(contract.dataset, g) == table)
-    return gold_declaration(gold)[0]
-
-
 # ---- Lake Formation ------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Classification:

@@ -90,11 +90,6 @@ def _table_references(sql: str, known: set[str]) -> list[tuple[str, int, Any]]:
     return sorted(found, key=lambda item: item[1])
 
 
-def referenced_tables(sql: str, known: set[str]) -> list[str]:
-    """The ``namespace.table`` names of ``known`` that ``sql`` refers to, in order (lower case)."""
-    return [name for name, _, _ in _table_references(sql, known)]
-
-
 def with_as_of(sql: str, as_of: AsOf, known: set[str]) -> str:
     """``sql`` with ``as_of``'s clause after every reference to a table of ``known``: the query's own text
     with the clauses inserted (not regenerated), so what Spark runs is what the user wrote plus them."""

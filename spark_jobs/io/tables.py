@@ -439,11 +439,6 @@ def _snapshot_dict(snapshot) -> dict[str, Any]:
                                                                           "total-records")}}
 
 
-def snapshot_of_run(spark: SparkSession, tbl: Table, run_id: str) -> dict[str, Any] | None:
-    """The newest snapshot whose summary carries ``run_id`` (None: the run committed nothing)."""
-    return _snapshot_of_run(_iceberg_table(spark, tbl), run_id)
-
-
 def _snapshot_of_run(loaded, run_id: str) -> dict[str, Any] | None:
     """Right after a run's commit its snapshot is the current one (one writer per table): that one is
     checked first, without walking the table's history (every snapshot's summary is a few JVM calls, and

@@ -268,6 +268,7 @@ def lake_formation(matrix, lf_matrix, applied_tenant, client):
     from policies.lake_formation import read_lake_formation
     from spark_jobs import lf_tags
     from spark_jobs.contract import available_datasets, load_contract
+    from tests.spark_jobs.declared_columns import declared_columns
 
     owner = applied_tenant(matrix.tenants["owner"])
     databases = owner["glue_database_names"]
@@ -276,7 +277,7 @@ def lake_formation(matrix, lf_matrix, applied_tenant, client):
     for dataset in available_datasets():
         contract = load_contract(dataset)
         plans += lf_tags.plan_dataset(contract, databases,
-                                      lambda layer, table, c=contract: lf_tags.declared_columns(c, layer, table))
+                                      lambda layer, table, c=contract: declared_columns(c, layer, table))
     assert set(lf_matrix.datasets) <= set(available_datasets())
     lf_tags.apply(client("lakeformation", owner["region"]), tag, plans)
     tables: dict[str, dict[str, list[str]]] = {}
@@ -470,6 +471,7 @@ def test_each_gold_table_is_in_glue_and_its_column_tags_read_back_from_the_table
     from spark_jobs import lf_tags
     from spark_jobs.contract import load_contract
     from spark_jobs.lake import gold_table_name
+    from tests.spark_jobs.declared_columns import declared_columns
 
     owner, _, _ = demo_lake
     glue, lf = client("glue", owner.region), client("lakeformation", owner.region)
@@ -480,7 +482,7 @@ def test_each_gold_table_is_in_glue_and_its_column_tags_read_back_from_the_table
         assert glue_table["Parameters"]["table_type"] == "ICEBERG"
         assert glue_table["Parameters"]["metadata_location"].startswith(f"s3://{owner.lake_bucket}/gold/{table}/metadata/")
         columns = [c["Name"] for c in glue_table["StorageDescriptor"]["Columns"]]
-        assert columns == list(lf_tags.declared_columns(contract, "gold", table)), table
+        assert columns == list(declared_columns(contract, "gold", table)), table
         answer = lf.get_resource_lf_tags(Resource={"Table": {"DatabaseName": owner.glue_databases["gold"], "Name": table}},
                                          ShowAssignedLFTags=True)
         tags = {c["Name"]: c["LFTags"][0]["TagValues"][0] for c in answer["LFTagsOnColumns"]}

@@ -11,6 +11,11 @@ from spark_jobs.io import iceberg_files, tables
 from spark_jobs.lake import LakeConfig
 from tests.spark_jobs.conftest import ts
 
+
+def snapshot_of_run(spark, tbl: tables.Table, run_id: str) -> dict | None:
+    """The newest snapshot whose summary carries ``run_id`` (None: the run committed nothing)."""
+    return tables._snapshot_of_run(tables._iceberg_table(spark, tbl), run_id)
+
 DAYS = tables.Partitioning("event_ts", "day")
 
 
@@ -58,7 +63,7 @@ def test_overwrite_replaces_exactly_the_covered_days_in_one_commit(spark, silver
     assert _content(spark, silver) == [("a", ts("2020-11-16 10:00:00"), 1.0), ("b", ts("2020-11-17 10:00:00"), 2.0),
                                        ("n", None, 1.0)]
     assert tables.current_snapshot(spark, silver)["snapshot_id"] == two["snapshot_id"]
-    assert tables.snapshot_of_run(spark, silver, "run-1")["snapshot_id"] == one["snapshot_id"]
+    assert snapshot_of_run(spark, silver, "run-1")["snapshot_id"] == one["snapshot_id"]
     assert len(_content(spark, silver, one["snapshot_id"])) == 4  # the earlier snapshot stays readable
 
     # The same input again: the same rows, in a new snapshot that deleted and added them.
@@ -245,7 +250,7 @@ def test_a_month_rewrite_fails_when_the_month_changed_after_its_rows_were_read(s
         tables.overwrite(_rows(spark, [("b", ts("2024-01-31 10:00:00"), 1.0)]), silver, MONTHS,
                          MONTHS.covering(["2024-01-31"], False), "run-3",
                          {"validate-from-snapshot-id": str(read_at), "isolation-level": "serializable"})
-    assert tables.snapshot_of_run(spark, silver, "run-3") is None
+    assert snapshot_of_run(spark, silver, "run-3") is None
     assert [r[0] for r in tables.read(spark, silver).select("id").orderBy("id").collect()] == ["a", "late"]
     # Without the options the same overwrite goes through and the other writer's rows are gone.
     tables.overwrite(_rows(spark, [("b", ts("2024-01-31 10:00:00"), 1.0)]), silver, MONTHS,
