@@ -101,3 +101,17 @@ def test_bench_takes_no_private_name_from_another_module():
     taken = [f"{path.relative_to(REPO)}:{line} {base}.{alias}" for name, path in modules.items()
              if name.startswith("bench.") for line, base, alias in _imports(name, path, modules)[1]]
     assert taken == []
+
+
+def test_spark_jobs_builds_every_aws_client_in_one_factory():
+    """Only ``spark_jobs/io/s3.py`` (``aws_client``, and ``lake_client`` on it) imports boto3: every client the jobs
+    open gets the same region, endpoint, CA bundle, timeouts and retries from there."""
+    importers = []
+    for path in sorted((REPO / "spark_jobs").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(name == "boto3" or name.startswith("boto3.") for name in names):
+                importers.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert {importer.split(":")[0] for importer in importers} == {"spark_jobs/io/s3.py"}, \
+        f"boto3 imported outside the client factory: {importers}"
