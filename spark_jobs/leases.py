@@ -46,8 +46,8 @@ import sys
 import threading
 from typing import Any, Callable, Iterator
 
+from spark_jobs.failures import JobFailed, check_endpoint
 from spark_jobs.io import create_only
-from spark_jobs.jobs.runtime import JobFailed, check_endpoint
 from spark_jobs.lake import LakeConfig
 
 LEASE_LAYERS: tuple[str, ...] = ("bronze", "silver", "gold")

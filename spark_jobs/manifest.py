@@ -100,7 +100,7 @@ class RunManifest:
     # partitions it rewrote read back, partitions touched, why it ran full): spark_jobs/README.md, "What a run
     # reads and rewrites"
     increment: dict[str, Any] = dataclasses.field(default_factory=dict)
-    error: str | None = None          # one line (spark_jobs.jobs.runtime.one_line)
+    error: str | None = None          # one line (spark_jobs.failures.one_line)
     error_detail: str | None = None   # the error's whole text, a JVM exception's message with its causes
 
     def check_invariant(self) -> None:

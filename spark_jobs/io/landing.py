@@ -276,7 +276,7 @@ def read_parquet_files(spark: SparkSession, paths: list[str]) -> tuple[list[Data
 
 
 def unreadable_parquet_reason(exc: BaseException) -> str:
-    from spark_jobs.jobs.runtime import describe_error
+    from spark_jobs.failures import describe_error
 
     _, first_line = describe_error(exc)
     if "TIMESTAMP(NANOS" in first_line:
@@ -294,7 +294,7 @@ def failed_file(exc: BaseException) -> list[str]:
 def unreadable_text_files(spark: SparkSession, paths: list[str]) -> list[tuple[str, str]]:
     """After a batch of text files failed to read: which ``.gz`` files are not gzip data or are damaged
     (Hadoop decompresses by the name), as ``(path, reason)``."""
-    from spark_jobs.jobs.runtime import describe_error
+    from spark_jobs.failures import describe_error
 
     jvm = spark.sparkContext._jvm
     conf = spark.sparkContext._jsc.hadoopConfiguration()

@@ -29,9 +29,9 @@ from urllib.parse import unquote, urlparse
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from spark_jobs.failures import JobFailed, describe_error
 from spark_jobs.io import landing as landing_io
 from spark_jobs.io import storage
-from spark_jobs.jobs.runtime import JobFailed, describe_error
 from spark_jobs.lake import LakeConfig
 
 SOURCE_LOG = "sources/0"          # the single file source of the bronze query

@@ -20,7 +20,7 @@ import sys
 from spark_jobs import lf_tags
 from spark_jobs.contract import available_datasets, load_contract
 from spark_jobs.contract_plan import check_datasets, rebuild_note
-from spark_jobs.errors import EXIT_FAILED, EXIT_OK
+from spark_jobs.failures import EXIT_FAILED, EXIT_OK
 from spark_jobs.io import storage
 from spark_jobs.jobs.checkpoint import recover_checkpoint
 from spark_jobs.jobs.layer import run_layer

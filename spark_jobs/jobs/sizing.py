@@ -16,6 +16,7 @@ from typing import Iterator
 from pyspark.sql import SparkSession
 
 from spark_jobs.contract import load_contract
+from spark_jobs.failures import check_endpoint
 from spark_jobs.io.lake_bytes import stored_bytes
 from spark_jobs.jobs import runtime
 from spark_jobs.lake import LakeConfig, gold_table_name
@@ -57,7 +58,7 @@ def reads_small_folders(lake: LakeConfig, folders: list[str], versions: bool = F
     if launched_by_spark_submit() or SparkSession.getActiveSession():
         return False
     runtime.check_local_settings()  # a bad setting or a stopped emulator: its one line, before any listing
-    runtime.check_endpoint(lake)
+    check_endpoint(lake)
     if continuous or os.environ.get(JIT_ENV):
         return False
     size = stored_bytes(lake, folders, runtime.SMALL_INPUT_BYTES, versions=versions)

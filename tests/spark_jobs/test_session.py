@@ -288,7 +288,8 @@ def test_the_quick_jit_and_the_class_archive_reach_the_driver_jvm(tmp_path):
 
 
 def test_a_class_archive_that_is_not_a_file_is_refused_before_the_jvm_starts(tmp_path, monkeypatch):
-    from spark_jobs.jobs.runtime import JobFailed, check_local_settings
+    from spark_jobs.failures import JobFailed
+    from spark_jobs.jobs.runtime import check_local_settings
 
     monkeypatch.setenv(JVM_ARCHIVE_ENV, str(tmp_path / "missing.jsa"))
     with pytest.raises(JobFailed, match="TENANTLAKE_JVM_ARCHIVE=.*missing.jsa' is not a file"):
