@@ -44,9 +44,7 @@ def ledger_uri(lake: LakeConfig, dataset: str, layer: str) -> str:
 def file_digest(path: str) -> str:
     """The ledger's name for a file: a digest of its path as every lister names it (``file:/a``, ``file:///a``
     and ``/a`` alike; an escaped and an unescaped path alike)."""
-    from spark_jobs.jobs.checkpoint import file_key
-
-    return hashlib.sha256("|".join(file_key(path)).encode()).hexdigest()[:24]
+    return hashlib.sha256("|".join(storage.file_key(path)).encode()).hexdigest()[:24]
 
 
 def _read_ledger(spark: SparkSession, uri: str) -> dict[str, list[int]]:

@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from spark_jobs.jobs.checkpoint import HandedOut, file_key
+from spark_jobs.io.storage import file_key
+from spark_jobs.jobs.checkpoint import HandedOut
 from spark_jobs.landing_versions import LandingVersion, reconcile
 
 S = 1000  # ms
