@@ -103,7 +103,7 @@ def _worker(spec: dict[str, Any]) -> dict[str, Any]:
     from spark_jobs.jobs.layer import run_layer
     from spark_jobs.jobs.runtime import session_for
     from spark_jobs.lake import resolve_lake
-    from spark_jobs.report import layer_counts
+    from spark_jobs.jobs.report import layer_counts
 
     lake = resolve_lake(lake_config=spec["lake_config"])
     cpu = CpuSeconds(spec.get("emulator_pid"))

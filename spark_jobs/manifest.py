@@ -90,7 +90,7 @@ class RunManifest:
     output_rows: dict[str, int] = dataclasses.field(default_factory=dict)
     event_dates: list[str] = dataclasses.field(default_factory=list)  # silver/gold: the dates the run replaced
     batches: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    # bronze: landing object versions against what bronze read (spark_jobs/landing_versions.py)
+    # bronze: landing object versions against what bronze read (spark_jobs/jobs/landing_versions.py)
     landing: dict[str, Any] = dataclasses.field(default_factory=dict)
     stages: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     validation: dict[str, Any] = dataclasses.field(default_factory=dict)

@@ -1,5 +1,5 @@
 """Row counts of a layer's files, remembered between counts, so the counts table reads only files it has not
-counted yet (``spark_jobs/report.py``).
+counted yet (``spark_jobs/jobs/report.py``).
 
 The files of landing, bronze and the quarantine are never changed in place: a file is written whole once, an
 erasure or a replayed batch writes new files and deletes the old, the lifecycle rules delete them. So a file's

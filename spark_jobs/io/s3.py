@@ -17,7 +17,7 @@ between the callers is a parameter:
 
 ``list_versions`` lists every version under a prefix (``ListObjectVersions``, 1,000 per request, read as they
 are consumed), delete markers too when asked, as ``ObjectVersion``: the erasure's sweep and purge, the landing
-check (``spark_jobs/landing_versions.py``), the usage report and the session sizing all read it.
+check (``spark_jobs/jobs/landing_versions.py``), the usage report and the session sizing all read it.
 """
 from __future__ import annotations
 

@@ -226,7 +226,7 @@ def recover_checkpoint(spark: SparkSession, lake: LakeConfig, dataset: str) -> R
     bronze = spark.read.parquet(bronze_uri)
     highest = bronze.agg(F.max("_batch_id")).first()[0]
     # When bronze last ingested each file (ms): a file rewritten since keeps that time in the new log, so the
-    # landing check still sees its newer version as never ingested (spark_jobs/landing_versions.py).
+    # landing check still sees its newer version as never ingested (spark_jobs/jobs/landing_versions.py).
     ingested = {storage.file_key(r[0]): int(r[1]) for r in bronze.groupBy("_source_file")
                 .agg(F.max(F.unix_millis("_ingested_at"))).collect()}
     landing = [(uri_form, min(modified, ingested[storage.file_key(path)]))

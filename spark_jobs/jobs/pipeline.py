@@ -28,7 +28,7 @@ from spark_jobs.jobs.sizing import command_session, dataset_folders, reads_small
 from spark_jobs.lake import LAYERS, LakeConfig, lake_from_args
 from spark_jobs.leases import fence, held_lease, held_leases
 from spark_jobs.quality import exit_code, run_status
-from spark_jobs.report import format_counts_table, landing_warnings, layer_counts
+from spark_jobs.jobs.report import format_counts_table, landing_warnings, layer_counts
 
 
 def run(args: argparse.Namespace) -> int:

@@ -217,7 +217,7 @@ published: <strong id="published">{"yes" if summary["published"] else "no"}</str
 
 def _landing_section(landing: dict[str, Any] | None) -> str:
     """Bronze runs: the landing object versions against what bronze read, each version never ingested named
-    (``spark_jobs/landing_versions.py``)."""
+    (``spark_jobs/jobs/landing_versions.py``)."""
     if not landing:
         return ""
     counts = "".join(f"<tr><th>{_e(label)}</th><td>{_e(landing.get(key))}</td></tr>" for key, label in (

@@ -5,7 +5,7 @@ Silver and gold come from their Iceberg tables' current snapshots (the summary's
 per file, and each file only once: their files are never changed in place, so the counts of the files a
 count has seen are remembered beside the layer (``spark_jobs/io/counted.py``) and a later count lists the
 layer and reads only the files it has not counted (a run's new batch, today's landing files).
-Landing is also counted by object version against what bronze read (``spark_jobs.landing_versions``):
+Landing is also counted by object version against what bronze read (``spark_jobs.jobs.landing_versions``):
 ``landing (object versions)`` and ``landing versions ingested`` on every dataset, ``landing versions NOT
 ingested`` and ``landing versions pending`` (not read by bronze yet) when there are any; the versions never
 ingested are named by ``landing_warnings``, so such a gap never hides behind totals that look alike.
@@ -58,7 +58,7 @@ def _dataset_counts(spark: SparkSession, lake: LakeConfig, dataset: str) -> list
 def _version_counts(spark: SparkSession, lake: LakeConfig, contract, landing: str) -> list[dict]:
     """The landing versions against what bronze read: versions, ingested, and (when any) not ingested and
     pending. The ``landing (object versions)`` row carries the whole ``reconciliation`` (its summary)."""
-    from spark_jobs.landing_versions import reconcile_dataset
+    from spark_jobs.jobs.landing_versions import reconcile_dataset
 
     dataset = contract.dataset
     try:
