@@ -27,6 +27,7 @@ from spark_jobs.lf_tags import LfTagError
 from spark_jobs.maintain import MaintainError
 from spark_jobs.manifest import InvariantViolation
 from spark_jobs.producers.kinesis import ProducerError
+from spark_jobs.pseudonyms import ErasureKeyMissing
 from spark_jobs.quality import ReportNotWritten
 from spark_jobs.query import QueryError
 from spark_jobs.session import DRIVER_MEMORY_ENV, driver_heap
@@ -36,7 +37,7 @@ from spark_jobs.usage.cost import PriceError
 # Errors that are the user's to fix (a lake, contract, request or price table to correct): exit 2.
 USER_ERRORS: tuple[type[Exception], ...] = (
     LakeConfigError, ContractError, DatagenError, ProducerError, CatalogError, MaintainError, QueryError,
-    ErasureError, SubjectError, UsageError, PriceError, LfTagError)
+    ErasureError, SubjectError, ErasureKeyMissing, UsageError, PriceError, LfTagError)
 
 
 def exit_code(exc: Exception, args: argparse.Namespace) -> int:
