@@ -72,8 +72,8 @@ DUCKDB_THREADS = 2
 # ---------------------------------------------------------------------------- worker (one job, one process)
 def _spark_worker(spec: dict[str, Any]) -> dict[str, Any]:
     from spark_jobs.jobs.layer import run_layer
-    from spark_jobs.jobs.runtime import session_for
     from spark_jobs.lake import resolve_lake
+    from spark_jobs.session import session_for
 
     lake = resolve_lake(lake_uri=spec["lake_uri"])
     layer = spec["layer"]

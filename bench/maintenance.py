@@ -109,8 +109,8 @@ def measure(lake, runs: int, rows_per_run: int, scan_repeats: int, progress=prin
     """The whole benchmark on ``lake`` (an s3a lake whose bucket exists); returns the figures."""
     from spark_jobs import maintain
     from spark_jobs.io import tables
-    from spark_jobs.jobs.runtime import session_for
-    from spark_jobs.jobs.sizing import reads_small_folders, table_folders
+    from spark_jobs.session import session_for
+    from spark_jobs.session import reads_small_folders, table_folders
 
     # Sized as `python -m spark_jobs maintain` sizes its session: from the bytes of the tables it maintains (none
     # yet: the runs are committed in this session; a year of 200-row days stays far below the limit).

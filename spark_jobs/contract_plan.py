@@ -27,8 +27,8 @@ from typing import Any
 
 from spark_jobs.contract import Contract, ContractError, load_contract
 from spark_jobs.io import tables
-from spark_jobs.jobs.sizing import command_session
 from spark_jobs.lake import lake_from_args
+from spark_jobs.session import command_session
 
 KEY_PROPERTY = "tenantlake.key"                 # the silver key the table's rows were deduplicated on
 CONTRACT_PROPERTY = "tenantlake.contract-version"  # the contract version of the table's last evolution
@@ -451,7 +451,7 @@ def _rows_json(parts: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------------------ a dataset
 def plan_dataset(spark, lake, contract: Contract) -> Plan:
     """The plan of the dataset's silver table and every gold table of its contract."""
-    from spark_jobs.jobs.partitioning import gold_partitioning, silver_partitioning
+    from spark_jobs.io.partitioning import gold_partitioning, silver_partitioning
     from spark_jobs.lake import gold_table_name
     from spark_jobs.transforms.gold import load_gold
 

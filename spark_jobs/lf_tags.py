@@ -40,8 +40,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import tenant_model
 from spark_jobs.contract import Contract, available_datasets, load_contract
-from spark_jobs.jobs.sizing import command_session
 from spark_jobs.lake import LakeConfig, gold_table_name, lake_from_args
+from spark_jobs.session import command_session
 
 
 class LfTagError(ValueError):

@@ -24,8 +24,8 @@ from typing import Any
 
 from spark_jobs import catalog
 from spark_jobs.catalog import CatalogSettings, LAYERS_WITH_TABLES
-from spark_jobs.jobs.sizing import command_session
 from spark_jobs.lake import lake_from_args
+from spark_jobs.session import command_session
 
 DEFAULT_MAX_ROWS = 100
 _TIMESTAMP_FORMATS = ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S.%fZ",

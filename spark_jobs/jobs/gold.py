@@ -16,8 +16,8 @@ from pyspark.sql import functions as F
 
 from spark_jobs.contract_plan import publish_evolved
 from spark_jobs.io import readers, tables
+from spark_jobs.io.partitioning import gold_partitioning, silver_partitioning
 from spark_jobs.jobs import increment
-from spark_jobs.jobs.partitioning import GoldPartitioningError, gold_partitioning, silver_partitioning  # noqa: F401
 from spark_jobs.jobs.runtime import JobRun
 from spark_jobs.lake import gold_table_name
 from spark_jobs.manifest import InvariantViolation

@@ -1,96 +1,29 @@
-"""What every layer job shares: the Spark session for a lake, progress lines, and the run envelope
-(manifest written on success and on failure, invariant checked, quality hook called)."""
+"""What every layer job shares: progress lines and the run envelope (manifest written on success and on failure,
+invariant checked, quality hook called). The Spark session for a lake is ``spark_jobs.session.session_for``."""
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import datetime as dt
-import glob
-import os
 import sys
 import time
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from pyspark.sql import SparkSession
 
-from spark_jobs import lineage, quality, signals
+from spark_jobs import lineage, quality, session, signals
 from spark_jobs.contract import Contract
 from spark_jobs.failures import DETAILS_ATTRIBUTE, JobFailed, check_endpoint, error_text, one_line
 from spark_jobs.io import storage
 from spark_jobs.jobs.counters import RunCounters
 from spark_jobs.lake import LakeConfig
 from spark_jobs.manifest import RunManifest, code_version, new_run_id
-from spark_jobs.session import (S3aSettings, apply_bucket_settings, build_session, driver_heap, jvm_archive,
-                                launched_by_spark_submit, quick_jit)
-
-JARS_ENV = "TENANTLAKE_SPARK_JARS"
-REPO_JAR_CACHE = Path(__file__).resolve().parents[2] / ".local" / "jars"
 
 Progress = Callable[[str], None]
-# A layer whose input (bronze Parquet for silver, the silver table for gold) holds at most this many bytes
-# is planned as a small input (JobRun.size_for_input): a quarter of the 64 MB that adaptive execution
-# aims for per partition, so it would have coalesced every shuffle of such a run into one partition.
-SMALL_INPUT_BYTES = 16 * 1024 * 1024
-SMALL_INPUT_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
 
 
 def print_progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
-
-
-def s3a_settings(lake: LakeConfig) -> S3aSettings:
-    return S3aSettings(
-        endpoint=lake.s3_endpoint, region=lake.region, kms_key_arn=lake.kms_key_arn, truststore=lake.truststore,
-    )
-
-
-def find_jars(explicit: list[str] | None = None) -> list[str]:
-    """s3a jars: explicit list, else ``$TENANTLAKE_SPARK_JARS`` (comma-separated), else the repo's
-    verified cache (``.local/jars``, filled by ``python -m infra.local.s3a_jars``)."""
-    if explicit:
-        return explicit
-    if os.environ.get(JARS_ENV):
-        return [j for j in os.environ[JARS_ENV].split(",") if j]
-    return sorted(glob.glob(str(REPO_JAR_CACHE / "*.jar")))
-
-
-def check_local_settings() -> None:
-    """A bad ``$TENANTLAKE_DRIVER_MEMORY``, ``$TENANTLAKE_JIT`` or ``$TENANTLAKE_JVM_ARCHIVE`` for a session this
-    process starts: one line and exit 2 (``JobFailed``), before anything else runs, not a JVM that fails to start."""
-    try:
-        driver_heap()
-        quick_jit(False)
-        jvm_archive()
-    except ValueError as exc:
-        raise JobFailed(str(exc), 2) from None
-
-
-def session_for(lake: LakeConfig, app_name: str, jars: list[str] | None = None,
-                small_inputs: bool = False) -> tuple[SparkSession, bool]:
-    """The running session (tests, spark-submit) with this lake's bucket settings, or a new tuned one
-    (``small_inputs``: the command reads only small inputs, ``session.build_session``).
-    Returns ``(spark, created)``. Fails with ``EndpointUnreachable`` first if the S3 endpoint is down."""
-    check_endpoint(lake)
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        active.conf.set("spark.sql.legacy.timeParserPolicy", "CORRECTED")
-        active.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
-        if lake.is_s3a:
-            apply_bucket_settings(active, lake.bucket, s3a_settings(lake))
-        return active, False
-    check_local_settings()
-    if lake.is_s3a:
-        found = find_jars(jars)
-        if not found and not launched_by_spark_submit():  # under spark-submit the launcher's --jars decide
-            raise JobFailed(
-                f"s3a needs the hadoop-aws jars: pass --jars, set {JARS_ENV}, or run `python -m infra.local.s3a_jars`", 2
-            )
-        spark = build_session(app_name, s3a=s3a_settings(lake), jars=found, small_inputs=small_inputs)
-        apply_bucket_settings(spark, lake.bucket, s3a_settings(lake))
-    else:
-        spark = build_session(app_name, small_inputs=small_inputs)
-    return spark, True
 
 
 @dataclasses.dataclass
@@ -148,9 +81,9 @@ class JobRun:
         such a shuffle into one partition anyway; the results do not depend on either setting. The
         session's values come back when the run ends (``restore_conf``), so the next layer of
         ``run-all`` decides for its own input. Returns True when the run is planned as small."""
-        if input_bytes is None or input_bytes > SMALL_INPUT_BYTES:
+        if input_bytes is None or input_bytes > session.SMALL_INPUT_BYTES:
             return False
-        for key, value in SMALL_INPUT_CONF.items():
+        for key, value in session.SMALL_INPUT_CONF.items():
             if key not in self._changed_conf:
                 self._changed_conf[key] = self.spark.conf.get(key, None)
             self.spark.conf.set(key, value)

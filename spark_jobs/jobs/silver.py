@@ -32,8 +32,8 @@ from spark_jobs.contract import MALFORMED_RULE, UNKNOWN_FIELDS_RULE, Contract
 from spark_jobs.contract_plan import publish_evolved
 from spark_jobs.failures import JobFailed
 from spark_jobs.io import readers, storage, tables, writers
+from spark_jobs.io.partitioning import silver_partitioning
 from spark_jobs.jobs import increment
-from spark_jobs.jobs.partitioning import silver_partitioning
 from spark_jobs.jobs.runtime import JobRun
 from spark_jobs.manifest import InvariantViolation
 from spark_jobs.transforms import bronze as bronze_tx

@@ -121,7 +121,7 @@ def test_a_changed_key_or_event_time_is_refused_and_an_unrecorded_key_is_recorde
     (the partition column), is refused with a rebuild as the way forward."""
     from spark_jobs.contract_plan import KEY_PROPERTY, silver_schema, table_plan
     from spark_jobs.io import tables
-    from spark_jobs.jobs.partitioning import silver_partitioning
+    from spark_jobs.io.partitioning import silver_partitioning
     from spark_jobs.lake import LakeConfig
 
     iot = load_contract("iot")
@@ -179,7 +179,7 @@ def test_a_table_computed_by_another_contract_is_planned_as_a_rebuild(spark, tmp
 
     from spark_jobs.contract_plan import ROWS_PROPERTY, format_plan, plan_dataset, rows_contract, silver_schema
     from spark_jobs.io import tables
-    from spark_jobs.jobs.partitioning import silver_partitioning
+    from spark_jobs.io.partitioning import silver_partitioning
     from spark_jobs.lake import LakeConfig
 
     iot = load_contract("iot")
