@@ -4,9 +4,10 @@ Reads a whole CSV (gzip too), Parquet or JSON file as a stream, with memory boun
 (default 10000) and not by the file: every record updates per-field statistics (missing values, numeric
 range, whether every value is an integer, a number, a boolean or a time of one pattern), and a reservoir
 sample of ``--sample-rows`` records spread over the whole file (not its head) serves what needs the values
-themselves. A CSV goes through pyarrow's streaming reader (``ArrowCsv``) and the statistics are Arrow compute
+themselves. A CSV goes through pyarrow's streaming reader (``infer_read.ArrowCsv``) and the statistics are Arrow compute
 calls over each batch's whole columns; a file it cannot read as Python's csv module does goes through that
-module instead (``PythonCsv``, one progress line says so), into the same statistics. It writes a contract YAML
+module instead (``infer_read.PythonCsv``, one progress line says so), into the same statistics
+(``infer_stats.Stats``, ``infer_stats.Reservoir``). It writes a contract YAML
 that ``load_contract`` accepts as it is:
 
 - landing: the format; for CSV the delimiter (sniffed among ``, ; TAB |``), the header, the encoding
@@ -34,453 +35,30 @@ Everything inferred is a guess about the dataset (the next file may differ): rea
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import datetime as dt
-import gzip
-import io
 import itertools
 import json
 import math
-import random
 import re
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
-from spark_jobs.contract import DATASET_NAME_RE, LandingSpec
-from spark_jobs.landing_files import GZIP_MAGIC, PARQUET_MAGIC, csv_reader, decompressed_chunks
+from spark_jobs.contract import DATASET_NAME_RE
+from spark_jobs.infer_read import (InferError, NativeUnfit, PassProgress, detect_format, duckdb_connection, parquet_type,
+                                   record_batches, sample_csv, sample_json, sample_parquet, sql_name, sql_text)
+from spark_jobs.infer_stats import NUMERIC, TIMESTAMP_PATTERNS, Field, Sampled, time_pattern
+from spark_jobs.landing_files import GZIP_MAGIC
 
 DEFAULT_SAMPLE_ROWS = 10_000
-SAMPLE_SEED = 42            # the reservoir's random choices: the same file always gives the same draft
 KEY_CANDIDATES = 8          # column combinations checked over the whole file (pass 2), smallest first
 KEY_COLUMNS_RANKED = 10     # pairs and triples are drawn from the first columns by rank (ids first)
 HASH_BUCKETS = 16           # files per candidate the key check spills hashes to (memory: one bucket at a time)
 KEYS_NOTED = 3              # a draft without a key notes how often its first candidates repeat
-NULL_TOKENS = ("NA", "N/A", "null", "NULL", "None", "NaN", "nan", "-")
-DELIMITERS = (",", ";", "\t", "|")
-BOOLEANS = ("true", "false")
 INT_MAX = 2 ** 31 - 1
-# (Python strptime pattern, Spark pattern, has a time of day); REGEXES below: the same, zero-padded, so that
-# the text of two values of one pattern sorts as their times do (the whole file's span without parsing it).
-TIMESTAMP_PATTERNS: tuple[tuple[str, str, bool], ...] = (
-    ("%Y-%m-%dT%H:%M:%SZ", "yyyy-MM-dd'T'HH:mm:ss'Z'", True),
-    ("%Y-%m-%dT%H:%M:%S.%fZ", "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'", True),
-    ("%Y-%m-%dT%H:%M:%S", "yyyy-MM-dd'T'HH:mm:ss", True),
-    ("%Y-%m-%dT%H:%M", "yyyy-MM-dd'T'HH:mm", True),
-    ("%Y-%m-%d %H:%M:%S", "yyyy-MM-dd HH:mm:ss", True),
-    ("%Y-%m-%d %H:%M:%S.%f", "yyyy-MM-dd HH:mm:ss.SSSSSS", True),
-    ("%Y-%m-%d %H:%M", "yyyy-MM-dd HH:mm", True),
-    ("%Y/%m/%d %H:%M:%S", "yyyy/MM/dd HH:mm:ss", True),
-    ("%Y/%m/%d %H:%M", "yyyy/MM/dd HH:mm", True),
-    ("%Y-%m-%d", "yyyy-MM-dd", False),
-    ("%Y/%m/%d", "yyyy/MM/dd", False),
-    ("%Y%m%d", "yyyyMMdd", False),
-)
-_D, _T = r"[0-9]{4}-[0-9]{2}-[0-9]{2}", r"[0-9]{2}:[0-9]{2}"
-TIMESTAMP_REGEXES = tuple(re.compile(p) for p in (
-    rf"{_D}T{_T}:[0-9]{{2}}Z", rf"{_D}T{_T}:[0-9]{{2}}\.[0-9]{{1,9}}Z", rf"{_D}T{_T}:[0-9]{{2}}", rf"{_D}T{_T}",
-    rf"{_D} {_T}:[0-9]{{2}}", rf"{_D} {_T}:[0-9]{{2}}\.[0-9]{{1,9}}", rf"{_D} {_T}",
-    r"[0-9]{4}/[0-9]{2}/[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}", r"[0-9]{4}/[0-9]{2}/[0-9]{2} [0-9]{2}:[0-9]{2}",
-    _D, r"[0-9]{4}/[0-9]{2}/[0-9]{2}", r"[0-9]{8}"))
 TIME_OF_DAY_PATTERNS = (("%H:%M:%S", "HH:mm:ss"), ("%H:%M", "HH:mm"))
-# The same tests over a whole Arrow column (RE2, anchored): a text is an integer as ``int()`` reads it, a time of
-# one of TIMESTAMP_REGEXES.
-_INTEGER_RE2 = r"^[-+]?[0-9]+$"
-_TIMESTAMP_RE2 = tuple(f"^(?:{r.pattern})$" for r in TIMESTAMP_REGEXES)
-_BOOLEAN_CASES = ("true", "false", "True", "False", "TRUE", "FALSE")  # the common cases; others are lowered
-BATCH = 4096                # records per batch of the Python readers (JSON, and CSV when pyarrow's reader cannot)
-ARROW_BLOCK_BYTES = 1 << 20  # pyarrow's CSV reader: bytes of text per batch
-PLAIN_TRIES = 3             # a column's batches tried as read, as long as one of these in a row passes
-PROGRESS_EVERY_S = 10.0     # a progress line on stderr at most this often during a long pass
-PARQUET_TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"  # how bronze writes Parquet timestamps
-NUMERIC = ("int", "long", "double")
-
-
-class InferError(ValueError):
-    """The sample cannot be read; one line."""
-
-
-def _all(mask: Any) -> bool:
-    import pyarrow.compute as pc
-
-    return bool(pc.all(mask).as_py())
-
-
-def _text_bytes(texts: Any) -> Any:
-    """The bytes of an Arrow string array's values, end to end (numpy, no copy)."""
-    import numpy as np
-
-    offsets = np.frombuffer(texts.buffers()[1], dtype=np.int32)[texts.offset:texts.offset + len(texts) + 1]
-    data = texts.buffers()[2]
-    return np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]] if data is not None and len(offsets) else \
-        np.empty(0, dtype=np.uint8)
-
-
-def _arrow_ints(texts: Any) -> Any:
-    """The texts as Arrow int64 when Arrow's parser reads every one as a decimal integer, else None. Arrow's
-    grammar is ``-?[0-9]+`` (no blanks, no ``+``) plus hexadecimal (``0x1A``), which ``int()`` refuses: a batch
-    holding an ``x`` is left to the regular expression."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    try:
-        numbers = pc.cast(texts, pa.int64())
-    except pa.ArrowInvalid:
-        return None
-    return None if ((_text_bytes(texts) | 0x20) == ord("x")).any() else numbers
-
-
-def _ints(texts: Any) -> Any:
-    """The texts as integers (an Arrow array, or a list when some need Python: ``+5``, beyond 64 bits) when every
-    one is ``[-+]?[0-9]+``, else None."""
-    import pyarrow.compute as pc
-
-    numbers = _arrow_ints(texts)
-    if numbers is not None:
-        return numbers
-    if not _all(pc.match_substring_regex(texts, _INTEGER_RE2)):
-        return None
-    return [int(v) for v in texts.to_pylist()]
-
-
-def _arrow_floats(texts: Any) -> Any:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    try:
-        return pc.cast(texts, pa.float64())
-    except pa.ArrowInvalid:
-        return None
-
-
-def _floats(texts: Any) -> Any:
-    """The texts as doubles when ``float()`` reads every one, else None. Arrow's parser reads a subset of what
-    ``float()`` does, to the same values; the rest (``1_000.5``, digits of other scripts) go through Python."""
-    import pyarrow as pa
-
-    numbers = _arrow_floats(texts)
-    if numbers is not None:
-        return numbers
-    try:
-        return pa.array([float(v) for v in texts.to_pylist()], pa.float64())
-    except ValueError:
-        return None
-
-
-def _booleans(texts: Any) -> bool:
-    import pyarrow.compute as pc
-
-    return _all(pc.is_in(texts, value_set=_arrow_texts(_BOOLEAN_CASES))) or \
-        _all(pc.is_in(pc.utf8_lower(texts), value_set=_arrow_texts(BOOLEANS)))
-
-
-def _min_max(values: Any) -> tuple[Any, Any]:
-    """(smallest, largest) of an Arrow array as Python values; (None, None) when it is empty."""
-    import pyarrow.compute as pc
-
-    both = pc.min_max(values)
-    return both["min"].as_py(), both["max"].as_py()
-
-
-def _arrow_texts(values: tuple[str, ...]) -> Any:
-    import pyarrow as pa
-
-    return pa.array(values, pa.string())
-
-
-@dataclasses.dataclass
-class Stats:
-    """One field over the whole file, updated a batch of texts at a time (``add_column``: an Arrow string array;
-    ``add_texts``, ``add_values``: Python lists): what its type, its range, its missing count and its time span
-    are, without keeping its values. Each test is one Arrow compute call over the whole batch (a cast, an RE2
-    regular expression, ``min_max``) and stops for good once it fails: no Python per value.
-
-    A value is read as Python's ``str.strip`` and ``int``/``float`` read it: Arrow's ``utf8_trim_whitespace``
-    strips the same characters, and a batch that Arrow's number parser refuses goes to the regular expression
-    (integers) or to ``float()`` (numbers) before the test fails."""
-
-    seen: int = 0                 # records that carry the field (null included)
-    empty: int = 0                # null or "" among them
-    tokens: dict[str, int] = dataclasses.field(default_factory=dict)  # NULL_TOKENS met, by token
-    present: int = 0
-    ints: bool = True
-    numbers: bool = True
-    bools: bool = True
-    low: float | None = None      # the numeric range (ints stay exact)
-    high: float | None = None
-    times: list[int] = dataclasses.field(default_factory=lambda: list(range(len(TIMESTAMP_PATTERNS))))
-    text_low: str | None = None   # the smallest and largest text while a time pattern still fits every value
-    text_high: str | None = None
-    not_plain: int = 0            # batches in a row that were not plain (``_plain``)
-
-    def add_values(self, values: list[Any]) -> None:
-        """JSON values: null, booleans, numbers and texts (a nested value as its JSON text)."""
-        texts = [v for v in values if isinstance(v, str)]
-        if len(texts) < len(values):
-            self.seen += len(values) - len(texts)
-            kinds = [v for v in values if v is not None and not isinstance(v, str)]
-            self.empty += len(values) - len(texts) - len(kinds)
-            self.present += len(kinds)
-            if kinds:
-                self.times = []
-                self.bools = self.bools and all(isinstance(v, bool) for v in kinds)
-                numbers = [v for v in kinds if not isinstance(v, bool)]
-                if len(numbers) < len(kinds):
-                    self.ints = self.numbers = False
-                self.ints = self.ints and all(isinstance(v, int) for v in numbers)
-                self._range([v for v in numbers if isinstance(v, int) or math.isfinite(v)])
-        if texts:
-            self.add_texts(texts)
-
-    def add_texts(self, values: list[str]) -> None:
-        import pyarrow as pa
-
-        try:
-            column = pa.array(values, pa.string())
-        except UnicodeEncodeError:  # a lone surrogate from a JSON escape: not a number, a boolean or a time
-            column = pa.array([v.encode("utf-8", "replace").decode("utf-8") for v in values], pa.string())
-        self.add_column(column)
-
-    def add_column(self, column: Any) -> None:
-        """A batch of texts, an Arrow string array without nulls (a CSV column as read: unstripped)."""
-        import pyarrow.compute as pc
-
-        self.seen += len(column)
-        known: dict[str, Any] = {}
-        plain = self.not_plain < PLAIN_TRIES and self._plain(column, known)
-        self.not_plain = 0 if plain else self.not_plain + 1
-        present = column if plain else self._present(column)
-        if not len(present):
-            return
-        self.present += len(present)
-        if self.bools:
-            self.bools = known.get("bools") or _booleans(present)
-        ints = known["ints"] if "ints" in known else _ints(present) if self.ints else None
-        if ints is not None:
-            self._range(ints)
-        else:
-            self.ints = False
-            if self.numbers:
-                numbers = known["floats"] if "floats" in known else _floats(present)
-                if numbers is None:
-                    self.numbers = False
-                else:
-                    self._range(numbers.filter(pc.is_finite(numbers)))
-        if self.times:
-            self.times = [i for i in self.times
-                          if known.get("time") == i or _all(pc.match_substring_regex(present, _TIMESTAMP_RE2[i]))]
-            if self.times:
-                low, high = _min_max(present)
-                self.text_low = low if self.text_low is None or low < self.text_low else self.text_low
-                self.text_high = high if self.text_high is None or high > self.text_high else self.text_high
-
-    def _plain(self, column: Any, known: dict[str, Any]) -> bool:
-        """Whether the batch as read needs no stripping and holds no "" or null text: a typed test still open
-        passes on it as it is (what it found goes to ``known``). Most batches of a typed column are plain; the
-        others, and every batch of a text column, are stripped and filtered first (``_present``). After
-        ``PLAIN_TRIES`` batches in a row that were not (a column with null texts all along), it is not tried again:
-        either way gives the same statistics."""
-        import pyarrow.compute as pc
-
-        if self.numbers:
-            if self.ints and (ints := _arrow_ints(column)) is not None:
-                known["ints"] = ints
-                return True
-            floats = _arrow_floats(column)
-            if floats is not None and not pc.any(pc.is_nan(floats)).as_py():  # NaN, nan: null texts
-                known["floats"] = floats
-                return True
-            return False
-        if self.bools and _all(pc.is_in(column, value_set=_arrow_texts(_BOOLEAN_CASES))):
-            known["bools"] = True
-            return True
-        if self.times and _all(pc.match_substring_regex(column, _TIMESTAMP_RE2[self.times[0]])):
-            known["time"] = self.times[0]
-            return True
-        return False
-
-    def _present(self, column: Any) -> Any:
-        """The batch's values stripped, without "" and the null texts (counted here)."""
-        import pyarrow.compute as pc
-
-        stripped = pc.utf8_trim_whitespace(column)
-        missing = pc.is_in(stripped, value_set=_arrow_texts(("", *NULL_TOKENS)))
-        if not pc.any(missing).as_py():
-            return stripped
-        for item in pc.value_counts(stripped.filter(missing)).to_pylist():
-            if item["values"] == "":
-                self.empty += item["counts"]
-            else:
-                self.tokens[item["values"]] = self.tokens.get(item["values"], 0) + item["counts"]
-        return stripped.filter(pc.invert(missing))
-
-    def _range(self, numbers: Any) -> None:
-        """The range widened by a batch of numbers: a list, or an Arrow array."""
-        if isinstance(numbers, list):
-            low, high = (min(numbers), max(numbers)) if numbers else (None, None)
-        else:
-            low, high = _min_max(numbers)
-        if low is not None:
-            self._number(low)
-            self._number(high)
-
-    def _number(self, number: float) -> None:
-        self.low = number if self.low is None or number < self.low else self.low
-        self.high = number if self.high is None or number > self.high else self.high
-
-    def missing(self, records: int, null_tokens: set[str]) -> int:
-        """Records without a value: the field absent, null, "" or one of the file's null texts."""
-        return records - self.seen + self.empty + sum(n for token, n in self.tokens.items() if token in null_tokens)
-
-    @property
-    def typed(self) -> bool:
-        """Every value is a number, a boolean or a time (a null text among them is then a null)."""
-        return self.present > 0 and (self.numbers or self.bools or bool(self.times))
-
-
-@dataclasses.dataclass
-class Field:
-    """One landing field: its name, the values of the reservoir sample (None = missing) as the pipeline sees
-    them, and its statistics over the whole file."""
-
-    source: str
-    values: list[Any]
-    declared: str | None = None   # Parquet: the type the file declares
-    col_type: str = "string"
-    fmt: str | None = None
-    has_time: bool = False
-    name: str = ""
-    stats: Stats | None = None
-    missing: int = 0              # over the whole file
-    low: Any = None               # the whole file's range (numbers, times)
-    high: Any = None
-
-
-@dataclasses.dataclass
-class Sampled:
-    """What one streamed pass over the file gives: the fields (sample and statistics), the records read and
-    how to read them again (``records()``, for the key check's pass)."""
-
-    fields: list[Field]
-    landing: LandingSpec
-    records: int
-    skipped: int                   # CSV records of another field count than the header's
-    reread: Any                    # JSON: () -> iterator of records, each a list aligned with ``fields``
-    columns: Any = None            # CSV: (positions) -> iterator of batches, each those columns as Arrow arrays
-
-
-class Reservoir:
-    """A uniform sample of ``size`` records of a stream of unknown length (Vitter's algorithm R), with a fixed
-    seed: the same file always gives the same sample, and the sample spans the whole file. Records come in
-    batches: ``offer(n)`` says which of the next ``n`` the sample takes and where, ``store`` puts their values
-    there, so only the chosen records are ever made Python values. Record number ``c`` past the first ``size``
-    takes slot ``random.Random(seed).randint(0, c)`` when that is below ``size``: the draws of a record-at-a-time
-    reservoir, made a batch at a time (``_Draws``)."""
-
-    def __init__(self, size: int, seed: int = SAMPLE_SEED):
-        self.size, self.items, self.count = size, [], 0
-        self._draws = _Draws(seed)
-
-    def offer(self, n: int) -> dict[int, int]:
-        """{slot: position among the next ``n`` records} (a later record wins a slot; a slot at the end of the
-        sample appends, in order)."""
-        import numpy as np
-
-        fill = min(n, max(0, self.size - self.count))
-        chosen = {self.count + i: i for i in range(fill)}
-        if n > fill:
-            slots = self._draws.below_each(self.count + fill, n - fill)
-            for i in np.flatnonzero(slots < self.size).tolist():
-                chosen[int(slots[i])] = fill + i
-        self.count += n
-        return chosen
-
-    def store(self, chosen: dict[int, int], rows: Iterable[Any]) -> None:
-        """The values of the records ``offer`` chose, in its order."""
-        for slot, row in zip(chosen, rows):
-            if slot < len(self.items):
-                self.items[slot] = row
-            else:
-                self.items.append(row)
-
-
-class _Draws:
-    """``random.Random(seed)``'s stream of 32-bit Mersenne Twister words (numpy's generator, given the same
-    state) and what CPython's ``getrandbits`` and ``randint`` make of it: ``randint(0, c)`` is ``_randbelow(c + 1)``,
-    which draws ``getrandbits(k)`` (``k`` the bit length of ``c + 1``: one word's top ``k`` bits) until one falls
-    below ``c + 1``. ``below_each`` makes those draws for a run of ``c`` at once: a word below the run's first
-    bound is taken, one at or above its last is refused, and only the few in between are decided one by one."""
-
-    def __init__(self, seed: int):
-        import numpy as np
-
-        state = random.Random(seed).getstate()[1]
-        self._generator = np.random.MT19937()
-        self._generator.state = {"bit_generator": "MT19937",
-                                 "state": {"key": np.array(state[:-1], dtype=np.uint32), "pos": state[-1]}}
-        self._words = np.empty(0, dtype=np.uint64)
-
-    def _ensure(self, count: int) -> None:
-        import numpy as np
-
-        if len(self._words) < count:
-            more = self._generator.random_raw(max(count - len(self._words), 1 << 16))
-            self._words = np.concatenate([self._words, more])
-
-    def getrandbits(self, k: int) -> int:
-        """CPython's ``getrandbits(k)``: ``ceil(k / 32)`` words, least significant first, the last one's top bits."""
-        words = (k - 1) // 32 + 1
-        self._ensure(words)
-        taken, self._words = [int(w) for w in self._words[:words]], self._words[words:]
-        value = 0
-        for i, word in enumerate(taken):
-            bits = k - 32 * i
-            value |= (word >> (32 - bits) if bits < 32 else word) << (32 * i)
-        return value
-
-    def below_each(self, first: int, n: int) -> Any:
-        """``randint(0, c)`` for ``c`` = ``first`` .. ``first + n - 1``, in order (numpy int64)."""
-        import numpy as np
-
-        out = np.empty(n, dtype=np.int64)
-        done = 0
-        while done < n:
-            low = first + done + 1      # this record's bound; the next ones' are low + 1, low + 2, ...
-            k = low.bit_length()
-            if k > 32:                  # beyond 4 billion records: a word is not enough, one draw at a time
-                slot = self.getrandbits(k)
-                while slot >= low:
-                    slot = self.getrandbits(k)
-                out[done], done = slot, done + 1
-                continue
-            run = min(n - done, (1 << k) - low, max(1024, (1 << k) >> 9))  # one bit length; few undecided words
-            words = 2 * run + 64        # a word is taken with probability over 1/2
-            while True:
-                self._ensure(words)
-                values = (self._words[:words] >> (32 - k)).astype(np.int64)
-                taken = values < low
-                undecided = np.flatnonzero((values >= low) & (values < low + run - 1))
-                if undecided.size:
-                    taken_before = np.cumsum(taken)[undecided].tolist()  # words taken before each (itself not yet)
-                    extra = 0
-                    for j, value, before in zip(undecided.tolist(), values[undecided].tolist(), taken_before):
-                        if before + extra >= run:
-                            break
-                        if value < low + before + extra:  # the bound of the record this word is drawn for
-                            taken[j] = True
-                            extra += 1
-                total = np.cumsum(taken)
-                if total[-1] >= run:
-                    break
-                words *= 2
-            end = int(np.searchsorted(total, run)) + 1
-            out[done:done + run] = values[:end][taken[:end]]
-            self._words = self._words[end:]
-            done += run
-        return out
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -495,388 +73,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", default="", help="write the draft here (default: print it); never overwrites")
 
 
-def detect_format(path: Path, head: bytes) -> str:
-    name = path.name.lower().removesuffix(".gz")
-    if head == PARQUET_MAGIC or name.endswith(".parquet"):
-        return "parquet"
-    if name.endswith((".csv", ".tsv", ".txt")):
-        return "csv"
-    if name.endswith(".jsonl") or name.endswith(".ndjson"):
-        return "json_lines"
-    if name.endswith(".json"):
-        text = _read_text(path, head[:2] == GZIP_MAGIC, 1 << 16)[0]
-        return "json_array" if text.lstrip().startswith("[") else "json_lines"
-    raise InferError(f"{path}: cannot tell the format from the name; pass --format csv|parquet|json_array|json_lines")
-
-
-def _read_text(path: Path, is_gzip: bool, limit: int | None = None) -> tuple[str, str]:
-    """(text, encoding) of the file's first ``limit`` bytes: UTF-8 when they decode as such, else ISO-8859-1."""
-    data = bytearray()
-    try:
-        for chunk in decompressed_chunks(path, is_gzip):
-            data += chunk
-            if limit and len(data) >= limit:
-                break
-    except ValueError as exc:
-        raise InferError(f"{path} {exc}") from None
-    raw = bytes(data)
-    try:
-        return raw.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError as exc:
-        if limit and exc.start > len(raw) - 4:  # a character cut by the limit
-            return raw[:exc.start].decode("utf-8"), "utf-8"
-        return raw.decode("iso-8859-1"), "iso-8859-1"
-
-
-def _text_stream(path: Path, is_gzip: bool, encoding: str) -> io.TextIOWrapper:
-    """The file as text, decompressed and decoded as it is read (a UTF-8 byte-order mark dropped)."""
-    raw = gzip.open(path, "rb") if is_gzip else path.open("rb")
-    return io.TextIOWrapper(raw, encoding="utf-8-sig" if encoding == "utf-8" else encoding, newline="")
-
-
-def _streamed(read: Any, path: Path) -> Iterator[Any]:
-    """``read()``'s records, a damaged file as one line (``InferError``)."""
-    try:
-        yield from read()
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise InferError(f"{path} is a damaged gzip file ({exc})") from None
-    except (csv.Error, ValueError) as exc:
-        if isinstance(exc, UnicodeDecodeError):
-            raise
-        raise InferError(f"{path}: cannot be read to the end ({(str(exc).splitlines() or [''])[0]})") from None
-
-
-def sample_csv(path: Path, is_gzip: bool, rows: int, delimiter: str | None) -> Sampled:
-    head, encoding = _read_text(path, is_gzip, limit=1 << 16)
-    lines = [ln for ln in head.lstrip("\ufeff").splitlines() if ln.strip()][:50]
-    if not lines:
-        raise InferError(f"{path}: no records to infer from")
-    if delimiter is None:
-        delimiter = max(DELIMITERS, key=lambda d: (_consistent_count(lines, d), d == ","))
-    landing = LandingSpec(format="csv", delimiter=delimiter, encoding=encoding)
-    first_records = [r for r in itertools.islice(csv_reader(head, landing), 52) if any(c.strip() for c in r)]
-    first = first_records[0]
-    header = len(first_records) > 1 and _looks_like_header(first, first_records[1:])
-    names = first if header else [f"field_{i + 1}" for i in range(len(first))]
-    landing = dataclasses.replace(landing, header=header)
-    for reader in CSV_READERS:
-        try:
-            try:
-                return _stream_csv(reader(path, is_gzip, landing, names), rows)
-            except (UnicodeDecodeError, NotUtf8):  # UTF-8 at the head only: the whole file is read as ISO-8859-1
-                return _stream_csv(reader(path, is_gzip, dataclasses.replace(landing, encoding="iso-8859-1"), names),
-                                   rows)
-        except NativeUnfit as exc:
-            _progress(f"{path.name}: pyarrow's CSV reader cannot read it as Python's csv module does ({exc}); "
-                      "reading it with Python's csv module instead (slower)")
-    raise AssertionError("unreachable: the Python reader raises no NativeUnfit")  # pragma: no cover
-
-
-class NativeUnfit(Exception):
-    """pyarrow's CSV reader cannot read this file as Python's csv module does: the Python reader reads it."""
-
-
-class ArrowCsv:
-    """A CSV file's records through pyarrow's streaming CSV reader (parsing and decoding in C++, a block of
-    ``ARROW_BLOCK_BYTES`` at a time), as batches of Arrow string columns, the same records and values as
-    ``PythonCsv`` gives: blank lines dropped, records of another field count than the header skipped and counted,
-    quoted line breaks kept, a UTF-8 byte-order mark dropped, gzip decompressed by Arrow. Where it cannot give
-    the same (Arrow names the header's fields otherwise, a skipped row that Python's csv module reads at the right
-    width, any other Arrow error), it raises ``NativeUnfit`` and the Python reader reads the file."""
-
-    def __init__(self, path: Path, is_gzip: bool, landing: LandingSpec, names: list[str]):
-        self.path, self.is_gzip, self.landing, self.names = path, is_gzip, landing, names
-        self.skipped = 0
-
-    def batches(self, columns: list[int] | None = None) -> Iterator[list[Any]]:
-        """Each batch's columns (``columns``: these positions only), a list of Arrow string arrays."""
-        try:
-            yield from self._batches(columns)
-        except NativeUnfit:
-            raise
-        except Exception as exc:  # any Arrow error: a row it cannot split, the text's encoding, a damaged gzip
-            if self.landing.encoding == "utf-8" and "utf8" in str(exc).lower():
-                raise NotUtf8() from None
-            raise NativeUnfit((str(exc).splitlines() or [type(exc).__name__])[0]) from None
-
-    def _batches(self, columns: list[int] | None) -> Iterator[list[Any]]:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        import pyarrow.csv as pa_csv
-
-        width, landing = len(self.names), self.landing
-        self.skipped = 0
-
-        unfit: list[str] = []
-
-        def odd_row(row: Any) -> str:
-            """A row of another field count: skipped and counted as Python's reader does (a blank one is no
-            record); one that Python's csv module reads at the header's width stops Arrow (an exception raised
-            here would not reach the caller: Arrow reports the row as its error instead)."""
-            record = next(csv_reader(row.text, landing), [])
-            if len(record) == width:
-                unfit.append(f"it splits a record into {row.actual_columns} fields, expecting {row.expected_columns}; "
-                             f"Python's csv module reads the header's {width}")
-                return "error"
-            if len(record) > 1 or (record and record[0].strip()):
-                self.skipped += 1
-            return "skip"
-
-        wanted = [self.names[i] for i in columns] if columns is not None else None
-        read = pa_csv.ReadOptions(block_size=ARROW_BLOCK_BYTES, encoding=landing.encoding,
-                                  column_names=None if landing.header else self.names)
-        parse = pa_csv.ParseOptions(delimiter=landing.delimiter, quote_char=landing.quote,
-                                    double_quote=landing.escape == landing.quote,
-                                    escape_char=False if landing.escape == landing.quote else landing.escape,
-                                    newlines_in_values=True, invalid_row_handler=odd_row)
-        convert = pa_csv.ConvertOptions(column_types={name: pa.string() for name in self.names},
-                                        strings_can_be_null=False, quoted_strings_can_be_null=False,
-                                        include_columns=wanted)
-        source = pa.input_stream(str(self.path), compression="gzip" if self.is_gzip else None)
-        try:
-            with pa_csv.open_csv(source, read_options=read, parse_options=parse, convert_options=convert) as reader:
-                if landing.header and reader.schema.names != (wanted or self.names):
-                    raise NativeUnfit("it reads the header's fields otherwise")
-                for batch in reader:
-                    arrays = batch.columns
-                    if width == 1:  # a one-field file: a blank line is a record to Arrow, none to Python
-                        arrays = [a.filter(pc.not_equal(pc.utf8_trim_whitespace(a), "")) for a in arrays]
-                    if len(arrays[0]):
-                        yield arrays
-        except pa.ArrowInvalid:
-            if unfit:
-                raise NativeUnfit(unfit[0]) from None
-            raise
-
-
-class NotUtf8(Exception):
-    """The text is not UTF-8 past the head: it is read again as ISO-8859-1."""
-
-
-class PythonCsv:
-    """A CSV file's records through Python's csv module (``landing_files.csv_reader``), in batches of ``BATCH``
-    records made Arrow string columns: the reader for what pyarrow's cannot read alike."""
-
-    def __init__(self, path: Path, is_gzip: bool, landing: LandingSpec, names: list[str]):
-        self.path, self.is_gzip, self.landing, self.names = path, is_gzip, landing, names
-        self.skipped = 0
-
-    def _records(self) -> Iterator[list[str]]:
-        with _text_stream(self.path, self.is_gzip, self.landing.encoding) as text:
-            body = (r for r in csv_reader(text, self.landing) if len(r) > 1 or (r and r[0].strip()))
-            if self.landing.header:
-                next(body, None)
-            yield from body
-
-    def batches(self, columns: list[int] | None = None) -> Iterator[list[Any]]:
-        import pyarrow as pa
-
-        width, self.skipped = len(self.names), 0
-        for batch in _batches(_streamed(self._records, self.path)):
-            kept = [record for record in batch if len(record) == width]
-            self.skipped += len(batch) - len(kept)
-            if kept:
-                values = list(zip(*kept))
-                yield [pa.array(values[i], pa.string()) for i in (range(width) if columns is None else columns)]
-
-
-def _stream_csv(source: ArrowCsv | PythonCsv, rows: int) -> Sampled:
-    """One pass over the file: each field's statistics, a batch at a time, and the reservoir sample."""
-    import pyarrow as pa
-
-    names = source.names
-    stats = [Stats() for _ in names]
-    reservoir = Reservoir(rows)
-    progress = _Progress(f"{source.path.name}: {{:,}} records read")
-    for columns in source.batches():
-        for stat, column in zip(stats, columns):
-            stat.add_column(column)
-        chosen = reservoir.offer(len(columns[0]))
-        if chosen:
-            picks = pa.array(list(chosen.values()), pa.int64())
-            reservoir.store(chosen, zip(*(column.take(picks).to_pylist() for column in columns)))
-        progress.tick(reservoir.count)
-    tokens = _null_tokens(stats)
-    sample_columns = zip(*reservoir.items) if reservoir.items else [[]] * len(names)
-    fields = [Field(source=name, values=[None if v == "" or v.strip() in tokens else v for v in column], stats=stat)
-              for name, stat, column in zip(names, stats, sample_columns)]
-    landing = dataclasses.replace(source.landing, null_values=("", *sorted(tokens)))
-    return Sampled(fields, landing, reservoir.count, source.skipped, reread=None, columns=source.batches)
-
-
-CSV_READERS = (ArrowCsv, PythonCsv)  # the first that reads the file alike; Python's csv module reads any
-
-
-def _batches(records: Iterator[Any]) -> Iterator[list[Any]]:
-    while batch := list(itertools.islice(records, BATCH)):
-        yield batch
-
-
-def _consistent_count(lines: list[str], delimiter: str) -> int:
-    counts = {ln.count(delimiter) for ln in lines}
-    return next(iter(counts)) if len(counts) == 1 else 0
-
-
-def _looks_like_header(first: list[str], rest: list[list[str]]) -> bool:
-    """A header names fields: none of its cells parses like the typed values below it."""
-    for i, cell in enumerate(first):
-        below = [row[i] for row in rest[:50] if i < len(row) and row[i] not in ("", *NULL_TOKENS)]
-        if below and _kind(cell) != "string" and _kind(cell) == _kind(below[0]):
-            return False
-    return len(set(first)) == len(first)
-
-
-def _kind(text: str) -> str:
-    if _is_number(text):
-        return "number"
-    return "time" if _time_pattern([text]) else "string"
-
-
-def _null_tokens(stats: list[Stats]) -> set[str]:
-    """The null texts of the file: each of ``NULL_TOKENS`` met in a field whose other values are all numbers,
-    booleans or times."""
-    return {token for stat in stats if stat.typed for token in stat.tokens}
-
-
-def _is_number(text: str) -> bool:
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        return False
-    return math.isfinite(value) or text.strip().lower() in ("nan", "inf", "-inf")
-
-
-def _time_pattern(values: list[str], candidates: list[int] | None = None) -> tuple[str, str, bool] | None:
-    for index, (py, spark, has_time) in enumerate(TIMESTAMP_PATTERNS):
-        if candidates is not None and index not in candidates:
-            continue
-        try:
-            for v in values:
-                dt.datetime.strptime(v.strip(), py)
-        except ValueError:
-            continue
-        return py, spark, has_time
-    return None
-
-
-def sample_parquet(path: Path, rows: int) -> Sampled:
-    """Parquet through DuckDB, which streams it: the declared types, each column's missing count and range over
-    the whole file in one aggregation, and a reservoir sample of ``rows`` rows spread over it."""
-    import duckdb
-
-    source = f"read_parquet('{_sql_text(str(path))}')"
-    con = _duckdb()
-    try:
-        described = con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()
-        names, types = [row[0] for row in described], [str(row[1]) for row in described]
-        aggregates = ["count(*)"]
-        for name, kind in zip(names, types):
-            column = _sql_name(name)
-            aggregates.append(f"count(*) - count({column})")
-            ranged = _parquet_type(kind, [])[0] in (*NUMERIC, "timestamp", "date")
-            aggregates += [f"min({column})", f"max({column})"] if ranged else ["NULL", "NULL"]
-        totals = con.execute(f"SELECT {', '.join(aggregates)} FROM {source}").fetchone()
-        data = con.execute(f"SELECT * FROM {source} USING SAMPLE reservoir({int(rows)} ROWS) REPEATABLE ({SAMPLE_SEED})"
-                       ).fetchall()
-    except duckdb.Error as exc:
-        raise InferError(f"{path}: not a readable Parquet file ({(str(exc).splitlines() or [''])[0]})") from None
-    finally:
-        con.close()
-    fields = [Field(source=name, values=[row[i] for row in data], declared=kind, missing=int(totals[1 + 3 * i]),
-                    low=totals[2 + 3 * i], high=totals[3 + 3 * i])
-              for i, (name, kind) in enumerate(zip(names, types))]
-
-    def reread() -> Iterator[list[Any]]:
-        raise InferError("internal: Parquet keys are checked by DuckDB")  # pragma: no cover
-
-    return Sampled(fields, LandingSpec(format="parquet"), int(totals[0]), 0, reread)
-
-
-def _duckdb() -> Any:
-    """A DuckDB connection that draws no progress bar on the terminal (stderr carries our progress lines)."""
-    import duckdb
-
-    con = duckdb.connect()
-    con.execute("SET enable_progress_bar = false")
-    return con
-
-
-def _sql_text(text: str) -> str:
-    return text.replace("'", "''")
-
-
-def _sql_name(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _json_records(path: Path, is_gzip: bool, landing_format: str) -> Iterator[Any]:
-    """The file's records, streamed: a JSON-lines file line by line; a JSON array element by element (its text
-    held up to the end of the element being read, never the whole array)."""
-    with _text_stream(path, is_gzip, "utf-8") as text:
-        if landing_format == "json_lines":
-            for line in text:
-                if line.strip():
-                    yield json.loads(line)
-            return
-        decoder, buffer, started = json.JSONDecoder(), "", False
-        for chunk in iter(lambda: text.read(1 << 20), ""):
-            buffer += chunk
-            position = 0
-            while True:
-                while position < len(buffer) and buffer[position] in " \t\r\n,":
-                    position += 1
-                if not started:
-                    if position >= len(buffer):
-                        break
-                    if buffer[position] != "[":
-                        raise ValueError("the file is not one JSON array")
-                    started, position = True, position + 1
-                    continue
-                if position < len(buffer) and buffer[position] == "]":
-                    return
-                try:
-                    value, position = decoder.raw_decode(buffer, position)
-                except ValueError:
-                    break  # an element cut by the chunk: read on
-                yield value
-            buffer = buffer[position:]
-        if buffer.strip():
-            raise ValueError("the JSON array does not end")
-
-
-def sample_json(path: Path, is_gzip: bool, rows: int, landing_format: str) -> Sampled:
-    def as_text(value: Any) -> Any:
-        if value is None or isinstance(value, (bool, int, float, str)):
-            return value
-        return json.dumps(value)
-
-    def records() -> Iterator[dict]:
-        for record in _json_records(path, is_gzip, landing_format):
-            if isinstance(record, dict):
-                yield record
-
-    stats: dict[str, Stats] = {}
-    reservoir = Reservoir(rows)
-    count = 0
-    try:
-        for batch in _batches(_streamed(records, path)):
-            count += len(batch)
-            for name in dict.fromkeys(name for record in batch for name in record):
-                stats.setdefault(name, Stats()).add_values([as_text(r[name]) for r in batch if name in r])
-            chosen = reservoir.offer(len(batch))
-            reservoir.store(chosen, (batch[i] for i in chosen.values()))
-    except UnicodeDecodeError as exc:
-        raise InferError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    names = list(stats)
-    fields = [Field(source=name, values=[as_text(r.get(name)) for r in reservoir.items], stats=stats[name])
-              for name in names]
-
-    def reread() -> Iterator[list[Any]]:
-        return ([as_text(r.get(name)) for name in names] for r in _streamed(records, path))
-
-    return Sampled(fields, LandingSpec(format=landing_format), count, 0, reread)
-
-
 def infer_types(sampled: Sampled) -> None:
     """Each field's type: one that holds for EVERY value of the file (its statistics), the time pattern
     checked by parsing the sample's values; the whole file's missing count and range."""
@@ -884,7 +80,7 @@ def infer_types(sampled: Sampled) -> None:
     for field in sampled.fields:
         present = [v for v in field.values if v is not None]
         if field.declared is not None:
-            field.col_type, field.fmt, field.has_time = _parquet_type(field.declared, present)
+            field.col_type, field.fmt, field.has_time = parquet_type(field.declared, present)
             continue
         stat = field.stats
         field.missing = stat.missing(sampled.records, tokens)
@@ -897,7 +93,7 @@ def infer_types(sampled: Sampled) -> None:
         elif stat.numbers:
             field.col_type = "double"
         else:
-            pattern = _time_pattern([str(v) for v in present], stat.times) if stat.times else None
+            pattern = time_pattern([str(v) for v in present], stat.times) if stat.times else None
             if pattern:
                 field.col_type = "timestamp" if pattern[2] else "date"
                 field.fmt, field.has_time = pattern[1], pattern[2]
@@ -906,24 +102,6 @@ def infer_types(sampled: Sampled) -> None:
         elif field.col_type in ("timestamp", "date"):
             py = next(p for p, s, _ in TIMESTAMP_PATTERNS if s == field.fmt)
             field.low, field.high = (dt.datetime.strptime(stat.text_low, py), dt.datetime.strptime(stat.text_high, py))
-
-
-def _parquet_type(declared: str, present: list[Any]) -> tuple[str, str | None, bool]:
-    kind = declared.upper()
-    if kind.startswith("TIMESTAMP"):
-        has_time = any(isinstance(v, dt.datetime) and (v.hour, v.minute, v.second) != (0, 0, 0) for v in present)
-        return "timestamp", PARQUET_TIMESTAMP_FORMAT, has_time or not present
-    if kind == "DATE":
-        return "date", "yyyy-MM-dd", False
-    if kind == "BOOLEAN":
-        return "boolean", None, False
-    if kind in ("TINYINT", "SMALLINT", "INTEGER", "UTINYINT", "USMALLINT"):
-        return "int", None, False
-    if kind in ("BIGINT", "UINTEGER", "UBIGINT", "HUGEINT"):
-        return "long", None, False
-    if kind in ("DOUBLE", "FLOAT", "REAL") or kind.startswith("DECIMAL"):
-        return "double", None, False
-    return "string", None, False
 
 
 def snake_names(fields: list[Field]) -> None:
@@ -1090,7 +268,7 @@ def verified_keys(sampled: Sampled, candidates: list[list[Field]], path: Path) -
         return _parquet_repeats(path, candidates)
     index = {f.source: i for i, f in enumerate(sampled.fields)}
     keys = [tuple(index[f.source] for f in c) for c in candidates]
-    progress = _Progress(f"{path.name}: key check, {{:,}} records hashed ({len(candidates)} column combinations)")
+    progress = PassProgress(f"{path.name}: key check, {{:,}} records hashed ({len(candidates)} column combinations)")
     with tempfile.TemporaryDirectory(prefix="tenantlake-infer-") as folder:
         checks = [UniqueCheck(Path(folder), str(n)) for n in range(len(candidates))]
         if sampled.columns is not None:
@@ -1100,7 +278,7 @@ def verified_keys(sampled: Sampled, candidates: list[list[Field]], path: Path) -
                 progress.tick(count)
         else:
             count = 0
-            for batch in _batches(sampled.reread()):
+            for batch in record_batches(sampled.reread()):
                 columns = list(zip(*batch))
                 for positions, check in zip(keys, checks):
                     check.add(zip(*[columns[p] for p in positions]), len(batch))
@@ -1129,7 +307,7 @@ def _hashed_columns(columns: Any, keys: list[tuple[int, ...]], path: Path) -> It
     reader = pa.RecordBatchReader.from_batches(
         schema, (pa.RecordBatch.from_arrays(arrays, schema=schema) for arrays in columns(positions)))
     hashes = ", ".join(f"hash({', '.join(f'c{p}' for p in key)})" for key in keys)
-    con = _duckdb()
+    con = duckdb_connection()
     count = 0
     try:
         con.register("records", reader)
@@ -1145,12 +323,12 @@ def _hashed_columns(columns: Any, keys: list[tuple[int, ...]], path: Path) -> It
 def _parquet_repeats(path: Path, candidates: list[list[Field]]) -> dict[tuple[str, ...], int]:
     import duckdb
 
-    source = f"read_parquet('{_sql_text(str(path))}')"
-    con = _duckdb()
+    source = f"read_parquet('{sql_text(str(path))}')"
+    con = duckdb_connection()
     try:
         out = {}
         for candidate in candidates:
-            columns = ", ".join(_sql_name(f.source) for f in candidate)
+            columns = ", ".join(sql_name(f.source) for f in candidate)
             out[tuple(f.name for f in candidate)] = int(con.execute(
                 f"SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM {source} GROUP BY {columns})").fetchone()[0])
         return out
@@ -1265,24 +443,6 @@ def _column_yaml(field: Field, event: EventTime | None) -> str:
 
 def _num(value: float) -> str:
     return str(int(value)) if value.is_integer() else f"{value:g}"
-
-
-class _Progress:
-    """A line on stderr at most every ``PROGRESS_EVERY_S`` seconds of a long pass (none for a short one)."""
-
-    def __init__(self, what: str):
-        self.what, self.started = what, time.monotonic()
-        self.last = self.started
-
-    def tick(self, count: int) -> None:
-        now = time.monotonic()
-        if now - self.last >= PROGRESS_EVERY_S:
-            self.last = now
-            _progress(f"{self.what.format(count)} ({now - self.started:.0f} s)")
-
-
-def _progress(line: str) -> None:
-    print(f"[contract infer] {line}", file=sys.stderr, flush=True)
 
 
 def infer(sample: Path, dataset: str = "", landing_format: str | None = None, delimiter: str | None = None,
