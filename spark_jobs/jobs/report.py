@@ -115,7 +115,7 @@ def _landing_records(spark: SparkSession, files: list[tuple[str, int]], contract
         from pyspark.sql import functions as F
 
         from spark_jobs.transforms import bronze as bronze_tx
-        from spark_jobs.transforms import landing_lines
+        from spark_jobs.transforms import landing_text
 
         options = bronze_tx.line_options(contract.landing, contract.landing_fields)
         # A CSV file read in splits is counted by the split plan's pass; the workers count the other files.
@@ -125,15 +125,15 @@ def _landing_records(spark: SparkSession, files: list[tuple[str, int]], contract
             per_file = counted_lines.groupBy("_source_file", "_kind").agg(F.sum("_records").alias("n")).collect()
         except Exception:  # noqa: BLE001 - a file Hadoop cannot read (a .gz that is not gzip): no count
             return None
-        if any(r["_kind"] == landing_lines.KIND_PROBLEM for r in per_file):
+        if any(r["_kind"] == landing_text.KIND_PROBLEM for r in per_file):
             return None
         records: dict[str, int] = {}
         # A broken JSON array is one record (the whole file), whatever elements came before the break.
-        broken = {r["_source_file"] for r in per_file if r["_kind"] == landing_lines.KIND_BROKEN_ARRAY}
+        broken = {r["_source_file"] for r in per_file if r["_kind"] == landing_text.KIND_BROKEN_ARRAY}
         for path in broken:
             records[path] = 1
         for r in per_file:
-            if r["_kind"] == landing_lines.KIND_RECORD and r["_source_file"] not in broken:
+            if r["_kind"] == landing_text.KIND_RECORD and r["_source_file"] not in broken:
                 records[r["_source_file"]] = records.get(r["_source_file"], 0) + int(r["n"])
         for (path, _), split in splits.items():
             records[path] = records.get(path, 0) + split.made
