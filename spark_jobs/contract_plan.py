@@ -25,7 +25,8 @@ import json
 import sys
 from typing import Any
 
-from spark_jobs.contract import Contract, ContractError, load_contract
+from spark_jobs.contract import Contract, load_contract
+from spark_jobs.contract_parts import ContractError
 from spark_jobs.io import tables
 from spark_jobs.lake import lake_from_args
 from spark_jobs.session import command_session

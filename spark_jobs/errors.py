@@ -14,7 +14,7 @@ import sys
 from py4j.protocol import Py4JNetworkError
 
 from spark_jobs.catalog import CatalogError
-from spark_jobs.contract import ContractError
+from spark_jobs.contract_parts import ContractError
 from spark_jobs.datagen.generate import DatagenError
 from spark_jobs.erasure import ErasureError
 from spark_jobs.erasure.subjects import SubjectError

@@ -21,7 +21,8 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable
 
-from spark_jobs.contract import Contract, decimal_precision_scale
+from spark_jobs.contract import Contract
+from spark_jobs.contract_parts import decimal_precision_scale
 from spark_jobs.erasure.matching import IdRuleError, KeyRule, Needles, Owner, check_id, is_numeric_looking, normal_id
 from spark_jobs.lake import gold_table_name
 from spark_jobs.pseudonyms import pseudonym

@@ -25,9 +25,9 @@ import urllib.parse
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_jobs.contract import LandingSpec
-from spark_jobs.transforms.landing_text import LineOptions
+from spark_jobs.contract_parts import LandingSpec
 from spark_jobs.transforms.landing_csv import CsvSplit, SUMMARY_SCHEMA, csv_split_summaries, plan_csv_file
+from spark_jobs.transforms.landing_text import LineOptions
 
 # Temp files a producer hides as .x or _x are skipped (Spark skips names starting with "." or "_").
 LANDING_GLOBS: dict[str, tuple[str, ...]] = {

@@ -28,7 +28,8 @@ import functools
 from pyspark.sql import functions as F
 
 from spark_jobs import contract_plan
-from spark_jobs.contract import MALFORMED_RULE, UNKNOWN_FIELDS_RULE, Contract
+from spark_jobs.contract import Contract
+from spark_jobs.contract_parts import MALFORMED_RULE, UNKNOWN_FIELDS_RULE
 from spark_jobs.contract_plan import publish_evolved
 from spark_jobs.failures import JobFailed
 from spark_jobs.io import readers, storage, tables, writers

@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
-from spark_jobs.contract import LandingSpec
+from spark_jobs.contract_parts import LandingSpec
 from spark_jobs.transforms import csv_records
-from spark_jobs.transforms.landing_text import LineOptions
 from spark_jobs.transforms.landing_csv import CsvGrammar
+from spark_jobs.transforms.landing_text import LineOptions
 
 CSV = LandingSpec(format="csv", null_values=("", "NA"))
 
