@@ -28,6 +28,7 @@ from typing import Any
 from spark_jobs.contract import Contract, load_contract
 from spark_jobs.contract_parts import ContractError
 from spark_jobs.io import tables
+from spark_jobs.io.partitioning import Partitioning
 from spark_jobs.lake import lake_from_args
 from spark_jobs.session import command_session
 
@@ -324,7 +325,7 @@ def schema_columns(schema) -> list[tuple[str, str]]:
 
 # ------------------------------------------------------------------------------------------ one table
 def table_plan(spark, tbl: tables.Table, loaded, expected: list[tuple[str, str]], contract: Contract, layer: str,
-               partitioning: tables.Partitioning) -> TablePlan:
+               partitioning: Partitioning) -> TablePlan:
     """The plan of one live table (``loaded``: Iceberg's table object, None when it does not exist yet)."""
     if loaded is None:
         return TablePlan(tbl.display, exists=False)
@@ -356,7 +357,7 @@ def table_plan(spark, tbl: tables.Table, loaded, expected: list[tuple[str, str]]
     return plan
 
 
-def _partition_change(tbl: tables.Table, loaded, partitioning: tables.Partitioning, renames: dict[str, str],
+def _partition_change(tbl: tables.Table, loaded, partitioning: Partitioning, renames: dict[str, str],
                       rebuild: str) -> list[Change]:
     current = tables._spec_terms(loaded)
     if current == [partitioning.spec]:
@@ -515,7 +516,7 @@ def refusal(plan: Plan) -> ContractError:
 
 
 # ------------------------------------------------------------------------------------------ applying it
-def evolve_for_write(run, tbl: tables.Table, df, layer: str, partitioning: tables.Partitioning, loaded: Any = None):
+def evolve_for_write(run, tbl: tables.Table, df, layer: str, partitioning: Partitioning, loaded: Any = None):
     """Before a publish: the table's allowed changes in ONE metadata commit (``tables.evolve``), so the write
     matches the table; returns ``(df in the table's column order, the table object, the manifest's record,
     what undoes the change or None)``. A silver table created now records its key. A change the contract's
@@ -560,7 +561,7 @@ def _gold_name(run, tbl: tables.Table) -> str:
     return next(name for name in run.contract.gold if gold_table_name(run.contract.dataset, name) == tbl.name)
 
 
-def publish_evolved(run, tbl: tables.Table, df, layer: str, partitioning: tables.Partitioning, dates: list[str],
+def publish_evolved(run, tbl: tables.Table, df, layer: str, partitioning: Partitioning, dates: list[str],
                     include_null: bool, loaded: Any = None, marks: dict[str, str] | None = None,
                     everything: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
     """The table's allowed schema changes (``evolve_for_write``), then the publish (``tables.publish``, fenced by

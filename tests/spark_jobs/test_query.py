@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs import cli, query
 from spark_jobs.io import tables
+from spark_jobs.io.partitioning import Partitioning
 from spark_jobs.lake import LakeConfig
 from tests.spark_jobs.conftest import ts
 
@@ -98,7 +99,7 @@ def lake_with_history(spark, tmp_path_factory):
     """gold.iot_hourly with two snapshots (3 rows, then 2) in a local lake."""
     lake = LakeConfig(lake_uri=str(tmp_path_factory.mktemp("query") / "lake"))
     gold = tables.table(spark, lake, "gold", "iot_hourly")
-    identity = tables.Partitioning("event_date", "identity")
+    identity = Partitioning("event_date", "identity")
 
     def hourly(*hours):
         return spark.createDataFrame([("sensor-001", ts(h)) for h in hours], "sensor_id string, event_hour timestamp") \
