@@ -50,7 +50,7 @@ from spark_jobs.contract_parts import DATASET_NAME_RE
 from spark_jobs.infer_read import (InferError, NativeUnfit, PassProgress, detect_format, duckdb_connection, parquet_type,
                                    record_batches, sample_csv, sample_json, sample_parquet, sql_name, sql_text)
 from spark_jobs.infer_stats import NUMERIC, TIMESTAMP_PATTERNS, Field, Sampled, time_pattern
-from spark_jobs.landing_files import GZIP_MAGIC
+from spark_jobs.landing.files import GZIP_MAGIC
 
 DEFAULT_SAMPLE_ROWS = 10_000
 KEY_CANDIDATES = 8          # column combinations checked over the whole file (pass 2), smallest first

@@ -21,7 +21,7 @@ from typing import Any, Iterator
 from spark_jobs.contract_parts import LandingSpec
 from spark_jobs.infer_stats import (NULL_TOKENS, NUMERIC, SAMPLE_SEED, Field, Reservoir, Sampled, Stats, file_null_tokens,
                                     value_kind)
-from spark_jobs.landing_files import GZIP_MAGIC, PARQUET_MAGIC, csv_reader, decompressed_chunks
+from spark_jobs.landing.files import GZIP_MAGIC, PARQUET_MAGIC, csv_reader, decompressed_chunks
 
 
 DELIMITERS = (",", ";", "\t", "|")

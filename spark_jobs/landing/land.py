@@ -3,7 +3,7 @@
 1. Collects the files: each PATH that is a file, and under each folder (recursively) the files whose
    names fit the dataset's landing format (``*.csv``, ``*.csv.gz``, ``*.tsv``, ``*.txt`` for csv;
    ``*.parquet``; ``*.json*`` for the JSON formats); hidden files (``.x``, ``_x``) are skipped.
-2. Checks every file against the contract's landing format (``spark_jobs/landing_files.py``) and, if any
+2. Checks every file against the contract's landing format (``spark_jobs/landing/files.py``) and, if any
    is not that format, refuses the whole batch with one line per bad file, before anything is uploaded.
 3. Uploads each file as ``landing/<D>/<sha256 of its bytes>.<ext>`` (``.gz`` kept for gzip files),
    SSE-KMS with the tenant key, with a conditional put (``If-None-Match: *``) so that landing the same
@@ -40,7 +40,7 @@ from spark_jobs.contract import Contract, load_contract
 from spark_jobs.io.landing import is_landing_file
 from spark_jobs.io.s3 import aws_client, lake_client
 from spark_jobs.lake import LakeConfig, lake_from_args, lake_selection
-from spark_jobs.landing_files import FileCheck, check_file
+from spark_jobs.landing.files import FileCheck, check_file
 
 ENV_VAR = "TENANTLAKE_ENV"
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
