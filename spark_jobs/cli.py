@@ -20,7 +20,7 @@ import time
 from typing import Callable
 
 from tenant_model import CLASSIFICATIONS
-from spark_jobs import contract_infer, contract_plan, lf_tags, maintain, query, status, usage
+from spark_jobs import contract_infer, contract_plan, status, usage
 from spark_jobs.contract import available_datasets, contract_json_schema
 from spark_jobs.datagen import command as datagen_command
 from spark_jobs.erasure import command as erase_command
@@ -30,6 +30,7 @@ from spark_jobs.failures import EXIT_OK
 from spark_jobs.jobs import pipeline
 from spark_jobs.lake import LAYERS
 from spark_jobs.landing import creds, land
+from spark_jobs.tables import lf_tags, maintain, query
 from spark_jobs.usage import command as usage_command
 
 

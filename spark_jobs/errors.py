@@ -23,14 +23,14 @@ from spark_jobs.jobs.checkpoint import CheckpointCorruptError
 from spark_jobs.failures import (DETAILS_ATTRIBUTE, EXIT_FAILED, EXIT_INVARIANT, EXIT_USAGE, JobFailed,
                                  describe_error, error_text, one_line, unreachable_message)
 from spark_jobs.lake import LakeConfigError, lake_from_args, lake_selection
-from spark_jobs.lf_tags import LfTagError
-from spark_jobs.maintain import MaintainError
 from spark_jobs.manifest import InvariantViolation
 from spark_jobs.producers.kinesis import ProducerError
 from spark_jobs.pseudonyms import ErasureKeyMissing
 from spark_jobs.quality import ReportNotWritten
-from spark_jobs.query import QueryError
 from spark_jobs.session import DRIVER_MEMORY_ENV, driver_heap
+from spark_jobs.tables.lf_tags import LfTagError
+from spark_jobs.tables.maintain import MaintainError
+from spark_jobs.tables.query import QueryError
 from spark_jobs.usage import UsageError
 from spark_jobs.usage.cost import PriceError
 

@@ -200,7 +200,7 @@ ATHENA_RESULTS_PREFIX = "athena"
 ATHENA_RESULT_PREFIXES: dict[str, str] = {"consumer": "athena/consumer", "personal": "athena/personal"}
 
 
-# Lake Formation tag-based access control (modules/lake_formation.py, spark_jobs/lf_tags.py). Every column is
+# Lake Formation tag-based access control (modules/lake_formation.py, spark_jobs/tables/lf_tags.py). Every column is
 # classified personal (LF_PERSONAL) or not (LF_NOT_PERSONAL) under the tenant's classification key. The
 # databases carry LF_PERSONAL, so a table and any column nobody tagged inherit it: a column is readable by
 # the consumer only once the tag step has tagged it LF_NOT_PERSONAL.

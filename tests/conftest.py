@@ -203,7 +203,7 @@ SCHEDULE_UNITS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "tests/integration/test_destroy_all.py")),
     ("eraseco: the deployed erase; a dataset by month", (
         "tests/spark_jobs/erasure/test_job_deploy.py", "tests/spark_jobs/erasure/test_job_by_month.py")),
-    ("200 daily commits, maintained", ("tests/spark_jobs/test_maintain_daily_runs.py",)),
+    ("200 daily commits, maintained", ("tests/spark_jobs/tables/test_maintain_daily_runs.py",)),
     ("two s3a run-alls", ("tests/spark_jobs/test_pipeline_e2e.py",)),
     ("killed Spark jobs", ("tests/reliability/test_pipeline_faults.py",)),
     ("the infrastructure-fault scenario's tenants", (

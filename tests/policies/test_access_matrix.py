@@ -262,12 +262,12 @@ def lf_matrix():
 
 @pytest.fixture(scope="module")
 def lake_formation(matrix, lf_matrix, applied_tenant, client):
-    """The tag step on the owner tenant's tables as the jobs write them (``spark_jobs.lf_tags``; the emulator holds no
+    """The tag step on the owner tenant's tables as the jobs write them (``spark_jobs.tables.lf_tags``; the emulator holds no
     Glue tables, the local catalog being a Hadoop catalog), then its Lake Formation read back: ``(state, owner
     outputs, the tagged tables' plans)``."""
     from policies.lake_formation import read_lake_formation
-    from spark_jobs import lf_tags
     from spark_jobs.contract import available_datasets, load_contract
+    from spark_jobs.tables import lf_tags
     from tests.spark_jobs.declared_columns import declared_columns
 
     owner = applied_tenant(matrix.tenants["owner"])
@@ -468,9 +468,9 @@ def test_no_object_the_consumer_may_read_holds_a_user_id_while_the_quarantine_do
 def test_each_gold_table_is_in_glue_and_its_column_tags_read_back_from_the_table(matrix, applied, client, demo_lake):
     """The run registered its silver and gold tables in the emulator's Glue (spark_jobs/io/glue_tables.py) and tagged
     their columns: GetResourceLFTags of each gold table answers every column's tag."""
-    from spark_jobs import lf_tags
     from spark_jobs.contract import load_contract
     from spark_jobs.lake import gold_table_name
+    from spark_jobs.tables import lf_tags
     from tests.spark_jobs.declared_columns import declared_columns
 
     owner, _, _ = demo_lake

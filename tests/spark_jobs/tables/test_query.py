@@ -7,10 +7,11 @@ import json
 import pytest
 from pyspark.sql import functions as F
 
-from spark_jobs import cli, query
+from spark_jobs import cli
 from spark_jobs.io import tables
 from spark_jobs.io.partitioning import Partitioning
 from spark_jobs.lake import LakeConfig
+from spark_jobs.tables import query
 from tests.spark_jobs.conftest import ts
 
 

@@ -1,4 +1,4 @@
-"""spark_jobs/lf_tags.py: which columns are personal (pure, from the contracts), the refusal of a contract that names
+"""spark_jobs/tables/lf_tags.py: which columns are personal (pure, from the contracts), the refusal of a contract that names
 a personal column the table lacks, the tags applied to the session emulator's Lake Formation, and one real run:
 ``run-all`` tags the tables it creates (the CLI's tag step), a column added by schema evolution stays untagged
 (so ``pii``, inherited from the database) until ``sync-tags`` tags it."""
@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from spark_jobs import cli, lf_tags
+from spark_jobs import cli
 from spark_jobs.contract import load_contract, parse_contract
 from spark_jobs.lake import LakeConfig
+from spark_jobs.tables import lf_tags
 from spark_jobs.transforms.silver import LINEAGE_COLUMNS
 from tests.spark_jobs.declared_columns import declared_columns
 

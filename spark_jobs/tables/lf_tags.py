@@ -339,7 +339,7 @@ def add_parser(commands, datasets: Sequence[str], lake_args: Callable) -> None:
     parser = commands.add_parser(
         "sync-tags", help="tag the columns of every silver and gold table for Lake Formation (pii / none)",
         description="Tag the columns of every existing silver and gold table of the lake with the tenant's Lake "
-                    "Formation classification tag, from the contracts (spark_jobs/lf_tags.py). Runs after a table was "
+                    "Formation classification tag, from the contracts (spark_jobs/tables/lf_tags.py). Runs after a table was "
                     "created or a contract reclassified a column; silver and gold runs tag their own tables.")
     parser.add_argument("--dataset", action="append", choices=list(datasets), help="dataset (repeatable; default: all)")
     parser.add_argument("--dry-run", action="store_true", help="print the plan, tag nothing")
