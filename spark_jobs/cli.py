@@ -20,13 +20,14 @@ import time
 from typing import Callable
 
 from tenant_model import CLASSIFICATIONS
-from spark_jobs import contract_infer, contract_plan, status, usage
+from spark_jobs import contract_plan, status, usage
 from spark_jobs.contract import available_datasets, contract_json_schema
 from spark_jobs.datagen import command as datagen_command
 from spark_jobs.erasure import command as erase_command
 from spark_jobs.erasure import job as erasure_job
 from spark_jobs.errors import exit_code
 from spark_jobs.failures import EXIT_OK
+from spark_jobs.infer import draft as contract_infer
 from spark_jobs.jobs import pipeline
 from spark_jobs.lake import LAYERS
 from spark_jobs.landing import creds, land

@@ -1,5 +1,5 @@
 """How ``contract infer`` reads a sample file: its format from the name and content, then every record as a stream
-into the statistics and the reservoir (``spark_jobs/infer_stats.py``). CSV (gzip too) through pyarrow's streaming
+into the statistics and the reservoir (``spark_jobs/infer/stats.py``). CSV (gzip too) through pyarrow's streaming
 reader (``ArrowCsv``), or Python's csv module where pyarrow cannot read it as that module does (``PythonCsv``,
 one progress line says so); Parquet and JSON through DuckDB and the JSON readers. A damaged or unreadable file is
 one line (``InferError``); a long pass prints a progress line at most every ``PROGRESS_EVERY_S`` seconds.
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from spark_jobs.contract_parts import LandingSpec
-from spark_jobs.infer_stats import (NULL_TOKENS, NUMERIC, SAMPLE_SEED, Field, Reservoir, Sampled, Stats, file_null_tokens,
+from spark_jobs.infer.stats import (NULL_TOKENS, NUMERIC, SAMPLE_SEED, Field, Reservoir, Sampled, Stats, file_null_tokens,
                                     value_kind)
 from spark_jobs.landing.files import GZIP_MAGIC, PARQUET_MAGIC, csv_reader, decompressed_chunks
 

@@ -4,10 +4,10 @@ Reads a whole CSV (gzip too), Parquet or JSON file as a stream, with memory boun
 (default 10000) and not by the file: every record updates per-field statistics (missing values, numeric
 range, whether every value is an integer, a number, a boolean or a time of one pattern), and a reservoir
 sample of ``--sample-rows`` records spread over the whole file (not its head) serves what needs the values
-themselves. A CSV goes through pyarrow's streaming reader (``infer_read.ArrowCsv``) and the statistics are Arrow compute
+themselves. A CSV goes through pyarrow's streaming reader (``read.ArrowCsv``) and the statistics are Arrow compute
 calls over each batch's whole columns; a file it cannot read as Python's csv module does goes through that
-module instead (``infer_read.PythonCsv``, one progress line says so), into the same statistics
-(``infer_stats.Stats``, ``infer_stats.Reservoir``). It writes a contract YAML
+module instead (``read.PythonCsv``, one progress line says so), into the same statistics
+(``stats.Stats``, ``stats.Reservoir``). It writes a contract YAML
 that ``load_contract`` accepts as it is:
 
 - landing: the format; for CSV the delimiter (sniffed among ``, ; TAB |``), the header, the encoding
@@ -47,9 +47,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from spark_jobs.contract_parts import DATASET_NAME_RE
-from spark_jobs.infer_read import (InferError, NativeUnfit, PassProgress, detect_format, duckdb_connection, parquet_type,
+from spark_jobs.infer.read import (InferError, NativeUnfit, PassProgress, detect_format, duckdb_connection, parquet_type,
                                    record_batches, sample_csv, sample_json, sample_parquet, sql_name, sql_text)
-from spark_jobs.infer_stats import NUMERIC, TIMESTAMP_PATTERNS, Field, Sampled, time_pattern
+from spark_jobs.infer.stats import NUMERIC, TIMESTAMP_PATTERNS, Field, Sampled, time_pattern
 from spark_jobs.landing.files import GZIP_MAGIC
 
 DEFAULT_SAMPLE_ROWS = 10_000

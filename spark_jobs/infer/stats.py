@@ -2,8 +2,8 @@
 by the file: per-field statistics (``Stats``: missing values, numeric range, whether every value is an integer,
 a number, a boolean or a time of one pattern; Arrow compute calls over a batch's whole columns, Python for the
 records of the Python readers), the patterns they test, and the reservoir sample of records spread over the
-whole file (``Reservoir``, with its seeded draws). The readers (``spark_jobs/infer_read.py``) feed them; the
-draft (``spark_jobs/contract_infer.py``) reads them.
+whole file (``Reservoir``, with its seeded draws). The readers (``spark_jobs/infer/read.py``) feed them; the
+draft (``spark_jobs/infer/draft.py``) reads them.
 """
 from __future__ import annotations
 
