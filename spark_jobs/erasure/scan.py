@@ -220,8 +220,8 @@ def _csv_column(header: str, matcher: "Matcher") -> tuple[str, int, str] | None:
 def _csv_grammar(delimiter: str, quote: str = '"', escape: str = '"'):
     """The CSV grammar bronze splits records and fields with (``transforms/landing_csv.csv_patterns``), for
     one dialect: ``delimiter``, ``quote``, ``escape`` (the quote itself: doubled to escape it)."""
-    from spark_jobs.transforms.landing_text import LineOptions
     from spark_jobs.transforms.landing_csv import CsvGrammar
+    from spark_jobs.transforms.landing_text import LineOptions
 
     return CsvGrammar(LineOptions(format="csv", delimiter=delimiter, quote=quote, escape=escape))
 
