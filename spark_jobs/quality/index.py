@@ -177,7 +177,7 @@ def render_usage(reports_root: Path) -> str:
     rows = []
     for path in sorted(Path(reports_root).glob("usage/*/usage.json"), reverse=True):
         try:
-            usage = json.loads(path.read_e())
+            usage = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
         month = _e(usage.get("month", path.parent.name))

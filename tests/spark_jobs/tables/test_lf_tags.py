@@ -5,13 +5,12 @@ a personal column the table lacks, the tags applied to the session emulator's La
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 import pytest
 import yaml
 
 from spark_jobs import cli
-from spark_jobs.contract import load_contract, parse_contract
+from spark_jobs.contract import CONTRACTS_DIR, load_contract, parse_contract
 from spark_jobs.lake import LakeConfig
 from spark_jobs.tables import lf_tags
 from spark_jobs.transforms.silver import LINEAGE_COLUMNS
@@ -21,7 +20,7 @@ GLUE = {"silver": "acme_silver", "gold": "acme_gold"}
 
 
 def _contract(**changes):
-    raw = yaml.safe_load((Path(lf_tags.__file__).parent / "contracts" / "clickstream.yaml").read_text())
+    raw = yaml.safe_load((CONTRACTS_DIR / "clickstream.yaml").read_text())
     return parse_contract({**raw, **changes})
 
 
@@ -180,7 +179,7 @@ def test_a_run_tags_the_tables_it_created_and_sync_tags_tags_an_evolved_column(s
     # the column is tagged pii (closed); nothing is opened before a commit, and a new column would have no tag yet.
     folder = tmp_path / "contracts"
     folder.mkdir()
-    reclassified = yaml.safe_load((Path(lf_tags.__file__).parent / "contracts" / "clickstream.yaml").read_text())
+    reclassified = yaml.safe_load((CONTRACTS_DIR / "clickstream.yaml").read_text())
     reclassified["personal_data"] = [*reclassified["personal_data"], "event"]
     reclassified["schema"].append({"name": "referrer", "type": "string"})  # the column evolution added above
     (folder / "clickstream.yaml").write_text(yaml.safe_dump(reclassified, sort_keys=False))
