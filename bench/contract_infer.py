@@ -46,7 +46,7 @@ COLUMNS = ("station", "observed_at", "month", "day", "hour", "temp", "dewp", "wi
            "pressure", "visibility", "precip", "snow", "cloud", "quality", "source", "delay_minutes", "flag")
 TIMEOUT_S = 3600
 TARGET_OVER_PYARROW = 8.0     # issue 56: contract infer within 8x pyarrow's read of the same file
-FALLBACK_LINE = "reading it with Python's csv module instead"  # spark_jobs/contract_infer.py's progress line
+FALLBACK_LINE = "reading it with Python's csv module instead"  # spark_jobs/infer/read.py's progress line
 
 
 def write_file(path: Path, records: int, seed: int = 7) -> Path:

@@ -27,7 +27,8 @@ from typing import Any
 
 import duckdb
 
-from spark_jobs.contract import MALFORMED_RULE, UNKNOWN_FIELDS_RULE, ColumnSpec, Contract, load_contract
+from spark_jobs.contract import Contract, load_contract
+from spark_jobs.contract_parts import ColumnSpec, MALFORMED_RULE, UNKNOWN_FIELDS_RULE
 from spark_jobs.lake import gold_table_name
 from spark_jobs.transforms.silver import LINEAGE_COLUMNS, RAW_PREFIX
 from spark_jobs.transforms.typed_text import INTEGER_TEXT  # silver's own pattern

@@ -72,8 +72,8 @@ DUCKDB_THREADS = 2
 # ---------------------------------------------------------------------------- worker (one job, one process)
 def _spark_worker(spec: dict[str, Any]) -> dict[str, Any]:
     from spark_jobs.jobs.layer import run_layer
-    from spark_jobs.jobs.runtime import session_for
     from spark_jobs.lake import resolve_lake
+    from spark_jobs.session import session_for
 
     lake = resolve_lake(lake_uri=spec["lake_uri"])
     layer = spec["layer"]
@@ -106,7 +106,7 @@ def _run_all_worker(spark, lake, spec: dict[str, Any], session_s: float, started
     """bronze -> silver -> gold, then the counts table, in ONE session on a lake holding only the landing
     file: what ``python -m spark_jobs run-all --dataset D`` does after its session starts."""
     from spark_jobs.jobs.layer import run_layer
-    from spark_jobs.report import format_counts_table, layer_counts
+    from spark_jobs.jobs.report import format_counts_table, layer_counts
 
     layers: dict[str, float] = {}
     manifests: dict[str, dict[str, Any]] = {}

@@ -13,15 +13,15 @@ What one run does, in one process and one Spark session (local[2], the project's
    event day (from 2024-01-01 on) to its month, in one append snapshot. One Spark job writes every day's
    file into the table's ``data/`` folder; each day is then committed on its own through Iceberg's API
    (``commit_daily_runs``): the commits a year of daily appends makes, without a Spark job per day;
-3. before: the table's stats (``spark_jobs.maintain.table_stats``), a fingerprint of every row (count and
+3. before: the table's stats (``spark_jobs.tables.maintain.table_stats``), a fingerprint of every row (count and
    the wrap-around sum of ``xxhash64`` over all columns) and the wall time of a full scan
    (``--scan-repeats`` runs of ``SELECT count(*), sum(xxhash64(*))``, median), which reads every data file;
-4. ``spark_jobs.maintain.run_maintenance`` with ``--snapshot-retention-days 0`` (every run is older than
+4. ``spark_jobs.tables.maintain.run_maintenance`` with ``--snapshot-retention-days 0`` (every run is older than
    the retention, as a year of runs is against a week's), timed, its report written as a run's is;
 5. after: the same stats, fingerprint and scan. The fingerprints must be equal (exit 1 otherwise).
 
 Writes ``bench/results/maintenance.json`` (machine, commit, sizes, the figures) unless ``--no-result``;
-``--json`` prints the result. ``tests/spark_jobs/test_maintain_daily_runs.py`` runs the same at 200
+``--json`` prints the result. ``tests/spark_jobs/tables/test_maintain_daily_runs.py`` runs the same at 200
 runs and checks the counts.
 """
 from __future__ import annotations
@@ -107,10 +107,10 @@ def full_scan_seconds(spark, tbl, repeats: int) -> list[float]:
 def measure(lake, runs: int, rows_per_run: int, scan_repeats: int, progress=print,
             tenant: str = "bench-maintenance") -> dict[str, Any]:
     """The whole benchmark on ``lake`` (an s3a lake whose bucket exists); returns the figures."""
-    from spark_jobs import maintain
     from spark_jobs.io import tables
-    from spark_jobs.jobs.runtime import session_for
-    from spark_jobs.jobs.sizing import reads_small_folders, table_folders
+    from spark_jobs.session import session_for
+    from spark_jobs.session import reads_small_folders, table_folders
+    from spark_jobs.tables import maintain
 
     # Sized as `python -m spark_jobs maintain` sizes its session: from the bytes of the tables it maintains (none
     # yet: the runs are committed in this session; a year of 200-row days stays far below the limit).

@@ -73,8 +73,8 @@ def parse_records_inferring_schema(bronze, contract, _parse):
 
 def _spark_worker(spec: dict[str, Any]) -> dict[str, Any]:
     from spark_jobs.jobs.layer import run_layer
-    from spark_jobs.jobs.runtime import session_for
     from spark_jobs.lake import resolve_lake
+    from spark_jobs.session import session_for
     from spark_jobs.session import build_session
 
     os.environ["TENANTLAKE_VALIDATION"] = "off" if spec["variant"] == "no_validation" else "on"

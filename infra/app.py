@@ -243,7 +243,7 @@ class TenantLakeStack(TerraformStack):
                                 "not_personal": model.LF_NOT_PERSONAL, "data_access_role_arn": lake_formation.role_arn,
                                 "registered_locations": lake_formation.location_arns,
                                 "personal_data_readers": inputs.lake_formation["personal_data_reader_arns"]},
-                               "Lake Formation: the tenant's LF-tag keys and values (spark_jobs/lf_tags.py tags the columns of "
+                               "Lake Formation: the tenant's LF-tag keys and values (spark_jobs/tables/lf_tags.py tags the columns of "
                                "the tables the jobs create), the role Lake Formation reads the registered locations with, "
                                "those locations, and the readers of personal data."),
             "kinesis_stream_names": (streams.stream_names, "Kinesis data stream name per streamed dataset (var.streams)."),

@@ -70,7 +70,7 @@ ATHENA_QUERY_ACTIONS: tuple[str, ...] = (
     "athena:BatchGetQueryExecution", "athena:ListQueryExecutions", "athena:GetWorkGroup")
 # Lake Formation (modules/lake_formation.py). Athena reads a table of a registered location with credentials
 # Lake Formation vends for the columns the caller was granted; the caller's identity policy must allow asking.
-# The job role tags the tables and columns it creates (spark_jobs/lf_tags.py). Lake Formation's API actions
+# The job role tags the tables and columns it creates (spark_jobs/tables/lf_tags.py). Lake Formation's API actions
 # have no resource-level permissions: the grants (which tags, which tables) are Lake Formation's own.
 LF_DATA_ACCESS_ACTIONS: tuple[str, ...] = ("lakeformation:GetDataAccess",)
 LF_TAGGING_ACTIONS: tuple[str, ...] = ("lakeformation:AddLFTagsToResource", "lakeformation:RemoveLFTagsFromResource",

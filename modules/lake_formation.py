@@ -11,7 +11,7 @@ construct makes that decide access, with Lake Formation tag-based access control
 | ``aws_lakeformation_resource`` per consumer layer | ``s3://<lake>/gold`` | the location registered with that role |
 | ``aws_lakeformation_permissions`` | see ``GRANTS`` | by LF-tag expression (``DATA_LOCATION_ACCESS`` and the tag ``ASSOCIATE`` by name) |
 
-Columns are tagged after the jobs create or evolve a table (``spark_jobs/lf_tags.py``): every column the
+Columns are tagged after the jobs create or evolve a table (``spark_jobs/tables/lf_tags.py``): every column the
 contract knows and that holds no personal data gets ``classification=none``, the personal ones ``pii``; a
 column the tag step has not seen (schema evolution before the step ran) inherits ``pii``. The consumer is
 granted ``SELECT`` on ``classification=none AND layer=gold``: the non-personal columns of gold tables.
@@ -183,7 +183,7 @@ class LakeFormation(Construct):
             LakeformationPermissions(
                 self, f"job_location_{layer}", principal=cfg.role_arns["job_execution"],
                 permissions=["DATA_LOCATION_ACCESS"], data_location=LakeformationPermissionsDataLocation(arn=location.arn))
-        # The tag step (spark_jobs/lf_tags.py, as the job role) assigns classification values to columns.
+        # The tag step (spark_jobs/tables/lf_tags.py, as the job role) assigns classification values to columns.
         LakeformationPermissions(
             self, "job_associate_classification", principal=cfg.role_arns["job_execution"],
             permissions=["ASSOCIATE", "DESCRIBE"], lf_tag=LakeformationPermissionsLfTag(

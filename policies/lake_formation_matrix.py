@@ -197,7 +197,7 @@ def render_table(matrix: LfMatrix) -> str:
              f"`default_permissions: {matrix.default_permissions}`: {DEFAULT_PERMISSION_STATES[matrix.default_permissions]}"
              " (the test reads it back and fails in any other; where the account keeps the default, the tenant's apply "
              "is refused: `infra/terragrunt/lake_formation.py`; where a database keeps it, a run refuses to start: "
-             "`spark_jobs/lf_tags.py`, `check_default_permissions`).", "",
+             "`spark_jobs/tables/lf_tags.py`, `check_default_permissions`).", "",
              "| # | principal | permission | database / table / column | expected | decided by | note |",
              "|---|---|---|---|---|---|---|"]
     order = {kind: i for i, kind in enumerate(PRINCIPAL_KINDS)}

@@ -7,9 +7,9 @@ Lake selection, in order of precedence: ``--lake-uri`` (+ ``--kms-key-arn``, ``-
 or default chain.
 
 Exit codes: 0 success, 1 job failed, 2 bad arguments or configuration (also a contract change its evolution
-policy refuses: README "Schema evolution"), 3 counts invariant violated, 4 validation blocked a publish (an
+policy refuses: spark_jobs/README.md "Schema evolution"), 3 counts invariant violated, 4 validation blocked a publish (an
 error-severity expectation failed), 5 only warn-severity expectations failed (0 with --allow-warn). See
-README "Data quality". Every error is one line; one that ended a layer run says where its manifest is.
+spark_jobs/quality/README.md "Data quality". Every error is one line; one that ended a layer run says where its manifest is.
 """
 from __future__ import annotations
 
@@ -20,14 +20,18 @@ import time
 from typing import Callable
 
 from tenant_model import CLASSIFICATIONS
-from spark_jobs import contract_infer, contract_plan, creds, land, lf_tags, maintain, query, status, usage
+from spark_jobs import contract_plan, status, usage
 from spark_jobs.contract import available_datasets, contract_json_schema
 from spark_jobs.datagen import command as datagen_command
 from spark_jobs.erasure import command as erase_command
 from spark_jobs.erasure import job as erasure_job
-from spark_jobs.errors import EXIT_OK, exit_code
+from spark_jobs.errors import exit_code
+from spark_jobs.failures import EXIT_OK
+from spark_jobs.infer import draft as contract_infer
 from spark_jobs.jobs import pipeline
 from spark_jobs.lake import LAYERS
+from spark_jobs.landing import creds, land
+from spark_jobs.tables import lf_tags, maintain, query
 from spark_jobs.usage import command as usage_command
 
 
@@ -164,8 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
         "recover", help="rebuild a corrupt bronze checkpoint from what bronze already holds",
         description="Move checkpoints/<dataset>/bronze/ aside and write a new checkpoint that records every "
                     "landing file bronze already holds, so the next bronze run reads only new files (no "
-                    "duplicates, nothing lost). Stop every bronze job of the dataset first. See README "
-                    "'Pipeline > Recovery'.")
+                    "duplicates, nothing lost). Stop every bronze job of the dataset first. See spark_jobs/README.md "
+                    "'The pipeline > Recovery'.")
     recover.add_argument("--dataset", required=True, choices=datasets)
     recover.add_argument("--layer", required=True, choices=["bronze"],
                          help="the layer whose state to rebuild (only bronze keeps state: its checkpoint)")
@@ -297,7 +301,7 @@ def _contract(args: argparse.Namespace) -> int:
     return contract_plan.run(args) if args.contract_command == "plan" else contract_infer.run(args)
 
 
-# Each command's body lives beside what it orchestrates (spark_jobs/README.md, "The command line").
+# Each command's body lives beside what it orchestrates (spark_jobs/README.md, "CLI").
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "datagen": datagen_command.run, "land": land.run, "contract": _contract, "run": pipeline.run,
     "run-all": pipeline.run, "counts": pipeline.counts, "status": status.run, "recover": pipeline.recover,

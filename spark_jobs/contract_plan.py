@@ -25,10 +25,12 @@ import json
 import sys
 from typing import Any
 
-from spark_jobs.contract import Contract, ContractError, load_contract
+from spark_jobs.contract import Contract, load_contract
+from spark_jobs.contract_parts import ContractError
 from spark_jobs.io import tables
-from spark_jobs.jobs.sizing import command_session
+from spark_jobs.io.partitioning import Partitioning
 from spark_jobs.lake import lake_from_args
+from spark_jobs.session import command_session
 
 KEY_PROPERTY = "tenantlake.key"                 # the silver key the table's rows were deduplicated on
 CONTRACT_PROPERTY = "tenantlake.contract-version"  # the contract version of the table's last evolution
@@ -323,7 +325,7 @@ def schema_columns(schema) -> list[tuple[str, str]]:
 
 # ------------------------------------------------------------------------------------------ one table
 def table_plan(spark, tbl: tables.Table, loaded, expected: list[tuple[str, str]], contract: Contract, layer: str,
-               partitioning: tables.Partitioning) -> TablePlan:
+               partitioning: Partitioning) -> TablePlan:
     """The plan of one live table (``loaded``: Iceberg's table object, None when it does not exist yet)."""
     if loaded is None:
         return TablePlan(tbl.display, exists=False)
@@ -355,7 +357,7 @@ def table_plan(spark, tbl: tables.Table, loaded, expected: list[tuple[str, str]]
     return plan
 
 
-def _partition_change(tbl: tables.Table, loaded, partitioning: tables.Partitioning, renames: dict[str, str],
+def _partition_change(tbl: tables.Table, loaded, partitioning: Partitioning, renames: dict[str, str],
                       rebuild: str) -> list[Change]:
     current = tables._spec_terms(loaded)
     if current == [partitioning.spec]:
@@ -466,7 +468,7 @@ def _rows_json(parts: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------------------ a dataset
 def plan_dataset(spark, lake, contract: Contract) -> Plan:
     """The plan of the dataset's silver table and every gold table of its contract."""
-    from spark_jobs.jobs.partitioning import gold_partitioning, silver_partitioning
+    from spark_jobs.io.partitioning import gold_partitioning, silver_partitioning
     from spark_jobs.lake import gold_table_name
     from spark_jobs.transforms.gold import load_gold
 
@@ -529,7 +531,7 @@ def refusal(plan: Plan) -> ContractError:
 
 
 # ------------------------------------------------------------------------------------------ applying it
-def evolve_for_write(run, tbl: tables.Table, df, layer: str, partitioning: tables.Partitioning, loaded: Any = None):
+def evolve_for_write(run, tbl: tables.Table, df, layer: str, partitioning: Partitioning, loaded: Any = None):
     """Before a publish: the table's allowed changes in ONE metadata commit (``tables.evolve``), so the write
     matches the table; returns ``(df in the table's column order, the table object, the manifest's record,
     what undoes the change or None)``. A silver table created now records its key. A change the contract's
@@ -574,7 +576,7 @@ def _gold_name(run, tbl: tables.Table) -> str:
     return next(name for name in run.contract.gold if gold_table_name(run.contract.dataset, name) == tbl.name)
 
 
-def publish_evolved(run, tbl: tables.Table, df, layer: str, partitioning: tables.Partitioning, dates: list[str],
+def publish_evolved(run, tbl: tables.Table, df, layer: str, partitioning: Partitioning, dates: list[str],
                     include_null: bool, loaded: Any = None, marks: dict[str, str] | None = None,
                     everything: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
     """The table's allowed schema changes (``evolve_for_write``), then the publish (``tables.publish``, fenced by

@@ -14,31 +14,30 @@ import sys
 from py4j.protocol import Py4JNetworkError
 
 from spark_jobs.catalog import CatalogError
-from spark_jobs.contract import ContractError
+from spark_jobs.contract_parts import ContractError
 from spark_jobs.datagen.generate import DatagenError
 from spark_jobs.erasure import ErasureError
 from spark_jobs.erasure.subjects import SubjectError
 from spark_jobs.io.readers import MissingInputError
 from spark_jobs.jobs.checkpoint import CheckpointCorruptError
-from spark_jobs.jobs.runtime import (DETAILS_ATTRIBUTE, JobFailed, describe_error, error_text, one_line,
-                                     unreachable_message)
+from spark_jobs.failures import (DETAILS_ATTRIBUTE, EXIT_FAILED, EXIT_INVARIANT, EXIT_USAGE, JobFailed,
+                                 describe_error, error_text, one_line, unreachable_message)
 from spark_jobs.lake import LakeConfigError, lake_from_args, lake_selection
-from spark_jobs.lf_tags import LfTagError
-from spark_jobs.maintain import MaintainError
 from spark_jobs.manifest import InvariantViolation
 from spark_jobs.producers.kinesis import ProducerError
+from spark_jobs.pseudonyms import ErasureKeyMissing
 from spark_jobs.quality import ReportNotWritten
-from spark_jobs.query import QueryError
 from spark_jobs.session import DRIVER_MEMORY_ENV, driver_heap
+from spark_jobs.tables.lf_tags import LfTagError
+from spark_jobs.tables.maintain import MaintainError
+from spark_jobs.tables.query import QueryError
 from spark_jobs.usage import UsageError
 from spark_jobs.usage.cost import PriceError
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INVARIANT, EXIT_VALIDATION = 0, 1, 2, 3, 4
 
 # Errors that are the user's to fix (a lake, contract, request or price table to correct): exit 2.
 USER_ERRORS: tuple[type[Exception], ...] = (
     LakeConfigError, ContractError, DatagenError, ProducerError, CatalogError, MaintainError, QueryError,
-    ErasureError, SubjectError, UsageError, PriceError, LfTagError)
+    ErasureError, SubjectError, ErasureKeyMissing, UsageError, PriceError, LfTagError)
 
 
 def exit_code(exc: Exception, args: argparse.Namespace) -> int:
@@ -88,7 +87,7 @@ def details(exc: BaseException) -> str:
 
 
 def connection_refused(exc: BaseException) -> bool:
-    """s3a gave up on an endpoint that went away during the run (checked at start by runtime.check_endpoint)."""
+    """s3a gave up on an endpoint that went away during the run (checked at start by failures.check_endpoint)."""
     text = str(exc)
     return "Connection refused" in text or "ConnectException" in text
 

@@ -45,7 +45,7 @@ class LakeConfig:
             @default - () (unknown: nothing is required)
         lf_classification_tag: the tenant's Lake Formation classification tag key (tenant output
             ``lake_formation.classification_tag``, or ``--lf-classification-tag``): the jobs tag the columns of the
-            tables they create with it (``spark_jobs/lf_tags.py``). @default - "" (no tagging)
+            tables they create with it (``spark_jobs/tables/lf_tags.py``). @default - "" (no tagging)
         metric_namespace: the CloudWatch namespace a publish puts its freshness metric in, and ``event_source`` the
             EventBridge source a blocked publish is emitted under (tenant output ``orchestration``, or
             ``--metric-namespace`` / ``--event-source``; ``spark_jobs/signals.py``). @default - "" (neither)

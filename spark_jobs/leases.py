@@ -46,8 +46,8 @@ import sys
 import threading
 from typing import Any, Callable, Iterator
 
+from spark_jobs.failures import JobFailed, check_endpoint
 from spark_jobs.io import create_only
-from spark_jobs.jobs.runtime import JobFailed, check_endpoint
 from spark_jobs.lake import LakeConfig
 
 LEASE_LAYERS: tuple[str, ...] = ("bronze", "silver", "gold")
@@ -84,10 +84,6 @@ def _runs_prefix(dataset: str) -> str:
 def lease_key(dataset: str, layer: str) -> str:
     """The lease of one layer of a dataset, relative to the lake root."""
     return f"{_runs_prefix(dataset)}{layer}.lease"
-
-
-def lease_uri(lake: LakeConfig, dataset: str, layer: str) -> str:
-    return lake.path(lease_key(dataset, layer))
 
 
 # ---- the store: create-only, conditional replace and delete -------------------------------------------------

@@ -90,7 +90,7 @@ class RunManifest:
     output_rows: dict[str, int] = dataclasses.field(default_factory=dict)
     event_dates: list[str] = dataclasses.field(default_factory=list)  # silver/gold: the dates the run replaced
     batches: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    # bronze: landing object versions against what bronze read (spark_jobs/landing_versions.py)
+    # bronze: landing object versions against what bronze read (spark_jobs/jobs/landing_versions.py)
     landing: dict[str, Any] = dataclasses.field(default_factory=dict)
     stages: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     validation: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -100,7 +100,7 @@ class RunManifest:
     # partitions it rewrote read back, partitions touched, why it ran full): spark_jobs/README.md, "What a run
     # reads and rewrites"
     increment: dict[str, Any] = dataclasses.field(default_factory=dict)
-    error: str | None = None          # one line (spark_jobs.jobs.runtime.one_line)
+    error: str | None = None          # one line (spark_jobs.failures.one_line)
     error_detail: str | None = None   # the error's whole text, a JVM exception's message with its causes
 
     def check_invariant(self) -> None:

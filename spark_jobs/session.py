@@ -1,4 +1,6 @@
-"""Building the SparkSession: who owns which setting, and s3a settings for an S3-compatible endpoint.
+"""Building the SparkSession: who owns which setting, and s3a settings for an S3-compatible endpoint; the
+session for a lake (``session_for``) and a command's session, sized from the bytes it will read
+(``command_session``).
 
 Two ways a session starts, and who decides what:
 
@@ -16,12 +18,20 @@ so ``S3aSettings`` is only for local runs against the emulator, or for s3a again
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import glob
 import os
 import re
 import sys
+from pathlib import Path
+from typing import Any, Iterator
 
 from spark_jobs.catalog import session_conf as iceberg_session_conf
+from spark_jobs.contract import load_contract
+from spark_jobs.failures import JobFailed, check_endpoint
+from spark_jobs.io.lake_bytes import stored_bytes
+from spark_jobs.lake import LakeConfig, gold_table_name
 
 LOCAL_SHUFFLE_PARTITIONS = 8  # 2 cores: 200 (Spark's default) made silver 2x larger and gold 3x slower
 LISTING_TASKS = 8  # tasks of the job Spark runs to list more than 32 paths (its default: one per path, up to 10,000)
@@ -278,3 +288,143 @@ def apply_bucket_settings(spark, bucket: str, s3a: S3aSettings) -> None:
     for key, value in s3a.hadoop_conf().items():
         if key.startswith("fs.s3a.") and key != "fs.s3a.fast.upload":
             hadoop_conf.set(f"fs.s3a.bucket.{bucket}.{key[len('fs.s3a.'):]}", value)
+
+
+# ---- a session for a lake, and a command's session sized from what it reads ----------------------------------
+# Every command that starts a session asks ``command_session`` (``run``/``run-all`` from the layers' inputs,
+# ``counts``, ``maintain``, ``erase``, ``query``, ``contract plan``, ``sync-tags`` from the folders they read);
+# whether one it starts itself can be one for small inputs comes from the bytes stored under the lake folders it
+# will read, listed before the JVM starts (``io.lake_bytes.stored_bytes``, stopped once past the limit). The
+# benchmarks ask it the same way, so they size their sessions as the commands they measure do.
+JARS_ENV = "TENANTLAKE_SPARK_JARS"
+REPO_JAR_CACHE = Path(__file__).resolve().parents[1] / ".local" / "jars"
+
+# A layer whose input (bronze Parquet for silver, the silver table for gold) holds at most this many bytes
+# is planned as a small input (JobRun.size_for_input): a quarter of the 64 MB that adaptive execution
+# aims for per partition, so it would have coalesced every shuffle of such a run into one partition.
+SMALL_INPUT_BYTES = 16 * 1024 * 1024
+SMALL_INPUT_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
+
+
+def s3a_settings(lake: LakeConfig) -> S3aSettings:
+    return S3aSettings(
+        endpoint=lake.s3_endpoint, region=lake.region, kms_key_arn=lake.kms_key_arn, truststore=lake.truststore,
+    )
+
+
+def find_jars(explicit: list[str] | None = None) -> list[str]:
+    """s3a jars: explicit list, else ``$TENANTLAKE_SPARK_JARS`` (comma-separated), else the repo's
+    verified cache (``.local/jars``, filled by ``python -m infra.local.s3a_jars``)."""
+    if explicit:
+        return explicit
+    if os.environ.get(JARS_ENV):
+        return [j for j in os.environ[JARS_ENV].split(",") if j]
+    return sorted(glob.glob(str(REPO_JAR_CACHE / "*.jar")))
+
+
+def check_local_settings() -> None:
+    """A bad ``$TENANTLAKE_DRIVER_MEMORY``, ``$TENANTLAKE_JIT`` or ``$TENANTLAKE_JVM_ARCHIVE`` for a session this
+    process starts: one line and exit 2 (``JobFailed``), before anything else runs, not a JVM that fails to start."""
+    try:
+        driver_heap()
+        quick_jit(False)
+        jvm_archive()
+    except ValueError as exc:
+        raise JobFailed(str(exc), 2) from None
+
+
+def session_for(lake: LakeConfig, app_name: str, jars: list[str] | None = None,
+                small_inputs: bool = False) -> tuple[Any, bool]:
+    """The running session (tests, spark-submit) with this lake's bucket settings, or a new tuned one
+    (``small_inputs``: the command reads only small inputs, ``build_session``).
+    Returns ``(spark, created)``. Fails with ``EndpointUnreachable`` first if the S3 endpoint is down."""
+    from pyspark.sql import SparkSession
+
+    check_endpoint(lake)
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.conf.set("spark.sql.legacy.timeParserPolicy", "CORRECTED")
+        active.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+        if lake.is_s3a:
+            apply_bucket_settings(active, lake.bucket, s3a_settings(lake))
+        return active, False
+    check_local_settings()
+    if lake.is_s3a:
+        found = find_jars(jars)
+        if not found and not launched_by_spark_submit():  # under spark-submit the launcher's --jars decide
+            raise JobFailed(
+                f"s3a needs the hadoop-aws jars: pass --jars, set {JARS_ENV}, or run `python -m infra.local.s3a_jars`", 2
+            )
+        spark = build_session(app_name, s3a=s3a_settings(lake), jars=found, small_inputs=small_inputs)
+        apply_bucket_settings(spark, lake.bucket, s3a_settings(lake))
+    else:
+        spark = build_session(app_name, small_inputs=small_inputs)
+    return spark, True
+
+
+# What each layer reads, relative to the lake root: the bytes a run will read (sizing its session).
+LAYER_INPUTS = {"bronze": "landing", "silver": "bronze", "gold": "silver"}
+
+
+def reads_small_inputs(lake: LakeConfig, plan: list[tuple[str, str]], continuous: bool = False) -> bool:
+    """Whether every layer of ``plan`` reads small inputs: the bytes stored under their inputs (landing,
+    bronze, the silver table) at most ``jobs.SMALL_INPUT_BYTES`` together; a continuous ingest reads
+    without end, so it never is small (``reads_small_folders`` says when the question is asked at all)."""
+    folders = sorted({f"{LAYER_INPUTS[layer]}/{dataset}" for dataset, layer in plan})
+    return reads_small_folders(lake, folders, continuous=continuous)
+
+
+def dataset_folders(datasets: list[str]) -> list[str]:
+    """Every folder a dataset's data lives in, relative to the lake root: landing, bronze, silver, the
+    quarantine and each gold table of its contract (what `counts` reads)."""
+    folders = []
+    for dataset in datasets:
+        folders += [f"{layer}/{dataset}" for layer in ("landing", "bronze", "silver", "quarantine")]
+        folders += [f"gold/{gold_table_name(dataset, name)}" for name in load_contract(dataset).gold]
+    return folders
+
+
+def table_folders(datasets: list[str]) -> list[str]:
+    """The Iceberg tables' folders of the datasets (silver and each gold table): what `maintain` reads."""
+    return [f for f in dataset_folders(datasets) if f.startswith(("silver/", "gold/"))]
+
+
+def reads_small_folders(lake: LakeConfig, folders: list[str], versions: bool = False,
+                        continuous: bool = False) -> bool:
+    """Whether ``folders`` (relative to the lake root; ``versions``: every version of their objects) hold at
+    most ``jobs.SMALL_INPUT_BYTES`` together, so the command's session can be one for small inputs.
+    Only asked for a session this command starts itself (not under spark-submit, not in a running session)
+    and when ``$TENANTLAKE_JIT`` does not decide already."""
+    from pyspark.sql import SparkSession
+
+    if launched_by_spark_submit() or SparkSession.getActiveSession():
+        return False
+    check_local_settings()  # a bad setting or a stopped emulator: its one line, before any listing
+    check_endpoint(lake)
+    if continuous or os.environ.get(JIT_ENV):
+        return False
+    size = stored_bytes(lake, folders, SMALL_INPUT_BYTES, versions=versions)
+    if size is None or size > SMALL_INPUT_BYTES:
+        return False
+    amount = f"{size / 2**20:.1f} MB" if size >= 2**20 else f"{size / 2**10:.0f} KB"
+    print(f"session: {amount} of input: a session for small inputs ({JIT_ENV}=full to change)",
+          file=sys.stderr, flush=True)
+    return True
+
+
+@contextlib.contextmanager
+def command_session(lake: LakeConfig, app: str, jars: str = "", small_inputs: bool = False,
+                    reads: list[str] | None = None, versions: bool = False) -> Iterator[Any]:
+    """A command's session, stopped at the end when the command started it (``session_for``:
+    the running one of a test or of spark-submit is kept). ``jars``: ``--jars`` (comma-separated).
+    ``reads``: the lake folders the command reads (relative to the lake root, ``""`` for all of it;
+    ``versions``: every version of their objects): a session it starts itself is sized from their bytes
+    (``reads_small_folders``) unless ``small_inputs`` decided already."""
+    if reads is not None and not small_inputs:
+        small_inputs = reads_small_folders(lake, reads, versions=versions)
+    spark, created = session_for(lake, app, [j for j in jars.split(",") if j] or None, small_inputs=small_inputs)
+    try:
+        yield spark
+    finally:
+        if created:
+            spark.stop()

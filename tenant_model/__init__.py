@@ -106,7 +106,7 @@ STREAM_NAME_TEMPLATES: dict[str, str] = {
 # Firehose buffering: an object is written to landing/<dataset>/ after this many seconds or MiB,
 # whichever comes first (README "Streaming ingestion"; the local stand-in reads them from the stream).
 # The ingest-writer role may only put objects under these prefixes (modules/job_roles.py ROLE_ACCESS); vended
-# producer credentials (spark_jobs/creds.py) scope a session inside one of them.
+# producer credentials (spark_jobs/landing/creds.py) scope a session inside one of them.
 INGEST_WRITER_PUT_PREFIXES: tuple[str, ...] = ("landing",)
 # The tenant roles' max_session_duration (modules/job_roles.py), the longest a vended session can last.
 ROLE_MAX_SESSION_SECONDS = 3600
@@ -200,7 +200,7 @@ ATHENA_RESULTS_PREFIX = "athena"
 ATHENA_RESULT_PREFIXES: dict[str, str] = {"consumer": "athena/consumer", "personal": "athena/personal"}
 
 
-# Lake Formation tag-based access control (modules/lake_formation.py, spark_jobs/lf_tags.py). Every column is
+# Lake Formation tag-based access control (modules/lake_formation.py, spark_jobs/tables/lf_tags.py). Every column is
 # classified personal (LF_PERSONAL) or not (LF_NOT_PERSONAL) under the tenant's classification key. The
 # databases carry LF_PERSONAL, so a table and any column nobody tagged inherit it: a column is readable by
 # the consumer only once the tag step has tagged it LF_NOT_PERSONAL.

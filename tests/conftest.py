@@ -198,12 +198,12 @@ SCHEDULE_UNITS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "tests/policies/test_access_matrix.py", "tests/integration/test_apply_acme.py",
         "tests/integration/test_maintenance_schedule.py", "tests/integration/test_orchestration_acme.py",
         "tests/spark_jobs/test_consumer_door.py",
-        "tests/infra/deploy/test_applied_tenant.py", "tests/spark_jobs/test_land_real_data.py",
+        "tests/infra/deploy/test_applied_tenant.py", "tests/spark_jobs/landing/test_land_real_data.py",
         "tests/integration/test_streaming_initech.py", "tests/spark_jobs/test_schema_evolution.py",
         "tests/integration/test_destroy_all.py")),
     ("eraseco: the deployed erase; a dataset by month", (
         "tests/spark_jobs/erasure/test_job_deploy.py", "tests/spark_jobs/erasure/test_job_by_month.py")),
-    ("200 daily commits, maintained", ("tests/spark_jobs/test_maintain_daily_runs.py",)),
+    ("200 daily commits, maintained", ("tests/spark_jobs/tables/test_maintain_daily_runs.py",)),
     ("two s3a run-alls", ("tests/spark_jobs/test_pipeline_e2e.py",)),
     ("killed Spark jobs", ("tests/reliability/test_pipeline_faults.py",)),
     ("the infrastructure-fault scenario's tenants", (

@@ -52,3 +52,19 @@ def test_the_root_readme_stays_short_and_links_each_folder_reference():
                    "policies", "bench", "tests/reliability"):
         assert f"]({folder}/README.md)" in readme, folder
         assert (REPO_ROOT / folder / "README.md").is_file(), folder
+
+
+def test_every_readme_section_the_cli_help_cites_exists():
+    """`python -m spark_jobs --help` and its commands cite README sections by file and title
+    (`spark_jobs/README.md "Schema evolution"`, or 'The pipeline > Recovery' for a nested one)."""
+    cited = re.compile(r"""(spark_jobs/[\w/]*README\.md),?\s*["']+\s*([^"']+?)["']""")
+    missing = []
+    for source in sorted((REPO_ROOT / "spark_jobs").rglob("*.py")):
+        text = re.sub(r'"\s*\n\s*"', "", source.read_text())  # join adjacent string literals
+        text = re.sub(r"\s*\n\s*#\s*", " ", text)  # and comment lines
+        for readme, title in cited.findall(text):
+            headings = [_slug(h) for h in re.findall(r"(?m)^#{1,6} (.*)", (REPO_ROOT / readme).read_text())]
+            # a title may be a heading's start ("Erasure" for "Erasure (GDPR Art. 17)")
+            if not all(any(h.startswith(_slug(part)) for h in headings) for part in title.split(" > ")):
+                missing.append(f"{source.relative_to(REPO_ROOT)}: {readme} {title!r}")
+    assert missing == []

@@ -101,3 +101,34 @@ def test_bench_takes_no_private_name_from_another_module():
     taken = [f"{path.relative_to(REPO)}:{line} {base}.{alias}" for name, path in modules.items()
              if name.startswith("bench.") for line, base, alias in _imports(name, path, modules)[1]]
     assert taken == []
+
+
+def test_spark_jobs_builds_every_aws_client_in_one_factory():
+    """Only ``spark_jobs/io/s3.py`` (``aws_client``, and ``lake_client`` on it) imports boto3: every client the jobs
+    open gets the same region, endpoint, CA bundle, timeouts and retries from there."""
+    importers = []
+    for path in sorted((REPO / "spark_jobs").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(name == "boto3" or name.startswith("boto3.") for name in names):
+                importers.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert {importer.split(":")[0] for importer in importers} == {"spark_jobs/io/s3.py"}, \
+        f"boto3 imported outside the client factory: {importers}"
+
+
+def test_spark_jobs_packages_and_modules_import_one_way():
+    """spark_jobs read as rooms (each top-level module, each package as a whole): no two rooms import each other,
+    even through others, so every import runs down (issue 55). A helper two rooms share lives below both."""
+    modules = _modules()
+    rooms: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        parts = name.split(".")
+        if parts[0] != "spark_jobs" or len(parts) < 2:
+            continue
+        room = parts[1]
+        targets = {t.split(".")[1] for t in _imports(name, path, modules)[0]
+                   if t.startswith("spark_jobs.") and len(t.split(".")) > 1}
+        rooms.setdefault(room, set()).update(targets - {room})
+    assert rooms["jobs"] and "io" in rooms["jobs"]  # the scan sees the rooms' imports
+    assert _circles(rooms) == set(), "spark_jobs rooms that import each other (an import running back up)"

@@ -13,6 +13,12 @@ def test_help_lists_every_target():
     out = subprocess.run(["make", "-s", "help"], cwd=REPO, capture_output=True, text=True, check=True).stdout
     listed = {line.split()[0] for line in out.splitlines() if line.startswith("  ")}
     assert set(REQUIRED_TARGETS) <= listed, set(REQUIRED_TARGETS) - listed
+    phony = {target for line in (REPO / "Makefile").read_text().splitlines() if line.startswith(".PHONY:")
+             for target in line.split(":", 1)[1].split()}
+    assert phony <= listed, f"phony targets `make help` leaves out: {sorted(phony - listed)}"
+    readme = (REPO / "README.md").read_text()
+    unnamed = [t for t in listed if f"`{t}`" not in readme and f"`{t} " not in readme and f"`make {t}`" not in readme]
+    assert not unnamed, f"targets of `make help` that the README does not name: {unnamed}"
 
 
 def test_ci_runs_exactly_the_readme_test_command():

@@ -63,7 +63,7 @@ untracked by Terraform: the route-table check counted 4, and ``make destroy-all`
 (the provider retries ``DeleteVpc`` on ``DependencyViolation`` for many minutes). A retry now gets the table
 the first request made, as on AWS; a token reused for another VPC fails with ``IdempotentParameterMismatch``.
 
-A tenth: Lake Formation's grants and tags, as the AWS provider and ``spark_jobs/lf_tags.py`` use them
+A tenth: Lake Formation's grants and tags, as the AWS provider and ``spark_jobs/tables/lf_tags.py`` use them
 (``_correct_lake_formation``): ``ListPermissions`` of a grant on an LF-tag or a tag expression (moto 5.2.5
 refused it, so terraform could not read back any tag-based grant), ``RevokePermissions`` of a permission not
 held (AWS's ``InvalidInputException``, which the provider's destroy waits for), ``GetResourceLFTags`` of an
@@ -80,7 +80,7 @@ A twelfth: Glue's ``CreateDatabase`` without ``CreateTableDefaultPermissions`` t
 Formation settings in that region (``CreateTableDefaultPermissions`` of ``GetDataLakeSettings``), as AWS does: in an
 account that keeps Lake Formation's out-of-the-box defaults (moto starts with them too, ``IAM_ALLOWED_PRINCIPALS``
 ``ALL`` in both lists) a new database hands every table created in it to ``IAM_ALLOWED_PRINCIPALS``, and that is
-what the job's preflight refuses (``spark_jobs/lf_tags.py``). Moto 5.2.5 left the database's defaults empty whatever
+what the job's preflight refuses (``spark_jobs/tables/lf_tags.py``). Moto 5.2.5 left the database's defaults empty whatever
 the settings said, so a tenant applied before the account's settings looked closed here and open on AWS
 (``_databases_take_the_accounts_lake_formation_defaults``). The ``IAM_ALLOWED_PRINCIPALS`` grant that AWS also adds on
 such a database (from ``CreateDatabaseDefaultPermissions``) is not emulated.
@@ -506,7 +506,7 @@ def _lf_resource_matches(stored: dict, wanted: dict) -> bool:
 
 
 def _correct_lake_formation() -> None:
-    """Lake Formation calls the tenant module and ``spark_jobs.lf_tags`` make, as AWS answers them.
+    """Lake Formation calls the tenant module and ``spark_jobs.tables.lf_tags`` make, as AWS answers them.
 
     * ``ListPermissions`` of an ``LFTag`` or ``LFTagPolicy`` resource (how the AWS provider reads back a grant on
       a tag or a tag expression) answered ``InvalidInputException`` ("Resource must have either the catalog, table

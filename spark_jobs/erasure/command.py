@@ -13,8 +13,8 @@ from spark_jobs.erasure import objects
 from spark_jobs.erasure.job import check, check_lake, erase
 from spark_jobs.erasure.subjects import read_subjects
 from spark_jobs.io.s3 import lake_client
-from spark_jobs.jobs.sizing import command_session
 from spark_jobs.lake import lake_from_args
+from spark_jobs.session import command_session
 
 
 def run(args: argparse.Namespace) -> int:

@@ -54,13 +54,14 @@ from spark_jobs.erasure import sweep as sweeping
 from spark_jobs.erasure.journal import Journal
 from spark_jobs.erasure.matching import Needles
 from spark_jobs.erasure.subjects import (
-    Subject, SubjectError, applies, check_request, load_key, needles, new_request_id, subject_hash, subjects_digest)
+    Subject, SubjectError, applies, check_request, needles, new_request_id, subject_hash, subjects_digest)
 from spark_jobs.io import readers, storage, tables, writers
 from spark_jobs.io.s3 import lake_client, list_versions
 from spark_jobs.lake import STAGING_FOLDERS, LakeConfig, gold_table_name
 from spark_jobs.leases import (
     HeldLock, create_lock, live_leases, lock_heartbeat, lock_key, lock_text, read_lock, release_lock, replace_lock,
     stale_reason)
+from spark_jobs.pseudonyms import load_key
 from spark_jobs.transforms import bronze as bronze_tx
 from spark_jobs.transforms import silver as silver_tx
 

@@ -504,10 +504,6 @@ class Needles:
                 found[wide[changed]] = _bools(pc.match_substring_regex(pc.take(composed, pa.array(changed)), self.re2))
         return found
 
-    def text_hit(self, text: str) -> bool:
-        """Whether one text holds a subject (``hits`` on it)."""
-        return bool(self.hits([text])[0])
-
     # ---------------------------------------------------------------------------- redacting (Python)
     def _spans(self, text: str) -> list[tuple[int, int]]:
         spans = sorted({m.span(1) for pattern in self._python_spans for m in pattern.finditer(text)})

@@ -218,9 +218,10 @@ def _csv_column(header: str, matcher: "Matcher") -> tuple[str, int, str] | None:
 
 @functools.lru_cache(maxsize=16)
 def _csv_grammar(delimiter: str, quote: str = '"', escape: str = '"'):
-    """The CSV grammar bronze splits records and fields with (``transforms/landing_lines.csv_patterns``), for
+    """The CSV grammar bronze splits records and fields with (``transforms/landing_csv.csv_patterns``), for
     one dialect: ``delimiter``, ``quote``, ``escape`` (the quote itself: doubled to escape it)."""
-    from spark_jobs.transforms.landing_lines import CsvGrammar, LineOptions
+    from spark_jobs.transforms.landing_csv import CsvGrammar
+    from spark_jobs.transforms.landing_text import LineOptions
 
     return CsvGrammar(LineOptions(format="csv", delimiter=delimiter, quote=quote, escape=escape))
 
@@ -340,7 +341,7 @@ def _csv_records(lines: Iterable[str], grammar) -> Iterator[bytes]:
     at a line break outside a quoted field; an unterminated quote runs to the next quote of the text, or ends at its
     own line when there is none (or after ``MAX_OPEN_QUOTE_BYTES``). Linear in the text, however many lines a
     quoted field runs over."""
-    from spark_jobs.transforms.landing_lines import MAX_OPEN_QUOTE_BYTES, PendingRecords
+    from spark_jobs.transforms.landing_csv import MAX_OPEN_QUOTE_BYTES, PendingRecords
 
     pending, is_open = PendingRecords(), False  # the text of the record still open (a quoted field over lines)
     for line in lines:

@@ -6,13 +6,9 @@ identifies the person (``user_id=user-0042``). The value is normalised as silver
 form), so ``USER-0042`` and ``user-0042`` are the same subject of a lower-cased column. ``check_request`` refuses a
 request whose ids do not meet their subject keys' rules (``matching``), before anything changes.
 
-The erasure key is 32 random bytes per lake at ``checkpoints/_erasure/key`` (the job role's prefix: the
-consumer role cannot read ``checkpoints/``), created on first use and written SSE-KMS with the tenant
-key. It keys two HMAC-SHA256 uses, domain-separated: the subject hash a receipt records instead of the
-id (``receipt:<column>=<value>``), and the pseudonym that replaces a subject key in a pseudonymised gold
-table (the normalised value itself), so a receipt never equals a pseudonym. The key is created create-only
-(S3 ``If-None-Match: *``, a hard link in a folder lake): of two first runs that race, both use the one
-that was written first.
+The lake's erasure key (``spark_jobs/pseudonyms.py``) keys two HMAC-SHA256 uses, domain-separated: the subject
+hash a receipt records instead of the id (``receipt:<column>=<value>``, here), and the pseudonym that replaces a
+subject key in a pseudonymised gold table (the normalised value itself), so a receipt never equals a pseudonym.
 """
 from __future__ import annotations
 
@@ -25,15 +21,12 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable
 
-from pyspark.sql import Column
-from pyspark.sql import functions as F
-
-from spark_jobs.contract import Contract, decimal_precision_scale
+from spark_jobs.contract import Contract
+from spark_jobs.contract_parts import decimal_precision_scale
 from spark_jobs.erasure.matching import IdRuleError, KeyRule, Needles, Owner, check_id, is_numeric_looking, normal_id
-from spark_jobs.io import create_only, storage
-from spark_jobs.lake import LakeConfig, gold_table_name
+from spark_jobs.lake import gold_table_name
+from spark_jobs.pseudonyms import pseudonym
 
-KEY_BYTES = 32
 RECEIPT_DOMAIN = "receipt:"
 
 
@@ -196,48 +189,10 @@ def needles(contracts: Iterable[Contract], subjects: list[Subject], key: bytes) 
     return Needles.build(tokens, rules, exact, owners)
 
 
-def key_uri(lake: LakeConfig) -> str:
-    return lake.path("checkpoints", "_erasure", "key")
-
-
-def load_key(spark, lake: LakeConfig, create: bool = True) -> bytes:
-    """The lake's erasure key (hex text in the lake), created on first use unless ``create`` is False. The
-    first write is create-only, so two first users that race end up with the same key: the one written first."""
-    uri = key_uri(lake)
-    if storage.exists(spark, uri):
-        return bytes.fromhex(storage.read_text(spark, uri).strip())
-    if not create:
-        raise SubjectError(f"the lake has no erasure key at {uri} yet")
-    create_only.create_text(lake, "checkpoints/_erasure/key", os.urandom(KEY_BYTES).hex() + "\n")
-    return bytes.fromhex(storage.read_text(spark, uri).strip())  # ours, or the one that won the race
-
-
 def subject_hash(key: bytes, subject: Subject) -> str:
     """What a receipt records: HMAC-SHA256 of ``receipt:<column>=<value>`` (hex)."""
     message = f"{RECEIPT_DOMAIN}{subject.column}={subject.value.strip()}".encode("utf-8")
     return hmac.new(key, message, hashlib.sha256).hexdigest()
-
-
-def pseudonym(key: bytes, value: str) -> str:
-    """The pseudonym of a (normalised) subject-key value in a pseudonymised gold table (hex)."""
-    return hmac.new(key, value.encode("utf-8"), hashlib.sha256).hexdigest()
-
-
-def pseudonymiser(spark, key: bytes) -> Callable[[Column], Column]:
-    """A function Column -> Column computing ``pseudonym(key, value)`` for every row (the value cast to
-    text; null stays null). The key reaches the executors in a broadcast variable read by an Arrow-batched
-    Python UDF: it is never a literal in the plan, so neither the key nor its HMAC pads show in
-    ``explain()``, the App UI or the event log."""
-    from pyspark.sql import types as T
-
-    shared = spark.sparkContext.broadcast(bytes(key))
-
-    def keyed_hash(value: str | None) -> str | None:
-        # The Arrow-batched UDF may hand a null over as NaN: only text is hashed.
-        return pseudonym(shared.value, value) if isinstance(value, str) else None
-
-    udf = F.udf(keyed_hash, T.StringType(), useArrow=True)
-    return lambda column: udf(column.cast("string"))
 
 
 def subjects_digest(key: bytes, subjects: list[Subject], contracts: Iterable[Contract] = ()) -> str:

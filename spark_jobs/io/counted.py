@@ -1,5 +1,5 @@
 """Row counts of a layer's files, remembered between counts, so the counts table reads only files it has not
-counted yet (``spark_jobs/report.py``).
+counted yet (``spark_jobs/jobs/report.py``).
 
 The files of landing, bronze and the quarantine are never changed in place: a file is written whole once, an
 erasure or a replayed batch writes new files and deletes the old, the lifecycle rules delete them. So a file's
@@ -44,9 +44,7 @@ def ledger_uri(lake: LakeConfig, dataset: str, layer: str) -> str:
 def file_digest(path: str) -> str:
     """The ledger's name for a file: a digest of its path as every lister names it (``file:/a``, ``file:///a``
     and ``/a`` alike; an escaped and an unescaped path alike)."""
-    from spark_jobs.jobs.checkpoint import file_key
-
-    return hashlib.sha256("|".join(file_key(path)).encode()).hexdigest()[:24]
+    return hashlib.sha256("|".join(storage.file_key(path)).encode()).hexdigest()[:24]
 
 
 def _read_ledger(spark: SparkSession, uri: str) -> dict[str, list[int]]:

@@ -1,9 +1,12 @@
 """The lake's AWS clients and its listing of object versions: the one home of both.
 
-``lake_client`` builds every boto3 client the product opens on a lake (S3 above all; the same settings for the
-lake's other services): the lake's region, and against the emulator (``LakeConfig.s3_endpoint``) its endpoint
-and CA bundle (``LakeConfig.ca_bundle``, which defaults to ``$AWS_CA_BUNDLE``); on AWS the default credential
-chain. What differs between its callers is a parameter:
+``aws_client`` builds every boto3 client spark_jobs opens, and nothing else in spark_jobs calls boto3's
+``client``. ``lake_client`` is it for a lake (S3 above all; the same settings for the lake's other services):
+the lake's region, and against the emulator (``LakeConfig.s3_endpoint``) its endpoint and CA bundle
+(``LakeConfig.ca_bundle``, which defaults to ``$AWS_CA_BUNDLE``); on AWS the default credential chain. Callers that
+hold a tenant's outputs rather than a lake (the producers, ``creds``) or that must not use the lake's endpoint
+(``land``'s caller identity on AWS) give the region, endpoint and CA bundle themselves. What else differs
+between the callers is a parameter:
 
 - ``timeout_s`` / ``retries``: a caller that must not wait on a dead endpoint (the session sizing's listing:
   5 s, one retry) instead of botocore's 60 s and its retry mode's retries;
@@ -14,7 +17,7 @@ chain. What differs between its callers is a parameter:
 
 ``list_versions`` lists every version under a prefix (``ListObjectVersions``, 1,000 per request, read as they
 are consumed), delete markers too when asked, as ``ObjectVersion``: the erasure's sweep and purge, the landing
-check (``spark_jobs/landing_versions.py``), the usage report and the session sizing all read it.
+check (``spark_jobs/jobs/landing_versions.py``), the usage report and the session sizing all read it.
 """
 from __future__ import annotations
 
@@ -31,15 +34,26 @@ EMULATOR_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key":
 
 def lake_client(lake: LakeConfig, service: str = "s3", *, timeout_s: float | None = None, retries: int | None = None,
                 emulator_credentials: bool = False, fresh_session: bool = False) -> Any:
-    """A boto3 client of ``service`` for ``lake`` (module docstring). ``timeout_s``: connect and read timeout
-    (@default - botocore's, 60 s); ``retries``: retries after a request's first attempt (botocore's
-    ``max_attempts``; @default - botocore's retry mode); ``emulator_credentials`` (@default - False) and
-    ``fresh_session`` (@default - False): see above."""
+    """A boto3 client of ``service`` for ``lake`` (module docstring): ``aws_client`` with the lake's region,
+    endpoint and CA bundle; the other parameters as there."""
+    return aws_client(service, region=lake.region, endpoint=lake.s3_endpoint, ca_bundle=lake.ca_bundle,
+                      timeout_s=timeout_s, retries=retries, emulator_credentials=emulator_credentials,
+                      fresh_session=fresh_session)
+
+
+def aws_client(service: str, *, region: str = "", endpoint: str = "", ca_bundle: str = "",
+               timeout_s: float | None = None, retries: int | None = None, emulator_credentials: bool = False,
+               fresh_session: bool = False) -> Any:
+    """A boto3 client of ``service`` (module docstring). ``region`` (@default - "": boto3's own, from the
+    environment), ``endpoint`` (@default - "": AWS's) and ``ca_bundle`` (@default - "": boto3's, which reads
+    ``$AWS_CA_BUNDLE``); ``timeout_s``: connect and read timeout (@default - botocore's, 60 s); ``retries``: retries
+    after a request's first attempt (botocore's ``max_attempts``; @default - botocore's retry mode);
+    ``emulator_credentials`` (@default - False) and ``fresh_session`` (@default - False): see above."""
     import boto3  # only for the commands that talk to AWS: never for --help
 
-    kwargs: dict[str, Any] = {"region_name": lake.region, "endpoint_url": lake.s3_endpoint or None,
-                              "verify": lake.ca_bundle or None}
-    if emulator_credentials and lake.s3_endpoint and not os.environ.get("AWS_ACCESS_KEY_ID"):
+    kwargs: dict[str, Any] = {"region_name": region or None, "endpoint_url": endpoint or None,
+                              "verify": ca_bundle or None}
+    if emulator_credentials and endpoint and not os.environ.get("AWS_ACCESS_KEY_ID"):
         kwargs.update(EMULATOR_CREDENTIALS)
     config: dict[str, Any] = {}
     if timeout_s is not None:

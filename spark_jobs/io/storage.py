@@ -1,6 +1,9 @@
 """Small-file access through Hadoop's FileSystem API: the same code on s3a, EMRFS (s3://) and local paths,
-with the session's encryption settings (no boto3 in the jobs)."""
+with the session's encryption settings (no boto3 in the jobs); and ``file_key``, one name for a file however a
+lister spells its path (the bronze checkpoint, the ingest ledger and the landing check compare by it)."""
 from __future__ import annotations
+
+from urllib.parse import unquote, urlparse
 
 from pyspark.sql import SparkSession
 
@@ -132,3 +135,9 @@ def remove_write_leftovers(spark: SparkSession, uri: str) -> list[str]:
             fs.delete(status.getPath(), True)
             removed.append(name)
     return sorted(removed)
+
+
+def file_key(path: str) -> tuple[str, str, str]:
+    """``file:/a``, ``file:///a`` and ``/a`` name the same file; so may an escaped and an unescaped path."""
+    parsed = urlparse(path)
+    return parsed.scheme or "file", parsed.netloc, unquote(parsed.path)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from typing import Any, Iterable
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -35,6 +35,7 @@ import json
 from spark_jobs.catalog import FORMAT_VERSION, CatalogSettings, register
 from spark_jobs.io import storage
 from spark_jobs.lake import LakeConfig
+from spark_jobs.io.partitioning import Partitioning, days_in_month
 
 RUN_ID_PROPERTY = "tenantlake.run-id"
 # Marks (see the module's docstring): silver's last bronze batch taken, gold's silver snapshot read.
@@ -52,10 +53,6 @@ TABLE_PROPERTIES = {
     # merge schemas, so a DataFrame that does not match the evolved table fails instead of changing it.
     "write.spark.accept-any-schema": "true",
 }
-
-
-# More date ranges than this in a row filter become one range plus a date list (``Partitioning.rows``).
-MAX_RANGE_TERMS = 32
 
 
 # Every write clusters its rows by partition first: a shuffle by the partition value, then each task writes
@@ -98,145 +95,6 @@ def table(spark: SparkSession, lake: LakeConfig, layer: str, name: str) -> Table
 
 def exists(spark: SparkSession, tbl: Table) -> bool:
     return bool(spark.catalog.tableExists(tbl.qualified))
-
-
-# ---------------------------------------------------------------------------- partitioning and filters
-@dataclasses.dataclass(frozen=True)
-class Partitioning:
-    """How a table is partitioned, and the row filters that select whole partitions of it.
-
-    Attributes:
-        column: the source column (the contract's event time, or a gold table's ``event_date``).
-        transform: ``day`` (hidden ``days(column)`` on a timestamp), ``identity`` (a date column) or
-            ``month`` (hidden ``months(column)``, on a timestamp or a date column).
-        column_type: ``timestamp`` or ``date``: how a filter writes its literals (``month`` needs it;
-            ``day`` implies a timestamp and ``identity`` a date). @default - "timestamp"
-    """
-
-    column: str
-    transform: str
-    column_type: str = "timestamp"
-
-    @classmethod
-    def of(cls, column: str, column_type: str, granularity: str) -> "Partitioning":
-        """The partitioning of a ``timestamp`` or ``date`` column at a contract's ``partition_granularity``:
-        ``day`` gives ``days(ts)`` or the date column itself (the same partitions), ``month`` gives ``months()``."""
-        if granularity == "month":
-            return cls(column, "month", column_type)
-        return cls(column, "day", "timestamp") if column_type == "timestamp" else cls(column, "identity", "date")
-
-    @property
-    def sql(self) -> str:
-        """The ``PARTITIONED BY`` term, e.g. ``days(`event_ts`)``."""
-        if self.transform in ("day", "month"):
-            return f"{self.transform}s(`{self.column}`)"
-        return f"`{self.column}`"
-
-    @property
-    def spec(self) -> str:
-        """How Spark's DESCRIBE TABLE names it, e.g. ``days(event_ts)``."""
-        return f"{self.transform}s({self.column})" if self.transform in ("day", "month") else self.column
-
-    @property
-    def _is_date(self) -> bool:
-        return self.transform == "identity" or self.column_type == "date"
-
-    def _literal(self, day: str) -> str:
-        return f"DATE '{day}'" if self._is_date else f"TIMESTAMP '{day} 00:00:00'"
-
-    def _ranges_filter(self, ranges: list[tuple[str, str]]) -> list[str]:
-        column = f"`{self.column}`"
-        return [f"({column} >= {self._literal(start)} AND {column} < {self._literal(end)})" for start, end in ranges]
-
-    def _day_terms(self, dates: list[str]) -> list[str]:
-        column = f"`{self.column}`"
-        if self.transform == "identity":
-            return [f"{column} IN ({', '.join(self._literal(d) for d in dates)})"] if dates else []
-        return self._ranges_filter(_date_ranges(dates))
-
-    def rows(self, dates: Iterable[str], include_null: bool) -> str:
-        """A SQL filter selecting exactly the rows of ``dates`` (``YYYY-MM-DD``), plus the rows without a
-        value when ``include_null``. At ``day`` granularity these are whole partitions (``covering``).
-
-        Dates that make more than ``MAX_RANGE_TERMS`` ranges (a file with a reading every few days over
-        decades: thousands) are one range from the first to the last date AND the date IN the list (a hash
-        lookup per row): thousands of OR'ed ranges made Spark generate code too large to compile, which it
-        then interpreted row by row (a read-back of 1M rows over 2,000 dates took 91 s)."""
-        column = f"`{self.column}`"
-        dates = sorted(set(dates))
-        if self.transform != "identity" and len(_date_ranges(dates)) > MAX_RANGE_TERMS:
-            day = column if self._is_date else f"CAST({column} AS DATE)"
-            last = (dt.date.fromisoformat(dates[-1]) + dt.timedelta(days=1)).isoformat()
-            terms = [f"({column} >= {self._literal(dates[0])} AND {column} < {self._literal(last)} AND "
-                     f"{day} IN ({', '.join(f'DATE {d!r}' for d in dates)}))"]
-        else:
-            terms = self._day_terms(dates)
-        if include_null:
-            terms.append(f"{column} IS NULL")
-        return " OR ".join(terms) or "false"
-
-    def covering(self, dates: Iterable[str], include_null: bool) -> str:
-        """A SQL filter selecting exactly the partitions that hold ``dates`` (``YYYY-MM-DD``), plus the null
-        partition when ``include_null``: aligned with the partitioning, so Iceberg replaces whole files.
-        At ``month`` granularity: the whole months of the dates. (Ranges only: Iceberg turns this filter
-        into its own expression to delete whole files.)"""
-        if self.transform != "month":
-            terms = self._day_terms(sorted(set(dates)))
-            if include_null:
-                terms.append(f"`{self.column}` IS NULL")
-            return " OR ".join(terms) or "false"
-        terms = self._ranges_filter(_month_ranges(sorted({d[:7] for d in dates})))
-        if include_null:
-            terms.append(f"`{self.column}` IS NULL")
-        return " OR ".join(terms) or "false"
-
-    def partial(self, dates: Iterable[str]) -> list[str]:
-        """The partitions (``YYYY-MM``) that ``dates`` cover only in part: a replacement of those
-        partitions must carry their other dates' rows over. Always ``[]`` at ``day`` granularity."""
-        if self.transform != "month":
-            return []
-        by_month: dict[str, int] = {}
-        for day in set(dates):
-            by_month[day[:7]] = by_month.get(day[:7], 0) + 1
-        return sorted(month for month, days in by_month.items() if days < _days_in_month(month))
-
-
-def granule(day: str, granularity: str) -> str:
-    """The partition value of an event date ``YYYY-MM-DD``: the date itself, or its month ``YYYY-MM``."""
-    return day[:7] if granularity == "month" else day
-
-
-def _days_in_month(month: str) -> int:
-    first = dt.date.fromisoformat(f"{month}-01")
-    return ((first.replace(day=28) + dt.timedelta(days=4)).replace(day=1) - first).days
-
-
-def _next_month(month: str) -> str:
-    first = dt.date.fromisoformat(f"{month}-01")
-    return (first.replace(day=28) + dt.timedelta(days=4)).replace(day=1).isoformat()[:7]
-
-
-def _month_ranges(months: list[str]) -> list[tuple[str, str]]:
-    """Consecutive months (``YYYY-MM``) merged into half-open date ranges [first day, first day after)."""
-    ranges: list[list[str]] = []
-    for month in months:
-        if ranges and ranges[-1][1] == month:
-            ranges[-1][1] = _next_month(month)
-        else:
-            ranges.append([month, _next_month(month)])
-    return [(f"{start}-01", f"{end}-01") for start, end in ranges]
-
-
-def _date_ranges(dates: list[str]) -> list[tuple[str, str]]:
-    """Consecutive dates merged into half-open ranges [start, day after end)."""
-    ranges: list[tuple[dt.date, dt.date]] = []
-    for text in dates:
-        day = dt.date.fromisoformat(text)
-        if ranges and ranges[-1][1] == day:
-            ranges[-1] = (ranges[-1][0], day + dt.timedelta(days=1))
-        else:
-            ranges.append((day, day + dt.timedelta(days=1)))
-    return [(start.isoformat(), end.isoformat()) for start, end in ranges]
 
 
 # ---------------------------------------------------------------------------- create, write, read
@@ -439,11 +297,6 @@ def _snapshot_dict(snapshot) -> dict[str, Any]:
                                                                           "total-records")}}
 
 
-def snapshot_of_run(spark: SparkSession, tbl: Table, run_id: str) -> dict[str, Any] | None:
-    """The newest snapshot whose summary carries ``run_id`` (None: the run committed nothing)."""
-    return _snapshot_of_run(_iceberg_table(spark, tbl), run_id)
-
-
 def _snapshot_of_run(loaded, run_id: str) -> dict[str, Any] | None:
     """Right after a run's commit its snapshot is the current one (one writer per table): that one is
     checked first, without walking the table's history (every snapshot's summary is a few JVM calls, and
@@ -591,7 +444,7 @@ def _add_partition(spark: SparkSession, changed: ChangedPartitions, spec, partit
     if transform == "month":
         month = f"{1970 + int(value) // 12:04d}-{int(value) % 12 + 1:02d}"
         first = dt.date.fromisoformat(f"{month}-01")
-        changed.dates.update((first + dt.timedelta(days=i)).isoformat() for i in range(_days_in_month(month)))
+        changed.dates.update((first + dt.timedelta(days=i)).isoformat() for i in range(days_in_month(month)))
     else:
         changed.dates.add((epoch + dt.timedelta(days=int(value))).isoformat())
 

@@ -25,13 +25,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from spark_jobs.failures import JobFailed
 from spark_jobs.io import landing as landing_io
 from spark_jobs.io import readers, storage, writers
 from spark_jobs.jobs.checkpoint import CheckpointCorruptError, check_checkpoint, is_checkpoint_failure
-from spark_jobs.jobs.runtime import JobFailed, JobRun
+from spark_jobs.jobs.runtime import JobRun
 from spark_jobs.manifest import InvariantViolation
 from spark_jobs.transforms import bronze as bronze_tx
-from spark_jobs.transforms import landing_lines
+from spark_jobs.transforms import landing_lines, landing_text
 
 DEFAULT_MAX_FILES_PER_TRIGGER = 200
 DEFAULT_TRIGGER_SECONDS = 10
@@ -82,13 +83,13 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
             raise _bad_landing_files(dataset, sorted(bad_files)) from None
         run.stage(f"batch {batch_id} staged", files=len(listed))
         not_records = sorted(report.value)
-        bad_files = [(path, problem) for path, kind, problem in not_records if kind == landing_lines.KIND_PROBLEM]
+        bad_files = [(path, problem) for path, kind, problem in not_records if kind == landing_text.KIND_PROBLEM]
         if bad_files:
             writers.delete_path(spark, staging_root)
             raise _bad_landing_files(dataset, bad_files)
-        broken = [path for path, kind, _ in not_records if kind == landing_lines.KIND_BROKEN_ARRAY]
+        broken = [path for path, kind, _ in not_records if kind == landing_text.KIND_BROKEN_ARRAY]
         partly_written = any(problem == landing_lines.ELEMENTS_BEFORE_BREAK for _, kind, problem in not_records
-                             if kind == landing_lines.KIND_BROKEN_ARRAY)
+                             if kind == landing_text.KIND_BROKEN_ARRAY)
         records_root = staging_root  # the folder that holds the batch's records from here on
         if broken:  # not one JSON array: each such file is ONE malformed record, kept whole
             whole = stamp(bronze_tx.whole_file_records(landing_io.read_whole_files(spark, broken), split.columns,

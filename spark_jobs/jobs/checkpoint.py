@@ -24,14 +24,14 @@ import json
 import re
 import time
 import uuid
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from spark_jobs.failures import JobFailed, describe_error
 from spark_jobs.io import landing as landing_io
 from spark_jobs.io import storage
-from spark_jobs.jobs.runtime import JobFailed, describe_error
 from spark_jobs.lake import LakeConfig
 
 SOURCE_LOG = "sources/0"          # the single file source of the bronze query
@@ -180,12 +180,6 @@ def handed_out_files(spark: SparkSession, lake: LakeConfig, dataset: str) -> tup
     return files, (commits[-1][0] if commits else None)
 
 
-def file_key(path: str) -> tuple[str, str, str]:
-    """``file:/a``, ``file:///a`` and ``/a`` name the same file; so may an escaped and an unescaped path."""
-    parsed = urlparse(path)
-    return parsed.scheme or "file", parsed.netloc, unquote(parsed.path)
-
-
 def is_checkpoint_failure(exc: BaseException, lake: LakeConfig, dataset: str) -> bool:
     """True when Spark's own error is about a file of this checkpoint (a case ``check_checkpoint`` let through)."""
     text = str(exc)
@@ -232,12 +226,12 @@ def recover_checkpoint(spark: SparkSession, lake: LakeConfig, dataset: str) -> R
     bronze = spark.read.parquet(bronze_uri)
     highest = bronze.agg(F.max("_batch_id")).first()[0]
     # When bronze last ingested each file (ms): a file rewritten since keeps that time in the new log, so the
-    # landing check still sees its newer version as never ingested (spark_jobs/landing_versions.py).
-    ingested = {file_key(r[0]): int(r[1]) for r in bronze.groupBy("_source_file")
+    # landing check still sees its newer version as never ingested (spark_jobs/jobs/landing_versions.py).
+    ingested = {storage.file_key(r[0]): int(r[1]) for r in bronze.groupBy("_source_file")
                 .agg(F.max(F.unix_millis("_ingested_at"))).collect()}
-    landing = [(uri_form, min(modified, ingested[file_key(path)]))
+    landing = [(uri_form, min(modified, ingested[storage.file_key(path)]))
                for path, uri_form, modified in storage.list_files(spark, lake.landing(dataset))
-               if landing_io.is_landing_file(path.rsplit("/", 1)[-1]) and file_key(path) in ingested]
+               if landing_io.is_landing_file(path.rsplit("/", 1)[-1]) and storage.file_key(path) in ingested]
 
     interval = int(spark.conf.get("spark.sql.streaming.fileSource.log.compactInterval", str(DEFAULT_COMPACT_INTERVAL)))
     seed = _seed_batch_id(int(highest if highest is not None else -1), interval)

@@ -16,25 +16,24 @@ from pyspark.sql import functions as F
 
 from spark_jobs.contract_plan import publish_evolved
 from spark_jobs.io import readers, tables
+from spark_jobs.io.partitioning import gold_partitioning, silver_partitioning
 from spark_jobs.jobs import increment
-from spark_jobs.jobs.partitioning import GoldPartitioningError, gold_partitioning, silver_partitioning  # noqa: F401
 from spark_jobs.jobs.runtime import JobRun
 from spark_jobs.lake import gold_table_name
 from spark_jobs.manifest import InvariantViolation
+from spark_jobs.pseudonyms import load_key, pseudonymiser
 from spark_jobs.transforms.gold import load_gold
 
 
 def pseudonymised(silver, run: JobRun):
     """With the contract's ``pseudonymise_gold``, the gold transformations read each subject-key column as
-    the keyed hash of its value (``spark_jobs.erasure.subjects.pseudonym``), so no gold column, derived
+    the keyed hash of its value (``spark_jobs.pseudonyms.pseudonym``), so no gold column, derived
     ones included (a session id built from the user id), carries the value itself."""
     contract = run.contract
     keys = [c for c in (contract.subject_keys or ()) if c in silver.columns] if contract.pseudonymise_gold else []
     if not keys:
         return silver
     output = silver
-    from spark_jobs.erasure.subjects import load_key, pseudonymiser
-
     keyed_hash = pseudonymiser(run.spark, load_key(run.spark, run.lake))  # the key in a broadcast, not in the plan
     return output.select(*[keyed_hash(F.col(c)).alias(c) if c in keys else F.col(c) for c in output.columns])
 

@@ -57,9 +57,9 @@ def run_layer(spark, lake: LakeConfig, dataset: str, layer: str, *, date: str | 
 
 def check_landing(run) -> None:
     """After bronze: which landing object versions bronze has read, and which it never will
-    (``spark_jobs.landing_versions``), into the manifest's ``landing`` (the data-quality report's landing
+    (``spark_jobs.jobs.landing_versions``), into the manifest's ``landing`` (the data-quality report's landing
     section), with a warning line naming the versions bronze will never ingest."""
-    from spark_jobs.landing_versions import reconcile_dataset
+    from spark_jobs.jobs.landing_versions import reconcile_dataset
 
     reconciled = reconcile_dataset(run.spark, run.lake, run.contract)
     run.manifest.landing = reconciled.summary()

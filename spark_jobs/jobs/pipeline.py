@@ -17,18 +17,18 @@ import argparse
 import json
 import sys
 
-from spark_jobs import lf_tags
 from spark_jobs.contract import available_datasets, load_contract
 from spark_jobs.contract_plan import check_datasets, rebuild_note
-from spark_jobs.errors import EXIT_FAILED, EXIT_OK
+from spark_jobs.failures import EXIT_FAILED, EXIT_OK
 from spark_jobs.io import storage
 from spark_jobs.jobs.checkpoint import recover_checkpoint
 from spark_jobs.jobs.layer import run_layer
-from spark_jobs.jobs.sizing import command_session, dataset_folders, reads_small_inputs
+from spark_jobs.jobs.report import format_counts_table, landing_warnings, layer_counts
 from spark_jobs.lake import LAYERS, LakeConfig, lake_from_args
 from spark_jobs.leases import fence, held_lease, held_leases
 from spark_jobs.quality import exit_code, run_status
-from spark_jobs.report import format_counts_table, landing_warnings, layer_counts
+from spark_jobs.session import command_session, dataset_folders, reads_small_inputs
+from spark_jobs.tables import lf_tags
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,189 +1,29 @@
-"""What every layer job shares: the Spark session for a lake, progress lines, and the run envelope
-(manifest written on success and on failure, invariant checked, quality hook called)."""
+"""What every layer job shares: progress lines and the run envelope (manifest written on success and on failure,
+invariant checked, quality hook called). The Spark session for a lake is ``spark_jobs.session.session_for``."""
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import datetime as dt
-import glob
-import os
-import re
-import socket
 import sys
 import time
-from pathlib import Path
 from typing import Any, Callable, Iterator
-from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
-from spark_jobs import lineage, quality, signals
+from spark_jobs import lineage, quality, session, signals
 from spark_jobs.contract import Contract
+from spark_jobs.failures import DETAILS_ATTRIBUTE, JobFailed, check_endpoint, error_text, one_line
 from spark_jobs.io import storage
 from spark_jobs.jobs.counters import RunCounters
 from spark_jobs.lake import LakeConfig
 from spark_jobs.manifest import RunManifest, code_version, new_run_id
-from spark_jobs.session import (S3aSettings, apply_bucket_settings, build_session, driver_heap, jvm_archive,
-                                launched_by_spark_submit, quick_jit)
-
-JARS_ENV = "TENANTLAKE_SPARK_JARS"
-ENDPOINT_CONNECT_TIMEOUT_S = 5.0  # a TCP connect to the S3 endpoint before the JVM starts
-REPO_JAR_CACHE = Path(__file__).resolve().parents[2] / ".local" / "jars"
 
 Progress = Callable[[str], None]
-# A layer whose input (bronze Parquet for silver, the silver table for gold) holds at most this many bytes
-# is planned as a small input (JobRun.size_for_input): a quarter of the 64 MB that adaptive execution
-# aims for per partition, so it would have coalesced every shuffle of such a run into one partition.
-SMALL_INPUT_BYTES = 16 * 1024 * 1024
-SMALL_INPUT_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
 
 
 def print_progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
-
-
-class JobFailed(RuntimeError):
-    """A job stopped on purpose (bad input, blocking validation); ``exit_code`` says which."""
-
-    def __init__(self, message: str, exit_code: int = 1):
-        super().__init__(message)
-        self.exit_code = exit_code
-
-
-def s3a_settings(lake: LakeConfig) -> S3aSettings:
-    return S3aSettings(
-        endpoint=lake.s3_endpoint, region=lake.region, kms_key_arn=lake.kms_key_arn, truststore=lake.truststore,
-    )
-
-
-def find_jars(explicit: list[str] | None = None) -> list[str]:
-    """s3a jars: explicit list, else ``$TENANTLAKE_SPARK_JARS`` (comma-separated), else the repo's
-    verified cache (``.local/jars``, filled by ``python -m infra.local.s3a_jars``)."""
-    if explicit:
-        return explicit
-    if os.environ.get(JARS_ENV):
-        return [j for j in os.environ[JARS_ENV].split(",") if j]
-    return sorted(glob.glob(str(REPO_JAR_CACHE / "*.jar")))
-
-
-def describe_error(exc: BaseException) -> tuple[str, str]:
-    """(exception name, first line of its message); for a JVM error, the Java exception's own, not
-    py4j's "An error occurred while calling o67.exists"."""
-    java = getattr(exc, "java_exception", None)
-    if java is not None:
-        try:
-            name, _, message = str(java.toString()).partition(": ")
-            return name.rsplit(".", 1)[-1], (message.strip().splitlines() or [""])[0]
-        except Exception:  # noqa: BLE001 - the gateway may be gone; fall back to the Python text
-            pass
-    return type(exc).__name__, (str(exc).strip().splitlines() or [""])[0]
-
-
-# The longest error line printed; the whole text is in the run manifest's ``error_detail``.
-ERROR_LINE_CHARS = 600
-DETAILS_ATTRIBUTE = "tenantlake_details"  # set on an exception that ended a run: where its manifest is
-
-
-def error_text(exc: BaseException) -> str:
-    """The error's whole text: a JVM exception's own ``toString`` and its causes' (not py4j's wrapper), else
-    the Python exception's name and message."""
-    java = getattr(exc, "java_exception", None)
-    if java is not None:
-        try:
-            parts, cause = [], java
-            while cause is not None and len(parts) < 5:
-                parts.append(str(cause.toString()))
-                cause = cause.getCause()
-            return "\nCaused by: ".join(parts)
-        except Exception:  # noqa: BLE001 - the gateway may be gone; fall back to the Python text
-            pass
-    return f"{type(exc).__name__}: {str(exc).strip()}"
-
-
-def one_line(exc: BaseException, limit: int = ERROR_LINE_CHARS) -> str:
-    """The error as ONE line that is never cut mid-thought: ``Name: message`` with its lines joined (a JVM
-    exception's stack frames left out). Iceberg's "Cannot write incompatible dataset" (a table schema, the
-    data's schema, then the problems, over many lines) becomes its problems alone, and its "Field x not found
-    in source schema" says which column the table lacks; both say where to look next."""
-    name, _ = describe_error(exc)
-    text = error_text(exc)
-    message = text.split(": ", 1)[1] if ": " in text.split("\n", 1)[0] else text
-    lines = [ln.strip() for ln in message.splitlines() if ln.strip() and not ln.strip().startswith("at ")]
-    joined = " ".join(" ".join(lines).split())
-    problems = None
-    if lines and lines[0].startswith("Cannot write incompatible dataset") and "Problems:" in lines:
-        problems = "; ".join(ln.lstrip("* ") for ln in lines[lines.index("Problems:") + 1:] if ln.startswith("*"))
-    elif re.fullmatch(r"Field \S+ not found in source schema", joined):  # a column the table does not have
-        problems = f"column {joined.split()[1]} is not in the table"
-    if problems is not None:
-        return (f"{name}: the data does not match the table's schema: {problems} (the table was not changed; "
-                "`python -m spark_jobs contract plan` shows how the contract and the table differ)")
-    if len(joined) > limit:
-        joined = joined[:limit].rsplit(" ", 1)[0] + " [...]"
-    return f"{name}: {joined}" if joined else name
-
-
-class EndpointUnreachable(JobFailed):
-    """The lake's S3 endpoint does not accept connections (the emulator is down, a wrong port)."""
-
-
-def unreachable_message(endpoint: str, reason: str) -> str:
-    host = urlparse(endpoint).hostname or ""
-    hint = " - is the emulator running? `make emulator-up`" if host in ("127.0.0.1", "localhost", "::1") else ""
-    return f"cannot reach S3 endpoint {endpoint}: {reason}{hint}"
-
-
-def check_endpoint(lake: LakeConfig, timeout_s: float = ENDPOINT_CONNECT_TIMEOUT_S) -> None:
-    """One TCP connect to the lake's explicit S3 endpoint: a job against a stopped emulator fails at
-    once with one line naming it, instead of s3a retrying for minutes and ending in a JVM stack trace."""
-    if not (lake.is_object_store and lake.s3_endpoint):
-        return
-    parsed = urlparse(lake.s3_endpoint)
-    port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    try:
-        with socket.create_connection((parsed.hostname or "", port), timeout=timeout_s):
-            pass
-    except OSError as exc:
-        reason = (exc.strerror or str(exc) or type(exc).__name__).lower()
-        raise EndpointUnreachable(unreachable_message(lake.s3_endpoint, reason), 1) from None
-
-
-def check_local_settings() -> None:
-    """A bad ``$TENANTLAKE_DRIVER_MEMORY``, ``$TENANTLAKE_JIT`` or ``$TENANTLAKE_JVM_ARCHIVE`` for a session this
-    process starts: one line and exit 2 (``JobFailed``), before anything else runs, not a JVM that fails to start."""
-    try:
-        driver_heap()
-        quick_jit(False)
-        jvm_archive()
-    except ValueError as exc:
-        raise JobFailed(str(exc), 2) from None
-
-
-def session_for(lake: LakeConfig, app_name: str, jars: list[str] | None = None,
-                small_inputs: bool = False) -> tuple[SparkSession, bool]:
-    """The running session (tests, spark-submit) with this lake's bucket settings, or a new tuned one
-    (``small_inputs``: the command reads only small inputs, ``session.build_session``).
-    Returns ``(spark, created)``. Fails with ``EndpointUnreachable`` first if the S3 endpoint is down."""
-    check_endpoint(lake)
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        active.conf.set("spark.sql.legacy.timeParserPolicy", "CORRECTED")
-        active.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
-        if lake.is_s3a:
-            apply_bucket_settings(active, lake.bucket, s3a_settings(lake))
-        return active, False
-    check_local_settings()
-    if lake.is_s3a:
-        found = find_jars(jars)
-        if not found and not launched_by_spark_submit():  # under spark-submit the launcher's --jars decide
-            raise JobFailed(
-                f"s3a needs the hadoop-aws jars: pass --jars, set {JARS_ENV}, or run `python -m infra.local.s3a_jars`", 2
-            )
-        spark = build_session(app_name, s3a=s3a_settings(lake), jars=found, small_inputs=small_inputs)
-        apply_bucket_settings(spark, lake.bucket, s3a_settings(lake))
-    else:
-        spark = build_session(app_name, small_inputs=small_inputs)
-    return spark, True
 
 
 @dataclasses.dataclass
@@ -241,9 +81,9 @@ class JobRun:
         such a shuffle into one partition anyway; the results do not depend on either setting. The
         session's values come back when the run ends (``restore_conf``), so the next layer of
         ``run-all`` decides for its own input. Returns True when the run is planned as small."""
-        if input_bytes is None or input_bytes > SMALL_INPUT_BYTES:
+        if input_bytes is None or input_bytes > session.SMALL_INPUT_BYTES:
             return False
-        for key, value in SMALL_INPUT_CONF.items():
+        for key, value in session.SMALL_INPUT_CONF.items():
             if key not in self._changed_conf:
                 self._changed_conf[key] = self.spark.conf.get(key, None)
             self.spark.conf.set(key, value)

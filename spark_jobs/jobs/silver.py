@@ -28,12 +28,14 @@ import functools
 from pyspark.sql import functions as F
 
 from spark_jobs import contract_plan
-from spark_jobs.contract import MALFORMED_RULE, UNKNOWN_FIELDS_RULE, Contract
+from spark_jobs.contract import Contract
+from spark_jobs.contract_parts import MALFORMED_RULE, UNKNOWN_FIELDS_RULE
 from spark_jobs.contract_plan import publish_evolved
+from spark_jobs.failures import JobFailed
 from spark_jobs.io import readers, storage, tables, writers
+from spark_jobs.io.partitioning import Partitioning, granule, silver_partitioning
 from spark_jobs.jobs import increment
-from spark_jobs.jobs.partitioning import silver_partitioning
-from spark_jobs.jobs.runtime import JobFailed, JobRun
+from spark_jobs.jobs.runtime import JobRun
 from spark_jobs.manifest import InvariantViolation
 from spark_jobs.transforms import bronze as bronze_tx
 from spark_jobs.transforms import silver as silver_tx
@@ -257,7 +259,7 @@ def _publish_from_staging(run: JobRun, silver_table: tables.Table, loaded, plan,
     quarantine = silver_tx.to_quarantine(silver_tx.invalid_rows(flagged), contract, run.run_id)
     manifest.rows_out, manifest.late = output_counts(silver)
     manifest.duplicates = valid_in - manifest.rows_out
-    rewritten = {tables.granule(day, contract.partition_granularity) for day in covered_dates}
+    rewritten = {granule(day, contract.partition_granularity) for day in covered_dates}
     manifest.increment.update({"bronze_rows": new_rows, "silver_rows_reread": reread,
                                "partitions_rewritten": len(rewritten) + int(include_null)})
     run.stage("deduped + split", rows_out=manifest.rows_out, quarantined=manifest.quarantined,
@@ -340,7 +342,7 @@ def _carry_kept_values(spark, rows, silver_table: tables.Table, loaded, partitio
     return rows.join(current, same_record, "left").drop(*[f"_kept_{c}" for c in lineage])
 
 
-def write_quarantine(run: JobRun, quarantine, partitioning: tables.Partitioning, covered_dates: list[str],
+def write_quarantine(run: JobRun, quarantine, partitioning: Partitioning, covered_dates: list[str],
                      quarantine_dates: list[str]) -> None:
     """Replace the quarantine partitions of the covered dates (``writers.replace_partitions``). At
     ``month`` granularity a month covered in part keeps its other dates' rows (``quarantine_kept``).
@@ -349,12 +351,12 @@ def write_quarantine(run: JobRun, quarantine, partitioning: tables.Partitioning,
     is shorter than bronze's (365), so those folders hold nothing bronze cannot recompute."""
     spark, contract, uri = run.spark, run.contract, run.lake.quarantine(run.contract.dataset)
     granularity, column = contract.partition_granularity, silver_tx.quarantine_partition(contract)
-    present = {tables.granule(day, granularity) for day in quarantine_dates}
+    present = {granule(day, granularity) for day in quarantine_dates}
     kept = quarantine_kept(spark, uri, partitioning.partial(covered_dates), covered_dates, quarantine.columns)
     if kept is not None:
         present |= {str(row[0]) for row in kept.select(column).distinct().collect()}
         quarantine = quarantine.unionByName(kept)
-    writers.replace_partitions(quarantine, uri, [column], covered=sorted({tables.granule(d, granularity) for d in covered_dates}),
+    writers.replace_partitions(quarantine, uri, [column], covered=sorted({granule(d, granularity) for d in covered_dates}),
                                present=sorted(present))
     if kept is not None:
         kept.unpersist()
@@ -375,7 +377,7 @@ def write_quarantine_increment(run: JobRun, quarantine, batches: list[int], coun
     if not counts["quarantined"]:
         return
     column = silver_tx.quarantine_partition(contract)
-    values = sorted({tables.granule(day, contract.partition_granularity) for day in counts["quarantine_dates"]})
+    values = sorted({granule(day, contract.partition_granularity) for day in counts["quarantine_dates"]})
     folders = [f"{uri}/{column}={value}" for value in values]
     if counts["quarantine_null"]:
         folders.append(f"{uri}/{column}={NULL_PARTITION}")

@@ -156,8 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import sys
 
-    import boto3
-
+    from spark_jobs.io.s3 import aws_client
     from spark_jobs.lake import LakeConfigError, read_lake_outputs
 
     parser = argparse.ArgumentParser(prog="python -m spark_jobs.producers.firehose_standin",
@@ -175,9 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     if not name:
         print(f"error: no delivery stream for '{args.dataset}' in {path}", file=sys.stderr)
         return 2
-    kw = dict(region_name=outputs.get("region"), endpoint_url=outputs.get("s3_endpoint") or None,
-              verify=outputs.get("ca_bundle") or None)
-    result = deliver(boto3.client("firehose", **kw), boto3.client("kinesis", **kw), boto3.client("s3", **kw),
+    where = dict(region=outputs.get("region") or "", endpoint=outputs.get("s3_endpoint") or "",
+                 ca_bundle=outputs.get("ca_bundle") or "")
+    result = deliver(aws_client("firehose", **where), aws_client("kinesis", **where), aws_client("s3", **where),
                      name, args.dataset)
     print(f"firehose stand-in {name}: {result.records} records -> {len(result.objects)} objects")
     return 0

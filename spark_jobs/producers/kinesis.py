@@ -14,6 +14,8 @@ import json
 import time
 from typing import Any, Iterable
 
+from spark_jobs.io.s3 import aws_client
+
 MAX_BATCH_RECORDS = 500
 MAX_BATCH_BYTES = 5 * 1024 * 1024
 MAX_ATTEMPTS = 5
@@ -123,8 +125,5 @@ def stream_for(dataset: str, tenant: str = "", lake_config: str = "") -> tuple[s
 
 def kinesis_client(outputs: dict, ca_bundle: str = ""):
     """A Kinesis client for the lake's region (the emulator's endpoint locally); credentials from the env."""
-    import boto3
-
-    return boto3.client("kinesis", region_name=outputs.get("region") or None,
-                        endpoint_url=outputs.get("s3_endpoint") or None,
-                        verify=(ca_bundle or outputs.get("ca_bundle")) or None)
+    return aws_client("kinesis", region=outputs.get("region") or "", endpoint=outputs.get("s3_endpoint") or "",
+                      ca_bundle=ca_bundle or outputs.get("ca_bundle") or "")

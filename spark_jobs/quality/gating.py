@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 STATUSES = ("skipped", "pass", "warn", "fail")  # in rank order: worst last
 
-# Exit codes of `python -m spark_jobs run|run-all` (README "Data quality"). 1, 2 and 3 stay the CLI's
+# Exit codes of `python -m spark_jobs run|run-all` (spark_jobs/quality/README.md "Data quality"). 1, 2 and 3 stay the CLI's
 # "job failed", "usage error" and "counts invariant violated"; 4 is the CLI's "validation blocked a
 # publish"; warn gets its own code so CI can tell the three data-quality outcomes apart.
 EXIT_PASS = 0

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.quality.report import _CSS, status_badge
+from spark_jobs.quality.report import _CSS, _e, human_bytes, status_badge
 
 TREND_RUNS = 10    # runs shown in each trend chart
 LISTED_RUNS = 20   # runs listed per layer and dataset
@@ -172,6 +172,30 @@ def render_index(tenant: str, grouped: dict[tuple[str, str], list[dict[str, Any]
             f'<p class="meta">{sum(len(v) for v in grouped.values())} runs; generated {generated}</p>{body}</body></html>\n')
 
 
+def render_usage(reports_root: Path) -> str:
+    """The data-quality index's "Usage and cost" section: one row per month's page (``usage/<month>/``), newest first."""
+    rows = []
+    for path in sorted(Path(reports_root).glob("usage/*/usage.json"), reverse=True):
+        try:
+            usage = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        month = _e(usage.get("month", path.parent.name))
+        totals = (usage.get("storage") or {}).get("totals") or {}
+        runs = sum(int(r.get("runs") or 0) for r in (usage.get("runs") or {}).get("rows") or [])
+        total = (usage.get("cost") or {}).get("total_usd")
+        rows.append(f'<tr data-usage="{month}"><td><a href="usage/{month}/usage.html">{month}</a></td>'
+                    f'<td>{human_bytes(int(totals.get("current_bytes") or 0))}</td>'
+                    f'<td>{human_bytes(int(totals.get("noncurrent_bytes") or 0))}</td><td>{runs}</td>'
+                    f'<td>{_e(total)}</td><td>{_e(usage.get("generated_at"))}</td></tr>')
+    if not rows:
+        return ""
+    return ('<section id="usage"><h2>Usage and cost</h2><p class="meta">per month: bytes stored (current, noncurrent), '
+            'runs, and the estimated cost in USD (<code>make usage</code>; an estimate, see the page)</p><table><tr>'
+            '<th>month</th><th>current</th><th>noncurrent</th><th>runs</th><th>estimated USD</th><th>generated</th></tr>'
+            + "".join(rows) + "</table></section>")
+
+
 def build_index(tenant: str, reports_root: Path) -> Path:
     """Write ``<reports_root>/index.html`` and ``index.json`` (latest status per layer/dataset)."""
     grouped = load_summaries(reports_root)
@@ -179,9 +203,7 @@ def build_index(tenant: str, reports_root: Path) -> Path:
     target = reports_root / "index.html"
     receipts = load_receipts(reports_root)
     maintenance = load_maintenance(reports_root)
-    from spark_jobs.usage.render import index_section  # the usage pages (spark_jobs/usage/README.md)
-
-    target.write_text(render_index(tenant, grouped, receipts, maintenance, extra=index_section(reports_root)))
+    target.write_text(render_index(tenant, grouped, receipts, maintenance, extra=render_usage(reports_root)))
     latest = {f"{layer}/{dataset}": {"run_id": runs[-1]["run_id"], "status": runs[-1]["status"]}
               for (layer, dataset), runs in grouped.items()}
     erasure = {r["request_id"]: {"status": r.get("status"), "completed_at": r.get("completed_at")}

@@ -55,8 +55,8 @@ def mask_record(raw: str | None, contract: Any) -> str | None:
     if _field(landing, "format") == "csv":
         if _field(landing, "header", True):
             return _withheld(raw, "csv record (its file's header names the fields)")
-        from spark_jobs.contract import LandingSpec
-        from spark_jobs.landing_files import csv_reader
+        from spark_jobs.contract_parts import LandingSpec
+        from spark_jobs.landing.files import csv_reader
 
         spec = LandingSpec(**landing) if isinstance(landing, Mapping) else landing
         names = [_field(c, "source") or _field(c, "name") for c in _field(contract, "schema") or ()

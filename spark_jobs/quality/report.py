@@ -146,6 +146,14 @@ def _e(value: Any) -> str:
     return html.escape("" if value is None else str(value))
 
 
+def human_bytes(size: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(size) < 1024 or unit == "TB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TB"
+
+
 def status_badge(status: str) -> str:
     return f'<span class="status status-{_e(status)}" data-status="{_e(status)}">{_e(status.upper())}</span>'
 
@@ -217,7 +225,7 @@ published: <strong id="published">{"yes" if summary["published"] else "no"}</str
 
 def _landing_section(landing: dict[str, Any] | None) -> str:
     """Bronze runs: the landing object versions against what bronze read, each version never ingested named
-    (``spark_jobs/landing_versions.py``)."""
+    (``spark_jobs/jobs/landing_versions.py``)."""
     if not landing:
         return ""
     counts = "".join(f"<tr><th>{_e(label)}</th><td>{_e(landing.get(key))}</td></tr>" for key, label in (

@@ -1,7 +1,7 @@
 """Bronze: landing files -> one row per raw record, malformed input kept and flagged, never dropped.
 
 Formats (the contract's ``landing``): ``json_array``, ``json_lines``, ``csv`` (each record's raw text,
-plus the file's header line as ``_header``; ``landing_lines.csv_patterns`` says what a CSV record is) and
+plus the file's header line as ``_header``; ``landing_csv.csv_patterns`` says what a CSV record is) and
 ``parquet`` (each row as one JSON object, from ``parquet_rows_to_records``).
 A text file that is not text at all (NUL bytes, gzip or Parquet magic bytes) gets a ``_file_problem``:
 the job fails the batch naming the file instead of ingesting binary noise.
@@ -41,9 +41,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_type
 
-from spark_jobs.contract import Contract, LandingSpec
+from spark_jobs.contract import Contract
+from spark_jobs.contract_parts import LandingSpec
 from spark_jobs.transforms import csv_records
-from spark_jobs.transforms import landing_lines
+from spark_jobs.transforms import landing_lines, landing_text
 from spark_jobs.transforms.stream_records import STREAM_COLUMNS, STREAM_OBJECT_PATTERN, envelope_columns
 
 BRONZE_COLUMNS: tuple[str, ...] = (
@@ -66,7 +67,7 @@ REPLACEMENT_CHAR = "\ufffd"  # what an invalid UTF-8 byte sequence decodes to
 PARQUET_TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"
 _PARQUET_JSON_OPTIONS = {"timestampFormat": PARQUET_TIMESTAMP_FORMAT, "timestampNTZFormat": PARQUET_TIMESTAMP_FORMAT,
                          "dateFormat": "yyyy-MM-dd"}
-RECORD_KIND = landing_lines.KIND_RECORD
+RECORD_KIND = landing_text.KIND_RECORD
 
 
 def is_single_json_value(text: Column) -> Column:
@@ -99,8 +100,8 @@ def json_object_fields(raw: Column, parsed: Column) -> Column:
 
 
 def fields_type(field_names: tuple[str, ...]) -> T.StructType:
-    """The ``_fields`` struct as Spark types: ``landing_lines.fields_type`` (what the workers write), converted."""
-    return from_arrow_type(landing_lines.fields_type(field_names))
+    """The ``_fields`` struct as Spark types: ``landing_text.fields_type`` (what the workers write), converted."""
+    return from_arrow_type(landing_text.fields_type(field_names))
 
 
 def fields_id(landing: LandingSpec, field_names: tuple[str, ...]) -> int:
@@ -138,10 +139,10 @@ def landing_spec(landing: LandingSpec | str) -> LandingSpec:
     return landing if isinstance(landing, LandingSpec) else LandingSpec(format=landing)
 
 
-def line_options(landing: LandingSpec, field_names: tuple[str, ...] = (), streams: bool = True) -> landing_lines.LineOptions:
+def line_options(landing: LandingSpec, field_names: tuple[str, ...] = (), streams: bool = True) -> landing_text.LineOptions:
     """What the workers need of the contract's landing spec. ``streams``: in a JSON dataset, files under
     Firehose's time prefix are stream objects (JSON lines, envelopes unwrapped here)."""
-    return landing_lines.LineOptions(
+    return landing_text.LineOptions(
         format=landing.format, delimiter=landing.delimiter, quote=landing.quote, escape=landing.escape,
         header=landing.header, null_values=tuple(landing.null_values), encoding=landing.encoding,
         field_names=tuple(field_names),
@@ -192,7 +193,7 @@ def record_counts(lines: DataFrame, landing: LandingSpec | str, field_names: tup
     return _line_workers(lines, landing, options, None, offsets, splits)
 
 
-def _line_workers(lines: DataFrame, landing: LandingSpec, options: landing_lines.LineOptions, report,
+def _line_workers(lines: DataFrame, landing: LandingSpec, options: landing_text.LineOptions, report,
                   offsets: dict[tuple[str, int], int] | None, splits: dict | None) -> DataFrame:
     """``lines`` through the Python workers (``landing_lines.lines_to_records``): ``output_schema(options)``."""
     from pyspark.sql.pandas.types import from_arrow_schema
@@ -202,7 +203,7 @@ def _line_workers(lines: DataFrame, landing: LandingSpec, options: landing_lines
     split_start = F.col("_split_start") if "_split_start" in lines.columns else F.lit(0).cast("long").alias("_split_start")
     return lines.select("_line", "_source_file", split_start).mapInArrow(
         landing_lines.lines_to_records(options, report, offsets, splits),
-        from_arrow_schema(landing_lines.output_schema(options)))
+        from_arrow_schema(landing_text.output_schema(options)))
 
 
 def json_records(records: DataFrame, field_names: tuple[str, ...], passed: list[str]) -> DataFrame:

@@ -1,7 +1,7 @@
-"""The CSV grammar (``landing_lines.csv_patterns``, its one home) as Spark column expressions: check a record
+"""The CSV grammar (``landing_csv.csv_patterns``, its one home) as Spark column expressions: check a record
 and split it into fields in the JVM, for silver's re-parse of bronze rows whose ``_fields`` are not the
 current contract's (written before bronze parsed once, or before the landing fields or options changed).
-Bronze itself splits records and fields in its Python workers (``landing_lines.CsvGrammar``), with the same
+Bronze itself splits records and fields in its Python workers (``landing_csv.CsvGrammar``), with the same
 patterns; these are them spelled for Java's regex engine, with possessive quantifiers so that the work is
 linear in the text and a 10 MB field does not overflow Java's regex stack.
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from spark_jobs.contract import LandingSpec
-from spark_jobs.transforms.landing_lines import CsvPatterns, csv_patterns
+from spark_jobs.contract_parts import LandingSpec
+from spark_jobs.transforms.landing_csv import CsvPatterns, csv_patterns
 
 
 def _rx(char: str) -> str:

@@ -4,15 +4,9 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from spark_jobs.quality.report import human_bytes
+
 CHART_WIDTH, CHART_HEIGHT = 560, 120
-
-
-def human_bytes(size: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(size) < 1024 or unit == "TB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} TB"
 
 
 def layer_totals(usage: dict[str, Any]) -> list[dict[str, Any]]:
@@ -192,30 +186,3 @@ Not included: {_e(estimate["not_included"])}.</p>
 <table id="runs"><tr><th>layer</th><th>dataset</th><th>runs</th><th>failed</th><th>run time (s)</th><th>rows in</th><th>rows out</th></tr>{run_rows}</table>
 </body></html>
 """
-
-
-def index_section(reports_root) -> str:
-    """The data-quality index's "Usage and cost" section: one row per month's page (``usage/<month>/``), newest first."""
-    import json
-    from pathlib import Path
-
-    rows = []
-    for path in sorted(Path(reports_root).glob("usage/*/usage.json"), reverse=True):
-        try:
-            usage = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        month = _e(usage.get("month", path.parent.name))
-        totals = (usage.get("storage") or {}).get("totals") or {}
-        runs = sum(int(r.get("runs") or 0) for r in (usage.get("runs") or {}).get("rows") or [])
-        total = (usage.get("cost") or {}).get("total_usd")
-        rows.append(f'<tr data-usage="{month}"><td><a href="usage/{month}/usage.html">{month}</a></td>'
-                    f'<td>{human_bytes(int(totals.get("current_bytes") or 0))}</td>'
-                    f'<td>{human_bytes(int(totals.get("noncurrent_bytes") or 0))}</td><td>{runs}</td>'
-                    f'<td>{_e(total)}</td><td>{_e(usage.get("generated_at"))}</td></tr>')
-    if not rows:
-        return ""
-    return ('<section id="usage"><h2>Usage and cost</h2><p class="meta">per month: bytes stored (current, noncurrent), '
-            'runs, and the estimated cost in USD (<code>make usage</code>; an estimate, see the page)</p><table><tr>'
-            '<th>month</th><th>current</th><th>noncurrent</th><th>runs</th><th>estimated USD</th><th>generated</th></tr>'
-            + "".join(rows) + "</table></section>")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench import contract_infer as bench
-from spark_jobs.contract_infer import infer
+from spark_jobs.infer.draft import infer
 
 
 def test_a_file_is_measured_against_pyarrows_read(tmp_path):

@@ -1,7 +1,7 @@
 """bench/export.py: the export it writes spans the history it says, the month variant's contract is the
 reviewed one with monthly partitions, and its result renders with its checks. (The benchmark itself, land and
 run-all on the emulator, is what `make bench-export` runs; the same commands are tested on an applied tenant
-in tests/spark_jobs/test_land_real_data.py.)"""
+in tests/spark_jobs/landing/test_land_real_data.py.)"""
 from __future__ import annotations
 
 import math

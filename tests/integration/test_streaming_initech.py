@@ -2,7 +2,7 @@
 applied through `make apply` by the shared ``applied_tenant`` fixture:
 
 * the module's per-stream resources exist as configured (Kinesis stream with the tenant key, Firehose);
-* vended producer credentials (``spark_jobs.creds``) work for a put under their prefix;
+* vended producer credentials (``spark_jobs.landing.creds``) work for a put under their prefix;
 * end to end: datagen records -> ``put_records`` into Kinesis -> delivered to landing (by the local
   Firehose stand-in: moto does not deliver Kinesis -> Firehose) -> bronze -> silver -> gold through the
   real CLI, and every produced event is accounted for.
@@ -89,7 +89,7 @@ def test_stream_resources_are_applied_as_configured(lake, clients):
 
 
 def test_vended_credentials_put_under_their_prefix(lake, clients, aws_env, monkeypatch, capsys):
-    from spark_jobs import creds
+    from spark_jobs.landing import creds
 
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):  # the caller's own (emulated) identity
         monkeypatch.setenv(name, aws_env[name])

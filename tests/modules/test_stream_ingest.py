@@ -114,8 +114,8 @@ def test_stream_outputs_map_dataset_to_name(tenant_module, output, expression):
 
 
 def test_vended_credentials_and_the_ingest_writer_role_read_one_model(tenant_module):
-    """spark_jobs.creds (which runs on EMR, without modules/) and the role take their bounds from tenant_model."""
-    from spark_jobs import creds
+    """spark_jobs.landing.creds (which runs on EMR, without modules/) and the role take their bounds from tenant_model."""
+    from spark_jobs.landing import creds
 
     role = tenant_module["resource"]["aws_iam_role"]["roles_ingest_writer"]
     assert role["max_session_duration"] == creds.TTL_MAX_SECONDS

@@ -262,12 +262,13 @@ def lf_matrix():
 
 @pytest.fixture(scope="module")
 def lake_formation(matrix, lf_matrix, applied_tenant, client):
-    """The tag step on the owner tenant's tables as the jobs write them (``spark_jobs.lf_tags``; the emulator holds no
+    """The tag step on the owner tenant's tables as the jobs write them (``spark_jobs.tables.lf_tags``; the emulator holds no
     Glue tables, the local catalog being a Hadoop catalog), then its Lake Formation read back: ``(state, owner
     outputs, the tagged tables' plans)``."""
     from policies.lake_formation import read_lake_formation
-    from spark_jobs import lf_tags
     from spark_jobs.contract import available_datasets, load_contract
+    from spark_jobs.tables import lf_tags
+    from tests.spark_jobs.declared_columns import declared_columns
 
     owner = applied_tenant(matrix.tenants["owner"])
     databases = owner["glue_database_names"]
@@ -276,7 +277,7 @@ def lake_formation(matrix, lf_matrix, applied_tenant, client):
     for dataset in available_datasets():
         contract = load_contract(dataset)
         plans += lf_tags.plan_dataset(contract, databases,
-                                      lambda layer, table, c=contract: lf_tags.declared_columns(c, layer, table))
+                                      lambda layer, table, c=contract: declared_columns(c, layer, table))
     assert set(lf_matrix.datasets) <= set(available_datasets())
     lf_tags.apply(client("lakeformation", owner["region"]), tag, plans)
     tables: dict[str, dict[str, list[str]]] = {}
@@ -467,9 +468,10 @@ def test_no_object_the_consumer_may_read_holds_a_user_id_while_the_quarantine_do
 def test_each_gold_table_is_in_glue_and_its_column_tags_read_back_from_the_table(matrix, applied, client, demo_lake):
     """The run registered its silver and gold tables in the emulator's Glue (spark_jobs/io/glue_tables.py) and tagged
     their columns: GetResourceLFTags of each gold table answers every column's tag."""
-    from spark_jobs import lf_tags
     from spark_jobs.contract import load_contract
     from spark_jobs.lake import gold_table_name
+    from spark_jobs.tables import lf_tags
+    from tests.spark_jobs.declared_columns import declared_columns
 
     owner, _, _ = demo_lake
     glue, lf = client("glue", owner.region), client("lakeformation", owner.region)
@@ -480,7 +482,7 @@ def test_each_gold_table_is_in_glue_and_its_column_tags_read_back_from_the_table
         assert glue_table["Parameters"]["table_type"] == "ICEBERG"
         assert glue_table["Parameters"]["metadata_location"].startswith(f"s3://{owner.lake_bucket}/gold/{table}/metadata/")
         columns = [c["Name"] for c in glue_table["StorageDescriptor"]["Columns"]]
-        assert columns == list(lf_tags.declared_columns(contract, "gold", table)), table
+        assert columns == list(declared_columns(contract, "gold", table)), table
         answer = lf.get_resource_lf_tags(Resource={"Table": {"DatabaseName": owner.glue_databases["gold"], "Name": table}},
                                          ShowAssignedLFTags=True)
         tags = {c["Name"]: c["LFTags"][0]["TagValues"][0] for c in answer["LFTagsOnColumns"]}

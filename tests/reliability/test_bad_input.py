@@ -521,7 +521,7 @@ ISOLATED = [
     "test_a_file_not_of_the_declared_format_fails_bronze_naming_it` | passed: bronze fails with one line naming the "
     "file and writes nothing of the batch; once the file is moved out of landing, the replayed batch ingests the rest |",
     "| csv, parquet | the same kinds of file given to `land` (and Latin-1 text, a header without a required column, "
-    "a `;`-delimited file, nanosecond Parquet timestamps) | `tests/spark_jobs/test_land.py` | passed: refused before "
+    "a `;`-delimited file, nanosecond Parquet timestamps) | `tests/spark_jobs/landing/test_land.py` | passed: refused before "
     "any upload, one line per bad file, nothing landed |",
 ]
 

@@ -496,8 +496,8 @@ def test_every_layer_checks_the_endpoint_first_so_run_all_stops_at_the_layer_aft
     """run-all runs each layer on one session: the check is per layer, before anything touches the lake
     (a manifest write included, which s3a would retry for minutes)."""
     from infra.local.emulator import free_port
+    from spark_jobs.failures import EndpointUnreachable
     from spark_jobs.jobs.layer import run_layer
-    from spark_jobs.jobs.runtime import EndpointUnreachable
 
     endpoint = f"https://127.0.0.1:{free_port()}"  # nothing listens there
     lake = LakeConfig(lake_uri="s3a://tenantlake-gone", kms_key_arn="arn:aws:kms:eu-west-1:123456789012:key/gone",

@@ -1,7 +1,7 @@
 """Run several ``python -m spark_jobs`` commands in ONE process, so they share one Spark JVM.
 
 ``python -m tests.spark_jobs.cli_steps STEPS.json`` reads a list of steps, each ``{"argv": [...], "env": {...}}``,
-opens the lake's Spark session once (``jobs.runtime.session_for``, as the first command would, with the s3a
+opens the lake's Spark session once (``session.session_for``, as the first command would, with the s3a
 jars), then runs each step through ``spark_jobs.cli.main`` exactly as the command line does (a command finds
 the running session and leaves it open) with the step's environment variables set (``None`` unsets one), and
 prints a JSON list: per step its exit code, stdout and stderr. A step ``{"mark": NAME}`` records the UTC time
@@ -23,8 +23,8 @@ import time
 
 def main(path: str) -> int:
     from spark_jobs import cli
-    from spark_jobs.jobs.runtime import session_for
     from spark_jobs.lake import resolve_lake
+    from spark_jobs.session import session_for
 
     spec = json.loads(open(path).read())
     lake = resolve_lake(tenant=spec.get("tenant", ""), lake_uri=spec.get("lake_uri", ""))

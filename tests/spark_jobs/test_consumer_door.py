@@ -17,6 +17,7 @@ import pytest
 from spark_jobs import catalog, cli
 from spark_jobs.contract import available_datasets, load_contract
 from spark_jobs.io import tables
+from spark_jobs.io.partitioning import Partitioning
 from spark_jobs.lake import LakeConfig, gold_table_name
 
 pytestmark = pytest.mark.integration
@@ -128,7 +129,7 @@ def test_on_aws_the_jobs_register_each_table_where_consumers_look(applied_tenant
 
     tbl = tables.Table(catalog=settings, layer="gold", name="iot_hourly")
     schema = T.StructType([T.StructField("event_date", T.DateType())])
-    assert tables.ensure_table(Recorder(), tbl, schema, tables.Partitioning("event_date", "identity", "date"))
+    assert tables.ensure_table(Recorder(), tbl, schema, Partitioning("event_date", "identity", "date"))
     (statement,) = statements
     assert statement.startswith(f"CREATE TABLE IF NOT EXISTS {settings.name}.{databases['gold']}.iot_hourly ")
     assert f"LOCATION 's3://{acme['lake_bucket_name']}/gold/iot_hourly'" in statement

@@ -2,7 +2,8 @@ import copy
 
 import pytest
 
-from spark_jobs.contract import ContractError, available_datasets, load_contract, parse_contract
+from spark_jobs.contract import available_datasets, load_contract, parse_contract
+from spark_jobs.contract_parts import ContractError
 
 MINIMAL = {
     "dataset": "mini", "landing": {"format": "json_lines"}, "source_field": "src", "key": ["id"],
@@ -140,7 +141,7 @@ def test_personal_data_fields_are_checked(change, message):
 
 
 def test_subject_keys_may_carry_id_rules():
-    from spark_jobs.contract import DEFAULT_SUBJECT_ID_MIN_LENGTH, SubjectKey
+    from spark_jobs.contract_parts import DEFAULT_SUBJECT_ID_MIN_LENGTH, SubjectKey
 
     raw = copy.deepcopy(MINIMAL)
     raw["schema"].append({"name": "account", "type": "decimal(12, 2)"})

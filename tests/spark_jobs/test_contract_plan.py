@@ -10,6 +10,7 @@ import pytest
 
 from spark_jobs.contract import load_contract
 from spark_jobs.contract_plan import diff_columns, follow_renames, type_change
+from spark_jobs.io.partitioning import Partitioning
 
 LIVE = [("station", "string"), ("temp", "double"), ("dewp", "double"), ("wind_dir", "int"), ("event_date", "date")]
 REBUILD = "rebuild it"
@@ -123,7 +124,7 @@ def test_a_changed_key_or_event_time_is_refused_and_an_unrecorded_key_is_recorde
     (the partition column), is refused with a rebuild as the way forward."""
     from spark_jobs.contract_plan import KEY_PROPERTY, silver_schema, table_plan
     from spark_jobs.io import tables
-    from spark_jobs.jobs.partitioning import silver_partitioning
+    from spark_jobs.io.partitioning import silver_partitioning
     from spark_jobs.lake import LakeConfig
 
     iot = load_contract("iot")
@@ -136,7 +137,7 @@ def test_a_changed_key_or_event_time_is_refused_and_an_unrecorded_key_is_recorde
     [key] = plan.refused
     assert (key.kind, key.before, key.after) == ("key", "sensor_id,event_ts", "event_id")
     assert "silver's rows are deduplicated on it" in key.refused and "move " in key.fix and "without --date" in key.fix
-    moved = tables.Partitioning.of("_ingested_at", "timestamp", "day")
+    moved = Partitioning.of("_ingested_at", "timestamp", "day")
     refused = {c.kind: c for c in table_plan(spark, tbl, loaded, expected, iot, "silver", moved).refused}
     assert set(refused) == {"key", "partition"} and refused["partition"].before == "days(event_ts)"
     unrecorded = tables.table(spark, LakeConfig(lake_uri=str(tmp_path / "lake2")), "silver", "iot")
@@ -194,7 +195,7 @@ def test_a_table_computed_by_another_contract_is_planned_as_a_rebuild(spark, tmp
 
     from spark_jobs.contract_plan import ROWS_PROPERTY, format_plan, plan_dataset, rows_contract, silver_schema
     from spark_jobs.io import tables
-    from spark_jobs.jobs.partitioning import silver_partitioning
+    from spark_jobs.io.partitioning import silver_partitioning
     from spark_jobs.lake import LakeConfig
 
     iot = load_contract("iot")

@@ -23,8 +23,8 @@ def events_in(lake_root: Path) -> list[dict]:
 
 
 def test_a_failed_run_emits_start_then_fail_with_its_error(spark, tmp_path, monkeypatch):
+    from spark_jobs.failures import JobFailed
     from spark_jobs.jobs.layer import run_layer
-    from spark_jobs.jobs.runtime import JobFailed
 
     for name in ("OPENLINEAGE_URL", "OPENLINEAGE_CONFIG", "OPENLINEAGE_DISABLED"):
         monkeypatch.delenv(name, raising=False)

@@ -21,7 +21,7 @@ COLUMNS = (
     "event_date", "user_id", "session_id", "session_start", "session_end", "duration_seconds",
     "event_count", "page_views", "sites",
 )
-# Personal columns (Lake Formation tags them pii, spark_jobs/lf_tags.py): the user id, and the session id built
+# Personal columns (Lake Formation tags them pii, spark_jobs/tables/lf_tags.py): the user id, and the session id built
 # from it (``user-0016-20201116T220000``).
 PERSONAL_COLUMNS = ("user_id", "session_id")
 

@@ -81,14 +81,14 @@ def test_missing_package_is_a_clear_error(tmp_path):
 
 
 def test_the_zip_carries_the_tenant_model_spark_jobs_imports(tmp_path):
-    """spark_jobs.creds takes its bounds from tenant_model: a Python with only the zip on its path (as the
+    """spark_jobs.landing.creds takes its bounds from tenant_model: a Python with only the zip on its path (as the
     EMR driver has) imports it from the zip, with no copy of the constants anywhere."""
     import subprocess
     import sys
 
     built = art.build_artifact(tmp_path)
     assert "tenant_model/__init__.py" in built.files
-    probe = ("import sys; sys.path[:0] = [sys.argv[1]]; import spark_jobs.creds as c; "
+    probe = ("import sys; sys.path[:0] = [sys.argv[1]]; import spark_jobs.landing.creds as c; "
              "print(c.tenant_model.__file__, c.TTL_MAX_SECONDS, ','.join(c.INGEST_ALLOWED_PREFIXES))")
     result = subprocess.run([sys.executable, "-I", "-c", probe, str(built.zip_path)], cwd=tmp_path,
                             capture_output=True, text=True, timeout=60)

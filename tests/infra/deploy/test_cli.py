@@ -366,7 +366,7 @@ def test_a_maintenance_deploy_publishes_the_stable_artifact_and_runs_maintain(
     s3 = driven_emulator.client("s3")
 
     def complete_with_a_report(run):
-        # What the job writes when it ends (spark_jobs.maintain.run_maintenance), so the deploy can name it.
+        # What the job writes when it ends (spark_jobs.tables.maintain.run_maintenance), so the deploy can name it.
         s3.put_object(Bucket=bucket, Key="reports/maintenance/20240501T000000Z-0000aaaa/report.json", Body=b"{}",
                       ServerSideEncryption="aws:kms", SSEKMSKeyId=tenant_outputs["kms_key_arn"])
         return "COMPLETED", "", ""

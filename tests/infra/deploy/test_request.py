@@ -315,7 +315,7 @@ def test_a_personal_data_tenants_classification_reaches_the_job():
 
 def test_the_lake_formation_tag_reaches_pipeline_runs_which_tag_their_tables():
     """The tenant output lake_formation.classification_tag becomes --lf-classification-tag of the runs that create
-    tables (spark_jobs/lf_tags.py tags their columns as the job role); a maintenance run creates none."""
+    tables (spark_jobs/tables/lf_tags.py tags their columns as the job role); a maintenance run creates none."""
     import dataclasses
 
     from spark_jobs.cli import build_parser

@@ -449,7 +449,7 @@ def test_a_request_the_server_cannot_parse_ends_its_connection(emulator):
         conn.close()
 
 
-# ---- Lake Formation (the tenant module's grants and tags; spark_jobs/lf_tags.py) ---------------------------
+# ---- Lake Formation (the tenant module's grants and tags; spark_jobs/tables/lf_tags.py) ---------------------------
 LF_REGION = "ap-southeast-2"  # a region no other test of the session uses: Lake Formation's catalog is per region
 
 

@@ -9,10 +9,11 @@ import pytest
 from pyspark.sql import functions as F
 
 from spark_jobs.io import iceberg_files, tables
+from spark_jobs.io.partitioning import Partitioning
 from spark_jobs.lake import LakeConfig
 from tests.spark_jobs.conftest import ts
 
-DAYS = tables.Partitioning("event_ts", "day")
+DAYS = Partitioning("event_ts", "day")
 
 
 @pytest.fixture(scope="module")

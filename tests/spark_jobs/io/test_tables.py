@@ -8,10 +8,16 @@ import pytest
 from pyspark.sql import functions as F
 
 from spark_jobs.io import iceberg_files, tables
+from spark_jobs.io.partitioning import MAX_RANGE_TERMS, Partitioning, _date_ranges, granule
 from spark_jobs.lake import LakeConfig
 from tests.spark_jobs.conftest import ts
 
-DAYS = tables.Partitioning("event_ts", "day")
+
+def snapshot_of_run(spark, tbl: tables.Table, run_id: str) -> dict | None:
+    """The newest snapshot whose summary carries ``run_id`` (None: the run committed nothing)."""
+    return tables._snapshot_of_run(tables._iceberg_table(spark, tbl), run_id)
+
+DAYS = Partitioning("event_ts", "day")
 
 
 def test_covering_filters_are_aligned_with_the_partitions():
@@ -20,7 +26,7 @@ def test_covering_filters_are_aligned_with_the_partitions():
         "(`event_ts` >= TIMESTAMP '2020-11-20 00:00:00' AND `event_ts` < TIMESTAMP '2020-11-21 00:00:00')")
     assert DAYS.covering([], include_null=True) == "`event_ts` IS NULL"
     assert DAYS.covering([], include_null=False) == "false"
-    identity = tables.Partitioning("event_date", "identity")
+    identity = Partitioning("event_date", "identity")
     assert identity.covering(["2020-11-17", "2020-11-16"], include_null=True) == \
         "`event_date` IN (DATE '2020-11-16', DATE '2020-11-17') OR `event_date` IS NULL"
     assert (DAYS.sql, DAYS.spec, identity.sql, identity.spec) == (
@@ -58,7 +64,7 @@ def test_overwrite_replaces_exactly_the_covered_days_in_one_commit(spark, silver
     assert _content(spark, silver) == [("a", ts("2020-11-16 10:00:00"), 1.0), ("b", ts("2020-11-17 10:00:00"), 2.0),
                                        ("n", None, 1.0)]
     assert tables.current_snapshot(spark, silver)["snapshot_id"] == two["snapshot_id"]
-    assert tables.snapshot_of_run(spark, silver, "run-1")["snapshot_id"] == one["snapshot_id"]
+    assert snapshot_of_run(spark, silver, "run-1")["snapshot_id"] == one["snapshot_id"]
     assert len(_content(spark, silver, one["snapshot_id"])) == 4  # the earlier snapshot stays readable
 
     # The same input again: the same rows, in a new snapshot that deleted and added them.
@@ -85,7 +91,7 @@ def test_table_is_format_v2_with_hidden_day_partitions_and_the_manifest_record_m
     assert iceberg_files.data_files(silver.location)[0].path.parent.name == "event_ts_day=2020-11-16"
     # A gold-style table: identity on its event_date column.
     gold = tables.Table(catalog=silver.catalog, layer="gold", name="daily")
-    identity = tables.Partitioning("event_date", "identity")
+    identity = Partitioning("event_date", "identity")
     created = tables.overwrite(_rows(spark, [("a", ts("2020-11-16 10:00:00"), 1.0)]), gold, identity,
                                identity.covering(["2020-11-16"], True), "run-1")
     assert tables.publish_record(spark, gold, created)["partitioning"] == ["event_date"]
@@ -95,7 +101,7 @@ def test_a_write_never_changes_the_schema_an_evolution_does_without_rewriting_a_
     """A DataFrame with a column the table lacks fails the write (no merge-schema: the contract's plan decides);
     ``evolve`` adds, widens, renames and drops in ONE metadata commit: no snapshot, the same data files, old rows
     null in the new column, and the first snapshot still read with its own schema (time travel)."""
-    from spark_jobs.jobs.runtime import one_line
+    from spark_jobs.failures import one_line
 
     rows = spark.createDataFrame([("a", ts("2020-11-16 10:00:00"), 1.0, 7, "x")],
                                  "id string, event_ts timestamp, v double, n int, gone string").withColumn(
@@ -142,10 +148,10 @@ def test_parquet_folders_from_before_the_tables_are_refused_in_one_line(spark, s
 
 def test_date_ranges_merge_across_month_and_year_ends():
     days = [(dt.date(2023, 12, 30) + dt.timedelta(days=i)).isoformat() for i in range(5)]
-    assert tables._date_ranges(days) == [("2023-12-30", "2024-01-04")]
+    assert _date_ranges(days) == [("2023-12-30", "2024-01-04")]
 
 
-MONTHS = tables.Partitioning.of("event_ts", "timestamp", "month")
+MONTHS = Partitioning.of("event_ts", "timestamp", "month")
 
 
 def test_month_filters_cover_whole_months_and_select_rows_by_day():
@@ -160,17 +166,17 @@ def test_month_filters_cover_whole_months_and_select_rows_by_day():
     february = [f"2024-02-{d:02d}" for d in range(1, 30)]  # a leap year: 29 days cover February
     assert MONTHS.partial(["2024-01-31", *february]) == ["2024-01"]
     assert DAYS.partial(["2024-01-31"]) == []
-    gold = tables.Partitioning.of("event_date", "date", "month")
+    gold = Partitioning.of("event_date", "date", "month")
     assert gold.covering(["2024-12-05"], False) == "(`event_date` >= DATE '2024-12-01' AND `event_date` < DATE '2025-01-01')"
     assert (MONTHS.sql, MONTHS.spec, gold.spec) == ("months(`event_ts`)", "months(event_ts)", "months(event_date)")
-    assert tables.Partitioning.of("event_date", "date", "day") == tables.Partitioning("event_date", "identity", "date")
-    assert (tables.granule("2024-02-29", "month"), tables.granule("2024-02-29", "day")) == ("2024-02", "2024-02-29")
+    assert Partitioning.of("event_date", "date", "day") == Partitioning("event_date", "identity", "date")
+    assert (granule("2024-02-29", "month"), granule("2024-02-29", "day")) == ("2024-02", "2024-02-29")
 
 
 def test_scattered_dates_are_one_range_and_a_date_list(spark, silver):
     """A reading every few days over years: more than MAX_RANGE_TERMS ranges would be thousands of OR'ed
     terms (code too large for Spark to compile); one range AND the date list selects the same rows."""
-    dates = [(dt.date(1990, 1, 1) + dt.timedelta(days=3 * i)).isoformat() for i in range(tables.MAX_RANGE_TERMS + 1)]
+    dates = [(dt.date(1990, 1, 1) + dt.timedelta(days=3 * i)).isoformat() for i in range(MAX_RANGE_TERMS + 1)]
     assert MONTHS.rows(dates[:2], include_null=False).count(" OR ") == 1
     compact = MONTHS.rows(dates, include_null=True)
     assert compact == ("(`event_ts` >= TIMESTAMP '1990-01-01 00:00:00' AND `event_ts` < TIMESTAMP '1990-04-08 00:00:00' "
@@ -245,7 +251,7 @@ def test_a_month_rewrite_fails_when_the_month_changed_after_its_rows_were_read(s
         tables.overwrite(_rows(spark, [("b", ts("2024-01-31 10:00:00"), 1.0)]), silver, MONTHS,
                          MONTHS.covering(["2024-01-31"], False), "run-3",
                          {"validate-from-snapshot-id": str(read_at), "isolation-level": "serializable"})
-    assert tables.snapshot_of_run(spark, silver, "run-3") is None
+    assert snapshot_of_run(spark, silver, "run-3") is None
     assert [r[0] for r in tables.read(spark, silver).select("id").orderBy("id").collect()] == ["a", "late"]
     # Without the options the same overwrite goes through and the other writer's rows are gone.
     tables.overwrite(_rows(spark, [("b", ts("2024-01-31 10:00:00"), 1.0)]), silver, MONTHS,

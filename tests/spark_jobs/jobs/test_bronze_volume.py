@@ -22,7 +22,7 @@ from spark_jobs import cli
 from spark_jobs.contract import load_contract
 from spark_jobs.io import landing as landing_io
 from spark_jobs.lake import LakeConfig, resolve_lake
-from spark_jobs.report import layer_counts
+from spark_jobs.jobs.report import layer_counts
 from spark_jobs.transforms import bronze as bronze_tx
 
 pytestmark = pytest.mark.integration

@@ -36,11 +36,11 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from spark_jobs import leases
+from spark_jobs.contract import load_contract
 from spark_jobs.erasure import iceberg
 from spark_jobs.io import storage, tables
+from spark_jobs.io.partitioning import silver_partitioning
 from spark_jobs.jobs.layer import run_layer
-from spark_jobs.jobs.partitioning import silver_partitioning
-from spark_jobs.contract import load_contract
 from spark_jobs.lake import LakeConfig
 
 pytestmark = pytest.mark.integration

@@ -10,8 +10,8 @@ import pytest
 
 from bench import small
 from spark_jobs import cli
+from spark_jobs import session
 from spark_jobs.io import tables
-from spark_jobs.jobs import runtime
 from spark_jobs.jobs.layer import run_layer
 from spark_jobs.lake import LakeConfig
 
@@ -71,15 +71,15 @@ def test_every_stage_records_its_spark_jobs_and_belongs_to_a_benchmark_step(spar
 def test_a_small_input_runs_fewer_spark_jobs_for_the_same_rows_and_restores_the_session(spark, small_lake,
                                                                                          monkeypatch):
     monkeypatch.setenv("TENANTLAKE_VALIDATION", "off")
-    before = {key: spark.conf.get(key, None) for key in runtime.SMALL_INPUT_CONF}
-    monkeypatch.setattr(runtime, "SMALL_INPUT_BYTES", 0)  # nothing is small: the session's own plan
+    before = {key: spark.conf.get(key, None) for key in session.SMALL_INPUT_CONF}
+    monkeypatch.setattr(session, "SMALL_INPUT_BYTES", 0)  # nothing is small: the session's own plan
     as_large = _silver_and_gold(spark, small_lake)
     silver_large, gold_large = _content(spark, small_lake, "silver", "iot"), _content(spark, small_lake, "gold", "iot_hourly")
     monkeypatch.undo()
     monkeypatch.setenv("TENANTLAKE_VALIDATION", "off")
     as_small = _silver_and_gold(spark, small_lake)
     listed = next(s for s in as_small["silver"]["stages"] if s["stage"] == "inputs listed")
-    assert listed["small_input"] is True and 0 < listed["input_bytes"] <= runtime.SMALL_INPUT_BYTES
+    assert listed["small_input"] is True and 0 < listed["input_bytes"] <= session.SMALL_INPUT_BYTES
     located = next(s for s in as_small["gold"]["stages"] if s["stage"] == "silver located")
     assert located["small_input"] is True and located["input_bytes"] > 0
     assert not next(s for s in as_large["silver"]["stages"] if s["stage"] == "inputs listed")["small_input"]
@@ -96,4 +96,4 @@ def test_a_small_input_runs_fewer_spark_jobs_for_the_same_rows_and_restores_the_
         assert [v for v in ours if not isinstance(v, float)] == [v for v in theirs if not isinstance(v, float)]
         assert [v for v in ours if isinstance(v, float)] == pytest.approx([v for v in theirs if isinstance(v, float)],
                                                                           rel=1e-9)
-    assert {key: spark.conf.get(key, None) for key in runtime.SMALL_INPUT_CONF} == before
+    assert {key: spark.conf.get(key, None) for key in session.SMALL_INPUT_CONF} == before

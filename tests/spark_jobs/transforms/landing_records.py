@@ -7,8 +7,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark_jobs.contract import LandingSpec
-from spark_jobs.transforms import bronze, landing_lines
+from spark_jobs.contract_parts import LandingSpec
+from spark_jobs.transforms import bronze, landing_text
 
 
 def text_lines(body: bytes) -> list[bytes]:
@@ -33,9 +33,9 @@ def split_landing_records(landing_files: DataFrame, landing: LandingSpec | str,
     lines = [(line, path) for body, path in files for line in text_lines(body)]
     frame = spark.createDataFrame(lines, "_line binary, _source_file string").coalesce(1)
     records = bronze.records_from_lines(frame, landing, tuple(field_names or ()), streams)
-    broken = {r[0] for r in records.where(F.col("_kind") == F.lit(landing_lines.KIND_BROKEN_ARRAY))
+    broken = {r[0] for r in records.where(F.col("_kind") == F.lit(landing_text.KIND_BROKEN_ARRAY))
               .select("_source_file").collect()}
-    kept = records.where((F.col("_kind") != F.lit(landing_lines.KIND_BROKEN_ARRAY))
+    kept = records.where((F.col("_kind") != F.lit(landing_text.KIND_BROKEN_ARRAY))
                          & ~F.col("_source_file").isin(list(broken)))
     if not broken:
         return kept

@@ -4,9 +4,10 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
-from spark_jobs.contract import LandingSpec
+from spark_jobs.contract_parts import LandingSpec
 from spark_jobs.transforms import csv_records
-from spark_jobs.transforms.landing_lines import CsvGrammar, LineOptions
+from spark_jobs.transforms.landing_csv import CsvGrammar
+from spark_jobs.transforms.landing_text import LineOptions
 
 CSV = LandingSpec(format="csv", null_values=("", "NA"))
 
@@ -46,8 +47,8 @@ def test_a_10mb_quoted_field_does_not_overflow_the_regex_stack(spark):
 @pytest.mark.parametrize("spec", [CSV, LandingSpec(format="csv", delimiter=";", escape="\\", null_values=("NA",))],
                          ids=["rfc4180", "backslash"])
 def test_the_jvm_and_bronze_workers_read_one_grammar(spark, spec):
-    """Silver's re-parse (these expressions) and bronze's workers (``landing_lines.CsvGrammar``) judge and split
-    every record alike: both read ``landing_lines.csv_patterns``."""
+    """Silver's re-parse (these expressions) and bronze's workers (``landing_csv.CsvGrammar``) judge and split
+    every record alike: both read ``landing_csv.csv_patterns``."""
     d = spec.delimiter
     records = ["a,b,c", ",,", '"a,b",c', '"say ""hi""",x', '5\'10",x', '"two\nlines",x', '"unterminated,x',
                '"ab"c,d', 'a,"b', 'NA,,"",x', '"a\\"b;c";2;', '"a\\\\";NA', "x;;y", '"a""b";"c"']

@@ -11,8 +11,9 @@ import json
 import pyarrow as pa
 import pytest
 
-from spark_jobs.transforms.landing_lines import (ELEMENTS_BEFORE_BREAK, KIND_BROKEN_ARRAY, KIND_PROBLEM, KIND_RECORD, LineOptions,
-                                                 lines_to_records, output_schema)
+from spark_jobs.transforms.landing_lines import ELEMENTS_BEFORE_BREAK, lines_to_records
+from spark_jobs.transforms.landing_text import (KIND_BROKEN_ARRAY, KIND_PROBLEM, KIND_RECORD, LineOptions,
+                                                output_schema)
 from tests.spark_jobs.transforms.landing_records import text_lines
 
 CSV = LineOptions(format="csv", null_values=("", "NA"), field_names=("id", "v"))
@@ -202,7 +203,7 @@ def _split_batches(path: str, lines: list[bytes], start: int, size: int):
 def _read_in_splits(options: LineOptions, body: bytes, cuts: list[int], batch: int):
     """The records of ``body`` read as tasks read a file split at lines ``cuts``: the plan's pass over each split,
     then each split on its own (in reverse order); None when the plan reads the file whole."""
-    from spark_jobs.transforms.landing_lines import csv_split_summaries, plan_csv_file
+    from spark_jobs.transforms.landing_csv import csv_split_summaries, plan_csv_file
 
     lines = text_lines(body)
     bounds = [0, *cuts, len(lines)]
@@ -256,7 +257,7 @@ def test_counts_output_counts_the_records_the_records_output_makes(batch):
     the records output makes, over lines that are a record alone, the scanner, headers, blanks and breaks."""
     import dataclasses
 
-    from spark_jobs.transforms.landing_lines import COUNTS_SCHEMA
+    from spark_jobs.transforms.landing_text import COUNTS_SCHEMA
 
     cases = [
         (CSV, [("a.csv", b'id,v\n1,"a\nb"\n\n2,x,extra\n3\n4,"x\n\ny, ""z"""\n5,NA\n'), ("b.csv", b"\xef\xbb\xbfid\n1\n"),
@@ -287,7 +288,7 @@ def test_a_quoted_field_of_10k_lines_is_cut_in_linear_work(monkeypatch):
     reader and the erasure's reading cut it as one record, and the search for closing quotes reads each byte of the
     field about once (issue 56: it joined and searched the whole pending text again at every line: 79 s here)."""
     from spark_jobs.erasure.scan import _csv_grammar, _csv_records, _lines
-    from spark_jobs.transforms.landing_lines import CsvGrammar
+    from spark_jobs.transforms.landing_csv import CsvGrammar
 
     inner = "\n".join(f'  ""k{i}"": ""v""' for i in range(10_000))
     body = f'id,v\n1,"{{\n{inner}\n}}"\n2,x\n'

@@ -1,25 +1,26 @@
-"""spark_jobs/lf_tags.py: which columns are personal (pure, from the contracts), the refusal of a contract that names
+"""spark_jobs/tables/lf_tags.py: which columns are personal (pure, from the contracts), the refusal of a contract that names
 a personal column the table lacks, the tags applied to the session emulator's Lake Formation, and one real run:
 ``run-all`` tags the tables it creates (the CLI's tag step), a column added by schema evolution stays untagged
 (so ``pii``, inherited from the database) until ``sync-tags`` tags it."""
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 import pytest
 import yaml
 
-from spark_jobs import cli, lf_tags
-from spark_jobs.contract import load_contract, parse_contract
+from spark_jobs import cli
+from spark_jobs.contract import CONTRACTS_DIR, load_contract, parse_contract
 from spark_jobs.lake import LakeConfig
+from spark_jobs.tables import lf_tags
 from spark_jobs.transforms.silver import LINEAGE_COLUMNS
+from tests.spark_jobs.declared_columns import declared_columns
 
 GLUE = {"silver": "acme_silver", "gold": "acme_gold"}
 
 
 def _contract(**changes):
-    raw = yaml.safe_load((Path(lf_tags.__file__).parent / "contracts" / "clickstream.yaml").read_text())
+    raw = yaml.safe_load((CONTRACTS_DIR / "clickstream.yaml").read_text())
     return parse_contract({**raw, **changes})
 
 
@@ -54,14 +55,14 @@ def test_a_derived_column_reading_a_personal_column_is_personal_and_one_reading_
 def test_gold_columns_from_the_module_declaration():
     contract = load_contract("clickstream")
     sessions = lf_tags.plan_table(contract, "gold", "acme_gold", "clickstream_user_sessions",
-                                  lf_tags.declared_columns(contract, "gold", "clickstream_user_sessions"),
+                                  declared_columns(contract, "gold", "clickstream_user_sessions"),
                                   "clickstream_user_sessions")
     # The user id, and the session id built from it (the module's PERSONAL_COLUMNS).
     assert sessions.personal == ("user_id", "session_id")
     assert sessions.not_personal == ("event_date", "session_start", "session_end", "duration_seconds", "event_count",
                                      "page_views", "sites")
     hourly = lf_tags.plan_table(contract, "gold", "acme_gold", "clickstream_site_hourly",
-                                lf_tags.declared_columns(contract, "gold", "clickstream_site_hourly"),
+                                declared_columns(contract, "gold", "clickstream_site_hourly"),
                                 "clickstream_site_hourly")
     assert hourly.personal == () and "users" in hourly.not_personal  # a count of users is no one's data
     # A column the module does not declare is closed, and so is every column of a module that declares none.
@@ -125,7 +126,7 @@ def test_apply_tags_every_planned_column_and_a_failure_is_one_line(lf_env, aws_e
     lf, key = lf_env
     contract = load_contract("clickstream")
     plans = lf_tags.plan_dataset(contract, {"silver": f"db_{key}", "gold": f"db_{key}"},
-                                 lambda layer, table: lf_tags.declared_columns(contract, layer, table))
+                                 lambda layer, table: declared_columns(contract, layer, table))
     counts = lf_tags.apply(lf, lf_tags.Classification(key), plans)
     assert counts == {"tables": 3, "personal": 4, "not_personal": sum(len(p.not_personal) for p in plans)}
     silver = plans[0]
@@ -156,7 +157,7 @@ def test_a_run_tags_the_tables_it_created_and_sync_tags_tags_an_evolved_column(s
     silver_columns = lf_tags.known_silver_columns(contract)
     assert _column_tags(lf, "acme_silver", "clickstream", silver_columns) == {
         c: ("pii" if c in ("user_id", "url") else "none") for c in silver_columns}
-    sessions = lf_tags.declared_columns(contract, "gold", "clickstream_user_sessions")
+    sessions = declared_columns(contract, "gold", "clickstream_user_sessions")
     assert {c for c, v in _column_tags(lf, "acme_gold", "clickstream_user_sessions", sessions).items()
             if v == "pii"} == {"user_id", "session_id"}
 
@@ -178,7 +179,7 @@ def test_a_run_tags_the_tables_it_created_and_sync_tags_tags_an_evolved_column(s
     # the column is tagged pii (closed); nothing is opened before a commit, and a new column would have no tag yet.
     folder = tmp_path / "contracts"
     folder.mkdir()
-    reclassified = yaml.safe_load((Path(lf_tags.__file__).parent / "contracts" / "clickstream.yaml").read_text())
+    reclassified = yaml.safe_load((CONTRACTS_DIR / "clickstream.yaml").read_text())
     reclassified["personal_data"] = [*reclassified["personal_data"], "event"]
     reclassified["schema"].append({"name": "referrer", "type": "string"})  # the column evolution added above
     (folder / "clickstream.yaml").write_text(yaml.safe_dump(reclassified, sort_keys=False))
@@ -202,7 +203,7 @@ def test_a_run_tags_the_tables_it_created_and_sync_tags_tags_an_evolved_column(s
 def test_before_a_commit_only_personal_columns_are_tagged():
     """A new column is closed by default: the pre-commit step tags nothing none (it only closes)."""
     contract = load_contract("clickstream")
-    plans = lf_tags.plan_dataset(contract, GLUE, lambda layer, table: [*lf_tags.declared_columns(contract, layer, table),
+    plans = lf_tags.plan_dataset(contract, GLUE, lambda layer, table: [*declared_columns(contract, layer, table),
                                                                          "added_by_evolution"])
     closing = lf_tags.personal_only(plans)
     assert closing and all(not p.not_personal and p.personal for p in closing)

@@ -7,10 +7,17 @@ import json
 import pytest
 from pyspark.sql import functions as F
 
-from spark_jobs import cli, query
+from spark_jobs import cli
 from spark_jobs.io import tables
+from spark_jobs.io.partitioning import Partitioning
 from spark_jobs.lake import LakeConfig
+from spark_jobs.tables import query
 from tests.spark_jobs.conftest import ts
+
+
+def referenced_tables(sql: str, known: set[str]) -> list[str]:
+    """The ``namespace.table`` names of ``known`` that ``sql`` refers to, in order (lower case)."""
+    return [name for name, _, _ in query._table_references(sql, known)]
 
 KNOWN = {"silver.iot", "gold.iot_hourly"}
 
@@ -71,7 +78,7 @@ def test_as_of_refuses_a_query_it_cannot_place_clauses_in():
     with pytest.raises(query.QueryError, match=r"^--as-of: the query does not parse as Spark SQL \(sqlglot: .*Line 1, "
                                                r"Col: 7\), so the AS OF clauses cannot be placed"):
         query.with_as_of("SELEC 1 FROM silver.iot", as_of, KNOWN)
-    assert query.referenced_tables("SELECT * FROM silver.iot a JOIN Silver.IOT b ON a.x = b.x", KNOWN) == [
+    assert referenced_tables("SELECT * FROM silver.iot a JOIN Silver.IOT b ON a.x = b.x", KNOWN) == [
         "silver.iot", "silver.iot"]
 
 
@@ -93,7 +100,7 @@ def lake_with_history(spark, tmp_path_factory):
     """gold.iot_hourly with two snapshots (3 rows, then 2) in a local lake."""
     lake = LakeConfig(lake_uri=str(tmp_path_factory.mktemp("query") / "lake"))
     gold = tables.table(spark, lake, "gold", "iot_hourly")
-    identity = tables.Partitioning("event_date", "identity")
+    identity = Partitioning("event_date", "identity")
 
     def hourly(*hours):
         return spark.createDataFrame([("sensor-001", ts(h)) for h in hours], "sensor_id string, event_hour timestamp") \

@@ -24,8 +24,8 @@ from typing import Any
 
 from spark_jobs import catalog
 from spark_jobs.catalog import CatalogSettings, LAYERS_WITH_TABLES
-from spark_jobs.jobs.sizing import command_session
 from spark_jobs.lake import lake_from_args
+from spark_jobs.session import command_session
 
 DEFAULT_MAX_ROWS = 100
 _TIMESTAMP_FORMATS = ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S.%fZ",
@@ -88,11 +88,6 @@ def _table_references(sql: str, known: set[str]) -> list[tuple[str, int, Any]]:
                 continue
             found.append((name, table.this.meta["end"] + 1, table.args.get("version")))
     return sorted(found, key=lambda item: item[1])
-
-
-def referenced_tables(sql: str, known: set[str]) -> list[str]:
-    """The ``namespace.table`` names of ``known`` that ``sql`` refers to, in order (lower case)."""
-    return [name for name, _, _ in _table_references(sql, known)]
 
 
 def with_as_of(sql: str, as_of: AsOf, known: set[str]) -> str:

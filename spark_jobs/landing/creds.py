@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import tenant_model
+from spark_jobs.io.s3 import aws_client
 from spark_jobs.lake import LakeConfigError, read_lake_outputs
 
 # STS AssumeRole bounds: 900 s minimum; the maximum is the roles' max_session_duration (the tenant model's).
@@ -155,15 +156,13 @@ class VendedCredentials:
 
 def vend(target: IngestTarget, prefix: str, ttl: int = DEFAULT_TTL_SECONDS, session_name: str = "") -> VendedCredentials:
     """Assume the ingest-writer role with the prefix-scoped session policy."""
-    import boto3
-
     prefix = normalize_prefix(prefix, target)
     ttl = check_ttl(ttl)
     policy = session_policy(target, prefix)
     # A fresh session: the caller's credentials as the environment holds them now (boto3's default
     # session caches the first ones it resolved).
-    sts = boto3.session.Session().client("sts", region_name=target.region, endpoint_url=target.endpoint or None,
-                                         verify=target.ca_bundle or None)
+    sts = aws_client("sts", region=target.region, endpoint=target.endpoint, ca_bundle=target.ca_bundle,
+                     fresh_session=True)
     name = session_name or f"ingest-{target.tenant}-{uuid.uuid4().hex[:8]}"
     try:
         response = sts.assume_role(RoleArn=target.role_arn, RoleSessionName=name[:64], DurationSeconds=ttl,

@@ -54,7 +54,7 @@ def ingest_writer(iam_enforcing_emulator):
 
 
 def _vend(state, setup, monkeypatch, prefix: str):
-    from spark_jobs import creds
+    from spark_jobs.landing import creds
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", setup["admin"]["key_id"])
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", setup["admin"]["secret"])
@@ -92,7 +92,7 @@ def test_land_needs_nothing_but_the_ingest_writer_put(iam_enforcing_emulator, in
 
     from spark_jobs.contract import parse_contract
     from spark_jobs.lake import LakeConfig
-    from spark_jobs.land import land
+    from spark_jobs.landing.land import land
 
     s3 = _vend(iam_enforcing_emulator, ingest_writer, monkeypatch, "landing/readings")
     with pytest.raises(ClientError) as denied:  # the identity really cannot read or list

@@ -3,7 +3,7 @@
 1. Collects the files: each PATH that is a file, and under each folder (recursively) the files whose
    names fit the dataset's landing format (``*.csv``, ``*.csv.gz``, ``*.tsv``, ``*.txt`` for csv;
    ``*.parquet``; ``*.json*`` for the JSON formats); hidden files (``.x``, ``_x``) are skipped.
-2. Checks every file against the contract's landing format (``spark_jobs/landing_files.py``) and, if any
+2. Checks every file against the contract's landing format (``spark_jobs/landing/files.py``) and, if any
    is not that format, refuses the whole batch with one line per bad file, before anything is uploaded.
 3. Uploads each file as ``landing/<D>/<sha256 of its bytes>.<ext>`` (``.gz`` kept for gzip files),
    SSE-KMS with the tenant key, with a conditional put (``If-None-Match: *``) so that landing the same
@@ -38,9 +38,9 @@ from urllib.parse import urlparse
 
 from spark_jobs.contract import Contract, load_contract
 from spark_jobs.io.landing import is_landing_file
-from spark_jobs.io.s3 import lake_client
+from spark_jobs.io.s3 import aws_client, lake_client
 from spark_jobs.lake import LakeConfig, lake_from_args, lake_selection
-from spark_jobs.landing_files import FileCheck, check_file
+from spark_jobs.landing.files import FileCheck, check_file
 
 ENV_VAR = "TENANTLAKE_ENV"
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
@@ -378,10 +378,8 @@ def caller_line(lake: LakeConfig) -> str | None:
     """On AWS, who is landing (an ingest-writer session is what the platform expects)."""
     if os.environ.get(ENV_VAR, "local") != "aws":
         return None
-    import boto3
-
-    try:
-        arn = boto3.session.Session().client("sts", region_name=lake.region).get_caller_identity()["Arn"]
+    try:  # the region alone: STS is AWS's own here, whatever endpoint the lake's S3 is reached through
+        arn = aws_client("sts", region=lake.region, fresh_session=True).get_caller_identity()["Arn"]
     except Exception as exc:  # noqa: BLE001 - shown, not fatal: the put says whether it may
         return f"land: caller unknown ({_first_line(exc)})"
     role_hint = "" if "ingest-writer" in arn else " (not an ingest-writer role session: puts may be denied)"

@@ -40,8 +40,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import tenant_model
 from spark_jobs.contract import Contract, available_datasets, load_contract
-from spark_jobs.jobs.sizing import command_session
 from spark_jobs.lake import LakeConfig, gold_table_name, lake_from_args
+from spark_jobs.session import command_session
 
 
 class LfTagError(ValueError):
@@ -179,15 +179,6 @@ def plan_dataset(contract: Contract, databases: Mapping[str, str], columns_of: C
         if columns is not None:
             plans.append(plan_table(contract, layer, databases[layer], table, list(columns), gold))
     return plans
-
-
-def declared_columns(contract: Contract, layer: str, table: str) -> tuple[str, ...]:
-    """The columns the jobs write to a table of the dataset: silver's from the contract, a gold table's from its
-    module's ``COLUMNS`` (what the run's final ``select`` keeps)."""
-    if layer == "silver":
-        return known_silver_columns(contract)
-    gold = next(g for g in contract.gold if gold_table_name(contract.dataset, g) == table)
-    return gold_declaration(gold)[0]
 
 
 # ---- Lake Formation ------------------------------------------------------------------------------------
@@ -348,7 +339,7 @@ def add_parser(commands, datasets: Sequence[str], lake_args: Callable) -> None:
     parser = commands.add_parser(
         "sync-tags", help="tag the columns of every silver and gold table for Lake Formation (pii / none)",
         description="Tag the columns of every existing silver and gold table of the lake with the tenant's Lake "
-                    "Formation classification tag, from the contracts (spark_jobs/lf_tags.py). Runs after a table was "
+                    "Formation classification tag, from the contracts (spark_jobs/tables/lf_tags.py). Runs after a table was "
                     "created or a contract reclassified a column; silver and gold runs tag their own tables.")
     parser.add_argument("--dataset", action="append", choices=list(datasets), help="dataset (repeatable; default: all)")
     parser.add_argument("--dry-run", action="store_true", help="print the plan, tag nothing")

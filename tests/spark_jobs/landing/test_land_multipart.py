@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from spark_jobs import cli, land
+from spark_jobs import cli
+from spark_jobs.landing import land
 from spark_jobs.contract import parse_contract
 from spark_jobs.lake import LakeConfig
-from spark_jobs.landing_files import check_file
+from spark_jobs.landing.files import check_file
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.integration
@@ -179,7 +180,8 @@ def test_an_upload_that_fails_after_two_parts_leaves_no_object_and_no_parts(lake
 
 DRIVER = """
 import os, signal, sys, time
-from spark_jobs import cli, land
+from spark_jobs import cli
+from spark_jobs.landing import land
 
 chunks = land._verified_chunks
 def verified_chunks(check, size):

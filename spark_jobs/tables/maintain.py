@@ -44,9 +44,9 @@ from typing import Any, Callable
 from spark_jobs import lineage
 from spark_jobs.contract import available_datasets, load_contract
 from spark_jobs.io import tables
-from spark_jobs.jobs.sizing import command_session, table_folders
 from spark_jobs.lake import LakeConfig, gold_table_name, lake_from_args, read_lake_outputs
 from spark_jobs.leases import fence, held_lease
+from spark_jobs.session import command_session, table_folders
 
 REPORT_VERSION = 1
 REPORTS_PREFIX = "reports/maintenance"  # reports/maintenance/<run_id>/report.json

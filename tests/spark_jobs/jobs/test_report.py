@@ -1,10 +1,11 @@
-"""The counts table `run-all` ends with (spark_jobs/report.py): datasets counted side by side give the rows
+"""The counts table `run-all` ends with (spark_jobs/jobs/report.py): datasets counted side by side give the rows
 counted one after the other, in the order asked, and silver and gold rows equal Spark's count of each table."""
 from __future__ import annotations
 
 import pytest
 
-from spark_jobs import cli, report
+from spark_jobs import cli
+from spark_jobs.jobs import report
 from spark_jobs.contract import load_contract
 from spark_jobs.io import tables
 from spark_jobs.jobs.layer import run_layer

@@ -5,7 +5,7 @@ Silver and gold come from their Iceberg tables' current snapshots (the summary's
 per file, and each file only once: their files are never changed in place, so the counts of the files a
 count has seen are remembered beside the layer (``spark_jobs/io/counted.py``) and a later count lists the
 layer and reads only the files it has not counted (a run's new batch, today's landing files).
-Landing is also counted by object version against what bronze read (``spark_jobs.landing_versions``):
+Landing is also counted by object version against what bronze read (``spark_jobs.jobs.landing_versions``):
 ``landing (object versions)`` and ``landing versions ingested`` on every dataset, ``landing versions NOT
 ingested`` and ``landing versions pending`` (not read by bronze yet) when there are any; the versions never
 ingested are named by ``landing_warnings``, so such a gap never hides behind totals that look alike.
@@ -58,7 +58,7 @@ def _dataset_counts(spark: SparkSession, lake: LakeConfig, dataset: str) -> list
 def _version_counts(spark: SparkSession, lake: LakeConfig, contract, landing: str) -> list[dict]:
     """The landing versions against what bronze read: versions, ingested, and (when any) not ingested and
     pending. The ``landing (object versions)`` row carries the whole ``reconciliation`` (its summary)."""
-    from spark_jobs.landing_versions import reconcile_dataset
+    from spark_jobs.jobs.landing_versions import reconcile_dataset
 
     dataset = contract.dataset
     try:
@@ -115,7 +115,7 @@ def _landing_records(spark: SparkSession, files: list[tuple[str, int]], contract
         from pyspark.sql import functions as F
 
         from spark_jobs.transforms import bronze as bronze_tx
-        from spark_jobs.transforms import landing_lines
+        from spark_jobs.transforms import landing_text
 
         options = bronze_tx.line_options(contract.landing, contract.landing_fields)
         # A CSV file read in splits is counted by the split plan's pass; the workers count the other files.
@@ -125,15 +125,15 @@ def _landing_records(spark: SparkSession, files: list[tuple[str, int]], contract
             per_file = counted_lines.groupBy("_source_file", "_kind").agg(F.sum("_records").alias("n")).collect()
         except Exception:  # noqa: BLE001 - a file Hadoop cannot read (a .gz that is not gzip): no count
             return None
-        if any(r["_kind"] == landing_lines.KIND_PROBLEM for r in per_file):
+        if any(r["_kind"] == landing_text.KIND_PROBLEM for r in per_file):
             return None
         records: dict[str, int] = {}
         # A broken JSON array is one record (the whole file), whatever elements came before the break.
-        broken = {r["_source_file"] for r in per_file if r["_kind"] == landing_lines.KIND_BROKEN_ARRAY}
+        broken = {r["_source_file"] for r in per_file if r["_kind"] == landing_text.KIND_BROKEN_ARRAY}
         for path in broken:
             records[path] = 1
         for r in per_file:
-            if r["_kind"] == landing_lines.KIND_RECORD and r["_source_file"] not in broken:
+            if r["_kind"] == landing_text.KIND_RECORD and r["_source_file"] not in broken:
                 records[r["_source_file"]] = records.get(r["_source_file"], 0) + int(r["n"])
         for (path, _), split in splits.items():
             records[path] = records.get(path, 0) + split.made

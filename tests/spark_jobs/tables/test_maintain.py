@@ -9,13 +9,15 @@ import time
 import pytest
 from pyspark.sql import functions as F
 
-from spark_jobs import cli, maintain
+from spark_jobs import cli
 from spark_jobs.io import iceberg_files, tables
+from spark_jobs.io.partitioning import Partitioning
 from spark_jobs.lake import LakeConfig
+from spark_jobs.tables import maintain
 from tests.conftest import run_make
 from tests.spark_jobs.conftest import ts
 
-DAYS = tables.Partitioning("event_ts", "day")
+DAYS = Partitioning("event_ts", "day")
 
 
 def test_documented_defaults_and_option_checks():

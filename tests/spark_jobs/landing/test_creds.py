@@ -1,4 +1,4 @@
-"""spark_jobs/creds.py without AWS: prefix rules, TTL bounds, the exact session policy, both output forms.
+"""spark_jobs/landing/creds.py without AWS: prefix rules, TTL bounds, the exact session policy, both output forms.
 The STS round trip on the emulator is in tests/integration/test_acme_streaming.py."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from spark_jobs import creds
+from spark_jobs.landing import creds
 
 TARGET = creds.IngestTarget(tenant="acme", bucket="acme-eu-west-1-lake", region="eu-west-1",
                             kms_key_arn="arn:aws:kms:eu-west-1:123456789012:key/k1",

@@ -1,7 +1,7 @@
 """`land`: every file checked before anything is uploaded, content-addressed names, nothing landed twice.
 
 A local-folder lake here (no Spark, no emulator); the emulator path (SSE-KMS with the tenant key,
-conditional puts) is exercised end to end in tests/spark_jobs/test_land_real_data.py.
+conditional puts) is exercised end to end in tests/spark_jobs/landing/test_land_real_data.py.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from spark_jobs import cli
 from spark_jobs.contract import parse_contract
-from spark_jobs.landing_files import check_file
+from spark_jobs.landing.files import check_file
 
 CONTRACT = parse_contract({
     "dataset": "readings", "landing": {"format": "csv", "null_values": ["", "NA"]}, "key": ["id"], "event_time": "ts",

@@ -1,4 +1,4 @@
-"""spark_jobs/landing_versions.py: landing object versions against what bronze read.
+"""spark_jobs/jobs/landing_versions.py: landing object versions against what bronze read.
 
 The rules on hand-made versions and log entries (no Spark), then the issue's case at small size on a folder
 lake with the shared Spark session: a landing file overwritten after bronze read it is named by bronze's run,
@@ -13,8 +13,9 @@ import time
 
 import pytest
 
-from spark_jobs.jobs.checkpoint import HandedOut, file_key
-from spark_jobs.landing_versions import LandingVersion, reconcile
+from spark_jobs.io.storage import file_key
+from spark_jobs.jobs.checkpoint import HandedOut
+from spark_jobs.jobs.landing_versions import LandingVersion, reconcile
 
 S = 1000  # ms
 
@@ -64,7 +65,7 @@ def test_without_etags_a_rewrite_after_bronze_read_the_name_is_flagged():
 
 
 def test_the_warning_names_the_versions_and_says_how_to_land_them(monkeypatch):
-    from spark_jobs import landing_versions
+    from spark_jobs.jobs import landing_versions
     from spark_jobs.lake import LakeConfig
 
     monkeypatch.setattr(landing_versions, "MAX_NAMED", 1)
@@ -82,7 +83,8 @@ def test_an_overwritten_landing_file_is_named_by_bronze_the_report_and_counts_ev
                                                                                                 monkeypatch):
     """The issue's sequence at small size: datagen, bronze, datagen with another seed (refused, nothing
     written), then a writer outside the rules overwrites one file: never ingested, and said so by name."""
-    from spark_jobs import cli, report
+    from spark_jobs import cli
+    from spark_jobs.jobs import report
     from spark_jobs.jobs.checkpoint import recover_checkpoint
     from spark_jobs.jobs.layer import run_layer
     from spark_jobs.lake import LakeConfig

@@ -10,7 +10,7 @@ import yaml
 
 from spark_jobs import cli
 from spark_jobs.contract import parse_contract
-from spark_jobs.contract_infer import infer
+from spark_jobs.infer.draft import infer
 
 
 def great_tables_file(name: str) -> Path:
@@ -121,7 +121,7 @@ def test_the_reservoir_keeps_what_a_record_at_a_time_reservoir_keeps():
     getrandbits of more than one word (the path for files past 4 billion records) as CPython makes it."""
     import random
 
-    from spark_jobs.contract_infer import Reservoir, _Draws
+    from spark_jobs.infer.stats import Reservoir, _Draws
 
     expected, draws = [], random.Random(42)
     for count in range(70_000):
@@ -195,13 +195,13 @@ def _dialect_files(folder: Path) -> list[Path]:
 def test_pyarrows_reader_makes_the_draft_pythons_csv_module_makes(tmp_path, capsys, monkeypatch):
     """Each dialect case through pyarrow's reader (no fallback line) and through Python's csv module alone: the
     same draft, with the sample small enough that records replace each other in it."""
-    from spark_jobs import contract_infer
+    from spark_jobs.infer import read as infer_read
 
     for path in _dialect_files(tmp_path):
         native = infer(path, dataset="cases", rows=50)
         assert capsys.readouterr().err == "", path.name
         with monkeypatch.context() as patch:
-            patch.setattr(contract_infer, "CSV_READERS", (contract_infer.PythonCsv,))
+            patch.setattr(infer_read, "CSV_READERS", (infer_read.PythonCsv,))
             assert infer(path, dataset="cases", rows=50) == native, path.name
     ragged = infer(tmp_path / "ragged.csv")
     assert "# 110 records have another field count than the header: silver will quarantine them" in ragged

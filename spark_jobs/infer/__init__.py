@@ -1,0 +1,1 @@
+"""``contract infer``: a draft contract from one sample file, read as a stream."""

@@ -1,0 +1,1 @@
+"""Landing data in the lake: check and upload files (`land`), the file checks, and the ingest-writer credentials."""
