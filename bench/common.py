@@ -78,6 +78,19 @@ def git_info() -> dict[str, Any]:
             "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
 
 
+def job_workspace(work_dir: str, name: str, contracts_dir: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A benchmark's work folder (``work_dir``, or /tmp/tenantlake-bench-<name>-<pid>), its jobs' log and the
+    jobs' environment: the bench's contracts, a state dir of its own, validation on and the default heap, as
+    users run the jobs (the memory targets are about the defaults)."""
+    work = Path(work_dir) if work_dir else Path(f"/tmp/tenantlake-bench-{name}-{os.getpid()}")
+    work.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "TENANTLAKE_CONTRACTS_DIR": str(contracts_dir), "TENANTLAKE_STATE_DIR": str(work / "state"),
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    env.pop("TENANTLAKE_VALIDATION", None)
+    env.pop("TENANTLAKE_DRIVER_MEMORY", None)
+    return work, work / "jobs.log", env
+
+
 def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import run_sampled, target_line, utc_now, write_result
+from bench.common import job_workspace, run_sampled, target_line, utc_now, write_result
 from bench.ingest_data import CONTRACTS_DIR, WIDE_DATASETS, write_file, write_wide_span_file
 
 DATASET = WIDE_DATASETS["csv"]
@@ -131,13 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--result", default="day_n", help="result name (bench/results/<name>.json)")
     args = parser.parse_args(argv)
     sizes = sorted({int(s) for s in args.sizes.split(",") if s})
-    work = Path(args.work_dir) if args.work_dir else Path(f"/tmp/tenantlake-bench-day-n-{os.getpid()}")
-    work.mkdir(parents=True, exist_ok=True)
-    log = work / "jobs.log"
-    env = {**os.environ, "TENANTLAKE_CONTRACTS_DIR": str(CONTRACTS_DIR), "TENANTLAKE_STATE_DIR": str(work / "state"),
-           "SPARK_LOCAL_IP": "127.0.0.1"}
-    env.pop("TENANTLAKE_VALIDATION", None)  # validation on, as users run it
-    env.pop("TENANTLAKE_DRIVER_MEMORY", None)
+    work, log, env = job_workspace(args.work_dir, "day-n", CONTRACTS_DIR)  # validation on, the default heap
     started_at = utc_now()
     load_start = [round(x, 2) for x in os.getloadavg()]
     print(f"[bench] work dir {work}; job output in {log}", file=sys.stderr, flush=True)

@@ -50,7 +50,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS_DIR, run_sampled, target_line, utc_now, write_result
+from bench.common import RESULTS_DIR, job_workspace, run_sampled, target_line, utc_now, write_result
 from bench.ingest_data import CONTRACTS_DIR, DATASETS, WIDE_DATASETS, file_name, write_file, write_wide_span_file
 
 SIZES = (100_000, 200_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000)
@@ -404,13 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [f for f in formats if f not in FORMATS] + [c for c in compressions if c not in COMPRESSIONS]
     if unknown:
         parser.error(f"unknown format or compression: {', '.join(unknown)}")
-    work = Path(args.work_dir) if args.work_dir else Path(f"/tmp/tenantlake-bench-ingest-{os.getpid()}")
-    work.mkdir(parents=True, exist_ok=True)
-    log = work / "jobs.log"
-    env = {**os.environ, "TENANTLAKE_CONTRACTS_DIR": str(CONTRACTS_DIR), "TENANTLAKE_STATE_DIR": str(work / "state"),
-           "SPARK_LOCAL_IP": "127.0.0.1"}
-    env.pop("TENANTLAKE_VALIDATION", None)  # validation on, as users run it
-    env.pop("TENANTLAKE_DRIVER_MEMORY", None)  # the default heap: the memory target is about the defaults
+    work, log, env = job_workspace(args.work_dir, "ingest", CONTRACTS_DIR)  # validation on, the default heap
     started_at = utc_now()
     load_start = [round(x, 2) for x in os.getloadavg()]
     rows: list[dict[str, Any]] = []

@@ -1,6 +1,7 @@
 """bench.common.PeakRss on a real process tree."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -55,3 +56,17 @@ def test_a_dedicated_emulator_has_clients_and_a_key_and_stops_by_its_pid(tmp_pat
     finally:
         emulator.stop(tmp_path / "emulator")
     assert not psutil.pid_exists(dedicated.state.pid) or psutil.Process(dedicated.state.pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_job_workspace_runs_the_jobs_as_users_run_them(tmp_path, monkeypatch):
+    from bench.common import job_workspace
+
+    monkeypatch.setenv("TENANTLAKE_VALIDATION", "off")
+    monkeypatch.setenv("TENANTLAKE_DRIVER_MEMORY", "8g")
+    work, log, env = job_workspace(str(tmp_path / "w"), "x", tmp_path / "contracts")
+    assert work.is_dir() and log == work / "jobs.log" and env["TENANTLAKE_STATE_DIR"] == str(work / "state")
+    assert env["TENANTLAKE_CONTRACTS_DIR"] == str(tmp_path / "contracts") and env["SPARK_LOCAL_IP"] == "127.0.0.1"
+    assert "TENANTLAKE_VALIDATION" not in env and "TENANTLAKE_DRIVER_MEMORY" not in env  # validation on, default heap
+    default = job_workspace("", "x", tmp_path)[0]
+    default.rmdir()
+    assert default.name == f"tenantlake-bench-x-{os.getpid()}"
