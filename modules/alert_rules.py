@@ -33,8 +33,8 @@ from cdktf_cdktf_provider_aws.sqs_queue import SqsQueue
 from cdktf_cdktf_provider_aws.sqs_queue_policy import SqsQueuePolicy
 from constructs import Construct
 
-from modules.policy_document import Condition, Principal, Statement, policy_json
-from modules.refs import address
+from modules.policy_document import Statement, deny_insecure_transport, for_service, policy_json
+from modules.refs import address, tenant_rule_arns
 from tenant_model import PUBLISH_BLOCKED_DETAIL_TYPE
 
 EVENTS_SERVICE = "events.amazonaws.com"
@@ -128,16 +128,14 @@ class AlertRulesConfig:
     is_local: str = "false"
 
     def rule_arns(self) -> str:
-        return f"arn:{self.partition}:events:{self.region}:{self.account_id}:rule/{self.tenant_id}-*"
+        return tenant_rule_arns(self.partition, self.region, self.account_id, self.tenant_id)
 
 
 def local_queue_statements(cfg: AlertRulesConfig, queue_arn: str) -> list[Statement]:
     return [
-        Statement("TenantRulesDeliver", ["sqs:SendMessage"], queue_arn, principals=[Principal("Service", [EVENTS_SERVICE])],
-                  conditions=[Condition("StringEquals", "aws:SourceAccount", cfg.account_id),
-                              Condition("ArnLike", "aws:SourceArn", cfg.rule_arns())]),
-        Statement("DenyInsecureTransport", ["sqs:*"], queue_arn, effect="Deny", principals=[Principal("*", "*")],
-                  conditions=[Condition("Bool", "aws:SecureTransport", "false")]),
+        for_service("TenantRulesDeliver", ["sqs:SendMessage"], queue_arn, EVENTS_SERVICE, cfg.account_id,
+                    cfg.rule_arns()),
+        deny_insecure_transport(["sqs:*"], queue_arn),
     ]
 
 

@@ -22,8 +22,8 @@ from cdktf_cdktf_provider_aws.sns_topic_policy import SnsTopicPolicy
 from cdktf_cdktf_provider_aws.sns_topic_subscription import SnsTopicSubscription
 from constructs import Construct
 
-from modules.policy_document import Condition, Principal, Statement, policy_json
-from modules.refs import address
+from modules.policy_document import Condition, Principal, Statement, deny_insecure_transport, for_service, policy_json
+from modules.refs import address, tenant_rule_arns
 
 EVENTS_SERVICE = "events.amazonaws.com"
 CLOUDWATCH_SERVICE = "cloudwatch.amazonaws.com"
@@ -61,7 +61,7 @@ class AlertsTopicConfig:
         return f"arn:{self.partition}:sns:{self.region}:{self.account_id}:{self.name}"
 
     def rule_arns(self) -> str:
-        return f"arn:{self.partition}:events:{self.region}:{self.account_id}:rule/{self.tenant_id}-*"
+        return tenant_rule_arns(self.partition, self.region, self.account_id, self.tenant_id)
 
     def alarm_arns(self) -> str:
         return f"arn:{self.partition}:cloudwatch:{self.region}:{self.account_id}:alarm:{self.tenant_id}-*"
@@ -72,15 +72,10 @@ def topic_policy_statements(cfg: AlertsTopicConfig) -> list[Statement]:
         Statement("AccountAdministersTopic", ["sns:GetTopicAttributes", "sns:SetTopicAttributes", "sns:Subscribe",
                                               "sns:ListSubscriptionsByTopic", "sns:Publish", "sns:DeleteTopic"],
                   cfg.arn, principals=[Principal("AWS", f"arn:{cfg.partition}:iam::{cfg.account_id}:root")]),
-        Statement("TenantRulesPublish", ["sns:Publish"], cfg.arn, principals=[Principal("Service", [EVENTS_SERVICE])],
-                  conditions=[Condition("StringEquals", "aws:SourceAccount", cfg.account_id),
-                              Condition("ArnLike", "aws:SourceArn", cfg.rule_arns())]),
-        Statement("TenantAlarmsPublish", ["sns:Publish"], cfg.arn,
-                  principals=[Principal("Service", [CLOUDWATCH_SERVICE])],
-                  conditions=[Condition("StringEquals", "aws:SourceAccount", cfg.account_id),
-                              Condition("ArnLike", "aws:SourceArn", cfg.alarm_arns())]),
-        Statement("DenyInsecureTransport", ["sns:Publish"], cfg.arn, effect="Deny", principals=[Principal("*", "*")],
-                  conditions=[Condition("Bool", "aws:SecureTransport", "false")]),
+        for_service("TenantRulesPublish", ["sns:Publish"], cfg.arn, EVENTS_SERVICE, cfg.account_id, cfg.rule_arns()),
+        for_service("TenantAlarmsPublish", ["sns:Publish"], cfg.arn, CLOUDWATCH_SERVICE, cfg.account_id,
+                    cfg.alarm_arns()),
+        deny_insecure_transport(["sns:Publish"], cfg.arn),
     ]
 
 

@@ -27,7 +27,7 @@ from cdktf_cdktf_provider_aws.scheduler_schedule import (
 from constructs import Construct
 
 import tenant_model as model
-from modules.policy_document import Condition, Principal, Statement, policy_document
+from modules.policy_document import Condition, Statement, for_service, policy_document
 from modules.refs import address
 
 SCHEDULE_GROUP = "default"
@@ -87,10 +87,8 @@ class MaintenanceScheduleConfig:
 
 def trust_statements(cfg: MaintenanceScheduleConfig) -> list[Statement]:
     """EventBridge Scheduler, for this schedule of this account only (the confused-deputy conditions)."""
-    return [Statement("SchedulerForTheMaintenanceSchedule", ["sts:AssumeRole"], [],
-                      principals=[Principal("Service", [SCHEDULER_SERVICE])],
-                      conditions=[Condition("StringEquals", "aws:SourceAccount", [cfg.account_id]),
-                                  Condition("ArnEquals", "aws:SourceArn", [cfg.schedule_arn])])]
+    return [for_service("SchedulerForTheMaintenanceSchedule", ["sts:AssumeRole"], [], SCHEDULER_SERVICE,
+                        [cfg.account_id], [cfg.schedule_arn], arn_test="ArnEquals")]
 
 
 def permission_statements(cfg: MaintenanceScheduleConfig) -> list[Statement]:

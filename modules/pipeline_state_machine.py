@@ -47,7 +47,7 @@ from cdktf_cdktf_provider_aws.sfn_state_machine import (
 from cdktf import Token
 from constructs import Construct
 
-from modules.policy_document import Condition, Principal, Statement, policy_document
+from modules.policy_document import Condition, Statement, for_service, policy_document
 from modules.refs import address
 
 STATES_SERVICE = "states.amazonaws.com"
@@ -258,10 +258,8 @@ class PipelineStateMachineConfig:
 
 def trust_statements(cfg: PipelineStateMachineConfig) -> list[Statement]:
     """Step Functions, for this state machine of this account only."""
-    return [Statement("StepFunctionsForThePipeline", ["sts:AssumeRole"], [],
-                      principals=[Principal("Service", [STATES_SERVICE])],
-                      conditions=[Condition("StringEquals", "aws:SourceAccount", [cfg.account_id]),
-                                  Condition("ArnEquals", "aws:SourceArn", [cfg.arn])])]
+    return [for_service("StepFunctionsForThePipeline", ["sts:AssumeRole"], [], STATES_SERVICE, [cfg.account_id],
+                        [cfg.arn], arn_test="ArnEquals")]
 
 
 def permission_statements(cfg: PipelineStateMachineConfig) -> list[Statement]:

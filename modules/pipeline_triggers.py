@@ -39,8 +39,8 @@ from cdktf_cdktf_provider_aws.sqs_queue import SqsQueue
 from cdktf_cdktf_provider_aws.sqs_queue_policy import SqsQueuePolicy
 from constructs import Construct
 
-from modules.policy_document import Condition, Principal, Statement, policy_document, policy_json
-from modules.refs import address
+from modules.policy_document import Statement, deny_insecure_transport, for_service, policy_document, policy_json
+from modules.refs import address, tenant_rule_arns
 
 SCHEDULE_GROUP = "default"
 SCHEDULER_SERVICE = "scheduler.amazonaws.com"
@@ -101,17 +101,15 @@ class PipelineTriggersConfig:
                 f"{self.tenant_id}-*-pipeline")
 
     def rule_arns(self) -> str:
-        return f"arn:{self.partition}:events:{self.region}:{self.account_id}:rule/{self.tenant_id}-*"
+        return tenant_rule_arns(self.partition, self.region, self.account_id, self.tenant_id)
 
     def arrival_rule_arns(self) -> str:
         return f"arn:{self.partition}:events:{self.region}:{self.account_id}:rule/{self.tenant_id}-*-arrival"
 
 
 def scheduler_trust_statements(cfg: PipelineTriggersConfig) -> list[Statement]:
-    return [Statement("SchedulerForThePipelineSchedules", ["sts:AssumeRole"], [],
-                      principals=[Principal("Service", [SCHEDULER_SERVICE])],
-                      conditions=[Condition("StringEquals", "aws:SourceAccount", [cfg.account_id]),
-                                  Condition("ArnLike", "aws:SourceArn", [cfg.schedule_arns()])])]
+    return [for_service("SchedulerForThePipelineSchedules", ["sts:AssumeRole"], [], SCHEDULER_SERVICE, [cfg.account_id],
+                        [cfg.schedule_arns()])]
 
 
 def scheduler_permission_statements(cfg: PipelineTriggersConfig, dlq_arn: str) -> list[Statement]:
@@ -123,10 +121,8 @@ def scheduler_permission_statements(cfg: PipelineTriggersConfig, dlq_arn: str) -
 
 
 def events_trust_statements(cfg: PipelineTriggersConfig) -> list[Statement]:
-    return [Statement("EventBridgeForTheArrivalRules", ["sts:AssumeRole"], [],
-                      principals=[Principal("Service", [EVENTS_SERVICE])],
-                      conditions=[Condition("StringEquals", "aws:SourceAccount", [cfg.account_id]),
-                                  Condition("ArnLike", "aws:SourceArn", [cfg.arrival_rule_arns()])])]
+    return [for_service("EventBridgeForTheArrivalRules", ["sts:AssumeRole"], [], EVENTS_SERVICE, [cfg.account_id],
+                        [cfg.arrival_rule_arns()])]
 
 
 def events_permission_statements(cfg: PipelineTriggersConfig) -> list[Statement]:
@@ -136,12 +132,9 @@ def events_permission_statements(cfg: PipelineTriggersConfig) -> list[Statement]
 def dlq_policy_statements(cfg: PipelineTriggersConfig, dlq_arn: str) -> list[Statement]:
     return [
         # The arrival rules' targets and the alert rules' (modules/alert_rules.py) dead-letter here.
-        Statement("TenantRulesDeadLetter", ["sqs:SendMessage"], dlq_arn,
-                  principals=[Principal("Service", [EVENTS_SERVICE])],
-                  conditions=[Condition("StringEquals", "aws:SourceAccount", cfg.account_id),
-                              Condition("ArnLike", "aws:SourceArn", cfg.rule_arns())]),
-        Statement("DenyInsecureTransport", ["sqs:*"], dlq_arn, effect="Deny", principals=[Principal("*", "*")],
-                  conditions=[Condition("Bool", "aws:SecureTransport", "false")]),
+        for_service("TenantRulesDeadLetter", ["sqs:SendMessage"], dlq_arn, EVENTS_SERVICE, cfg.account_id,
+                    cfg.rule_arns()),
+        deny_insecure_transport(["sqs:*"], dlq_arn),
     ]
 
 

@@ -59,6 +59,22 @@ class Statement:
     conditions: Sequence[Condition] = ()
 
 
+def for_service(sid: str, actions: Sequence[str], resources: Values, service: str, account_id: Values,
+                source_arn: Values, arn_test: str = "ArnLike") -> Statement:
+    """An AWS service may act on this account's behalf only (the confused-deputy conditions): ``aws:SourceAccount``
+    and ``aws:SourceArn`` (``arn_test``: ``ArnEquals`` for one resource, ``ArnLike`` for a pattern). A role's trust
+    is ``for_service(sid, ["sts:AssumeRole"], [], ...)``."""
+    return Statement(sid, actions, resources, principals=[Principal("Service", [service])],
+                     conditions=[Condition("StringEquals", "aws:SourceAccount", account_id),
+                                 Condition(arn_test, "aws:SourceArn", source_arn)])
+
+
+def deny_insecure_transport(actions: Sequence[str], resources: Values) -> Statement:
+    """``DenyInsecureTransport``: any principal, any request without TLS."""
+    return Statement("DenyInsecureTransport", actions, resources, effect="Deny", principals=[Principal("*", "*")],
+                     conditions=[Condition("Bool", "aws:SecureTransport", "false")])
+
+
 def _as_list(values: Values) -> list[str]:
     if isinstance(values, ListExpr):
         return Token.as_list(str(values))

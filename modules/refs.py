@@ -23,3 +23,9 @@ def address(element: TerraformResource | TerraformDataSource) -> str:
     """``aws_x.name`` or ``data.aws_x.name``, for use inside ``${...}``."""
     prefix = "data." if isinstance(element, TerraformDataSource) else ""
     return f"{prefix}{element.terraform_resource_type}.{logical_id(element)}"
+
+
+def tenant_rule_arns(partition: str, region: str, account_id: str, tenant_id: str) -> str:
+    """The ARN pattern of every EventBridge rule of a tenant (its rules are named ``<tenant>-...``): what the alerts
+    topic, the alert rules' local queue and the triggers' dead-letter queue admit as ``aws:SourceArn``."""
+    return f"arn:{partition}:events:{region}:{account_id}:rule/{tenant_id}-*"
