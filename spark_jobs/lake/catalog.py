@@ -39,14 +39,14 @@ from pathlib import Path
 from typing import Mapping
 
 import tenant_model as model
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 SPARK_CATALOG_CLASS = "org.apache.iceberg.spark.SparkCatalog"
 GLUE_CATALOG_IMPL = "org.apache.iceberg.aws.glue.GlueCatalog"
 S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
 LOCAL_JAR_NAME = "iceberg-spark-runtime-3.5_2.12-1.10.2-jackson.jar"  # built by infra/local/iceberg_jar.py
-LOCAL_JAR = Path(__file__).resolve().parents[1] / ".local" / "jars" / LOCAL_JAR_NAME
+LOCAL_JAR = Path(__file__).resolve().parents[2] / ".local" / "jars" / LOCAL_JAR_NAME
 EMR_ICEBERG_JAR = "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"  # ships with EMR 7.x
 JAR_ENV = "TENANTLAKE_ICEBERG_JAR"
 LAYERS_WITH_TABLES: tuple[str, ...] = model.CATALOG_LAYERS

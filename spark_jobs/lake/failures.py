@@ -1,7 +1,7 @@
 """How a failure reads, below every command and job: ``JobFailed`` (a job that stopped on purpose, with its exit
 code), the exit codes of ``python -m spark_jobs``, any exception as one line (``one_line``; the JVM's own
 exception, not py4j's wrapper) and as its whole text, and the check that the lake's S3 endpoint answers before a
-JVM starts. ``spark_jobs/errors.py`` turns an exception into a command's last line with these; the layers, the
+JVM starts. ``spark_jobs/cli/errors.py`` turns an exception into a command's last line with these; the layers, the
 landing reader, the leases and the checkpoint raise and describe with them.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import re
 import socket
 from urllib.parse import urlparse
 
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 # Exit codes of ``python -m spark_jobs`` (spark_jobs/README.md "CLI"); 4 and 5 come from a run's validation
 # status (``spark_jobs.quality.exit_code``).

@@ -13,21 +13,21 @@ import sys
 
 from py4j.protocol import Py4JNetworkError
 
-from spark_jobs.catalog import CatalogError
-from spark_jobs.contract_parts import ContractError
+from spark_jobs.contract.parts import ContractError
 from spark_jobs.datagen.generate import DatagenError
 from spark_jobs.erasure import ErasureError
 from spark_jobs.erasure.subjects import SubjectError
 from spark_jobs.io.readers import MissingInputError
 from spark_jobs.jobs.checkpoint import CheckpointCorruptError
-from spark_jobs.failures import (DETAILS_ATTRIBUTE, EXIT_FAILED, EXIT_INVARIANT, EXIT_USAGE, JobFailed,
+from spark_jobs.jobs.pseudonyms import ErasureKeyMissing
+from spark_jobs.lake.catalog import CatalogError
+from spark_jobs.lake.config import LakeConfigError, lake_from_args, lake_selection
+from spark_jobs.lake.failures import (DETAILS_ATTRIBUTE, EXIT_FAILED, EXIT_INVARIANT, EXIT_USAGE, JobFailed,
                                  describe_error, error_text, one_line, unreachable_message)
-from spark_jobs.lake import LakeConfigError, lake_from_args, lake_selection
-from spark_jobs.manifest import InvariantViolation
 from spark_jobs.producers.kinesis import ProducerError
-from spark_jobs.pseudonyms import ErasureKeyMissing
 from spark_jobs.quality import ReportNotWritten
-from spark_jobs.session import DRIVER_MEMORY_ENV, driver_heap
+from spark_jobs.runs.manifest import InvariantViolation
+from spark_jobs.runs.session import DRIVER_MEMORY_ENV, driver_heap
 from spark_jobs.tables.lf_tags import LfTagError
 from spark_jobs.tables.maintain import MaintainError
 from spark_jobs.tables.query import QueryError

@@ -46,9 +46,9 @@ import sys
 import threading
 from typing import Any, Callable, Iterator
 
-from spark_jobs.failures import JobFailed, check_endpoint
 from spark_jobs.io import create_only
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
+from spark_jobs.lake.failures import JobFailed, check_endpoint
 
 LEASE_LAYERS: tuple[str, ...] = ("bronze", "silver", "gold")
 # Which layers' leases a maintenance run takes: the tables it rewrites.
@@ -508,7 +508,7 @@ def held_leases(lake: LakeConfig, claims: list[tuple[str, str]], *, label: str, 
     of them, or when an erasure request other than ``erasure_request`` (the request that makes this run
     itself) holds one of the datasets. The leases are released however the block ends; when that fails, a
     warning says they go stale after ``LEASE_STALE_SECONDS``."""
-    from spark_jobs.manifest import new_run_id
+    from spark_jobs.runs.manifest import new_run_id
 
     check_endpoint(lake)  # before any lookup: s3a and boto3 would retry a dead endpoint for minutes
     store, run_id = lease_store(lake), run_id or new_run_id()

@@ -48,7 +48,7 @@ class LakeConfig:
             tables they create with it (``spark_jobs/tables/lf_tags.py``). @default - "" (no tagging)
         metric_namespace: the CloudWatch namespace a publish puts its freshness metric in, and ``event_source`` the
             EventBridge source a blocked publish is emitted under (tenant output ``orchestration``, or
-            ``--metric-namespace`` / ``--event-source``; ``spark_jobs/signals.py``). @default - "" (neither)
+            ``--metric-namespace`` / ``--event-source``; ``spark_jobs/runs/signals.py``). @default - "" (neither)
     """
 
     lake_uri: str
@@ -148,7 +148,7 @@ def lake_from_outputs(outputs: dict, source: str) -> LakeConfig:
 
 
 def tenant_lake_file(tenant: str) -> Path:
-    state_dir = Path(os.environ.get(STATE_DIR_ENV) or Path(__file__).resolve().parents[1] / ".local")
+    state_dir = Path(os.environ.get(STATE_DIR_ENV) or Path(__file__).resolve().parents[2] / ".local")
     return state_dir / "tenants" / tenant / "lake.json"
 
 

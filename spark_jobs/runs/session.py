@@ -27,11 +27,11 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-from spark_jobs.catalog import session_conf as iceberg_session_conf
-from spark_jobs.contract import load_contract
-from spark_jobs.failures import JobFailed, check_endpoint
+from spark_jobs.contract.model import load_contract
 from spark_jobs.io.lake_bytes import stored_bytes
-from spark_jobs.lake import LakeConfig, gold_table_name
+from spark_jobs.lake.catalog import session_conf as iceberg_session_conf
+from spark_jobs.lake.config import LakeConfig, gold_table_name
+from spark_jobs.lake.failures import JobFailed, check_endpoint
 
 LOCAL_SHUFFLE_PARTITIONS = 8  # 2 cores: 200 (Spark's default) made silver 2x larger and gold 3x slower
 LISTING_TASKS = 8  # tasks of the job Spark runs to list more than 32 paths (its default: one per path, up to 10,000)
@@ -251,7 +251,7 @@ def build_session(
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = builder.master(master or os.environ.get("TENANTLAKE_SPARK_MASTER", "local[2]"))
         conf.update(local_conf(driver_heap(driver_memory), shuffle_partitions, jars, s3a, small_inputs))
-    # Iceberg (spark_jobs/catalog.py): its SQL extensions, and locally its runtime jar (static settings).
+    # Iceberg (spark_jobs/lake/catalog.py): its SQL extensions, and locally its runtime jar (static settings).
     conf.update(iceberg_session_conf(conf.get("spark.jars", "")))
     conf.update(extra_conf or {})
     for key, value in conf.items():
@@ -297,7 +297,7 @@ def apply_bucket_settings(spark, bucket: str, s3a: S3aSettings) -> None:
 # will read, listed before the JVM starts (``io.lake_bytes.stored_bytes``, stopped once past the limit). The
 # benchmarks ask it the same way, so they size their sessions as the commands they measure do.
 JARS_ENV = "TENANTLAKE_SPARK_JARS"
-REPO_JAR_CACHE = Path(__file__).resolve().parents[1] / ".local" / "jars"
+REPO_JAR_CACHE = Path(__file__).resolve().parents[2] / ".local" / "jars"
 
 # A layer whose input (bronze Parquet for silver, the silver table for gold) holds at most this many bytes
 # is planned as a small input (JobRun.size_for_input): a quarter of the 64 MB that adaptive execution

@@ -6,7 +6,7 @@ and carry the schema's required fields, types, enums and format validators. ``va
 an event's JSON into those classes: a missing required field, a wrong type, an unknown key outside the
 facets' additional properties, a facet of an unknown name (ours, ``tenantlake_dataQuality``, ``tenantlake_contract`` and
 ``tenantlake_icebergTable``, are checked against their classes in
-``spark_jobs.lineage``), or a value the client's validators refuse
+``spark_jobs.runs.lineage``), or a value the client's validators refuse
 (event time, run id as a UUID, URIs) fails with the path of the offending value.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import attr
 
 from openlineage.client import event_v2
-from spark_jobs.lineage import contract_facet_class, data_quality_facet_class, iceberg_table_facet_class
+from spark_jobs.runs.lineage import contract_facet_class, data_quality_facet_class, iceberg_table_facet_class
 from openlineage.client.generated import (
     base, data_quality_assertions_dataset, data_quality_metrics_input_dataset, error_message_run, job_type_job,
     environment_variables_run, output_statistics_output_dataset, processing_engine_run, schema_dataset,

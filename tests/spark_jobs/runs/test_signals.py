@@ -1,4 +1,4 @@
-"""spark_jobs/signals.py against the session emulator: the publish metric read back from CloudWatch, the blocked-
+"""spark_jobs/runs/signals.py against the session emulator: the publish metric read back from CloudWatch, the blocked-
 publish event delivered by a rule (SQS target) with names and counts and no record value, and an unreachable
 endpoint costing the run one warning line. A run's wiring (runtime.job_run, JobRun.validate): a real s3a run in
 tests/spark_jobs/test_pipeline_e2e.py; the tenant's own rule: tests/integration/test_orchestration_acme.py."""
@@ -10,10 +10,10 @@ import types
 
 import pytest
 
-from spark_jobs import signals
-from spark_jobs.lake import LakeConfig
-from spark_jobs.manifest import RunManifest
+from spark_jobs.lake.config import LakeConfig
 from spark_jobs.quality import LayerValidation
+from spark_jobs.runs import signals
+from spark_jobs.runs.manifest import RunManifest
 from tenant_model import PUBLISH_BLOCKED_DETAIL_TYPE, PUBLISHED_METRIC
 
 NAMESPACE, SOURCE = "tenantlake/signalstest", "tenantlake.signalstest"

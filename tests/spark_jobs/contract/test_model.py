@@ -2,8 +2,8 @@ import copy
 
 import pytest
 
-from spark_jobs.contract import available_datasets, load_contract, parse_contract
-from spark_jobs.contract_parts import ContractError
+from spark_jobs.contract.model import available_datasets, load_contract, parse_contract
+from spark_jobs.contract.parts import ContractError
 
 MINIMAL = {
     "dataset": "mini", "landing": {"format": "json_lines"}, "source_field": "src", "key": ["id"],
@@ -141,7 +141,7 @@ def test_personal_data_fields_are_checked(change, message):
 
 
 def test_subject_keys_may_carry_id_rules():
-    from spark_jobs.contract_parts import DEFAULT_SUBJECT_ID_MIN_LENGTH, SubjectKey
+    from spark_jobs.contract.parts import DEFAULT_SUBJECT_ID_MIN_LENGTH, SubjectKey
 
     raw = copy.deepcopy(MINIMAL)
     raw["schema"].append({"name": "account", "type": "decimal(12, 2)"})
@@ -256,7 +256,7 @@ def test_contract_schema_prints_a_json_schema_that_takes_the_seed_contracts_and_
     import yaml
 
     from spark_jobs import cli
-    from spark_jobs.contract import CONTRACTS_DIR
+    from spark_jobs.contract.model import CONTRACTS_DIR
 
     assert cli.main(["contract", "schema"]) == 0
     schema = json.loads(capsys.readouterr().out)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from spark_jobs import catalog
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake import catalog
+from spark_jobs.lake.config import LakeConfig
 
 KEY = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 GLUE_DATABASES = {"silver": "acme_silver", "gold": "acme_gold"}
@@ -32,7 +32,7 @@ def test_s3a_lake_gets_a_hadoop_catalog_on_the_bucket():
 
 
 def test_gold_tables_are_named_per_dataset_when_the_gold_module_is_generic():
-    from spark_jobs.lake import gold_table_name
+    from spark_jobs.lake.config import gold_table_name
 
     assert gold_table_name("iot", "iot_hourly") == "iot_hourly"
     assert gold_table_name("weather", "weather_daily") == "weather_daily"
@@ -107,7 +107,7 @@ def test_register_makes_the_catalog_known_to_a_running_session(spark, tmp_path):
 
 def test_glue_databases_come_from_the_lake_and_the_cli_and_the_hadoop_catalog_ignores_them():
     from spark_jobs.cli import build_parser
-    from spark_jobs.lake import lake_from_outputs, resolve_lake
+    from spark_jobs.lake.config import lake_from_outputs, resolve_lake
 
     args = build_parser().parse_args(["counts", "--lake-uri", "s3://acme-eu-west-1-lake", "--kms-key-arn", KEY,
                                       "--glue-databases", "silver=acme_silver,gold=acme_gold"])

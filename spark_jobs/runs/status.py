@@ -25,8 +25,8 @@ import json
 import sys
 from typing import Any, Callable
 
-from spark_jobs.contract import available_datasets, load_contract
-from spark_jobs.lake import LAYERS, LakeConfig, LakeConfigError, lake_from_args, read_lake_outputs
+from spark_jobs.contract.model import available_datasets, load_contract
+from spark_jobs.lake.config import LAYERS, LakeConfig, LakeConfigError, lake_from_args, read_lake_outputs
 from tenant_model import FRESHNESS_LAYER, PUBLISHED_METRIC
 
 MANIFEST = "manifest.json"

@@ -295,7 +295,7 @@ def _run_event(event_type: str, lake, job_name: str, run_id: str, *, code_versio
 def _layer_io(lake, contract, layer: str, manifest: dict[str, Any] | None) -> tuple[list, list]:
     """Input and output datasets of a layer run; with its manifest, with schema, counts and quality facets."""
     (event_v2, dq_assertions, dq_metrics, _, _, output_statistics, _, _, _, _) = _facets_module()
-    from spark_jobs.lake import gold_table_name
+    from spark_jobs.lake.config import gold_table_name
 
     dataset = contract.dataset
     manifest = manifest or {}
@@ -384,8 +384,8 @@ def run_finished(run) -> None:
 def _table_outputs(lake, layers_by_dataset: dict[str, list[str]]) -> list:
     """Output datasets of maintenance and erasure runs: per dataset, the layers they changed."""
     event_v2 = _facets_module()[0]
-    from spark_jobs.contract import load_contract
-    from spark_jobs.lake import gold_table_name
+    from spark_jobs.contract.model import load_contract
+    from spark_jobs.lake.config import gold_table_name
 
     outputs = []
     for dataset, layers in sorted(layers_by_dataset.items()):
@@ -412,7 +412,7 @@ def tracked(spark, lake, job_name: str, progress: Progress | None = None,
     if not track:
         yield lambda outputs: None
         return
-    from spark_jobs.manifest import code_version, new_run_id
+    from spark_jobs.runs.manifest import code_version, new_run_id
 
     run_id, changed = new_run_id(), []
     try:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.session import (DEFAULT_DRIVER_MEMORY, DRIVER_MEMORY_ENV, JIT_ENV, JVM_ARCHIVE_ENV, LOCAL_DRIVER_HOST,
+from spark_jobs.runs.session import (DEFAULT_DRIVER_MEMORY, DRIVER_MEMORY_ENV, JIT_ENV, JVM_ARCHIVE_ENV, LOCAL_DRIVER_HOST,
                                 LISTING_TASKS, LOCAL_SHUFFLE_PARTITIONS, QUICK_JIT_OPTIONS, S3aSettings, driver_heap, local_conf)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -193,10 +193,10 @@ def test_the_cli_sizes_its_session_from_the_bytes_its_layers_read(tmp_path, monk
     stops once past the limit; a session that exists already, or an explicit TENANTLAKE_JIT, is not sized."""
     from pyspark.sql import SparkSession
 
-    from spark_jobs import session as sizing
     from spark_jobs.io.lake_bytes import stored_bytes
-    from spark_jobs.lake import LakeConfig
-    from spark_jobs.session import SMALL_INPUT_BYTES
+    from spark_jobs.lake.config import LakeConfig
+    from spark_jobs.runs import session as sizing
+    from spark_jobs.runs.session import SMALL_INPUT_BYTES
 
     monkeypatch.delenv(JIT_ENV, raising=False)
     lake = LakeConfig(lake_uri=str(tmp_path / "lake"))
@@ -210,7 +210,7 @@ def test_the_cli_sizes_its_session_from_the_bytes_its_layers_read(tmp_path, monk
     assert sizing.reads_small_inputs(lake, [("iot", "silver"), ("iot", "gold")])
     assert capsys.readouterr().err.splitlines() == [
         f"session: 8 KB of input: a session for small inputs ({JIT_ENV}=full to change)"]  # bronze + silver
-    monkeypatch.setattr("spark_jobs.session.SMALL_INPUT_BYTES", 7000)
+    monkeypatch.setattr("spark_jobs.runs.session.SMALL_INPUT_BYTES", 7000)
     assert not sizing.reads_small_inputs(lake, [("iot", "bronze"), ("iot", "silver"), ("iot", "gold")])  # 9,000 bytes
     assert sizing.reads_small_inputs(lake, [("iot", "bronze"), ("iot", "silver")])
     assert not sizing.reads_small_inputs(lake, [("iot", "bronze")], continuous=True)
@@ -222,7 +222,7 @@ def test_the_cli_sizes_its_session_from_the_bytes_its_layers_read(tmp_path, monk
 def test_the_other_commands_name_the_folders_they_read():
     """erase reads the whole lake (every version), counts every folder of its datasets, maintain their
     tables, query silver and gold: the folders each sizes its session from."""
-    from spark_jobs import session as sizing
+    from spark_jobs.runs import session as sizing
 
     assert sizing.dataset_folders(["iot"]) == ["landing/iot", "bronze/iot", "silver/iot", "quarantine/iot",
                                                "gold/iot_hourly"]
@@ -236,9 +236,9 @@ def test_the_listing_counts_every_version_of_the_whole_lake(emulator, aws_env, b
     whole lake, under a root folder or not."""
     from pyspark.sql import SparkSession
 
-    from spark_jobs import session as sizing
     from spark_jobs.io.lake_bytes import stored_bytes
-    from spark_jobs.lake import LakeConfig
+    from spark_jobs.lake.config import LakeConfig
+    from spark_jobs.runs import session as sizing
 
     for name, value in aws_env.items():  # the credentials the CLI's listing takes from the environment
         monkeypatch.setenv(name, value)
@@ -258,7 +258,7 @@ def test_the_listing_counts_every_version_of_the_whole_lake(emulator, aws_env, b
     assert stored_bytes(whole, [""], 10_000, versions=True) == 457
     monkeypatch.delenv(JIT_ENV, raising=False)
     monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))  # as a CLI process starts
-    monkeypatch.setattr("spark_jobs.session.SMALL_INPUT_BYTES", 420)
+    monkeypatch.setattr("spark_jobs.runs.session.SMALL_INPUT_BYTES", 420)
     assert sizing.reads_small_folders(lake, [""]) and not sizing.reads_small_folders(lake, [""], versions=True)
 
 
@@ -269,7 +269,7 @@ def test_the_quick_jit_and_the_class_archive_reach_the_driver_jvm(tmp_path):
 
     archive = ensure_archive()  # built by `make setup`; a run without it builds it here, once
     load_log = tmp_path / "class-load.log"
-    script = ("from spark_jobs.session import build_session\n"
+    script = ("from spark_jobs.runs.session import build_session\n"
               "spark = build_session('jit-test', driver_memory='512m', small_inputs=True)\n"
               "args = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()\n"
               "print('JVM', ' '.join(str(a) for a in args))\n"
@@ -288,8 +288,8 @@ def test_the_quick_jit_and_the_class_archive_reach_the_driver_jvm(tmp_path):
 
 
 def test_a_class_archive_that_is_not_a_file_is_refused_before_the_jvm_starts(tmp_path, monkeypatch):
-    from spark_jobs.failures import JobFailed
-    from spark_jobs.session import check_local_settings
+    from spark_jobs.lake.failures import JobFailed
+    from spark_jobs.runs.session import check_local_settings
 
     monkeypatch.setenv(JVM_ARCHIVE_ENV, str(tmp_path / "missing.jsa"))
     with pytest.raises(JobFailed, match="TENANTLAKE_JVM_ARCHIVE=.*missing.jsa' is not a file"):

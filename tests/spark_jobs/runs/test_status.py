@@ -9,8 +9,9 @@ import json
 
 import pytest
 
-from spark_jobs import cli, signals
-from spark_jobs.manifest import RunManifest
+from spark_jobs import cli
+from spark_jobs.runs import signals
+from spark_jobs.runs.manifest import RunManifest
 
 BUCKET = "tenantlake-status-lake"
 NAMESPACE = "tenantlake/statustest"

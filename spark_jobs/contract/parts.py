@@ -1,4 +1,4 @@
-"""The parts a dataset contract is made of (``spark_jobs/contract.py`` holds the whole ``Contract``, its checks
+"""The parts a dataset contract is made of (``spark_jobs/contract/model.py`` holds the whole ``Contract``, its checks
 across parts, and the loading): a column (``ColumnSpec``), a subject key, the landing format (``LandingSpec``), row
 rules, derived columns, triggers and freshness, with the constants and the typed validators they share. Each is a
 frozen pydantic dataclass; a value that breaks a rule raises ``ContractError``, one line naming the rule.

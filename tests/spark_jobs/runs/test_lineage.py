@@ -1,4 +1,4 @@
-"""spark_jobs/lineage.py: START and COMPLETE/FAIL events of real layer runs on a folder lake, valid for the
+"""spark_jobs/runs/lineage.py: START and COMPLETE/FAIL events of real layer runs on a folder lake, valid for the
 client's model of the OpenLineage spec; a failed run emits FAIL; an unreachable endpoint is a warning line.
 The landing -> bronze -> silver -> gold graph of a whole run-all on the emulator is checked in
 tests/spark_jobs/test_pipeline_e2e.py."""
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs import lineage
-from spark_jobs.lake import LakeConfig
-from tests.spark_jobs.lineage_events import validate
+from spark_jobs.lake.config import LakeConfig
+from spark_jobs.runs import lineage
+from tests.spark_jobs.runs.lineage_events import validate
 
 
 def events_in(lake_root: Path) -> list[dict]:
@@ -23,8 +23,8 @@ def events_in(lake_root: Path) -> list[dict]:
 
 
 def test_a_failed_run_emits_start_then_fail_with_its_error(spark, tmp_path, monkeypatch):
-    from spark_jobs.failures import JobFailed
     from spark_jobs.jobs.layer import run_layer
+    from spark_jobs.lake.failures import JobFailed
 
     for name in ("OPENLINEAGE_URL", "OPENLINEAGE_CONFIG", "OPENLINEAGE_DISABLED"):
         monkeypatch.delenv(name, raising=False)

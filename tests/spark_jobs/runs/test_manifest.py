@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from spark_jobs.manifest import InvariantViolation, RunManifest, code_version, new_run_id
+from spark_jobs.runs.manifest import InvariantViolation, RunManifest, code_version, new_run_id
 
 
 def _manifest(**counts):

@@ -94,13 +94,13 @@ class RunManifest:
     landing: dict[str, Any] = dataclasses.field(default_factory=dict)
     stages: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     validation: dict[str, Any] = dataclasses.field(default_factory=dict)
-    # output name -> {schema_id_before, schema_id, changes, sql, snapshot_unchanged} (spark_jobs.contract_plan)
+    # output name -> {schema_id_before, schema_id, changes, sql, snapshot_unchanged} (spark_jobs.tables.plan)
     evolution: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     # silver/gold: what the run read and rewrote (watermarks before and after, new input rows, rows of the
     # partitions it rewrote read back, partitions touched, why it ran full): spark_jobs/README.md, "What a run
     # reads and rewrites"
     increment: dict[str, Any] = dataclasses.field(default_factory=dict)
-    error: str | None = None          # one line (spark_jobs.failures.one_line)
+    error: str | None = None          # one line (spark_jobs.lake.failures.one_line)
     error_detail: str | None = None   # the error's whole text, a JVM exception's message with its causes
 
     def check_invariant(self) -> None:

@@ -18,7 +18,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from spark_jobs.io import create_only, storage
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 KEY_BYTES = 32
 

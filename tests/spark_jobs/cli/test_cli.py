@@ -61,7 +61,7 @@ def test_a_refused_connection_with_the_driver_alive_is_not_a_dead_driver():
     the driver. py4j's own network error is (the JVM-kill test in tests/reliability covers the rest)."""
     from py4j.protocol import Py4JNetworkError
 
-    from spark_jobs.errors import driver_gone
+    from spark_jobs.cli.errors import driver_gone
 
     try:
         try:

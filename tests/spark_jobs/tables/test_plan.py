@@ -1,4 +1,4 @@
-"""spark_jobs/contract_plan.py: the diff of a contract against a live table, its policy, its gold effects, and
+"""spark_jobs/tables/plan.py: the diff of a contract against a live table, its policy, its gold effects, and
 the expected schemas (the real transformations on empty frames). The whole scenario on s3a (plan, evolve,
 time travel, refusals) is tests/spark_jobs/test_schema_evolution.py; ``tables.evolve`` itself is in
 tests/spark_jobs/io/test_tables.py."""
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.contract import load_contract
-from spark_jobs.contract_plan import diff_columns, follow_renames, type_change
+from spark_jobs.contract.model import load_contract
 from spark_jobs.io.partitioning import Partitioning
+from spark_jobs.tables.plan import diff_columns, follow_renames, type_change
 
 LIVE = [("station", "string"), ("temp", "double"), ("dewp", "double"), ("wind_dir", "int"), ("event_date", "date")]
 REBUILD = "rebuild it"
@@ -91,7 +91,7 @@ def test_gold_columns_follow_a_silver_rename():
 def test_the_expected_silver_schema_is_what_the_silver_transforms_write(spark):
     """The plan's silver columns, from the contract alone, equal the silver chain's output on an empty bronze
     frame of each seed contract (parse, flag, dedupe, late flag, enrichment)."""
-    from spark_jobs.contract_plan import silver_schema
+    from spark_jobs.tables.plan import silver_schema
     from spark_jobs.transforms import bronze as bronze_tx
     from spark_jobs.transforms import silver as silver_tx
 
@@ -106,8 +106,8 @@ def test_the_expected_silver_schema_is_what_the_silver_transforms_write(spark):
 
 
 def test_a_plan_on_a_lake_without_tables_creates_them_as_the_contract_says(spark, tmp_path):
-    from spark_jobs.contract_plan import format_plan, plan_dataset
-    from spark_jobs.lake import LakeConfig
+    from spark_jobs.lake.config import LakeConfig
+    from spark_jobs.tables.plan import format_plan, plan_dataset
 
     lake = LakeConfig(lake_uri=str(tmp_path / "lake"))
     plans = {dataset: plan_dataset(spark, lake, load_contract(dataset)) for dataset in ("iot", "clickstream", "inventory")}
@@ -122,10 +122,10 @@ def test_a_plan_on_a_lake_without_tables_creates_them_as_the_contract_says(spark
 def test_a_changed_key_or_event_time_is_refused_and_an_unrecorded_key_is_recorded(spark, tmp_path):
     """The key silver deduplicates on is a table property; a contract with another key, or another event time
     (the partition column), is refused with a rebuild as the way forward."""
-    from spark_jobs.contract_plan import KEY_PROPERTY, silver_schema, table_plan
     from spark_jobs.io import tables
     from spark_jobs.io.partitioning import silver_partitioning
-    from spark_jobs.lake import LakeConfig
+    from spark_jobs.lake.config import LakeConfig
+    from spark_jobs.tables.plan import KEY_PROPERTY, silver_schema, table_plan
 
     iot = load_contract("iot")
     schema = silver_schema(spark, iot)
@@ -149,7 +149,7 @@ def test_a_changed_key_or_event_time_is_refused_and_an_unrecorded_key_is_recorde
 def test_what_computes_the_rows_is_compared_part_by_part_and_a_rename_or_widening_is_no_change():
     import json
 
-    from spark_jobs.contract_plan import rows_changes, rows_contract
+    from spark_jobs.tables.plan import rows_changes, rows_contract
 
     inventory = load_contract("inventory")
     current = rows_contract(inventory, "silver")
@@ -175,7 +175,7 @@ def test_what_computes_the_rows_is_compared_part_by_part_and_a_rename_or_widenin
     # a field ignored for another reason is one (records carrying it are read otherwise).
     import yaml
 
-    from spark_jobs.contract import parse_contract
+    from spark_jobs.contract.model import parse_contract
 
     raw = yaml.safe_load((Path(load_contract.__code__.co_filename).parent / "contracts" / "inventory.yaml").read_text())
     next(c for c in raw["schema"] if c["name"] == "disk_total_gb")["removed"] = True
@@ -193,10 +193,10 @@ def test_a_table_computed_by_another_contract_is_planned_as_a_rebuild(spark, tmp
     creation and last full run (``ROWS_PROPERTY``)."""
     import json
 
-    from spark_jobs.contract_plan import ROWS_PROPERTY, format_plan, plan_dataset, rows_contract, silver_schema
     from spark_jobs.io import tables
     from spark_jobs.io.partitioning import silver_partitioning
-    from spark_jobs.lake import LakeConfig
+    from spark_jobs.lake.config import LakeConfig
+    from spark_jobs.tables.plan import ROWS_PROPERTY, format_plan, plan_dataset, rows_contract, silver_schema
 
     iot = load_contract("iot")
     lake = LakeConfig(lake_uri=str(tmp_path / "lake"))

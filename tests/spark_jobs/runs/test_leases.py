@@ -1,4 +1,4 @@
-"""spark_jobs/leases.py: one live run per layer of a dataset; create-only lease writes, heartbeats, stale takeover.
+"""spark_jobs/runs/leases.py: one live run per layer of a dataset; create-only lease writes, heartbeats, stale takeover.
 
 The folder store is tested with real processes racing (no Spark: leases need none); the S3 store against the
 session emulator, which enforces If-None-Match and If-Match as S3 does. The pipeline's own use of leases
@@ -19,15 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs import leases
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
+from spark_jobs.runs import leases
 from tests.conftest import REPO_ROOT
 
 HOLDER = """
 import sys, time
 from pathlib import Path
-from spark_jobs.lake import LakeConfig
-from spark_jobs.leases import LeaseRefused, held_leases
+from spark_jobs.lake.config import LakeConfig
+from spark_jobs.runs.leases import LeaseRefused, held_leases
 lake, go, hold = LakeConfig(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3])
 while not go.exists():
     time.sleep(0.005)

@@ -33,7 +33,7 @@ from pydantic.dataclasses import dataclass
 from pydantic.json_schema import SkipJsonSchema, WithJsonSchema
 
 from tenant_model import PERSONAL_DATA_CLASSIFICATIONS
-from spark_jobs.contract_parts import (
+from spark_jobs.contract.parts import (
     CASES, CSV_OPTIONS, DATASET_NAME_RE, DEFAULT_EVOLUTION, DEFAULT_LATENESS_MINUTES, DEFAULT_PARTITION_GRANULARITY,
     DERIVED_ATTRIBUTES, EVOLUTION_POLICIES, LANDING_FORMATS, MODEL_CONFIG, ORCHESTRATION_ATTRIBUTES,
     PARTITION_GRANULARITIES, SUBJECT_KEY_TYPES, ArrivalTrigger, ColumnSpec, ContractError, DerivedColumn, Freshness,

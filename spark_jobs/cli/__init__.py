@@ -20,17 +20,19 @@ import time
 from typing import Callable
 
 from tenant_model import CLASSIFICATIONS
-from spark_jobs import contract_plan, status, usage
-from spark_jobs.contract import available_datasets, contract_json_schema
+from spark_jobs import usage
+from spark_jobs.cli.errors import exit_code
+from spark_jobs.contract.model import available_datasets, contract_json_schema
 from spark_jobs.datagen import command as datagen_command
 from spark_jobs.erasure import command as erase_command
 from spark_jobs.erasure import job as erasure_job
-from spark_jobs.errors import exit_code
-from spark_jobs.failures import EXIT_OK
 from spark_jobs.infer import draft as contract_infer
 from spark_jobs.jobs import pipeline
-from spark_jobs.lake import LAYERS
+from spark_jobs.lake.config import LAYERS
+from spark_jobs.lake.failures import EXIT_OK
 from spark_jobs.landing import creds, land
+from spark_jobs.runs import status
+from spark_jobs.tables import plan as contract_plan
 from spark_jobs.tables import lf_tags, maintain, query
 from spark_jobs.usage import command as usage_command
 
@@ -316,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except Exception as exc:  # one actionable line, not a JVM stack trace (spark_jobs/errors.py)
+    except Exception as exc:  # one actionable line, not a JVM stack trace (spark_jobs/cli/errors.py)
         return exit_code(exc, args)
 
 

@@ -25,12 +25,12 @@ import json
 import sys
 from typing import Any
 
-from spark_jobs.contract import Contract, load_contract
-from spark_jobs.contract_parts import ContractError
+from spark_jobs.contract.model import Contract, load_contract
+from spark_jobs.contract.parts import ContractError
 from spark_jobs.io import tables
 from spark_jobs.io.partitioning import Partitioning
-from spark_jobs.lake import lake_from_args
-from spark_jobs.session import command_session
+from spark_jobs.lake.config import lake_from_args
+from spark_jobs.runs.session import command_session
 
 KEY_PROPERTY = "tenantlake.key"                 # the silver key the table's rows were deduplicated on
 CONTRACT_PROPERTY = "tenantlake.contract-version"  # the contract version of the table's last evolution
@@ -469,7 +469,7 @@ def _rows_json(parts: dict[str, Any]) -> str:
 def plan_dataset(spark, lake, contract: Contract) -> Plan:
     """The plan of the dataset's silver table and every gold table of its contract."""
     from spark_jobs.io.partitioning import gold_partitioning, silver_partitioning
-    from spark_jobs.lake import gold_table_name
+    from spark_jobs.lake.config import gold_table_name
     from spark_jobs.transforms.gold import load_gold
 
     expected_silver = silver_schema(spark, contract)
@@ -571,7 +571,7 @@ def evolve_for_write(run, tbl: tables.Table, df, layer: str, partitioning: Parti
 
 def _gold_name(run, tbl: tables.Table) -> str:
     """The gold of the contract whose table ``tbl`` is."""
-    from spark_jobs.lake import gold_table_name
+    from spark_jobs.lake.config import gold_table_name
 
     return next(name for name in run.contract.gold if gold_table_name(run.contract.dataset, name) == tbl.name)
 
