@@ -20,7 +20,7 @@ import pytest
 from spark_jobs.runs.session import (DEFAULT_DRIVER_MEMORY, DRIVER_MEMORY_ENV, JIT_ENV, JVM_ARCHIVE_ENV, LOCAL_DRIVER_HOST,
                                 LISTING_TASKS, LOCAL_SHUFFLE_PARTITIONS, QUICK_JIT_OPTIONS, S3aSettings, driver_heap, local_conf)
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 VENV_BIN = Path(sys.executable).parent
 ENTRYPOINT = REPO / "infra" / "deploy" / "entrypoint.py"
 RECORDS = 50
