@@ -4,8 +4,6 @@ time travel, refusals) is tests/spark_jobs/test_schema_evolution.py; ``tables.ev
 tests/spark_jobs/io/test_tables.py."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from spark_jobs.contract.model import load_contract
@@ -175,9 +173,9 @@ def test_what_computes_the_rows_is_compared_part_by_part_and_a_rename_or_widenin
     # a field ignored for another reason is one (records carrying it are read otherwise).
     import yaml
 
-    from spark_jobs.contract.model import parse_contract
+    from spark_jobs.contract.model import CONTRACTS_DIR, parse_contract
 
-    raw = yaml.safe_load((Path(load_contract.__code__.co_filename).parent / "contracts" / "inventory.yaml").read_text())
+    raw = yaml.safe_load((CONTRACTS_DIR / "inventory.yaml").read_text())
     next(c for c in raw["schema"] if c["name"] == "disk_total_gb")["removed"] = True
     removal = rows_contract(parse_contract(raw), "silver")
     assert "disk_total_gb" in removal["ignored_fields"] and rows_changes(json.dumps(current), removal) == []
