@@ -106,7 +106,7 @@ def month_contracts(work: Path) -> Path:
     """A contracts folder holding the iot contract with ``partition_granularity: month``."""
     import yaml
 
-    from spark_jobs.contract import CONTRACTS_DIR
+    from spark_jobs.contract.model import CONTRACTS_DIR
 
     folder = work / "contracts-month"
     folder.mkdir(parents=True, exist_ok=True)
@@ -216,7 +216,7 @@ def fingerprint(root: Path) -> dict[str, Any]:
     """Order-independent fingerprints of a downloaded lake's silver and gold iot_hourly (DuckDB: the
     baseline's Parquet folders, or the tables' current snapshots)."""
     from bench import duckdb_reference as ref
-    from spark_jobs.contract import load_contract
+    from spark_jobs.contract.model import load_contract
 
     con = ref.connect()
     gold = next(p for p in (root / "gold" / "iot_hourly", root / "gold" / DATASET / "iot_hourly") if p.is_dir())

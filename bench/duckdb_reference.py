@@ -27,9 +27,9 @@ from typing import Any
 
 import duckdb
 
-from spark_jobs.contract import Contract, load_contract
-from spark_jobs.contract_parts import ColumnSpec, MALFORMED_RULE, UNKNOWN_FIELDS_RULE
-from spark_jobs.lake import gold_table_name
+from spark_jobs.contract.model import Contract, load_contract
+from spark_jobs.contract.parts import ColumnSpec, MALFORMED_RULE, UNKNOWN_FIELDS_RULE
+from spark_jobs.lake.config import gold_table_name
 from spark_jobs.transforms.silver import LINEAGE_COLUMNS, RAW_PREFIX
 from spark_jobs.transforms.typed_text import INTEGER_TEXT  # silver's own pattern
 
@@ -43,7 +43,7 @@ class ReferenceError(RuntimeError):
 
 def connect(threads: int | None = None) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")  # Spark's session time zone (spark_jobs/session.py)
+    con.execute("SET TimeZone = 'UTC'")  # Spark's session time zone (spark_jobs/runs/session.py)
     if threads:
         con.execute(f"SET threads = {int(threads)}")
     return con

@@ -72,8 +72,8 @@ DUCKDB_THREADS = 2
 # ---------------------------------------------------------------------------- worker (one job, one process)
 def _spark_worker(spec: dict[str, Any]) -> dict[str, Any]:
     from spark_jobs.jobs.layer import run_layer
-    from spark_jobs.lake import resolve_lake
-    from spark_jobs.session import session_for
+    from spark_jobs.lake.config import resolve_lake
+    from spark_jobs.runs.session import session_for
 
     lake = resolve_lake(lake_uri=spec["lake_uri"])
     layer = spec["layer"]
@@ -131,7 +131,7 @@ def _run_all_worker(spark, lake, spec: dict[str, Any], session_s: float, started
 
 def _duckdb_worker(spec: dict[str, Any]) -> dict[str, Any]:
     from bench import duckdb_reference as ref
-    from spark_jobs.contract import load_contract
+    from spark_jobs.contract.model import load_contract
 
     contract = load_contract(spec["dataset"])
     con = ref.connect(DUCKDB_THREADS)
@@ -250,7 +250,7 @@ def bench_file(work: Path, env: dict[str, str], log: Path, landing_format: str, 
     tag = {"format": landing_format, "compression": compression, "size": size}
     checks = [{**tag, "check": "bronze_rows", "ours": bronze["rows_out"], "duckdb": duck_ingest["rows_out"],
                "equal": bronze["rows_out"] == duck_ingest["rows_out"] and bronze.get("malformed") == 0}]
-    from spark_jobs.contract import load_contract
+    from spark_jobs.contract.model import load_contract
 
     os.environ["TENANTLAKE_CONTRACTS_DIR"] = str(CONTRACTS_DIR)
     con = ref.connect(DUCKDB_THREADS)

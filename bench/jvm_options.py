@@ -5,7 +5,7 @@ on a small input, with each set of options, in turns.
     .venv/bin/python -m bench.jvm_options --records 100000 --rounds 1      # a larger input
 
 Each run is a fresh process: ``datagen`` of ``--records`` iot records (2% bad, 2% late) into a fresh lake
-folder, a local session (``spark_jobs.session.build_session``, 1g heap, ``TENANTLAKE_JIT=full`` so only the
+folder, a local session (``spark_jobs.runs.session.build_session``, 1g heap, ``TENANTLAKE_JIT=full`` so only the
 options under test reach the driver's ``spark.driver.extraJavaOptions``), then bronze, silver and gold through
 ``run_layer`` with validation on. Per step it records the wall time and the CPU seconds of the driver JVM
 (``/proc/<pid>/stat``) plus the Python process. The options run in turns (round 1: every option, then
@@ -37,8 +37,8 @@ def _worker(options: str, records: int) -> dict:
     os.environ["TENANTLAKE_STATE_DIR"] = os.path.join(work, "state")
     from spark_jobs import cli
     from spark_jobs.jobs.layer import run_layer
-    from spark_jobs.lake import LakeConfig
-    from spark_jobs.session import build_session
+    from spark_jobs.lake.config import LakeConfig
+    from spark_jobs.runs.session import build_session
 
     lake = LakeConfig(lake_uri=os.path.join(work, "lake"))
     assert cli.main(["datagen", "--dataset", "iot", "--records", str(records), "--bad-rate", "0.02",

@@ -108,8 +108,8 @@ def measure(lake, runs: int, rows_per_run: int, scan_repeats: int, progress=prin
             tenant: str = "bench-maintenance") -> dict[str, Any]:
     """The whole benchmark on ``lake`` (an s3a lake whose bucket exists); returns the figures."""
     from spark_jobs.io import tables
-    from spark_jobs.session import session_for
-    from spark_jobs.session import reads_small_folders, table_folders
+    from spark_jobs.runs.session import session_for
+    from spark_jobs.runs.session import reads_small_folders, table_folders
     from spark_jobs.tables import maintain
 
     # Sized as `python -m spark_jobs maintain` sizes its session: from the bytes of the tables it maintains (none
@@ -169,7 +169,7 @@ def _median(times: list[float]) -> float | None:
 def _dedicated_lake(work: Path):
     """A dedicated emulator with a KMS key and a bucket; returns (state dir, env, LakeConfig)."""
     from bench.common import dedicated_emulator
-    from spark_jobs.lake import LakeConfig
+    from spark_jobs.lake.config import LakeConfig
 
     state_dir = work / "emulator"
     dedicated = dedicated_emulator(state_dir, REGION, "tenantlake maintenance bench key")
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     state_dir, tenant = None, "bench-maintenance"
     with tempfile.TemporaryDirectory(prefix="tenantlake-bench-maintenance-") as tmp:
         if args.lake_config:
-            from spark_jobs.lake import lake_from_outputs
+            from spark_jobs.lake.config import lake_from_outputs
 
             outputs = json.loads(Path(args.lake_config).read_text())
             lake, tenant = lake_from_outputs(outputs, args.lake_config), str(outputs.get("tenant_id") or tenant)

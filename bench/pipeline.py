@@ -73,9 +73,9 @@ def parse_records_inferring_schema(bronze, contract, _parse):
 
 def _spark_worker(spec: dict[str, Any]) -> dict[str, Any]:
     from spark_jobs.jobs.layer import run_layer
-    from spark_jobs.lake import resolve_lake
-    from spark_jobs.session import session_for
-    from spark_jobs.session import build_session
+    from spark_jobs.lake.config import resolve_lake
+    from spark_jobs.runs.session import session_for
+    from spark_jobs.runs.session import build_session
 
     os.environ["TENANTLAKE_VALIDATION"] = "off" if spec["variant"] == "no_validation" else "on"
     lake = resolve_lake(lake_uri=spec.get("lake_uri", ""), lake_config=spec.get("lake_config", ""))
@@ -134,7 +134,7 @@ def _run_all_worker(spark, lake, spec: dict[str, Any], files: int, session_s: fl
 
 def _duckdb_worker(spec: dict[str, Any]) -> dict[str, Any]:
     from bench import duckdb_reference as ref
-    from spark_jobs.contract import load_contract
+    from spark_jobs.contract.model import load_contract
 
     contract = load_contract(spec["dataset"])
     con = ref.connect()

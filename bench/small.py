@@ -102,14 +102,14 @@ def _worker(spec: dict[str, Any]) -> dict[str, Any]:
     """``run-all`` as the CLI runs it, timed: the session start, each layer (its manifest), the counts table."""
     from spark_jobs.jobs.layer import run_layer
     from spark_jobs.jobs.report import layer_counts
-    from spark_jobs.lake import resolve_lake
-    from spark_jobs.session import session_for
+    from spark_jobs.lake.config import resolve_lake
+    from spark_jobs.runs.session import session_for
 
     lake = resolve_lake(lake_config=spec["lake_config"])
     cpu = CpuSeconds(spec.get("emulator_pid"))
     started = time.perf_counter()
     try:  # sized as `python -m spark_jobs run-all` sizes its session (the listing is part of the session start)
-        from spark_jobs.session import reads_small_inputs
+        from spark_jobs.runs.session import reads_small_inputs
     except ImportError:  # a checkout from before sessions were sized there (a baseline): a default session
         small = None
         spark, _ = session_for(lake, "bench-small")

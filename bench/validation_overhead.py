@@ -30,7 +30,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from spark_jobs import cli
-    from spark_jobs.session import build_session
+    from spark_jobs.runs.session import build_session
 
     work = Path(tempfile.mkdtemp(prefix="tenantlake-bench-dq-"))
     os.environ["TENANTLAKE_STATE_DIR"] = str(work / "state")

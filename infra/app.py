@@ -270,7 +270,7 @@ def module_deploy_target(inputs: TenantInputs, key_arn: str, job_role_arn: str, 
     from infra.deploy.target import DeployTarget
 
     bucket = inputs.names["lake_bucket"]
-    # The catalog's Spark name, as spark_jobs.catalog.catalog_name derives it from the lake URI at run time.
+    # The catalog's Spark name, as spark_jobs.lake.catalog.catalog_name derives it from the lake URI at run time.
     TerraformLocal(inputs, "maintenance_catalog_name", f'lake_${{substr(sha256("s3://{bucket}"), 0, 10)}}')
     TerraformLocal(inputs, "maintenance_classification", '${join(",", sort(var.data_classification))}')
     target = DeployTarget(

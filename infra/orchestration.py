@@ -3,7 +3,7 @@ state machine, its triggers per dataset, the alerts topic and rules, a freshness
 role's right to put the freshness metric and the blocked-publish event.
 
 What each dataset gets comes from its contract (``trigger``, ``freshness``) at synthesis: the contracts shipped in
-``spark_jobs/contracts/`` (``spark_jobs.contract.packaged_contracts``). A changed contract needs ``make synth``
+``spark_jobs/contracts/`` (``spark_jobs.contract.model.packaged_contracts``). A changed contract needs ``make synth``
 (the committed module's test says so).
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ LONGEST_TENANT_ID = "t" * 24
 
 def contracts_for_orchestration() -> list:
     """The packaged contracts, each checked for names that fit (one line naming the dataset and the limit)."""
-    from spark_jobs.contract import packaged_contracts
+    from spark_jobs.contract.model import packaged_contracts
 
     contracts = packaged_contracts()
     for contract in contracts:

@@ -4,7 +4,7 @@
 |---|---|---|
 | EMR on EKS job run failed | ``<tenant>-emr-job-failed`` | ``aws.emr-containers`` events of both state-change detail-types (``EMR Job Run State Change``, ``EmrContainers Job Run State Change``) whose ``detail.virtualClusterId`` is the tenant's and ``detail.state`` is ``FAILED`` or ``CANCELLED`` |
 | pipeline execution failed | ``<tenant>-pipeline-failed`` | ``Step Functions Execution Status Change`` of the tenant's state machine with ``detail.status`` ``FAILED``, ``TIMED_OUT`` or ``ABORTED`` |
-| publish blocked by validation | ``<tenant>-publish-blocked`` | the jobs' own event (``spark_jobs/signals.py``): source ``tenantlake.<tenant>``, detail-type ``Publish Blocked by Validation`` |
+| publish blocked by validation | ``<tenant>-publish-blocked`` | the jobs' own event (``spark_jobs/runs/signals.py``): source ``tenantlake.<tenant>``, detail-type ``Publish Blocked by Validation`` |
 
 Each rule's target turns the event into a JSON message (an input transformer: ``RULES`` gives the paths and the
 template; no field of an event carries a record value) and retries a failed delivery (``MAX_RETRY_ATTEMPTS`` within

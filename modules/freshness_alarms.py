@@ -4,7 +4,7 @@
 |---|---|---|
 | CloudWatch alarm (per dataset) | ``<tenant>-<dataset>-freshness`` | the ``Sum`` of ``LayerPublished`` (dimensions ``Dataset`` = the dataset, ``Layer`` = ``silver``) in the namespace ``tenantlake/<tenant>`` over one period of the contract's ``max_minutes_since_publish``, ``LessThanThreshold`` 1: no silver publish within the target is ``ALARM``; ``treat_missing_data = breaching``, so a dataset that stops publishing (no data point at all) pages too; alarm and OK actions: the alerts topic |
 
-The jobs put the metric after each publish (``spark_jobs/signals.py``). CloudWatch evaluates one period of at most 7
+The jobs put the metric after each publish (``spark_jobs/runs/signals.py``). CloudWatch evaluates one period of at most 7
 days (a contract's target: 5 to 10080 minutes). Every alarm exists only with ``var.orchestration.enabled``.
 """
 from __future__ import annotations

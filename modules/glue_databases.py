@@ -1,6 +1,6 @@
 """The tenant's table catalog on AWS: one Glue database per table layer (silver, gold).
 
-The jobs register their Iceberg tables there (``spark_jobs/catalog.py``, Glue branch) with each table's
+The jobs register their Iceberg tables there (``spark_jobs/lake/catalog.py``, Glue branch) with each table's
 location under the layer's prefix of the lake (``s3://<lake>/<layer>/<table>``), which is also the
 database's ``location_uri``. Names: ``<tenant_key>_<layer>`` (``tenant_model.GLUE_DATABASE_TEMPLATE``;
 the tenant id with ``-`` as ``_``, what Glue and Athena accept unquoted). Who may read or change them

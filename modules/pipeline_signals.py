@@ -1,4 +1,4 @@
-"""What the job role may tell the tenant's monitoring (``spark_jobs/signals.py``): one inline policy on it.
+"""What the job role may tell the tenant's monitoring (``spark_jobs/runs/signals.py``): one inline policy on it.
 
 | statement | action | resource | condition |
 |---|---|---|---|

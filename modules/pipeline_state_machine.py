@@ -28,7 +28,7 @@ retries and an alert, and at most one execution per dataset and trigger window.
    and the execution fails (``tenantlake.LayerFailed``).
 
 Two runs of one dataset in different windows may still overlap: the jobs' leases refuse the second layer run
-(``spark_jobs/leases.py``), which then fails and is retried with backoff like any other failure.
+(``spark_jobs/runs/leases.py``), which then fails and is retried with backoff like any other failure.
 """
 from __future__ import annotations
 

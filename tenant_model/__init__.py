@@ -142,7 +142,7 @@ ORCHESTRATION_DEFAULTS: dict[str, Any] = {
     "alert_subscriptions": [],
 }
 ALERT_PROTOCOLS: tuple[str, ...] = ("email", "email-json", "https", "sqs", "lambda", "sms")
-# What the jobs put and emit (spark_jobs/signals.py) and the module's alarms and rules read.
+# What the jobs put and emit (spark_jobs/runs/signals.py) and the module's alarms and rules read.
 PUBLISHED_METRIC = "LayerPublished"  # 1 per publish, dimensions Dataset and Layer (Count)
 PUBLISHED_METRIC_DIMENSIONS: tuple[str, ...] = ("Dataset", "Layer")
 FRESHNESS_LAYER = "silver"  # a dataset is fresh when its silver table was published within its target
@@ -186,7 +186,7 @@ def emr_service_account(namespace: str, account_id: str, role_name: str, compone
 STREAM_BUFFER_SECONDS = 60
 STREAM_BUFFER_MIB = 1
 
-# The table catalog (spark_jobs/catalog.py; modules/glue_databases.py on AWS): the layers that are
+# The table catalog (spark_jobs/lake/catalog.py; modules/glue_databases.py on AWS): the layers that are
 # Iceberg tables, and one Glue database per tenant and layer. Glue and Athena identifiers take
 # lowercase letters, digits and underscores, so the database name uses the tenant id with '-' -> '_'
 # (tenant ids have no '_', so the mapping stays one-to-one). The module renders the SAME template with

@@ -132,3 +132,65 @@ def test_spark_jobs_packages_and_modules_import_one_way():
         rooms.setdefault(room, set()).update(targets - {room})
     assert rooms["jobs"] and "io" in rooms["jobs"]  # the scan sees the rooms' imports
     assert _circles(rooms) == set(), "spark_jobs rooms that import each other (an import running back up)"
+
+
+# spark_jobs by concern (issue 55): each package on its floor, lowest first. A package imports only packages on
+# floors below its own, so a new import running up (or sideways on one floor) fails here; spark_jobs/README.md
+# "Layout" describes the same table.
+SPARK_JOBS_FLOORS: tuple[tuple[str, ...], ...] = (
+    ("contract", "lake"),
+    ("transforms",),
+    ("io",),
+    ("landing", "producers", "runs"),
+    ("datagen", "infer", "quality"),
+    ("tables", "usage"),
+    ("jobs",),
+    ("erasure",),
+    ("cli",),
+    ("__main__",),
+)
+# Folders of spark_jobs that hold no code: the contracts are data (spark_jobs/contract/ is their model).
+SPARK_JOBS_DATA_FOLDERS = {"contracts"}
+
+
+def _spark_jobs_rooms() -> dict[str, set[str]]:
+    """spark_jobs read as rooms: each package as a whole (and ``__main__``), with the rooms it imports."""
+    modules = _modules()
+    rooms: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        parts = name.split(".")
+        if parts[0] != "spark_jobs" or len(parts) < 2:
+            continue
+        targets = {t.split(".")[1] for t in _imports(name, path, modules)[0]
+                   if t.startswith("spark_jobs.") and len(t.split(".")) > 1}
+        rooms.setdefault(parts[1], set()).update(targets - {parts[1]})
+    return rooms
+
+
+def test_spark_jobs_top_level_holds_only_the_entry_point_and_packages():
+    """Only ``__init__.py`` and ``__main__.py`` stand at the top of spark_jobs; every folder is a package with a
+    README saying what lives there (the contracts' folder holds YAML data, not code)."""
+    top = REPO / "spark_jobs"
+    assert sorted(p.name for p in top.glob("*.py")) == ["__init__.py", "__main__.py"]
+    folders = {p.name for p in top.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders - SPARK_JOBS_DATA_FOLDERS == {room for floor in SPARK_JOBS_FLOORS for room in floor} - {"__main__"}
+    for folder in sorted(folders - SPARK_JOBS_DATA_FOLDERS):
+        assert (top / folder / "__init__.py").is_file(), f"spark_jobs/{folder}/ is no package"
+        assert (top / folder / "README.md").is_file(), f"spark_jobs/{folder}/ has no README.md"
+    assert not list((top / "contracts").rglob("*.py")), "code in spark_jobs/contracts/ (the contracts' data folder)"
+
+
+def test_spark_jobs_packages_import_only_packages_on_lower_floors():
+    floor_of = {room: level for level, floor in enumerate(SPARK_JOBS_FLOORS) for room in floor}
+    rooms = _spark_jobs_rooms()
+    assert set(rooms) == set(floor_of), "a spark_jobs package missing from SPARK_JOBS_FLOORS, or one listed that is gone"
+    assert "io" in rooms["jobs"] and "contract" in rooms["io"]  # the scan sees the packages' imports
+    upward = sorted(f"{room} -> {target}" for room, targets in rooms.items() for target in targets
+                    if floor_of[target] >= floor_of[room])
+    assert upward == [], "spark_jobs imports that do not run down a floor (move the shared piece below both)"
+
+
+def test_no_spark_jobs_file_is_over_700_lines():
+    long_files = [f"{path.relative_to(REPO)}: {lines}" for path in sorted((REPO / "spark_jobs").rglob("*.py"))
+                  if (lines := len(path.read_text().splitlines())) > 700]
+    assert long_files == []

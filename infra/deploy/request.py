@@ -20,9 +20,9 @@ from typing import Any
 from infra.deploy.job_deps import ALIAS as DEPS_ALIAS
 from infra.deploy.job_deps import DEFAULT_RELEASE_LABEL, PYTHONPATH_ENTRY
 from infra.deploy.target import DeployError, DeployTarget
-from spark_jobs import catalog
 from spark_jobs.erasure import INBOX_PREFIX
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake import catalog
+from spark_jobs.lake.config import LakeConfig
 
 LAYERS: tuple[str, ...] = ("bronze", "silver", "gold")  # dependency order
 PIPELINE = "pipeline"  # the "layer" of a run that runs every layer (tags, names, log streams)
@@ -226,7 +226,7 @@ def snapshot_retention_days(target: DeployTarget) -> int:
 
 def catalog_settings(target: DeployTarget) -> catalog.CatalogSettings:
     """The tenant's Iceberg catalog on EMR: Glue, with the tenant's databases, S3FileIO writing SSE-KMS
-    with the tenant key (``spark_jobs.catalog``, the same function the job calls at run time)."""
+    with the tenant key (``spark_jobs.lake.catalog``, the same function the job calls at run time)."""
     lake = LakeConfig(lake_uri=target.lake_uri, kms_key_arn=target.kms_key_arn, region=target.region,
                       glue_databases=target.glue_databases)
     try:
@@ -286,7 +286,7 @@ def _one_shell_word(token: str) -> bool:
 
 
 def iceberg_conf(target: DeployTarget) -> tuple[str, dict[str, str]]:
-    """(``--jars`` value, spark-defaults) of the tenant's Iceberg catalog: ``spark_jobs.catalog.submit_conf``.
+    """(``--jars`` value, spark-defaults) of the tenant's Iceberg catalog: ``spark_jobs.lake.catalog.submit_conf``.
     The jar is EMR's own, in the release's image (``local://``): no jar is uploaded."""
     conf = catalog.submit_conf(catalog_settings(target))
     return conf.pop("spark.jars"), conf

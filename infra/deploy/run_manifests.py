@@ -30,7 +30,7 @@ from infra.deploy.target import DeployTarget
 
 MANIFEST_NAME = "manifest.json"
 CLOCK_SKEW_SECONDS = 60  # a manifest may carry a start time this much before EMR's createdAt
-RUN_ID_TIME_FORMAT = "%Y%m%dT%H%M%SZ"  # spark_jobs.manifest.new_run_id
+RUN_ID_TIME_FORMAT = "%Y%m%dT%H%M%SZ"  # spark_jobs.runs.manifest.new_run_id
 
 
 @dataclasses.dataclass(frozen=True)

@@ -56,7 +56,7 @@ class DeployTarget:
             ``retention_days["snapshots"]`` (output ``retention_days``; a tenant applied before it existed has
             none). @default - None (the maintain job's default, ``tenant_model.DEFAULT_RETENTION_DAYS``)
         catalog_name: the Spark name of the tenant's Iceberg catalog in the request's spark-defaults.
-            @default - "" (``spark_jobs.catalog.catalog_name`` of the lake URI, what the job derives)
+            @default - "" (``spark_jobs.lake.catalog.catalog_name`` of the lake URI, what the job derives)
         lf_classification_tag: the tenant's Lake Formation classification tag key (output
             ``lake_formation.classification_tag``): the jobs tag their tables' columns with it. @default - "" (a
             tenant applied before the module had Lake Formation: no tagging)

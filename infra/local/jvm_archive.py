@@ -1,5 +1,5 @@
 """A class-data-sharing archive for the local Spark driver JVM: built once by a training run, then mapped by
-every local session (``TENANTLAKE_JVM_ARCHIVE``, spark_jobs/session.py).
+every local session (``TENANTLAKE_JVM_ARCHIVE``, spark_jobs/runs/session.py).
 
 A local session's JVM loads and verifies some 10,000 classes of Spark, Iceberg and Hadoop before it runs
 anything, and every ``python -m spark_jobs`` command starts one. A dynamic AppCDS archive
@@ -99,7 +99,7 @@ def ensure_archive(directory: Path = DEFAULT_DIR, progress=print) -> Path:
 def _train(archive: str, lake: str) -> int:
     """The training run (its own process): datagen + run-all on a folder lake, in a local session whose JVM
     writes ``archive`` when it exits; then the JVM exits normally and this process waits for the archive."""
-    from spark_jobs.session import JVM_ARCHIVE_QUIET
+    from spark_jobs.runs.session import JVM_ARCHIVE_QUIET
 
     os.environ["SPARK_SUBMIT_OPTS"] = f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} " \
                                       f"-XX:ArchiveClassesAtExit={archive} {JVM_ARCHIVE_QUIET}".strip()

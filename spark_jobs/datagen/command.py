@@ -7,10 +7,10 @@ import argparse
 import json
 from pathlib import Path
 
-from spark_jobs.contract import load_contract
+from spark_jobs.contract.model import load_contract
 from spark_jobs.datagen.generate import DatagenConfig, generate, summary
 from spark_jobs.datagen.sink import write_landing
-from spark_jobs.lake import lake_from_args
+from spark_jobs.lake.config import lake_from_args
 from spark_jobs.producers import kinesis
 
 

@@ -9,8 +9,8 @@ import random
 import re
 from typing import Any
 
-from spark_jobs.contract import load_contract
-from spark_jobs.contract_parts import MALFORMED_RULE
+from spark_jobs.contract.model import load_contract
+from spark_jobs.contract.parts import MALFORMED_RULE
 from spark_jobs.datagen import datasets as ds
 
 BAD_KINDS: tuple[str, ...] = ("malformed", "wrong_type", "missing_key", "duplicate", "out_of_range", "unknown_field")

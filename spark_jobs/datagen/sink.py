@@ -16,7 +16,7 @@ import dataclasses
 
 from spark_jobs.datagen.generate import DatagenError
 from spark_jobs.io import create_only
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 # Conflicting names shown in the refusal (the count covers every one).
 MAX_NAMED = 10

@@ -7,14 +7,14 @@ import argparse
 import json
 import sys
 
-from spark_jobs import lineage
-from spark_jobs.contract import available_datasets, load_contract
+from spark_jobs.contract.model import available_datasets, load_contract
 from spark_jobs.erasure import objects
 from spark_jobs.erasure.job import check, check_lake, erase
 from spark_jobs.erasure.subjects import read_subjects
 from spark_jobs.io.s3 import lake_client
-from spark_jobs.lake import lake_from_args
-from spark_jobs.session import command_session
+from spark_jobs.lake.config import lake_from_args
+from spark_jobs.runs import lineage
+from spark_jobs.runs.session import command_session
 
 
 def run(args: argparse.Namespace) -> int:

@@ -48,7 +48,7 @@ from typing import Any, Callable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from spark_jobs.contract import Contract, load_contract
+from spark_jobs.contract.model import Contract, load_contract
 from spark_jobs.erasure import ErasureError, iceberg, objects, purge, receipts, records, reports, rewrites
 from spark_jobs.erasure import sweep as sweeping
 from spark_jobs.erasure.journal import Journal
@@ -57,11 +57,11 @@ from spark_jobs.erasure.subjects import (
     Subject, SubjectError, applies, check_request, needles, new_request_id, subject_hash, subjects_digest)
 from spark_jobs.io import readers, storage, tables, writers
 from spark_jobs.io.s3 import lake_client, list_versions
-from spark_jobs.lake import STAGING_FOLDERS, LakeConfig, gold_table_name
-from spark_jobs.leases import (
+from spark_jobs.jobs.pseudonyms import load_key
+from spark_jobs.lake.config import STAGING_FOLDERS, LakeConfig, gold_table_name
+from spark_jobs.runs.leases import (
     HeldLock, create_lock, live_leases, lock_heartbeat, lock_key, lock_text, read_lock, release_lock, replace_lock,
     stale_reason)
-from spark_jobs.pseudonyms import load_key
 from spark_jobs.transforms import bronze as bronze_tx
 from spark_jobs.transforms import silver as silver_tx
 
@@ -252,7 +252,7 @@ def _dataset_prefixes(contract: Contract) -> list[str]:
 
 def _left_out(datasets: list[str] | None) -> list[Contract]:
     """The datasets a request limited by ``--dataset`` did not cover (none when it covered all)."""
-    from spark_jobs.contract import available_datasets
+    from spark_jobs.contract.model import available_datasets
 
     return [load_contract(name) for name in available_datasets() if datasets and name not in datasets]
 
@@ -370,7 +370,7 @@ def _sweep_and_purge(run: EraseRun, s3, affected: list[Contract], journal: Journ
 def check(subjects: list[Subject], datasets: list[str] | None = None) -> list[Contract]:
     """The checks a request must pass before anything starts (no Spark): every subject's column is a subject
     key somewhere, every id meets its key's rules. Returns the contracts the request touches."""
-    from spark_jobs.contract import available_datasets
+    from spark_jobs.contract.model import available_datasets
 
     contracts = [load_contract(name) for name in (datasets or available_datasets())]
     declared = {c for contract in contracts for c in (contract.subject_keys or ())}
@@ -392,7 +392,7 @@ def check_lake(lake: LakeConfig) -> None:
 def _keyed_contracts(subjects: list[Subject]) -> list[Contract]:
     """Every dataset with one of the subjects' columns among its subject keys, covered by the request or not:
     the verification reads each dataset's own objects with that dataset's key names (``Needles.for_key``)."""
-    from spark_jobs.contract import available_datasets
+    from spark_jobs.contract.model import available_datasets
 
     contracts = [load_contract(name) for name in available_datasets()]
     return [c for c in contracts if any(applies(c, s) for s in subjects)]

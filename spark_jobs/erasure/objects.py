@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 
 def delete_versions(s3, bucket: str, pairs: Iterable[tuple[str, str]]) -> int:

@@ -24,7 +24,7 @@ from typing import Callable
 from spark_jobs.erasure import INBOX_PREFIX, objects
 from spark_jobs.erasure.sweep import Sweep
 from spark_jobs.io.s3 import list_versions
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 
 def noncurrent(s3, lake: LakeConfig, sweep: Sweep, prefixes: list[str]) -> int:

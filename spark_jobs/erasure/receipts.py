@@ -14,7 +14,7 @@ from typing import Any
 from spark_jobs.erasure import objects
 from spark_jobs.erasure.reports import RECEIPTS_PREFIX
 from spark_jobs.io import storage
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 
 def receipt_path(request: str) -> str:

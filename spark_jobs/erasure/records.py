@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from spark_jobs.contract import Contract
+from spark_jobs.contract.model import Contract
 from spark_jobs.erasure.matching import Needles
 from spark_jobs.transforms import silver as silver_tx
 

@@ -20,7 +20,7 @@ from spark_jobs.erasure import objects
 from spark_jobs.erasure.matching import Needles
 from spark_jobs.erasure.scan import AVRO_MAGIC, GZIP_MAGIC, PARQUET_MAGIC, Matchers, scan_chunks
 from spark_jobs.erasure.sweep import Sweep
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 SCRUBBED_PREFIXES = ("reports/", "athena/", "logs/")
 RECEIPTS_PREFIX = "reports/erasure/"

@@ -17,7 +17,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark_jobs.contract import Contract
+from spark_jobs.contract.model import Contract
 from spark_jobs.erasure import ErasureError, partitions, records
 from spark_jobs.erasure.journal import Journal
 from spark_jobs.erasure.matching import Needles

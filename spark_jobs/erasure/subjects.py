@@ -6,7 +6,7 @@ identifies the person (``user_id=user-0042``). The value is normalised as silver
 form), so ``USER-0042`` and ``user-0042`` are the same subject of a lower-cased column. ``check_request`` refuses a
 request whose ids do not meet their subject keys' rules (``matching``), before anything changes.
 
-The lake's erasure key (``spark_jobs/pseudonyms.py``) keys two HMAC-SHA256 uses, domain-separated: the subject
+The lake's erasure key (``spark_jobs/jobs/pseudonyms.py``) keys two HMAC-SHA256 uses, domain-separated: the subject
 hash a receipt records instead of the id (``receipt:<column>=<value>``, here), and the pseudonym that replaces a
 subject key in a pseudonymised gold table (the normalised value itself), so a receipt never equals a pseudonym.
 """
@@ -21,11 +21,11 @@ import os
 from pathlib import Path
 from typing import Callable, Iterable
 
-from spark_jobs.contract import Contract
-from spark_jobs.contract_parts import decimal_precision_scale
+from spark_jobs.contract.model import Contract
+from spark_jobs.contract.parts import decimal_precision_scale
 from spark_jobs.erasure.matching import IdRuleError, KeyRule, Needles, Owner, check_id, is_numeric_looking, normal_id
-from spark_jobs.lake import gold_table_name
-from spark_jobs.pseudonyms import pseudonym
+from spark_jobs.jobs.pseudonyms import pseudonym
+from spark_jobs.lake.config import gold_table_name
 
 RECEIPT_DOMAIN = "receipt:"
 

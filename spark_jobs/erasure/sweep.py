@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Iterator
 from spark_jobs.erasure.matching import Needles
 from spark_jobs.erasure.scan import Finding, Matchers, scan_version
 from spark_jobs.io.s3 import ObjectVersion, lake_client, list_versions
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 SKIPPED_PREFIXES = ("artifacts/",)
 SLICE_BYTES = 256 << 20

@@ -46,7 +46,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from spark_jobs.contract_parts import DATASET_NAME_RE
+from spark_jobs.contract.parts import DATASET_NAME_RE
 from spark_jobs.infer.read import (InferError, NativeUnfit, PassProgress, detect_format, duckdb_connection, parquet_type,
                                    record_batches, sample_csv, sample_json, sample_parquet, sql_name, sql_text)
 from spark_jobs.infer.stats import NUMERIC, TIMESTAMP_PATTERNS, Field, Sampled, time_pattern

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from spark_jobs.contract_parts import LandingSpec
+from spark_jobs.contract.parts import LandingSpec
 from spark_jobs.infer.stats import (NULL_TOKENS, NUMERIC, SAMPLE_SEED, Field, Reservoir, Sampled, Stats, file_null_tokens,
                                     value_kind)
 from spark_jobs.landing.files import GZIP_MAGIC, PARQUET_MAGIC, csv_reader, decompressed_chunks

@@ -14,7 +14,7 @@ import random
 import re
 from typing import Any, Iterable
 
-from spark_jobs.contract_parts import LandingSpec
+from spark_jobs.contract.parts import LandingSpec
 
 
 SAMPLE_SEED = 42            # the reservoir's random choices: the same file always gives the same draft

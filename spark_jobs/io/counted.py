@@ -20,7 +20,7 @@ from typing import Callable
 from pyspark.sql import SparkSession
 
 from spark_jobs.io import storage
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 LEDGER_VERSION = 1
 

@@ -3,7 +3,7 @@
 On S3 a single PUT with ``If-None-Match: *`` (S3 answers 412 when the name exists, 409 while another
 conditional write of it is under way); in a folder a complete hidden temporary file hard-linked to the name
 (``link`` fails when the name exists, and a reader never sees half a file). Used for the pipeline's leases and
-the erasure lock (``spark_jobs/leases.py``), the erasure key (``spark_jobs/erasure/subjects.py``) and the
+the erasure lock (``spark_jobs/runs/leases.py``), the erasure key (``spark_jobs/erasure/subjects.py``) and the
 generator's landing files (``spark_jobs/datagen/sink.py``).
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 # What S3 answers a conditional write whose condition does not hold (or one that raced another).
 PRECONDITION_CODES = ("PreconditionFailed", "412", "ConditionalRequestConflict", "409")

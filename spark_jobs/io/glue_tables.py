@@ -1,6 +1,6 @@
 """Locally, the silver and gold tables in the tenant's Glue databases, as Iceberg's Glue catalog keeps them on AWS.
 
-On EMR the jobs' catalog is the Glue Data Catalog (``spark_jobs/catalog.py``): Iceberg's ``GlueCatalog`` creates each
+On EMR the jobs' catalog is the Glue Data Catalog (``spark_jobs/lake/catalog.py``): Iceberg's ``GlueCatalog`` creates each
 table in the tenant's Glue database and points it at every new metadata file it commits. Locally the catalog is
 Iceberg's Hadoop catalog on s3a (Iceberg's Glue module needs the AWS SDK v2 jars, which cannot be fetched here), so
 the emulator's Glue databases would hold no table, and Lake Formation's tags on the columns of a table could not be
@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 TABLE_TYPE = "EXTERNAL_TABLE"
 ICEBERG = "ICEBERG"

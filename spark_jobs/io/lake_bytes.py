@@ -1,5 +1,5 @@
 """How many bytes a command will read, counted before its JVM starts (the CLI sizes the session with it:
-``spark_jobs.session.build_session(small_inputs=...)``).
+``spark_jobs.runs.session.build_session(small_inputs=...)``).
 
 A listing of the lake's folders the command reads (``landing/<ds>/``, ``bronze/<ds>/``, ``silver/<ds>/``;
 ``""`` is the whole lake): on an object store through boto3 (one request per 1,000 objects, or object
@@ -16,7 +16,7 @@ from typing import Iterable, Iterator
 from urllib.parse import urlparse
 
 from spark_jobs.io.s3 import lake_client, list_versions
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 LIST_TIMEOUT_S = 5
 

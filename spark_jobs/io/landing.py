@@ -25,7 +25,7 @@ import urllib.parse
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_jobs.contract_parts import LandingSpec
+from spark_jobs.contract.parts import LandingSpec
 from spark_jobs.transforms.landing_csv import CsvSplit, SUMMARY_SCHEMA, csv_split_summaries, plan_csv_file
 from spark_jobs.transforms.landing_text import LineOptions
 
@@ -277,7 +277,7 @@ def read_parquet_files(spark: SparkSession, paths: list[str]) -> tuple[list[Data
 
 
 def unreadable_parquet_reason(exc: BaseException) -> str:
-    from spark_jobs.failures import describe_error
+    from spark_jobs.lake.failures import describe_error
 
     _, first_line = describe_error(exc)
     if "TIMESTAMP(NANOS" in first_line:
@@ -295,7 +295,7 @@ def failed_file(exc: BaseException) -> list[str]:
 def unreadable_text_files(spark: SparkSession, paths: list[str]) -> list[tuple[str, str]]:
     """After a batch of text files failed to read: which ``.gz`` files are not gzip data or are damaged
     (Hadoop decompresses by the name), as ``(path, reason)``."""
-    from spark_jobs.failures import describe_error
+    from spark_jobs.lake.failures import describe_error
 
     jvm = spark.sparkContext._jvm
     conf = spark.sparkContext._jsc.hadoopConfiguration()

@@ -8,7 +8,7 @@ import dataclasses
 import datetime as dt
 from typing import Iterable
 
-from spark_jobs.contract import Contract
+from spark_jobs.contract.model import Contract
 from spark_jobs.transforms.gold import GoldSpec
 
 

@@ -26,7 +26,7 @@ import datetime as dt
 import os
 from typing import Any, Iterator
 
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 # The emulator takes any keys; these are moto's documented test keys.
 EMULATOR_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}  # pragma: allowlist secret

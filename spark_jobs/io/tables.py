@@ -32,10 +32,10 @@ from pyspark.sql import types as T
 
 import json
 
-from spark_jobs.catalog import FORMAT_VERSION, CatalogSettings, register
 from spark_jobs.io import storage
-from spark_jobs.lake import LakeConfig
 from spark_jobs.io.partitioning import Partitioning, days_in_month
+from spark_jobs.lake.catalog import FORMAT_VERSION, CatalogSettings, register
+from spark_jobs.lake.config import LakeConfig
 
 RUN_ID_PROPERTY = "tenantlake.run-id"
 # Marks (see the module's docstring): silver's last bronze batch taken, gold's silver snapshot read.
@@ -181,7 +181,7 @@ def _commit(df: DataFrame, tbl: Table, condition: str, run_id: str, options: dic
     ``loaded`` refreshed (or from the table loaded now, when it was created by this publish). ``marks`` go
     into the snapshot's summary (None: the table's current marks, carried forward) and beside the table
     (``marks_uri``). ``fence`` (a callable naming what is committed) runs right before the commit: a run
-    that no longer holds its lease stops there (``spark_jobs.leases.fence``)."""
+    that no longer holds its lease stops there (``spark_jobs.runs.leases.fence``)."""
     spark = df.sparkSession
     if marks is None:
         marks = read_marks(spark, tbl, loaded) if loaded is not None else {}

@@ -25,12 +25,12 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from spark_jobs.failures import JobFailed
 from spark_jobs.io import landing as landing_io
 from spark_jobs.io import readers, storage, writers
 from spark_jobs.jobs.checkpoint import CheckpointCorruptError, check_checkpoint, is_checkpoint_failure
 from spark_jobs.jobs.runtime import JobRun
-from spark_jobs.manifest import InvariantViolation
+from spark_jobs.lake.failures import JobFailed
+from spark_jobs.runs.manifest import InvariantViolation
 from spark_jobs.transforms import bronze as bronze_tx
 from spark_jobs.transforms import landing_lines, landing_text
 

@@ -29,10 +29,10 @@ from urllib.parse import urlparse
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from spark_jobs.failures import JobFailed, describe_error
 from spark_jobs.io import landing as landing_io
 from spark_jobs.io import storage
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
+from spark_jobs.lake.failures import JobFailed, describe_error
 
 SOURCE_LOG = "sources/0"          # the single file source of the bronze query
 DEFAULT_COMPACT_INTERVAL = 10     # spark.sql.streaming.fileSource.log.compactInterval's default

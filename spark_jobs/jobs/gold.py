@@ -1,5 +1,5 @@
 """Gold job: the table silver.<dataset> -> an Iceberg table gold.<table> for each gold in the contract
-(``spark_jobs.lake.gold_table_name``: ``gold.iot_hourly``, ``gold.airquality_period_summary``).
+(``spark_jobs.lake.config.gold_table_name``: ``gold.iot_hourly``, ``gold.airquality_period_summary``).
 
 Silver is read at one snapshot (recorded in the manifest as ``input_snapshots``, and in each gold commit as
 its watermark), so a silver commit during the run cannot mix two versions. A run rebuilds only the output
@@ -14,20 +14,20 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from spark_jobs.contract_plan import publish_evolved
 from spark_jobs.io import readers, tables
 from spark_jobs.io.partitioning import gold_partitioning, silver_partitioning
 from spark_jobs.jobs import increment
+from spark_jobs.jobs.pseudonyms import load_key, pseudonymiser
 from spark_jobs.jobs.runtime import JobRun
-from spark_jobs.lake import gold_table_name
-from spark_jobs.manifest import InvariantViolation
-from spark_jobs.pseudonyms import load_key, pseudonymiser
+from spark_jobs.lake.config import gold_table_name
+from spark_jobs.runs.manifest import InvariantViolation
+from spark_jobs.tables.plan import publish_evolved
 from spark_jobs.transforms.gold import load_gold
 
 
 def pseudonymised(silver, run: JobRun):
     """With the contract's ``pseudonymise_gold``, the gold transformations read each subject-key column as
-    the keyed hash of its value (``spark_jobs.pseudonyms.pseudonym``), so no gold column, derived
+    the keyed hash of its value (``spark_jobs.jobs.pseudonyms.pseudonym``), so no gold column, derived
     ones included (a session id built from the user id), carries the value itself."""
     contract = run.contract
     keys = [c for c in (contract.subject_keys or ()) if c in silver.columns] if contract.pseudonymise_gold else []
@@ -142,7 +142,7 @@ def run_gold(run: JobRun) -> None:
         gold_table, loaded = gold_tables[spec.name]
         dates = covered[spec.name]
         include_null = not manifest.date and (plan.null.get(spec.name, False) if plan.mode == "incremental" else True)
-        # The gold's output schema changed with the contract: the table evolves first (spark_jobs/contract_plan.py).
+        # The gold's output schema changed with the contract: the table evolves first (spark_jobs/tables/plan.py).
         created, manifest.evolution[spec.name] = publish_evolved(
             run, gold_table, output, "gold", gold_partitioning_, dates, include_null, loaded, marks,
             everything=plan.mode == "full")

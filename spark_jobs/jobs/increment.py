@@ -27,10 +27,10 @@ from typing import Iterable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_jobs.contract import Contract
+from spark_jobs.contract.model import Contract
 from spark_jobs.io import storage, tables
 from spark_jobs.jobs.checkpoint import last_committed_batch
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 BATCH_PREFIX = "_batch_id="
 # More new batches than this are read as the bronze folder filtered by batch id (one listing of it) instead

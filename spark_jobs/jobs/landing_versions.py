@@ -34,7 +34,7 @@ from typing import Any
 from spark_jobs.io.landing import is_landing_file
 from spark_jobs.io.storage import file_key
 from spark_jobs.jobs.checkpoint import HandedOut, handed_out_files
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 # Versions named in a manifest or a JSON count (the counts still cover every one).
 MAX_LISTED = 1000

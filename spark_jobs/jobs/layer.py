@@ -1,5 +1,5 @@
 """One layer of one dataset, run as every caller runs it (the CLI's ``run``/``run-all``, the erase job's
-catch-up bronze and per-date gold, the benchmarks): under the layer's lease (``spark_jobs.leases``; the CLI
+catch-up bronze and per-date gold, the benchmarks): under the layer's lease (``spark_jobs.runs.leases``; the CLI
 takes its leases itself, before its Spark session starts), inside the run envelope
 (``spark_jobs.jobs.runtime.job_run``)."""
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 import contextlib
 import time
 
-from spark_jobs.contract import load_contract
-from spark_jobs.lake import LakeConfig
-from spark_jobs.leases import fence, held_lease
+from spark_jobs.contract.model import load_contract
+from spark_jobs.lake.config import LakeConfig
+from spark_jobs.runs.leases import fence, held_lease
 
 
 def run_layer(spark, lake: LakeConfig, dataset: str, layer: str, *, date: str | None = None,

@@ -3,7 +3,7 @@ silver and gold of each dataset, then the counts), ``counts`` and ``recover``.
 
 A ``run``/``run-all`` checks every contract before Spark starts (personal data against the lake's
 classification; the Lake Formation declarations when the lake tags its tables), takes the leases of every
-layer it writes for the whole command before its JVM starts (``spark_jobs/leases.py``), checks every contract
+layer it writes for the whole command before its JVM starts (``spark_jobs/runs/leases.py``), checks every contract
 change against the live tables before any layer runs (``contract_plan.check_datasets``), then runs the layers
 in order. A lake whose tables Lake Formation guards is checked first for Glue databases that would hand new tables
 to ``IAM_ALLOWED_PRINCIPALS`` (``lf_tags.check_default_permissions``); each silver or gold layer is preceded by
@@ -17,18 +17,18 @@ import argparse
 import json
 import sys
 
-from spark_jobs.contract import available_datasets, load_contract
-from spark_jobs.contract_plan import check_datasets, rebuild_note
-from spark_jobs.failures import EXIT_FAILED, EXIT_OK
+from spark_jobs.contract.model import available_datasets, load_contract
 from spark_jobs.io import storage
 from spark_jobs.jobs.checkpoint import recover_checkpoint
 from spark_jobs.jobs.layer import run_layer
 from spark_jobs.jobs.report import format_counts_table, landing_warnings, layer_counts
-from spark_jobs.lake import LAYERS, LakeConfig, lake_from_args
-from spark_jobs.leases import fence, held_lease, held_leases
+from spark_jobs.lake.config import LAYERS, LakeConfig, lake_from_args
+from spark_jobs.lake.failures import EXIT_FAILED, EXIT_OK
 from spark_jobs.quality import exit_code, run_status
-from spark_jobs.session import command_session, dataset_folders, reads_small_inputs
+from spark_jobs.runs.leases import fence, held_lease, held_leases
+from spark_jobs.runs.session import command_session, dataset_folders, reads_small_inputs
 from spark_jobs.tables import lf_tags
+from spark_jobs.tables.plan import check_datasets, rebuild_note
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if any(layer in ("silver", "gold") for _, layer in plan):
         lf_tags.check_default_permissions(lake)  # no table of this run may be left to IAM alone
     # The leases of every layer the command writes, for the whole command, before its JVM starts: a second
-    # run of a layer stops here, in one line naming the holder (spark_jobs/leases.py).
+    # run of a layer stops here, in one line naming the holder (spark_jobs/runs/leases.py).
     with held_leases(lake, plan, label=args.command if args.command == "run-all" else args.layer,
                      command=args.command) as run_id:
         return _run_plan(args, lake, datasets, plan, run_id)

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from spark_jobs.contract import load_contract
+from spark_jobs.contract.model import load_contract
 from spark_jobs.io import landing as landing_io
 from spark_jobs.io import counted, storage, tables
-from spark_jobs.lake import LakeConfig, gold_table_name
+from spark_jobs.lake.config import LakeConfig, gold_table_name
 
 
 # Datasets counted at once: each count mostly waits (listings, table lookups, a small Spark job), and Spark

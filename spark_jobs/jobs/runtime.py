@@ -1,5 +1,5 @@
 """What every layer job shares: progress lines and the run envelope (manifest written on success and on failure,
-invariant checked, quality hook called). The Spark session for a lake is ``spark_jobs.session.session_for``."""
+invariant checked, quality hook called). The Spark session for a lake is ``spark_jobs.runs.session.session_for``."""
 from __future__ import annotations
 
 import contextlib
@@ -11,13 +11,14 @@ from typing import Any, Callable, Iterator
 
 from pyspark.sql import SparkSession
 
-from spark_jobs import lineage, quality, session, signals
-from spark_jobs.contract import Contract
-from spark_jobs.failures import DETAILS_ATTRIBUTE, JobFailed, check_endpoint, error_text, one_line
+from spark_jobs import quality
+from spark_jobs.contract.model import Contract
 from spark_jobs.io import storage
 from spark_jobs.jobs.counters import RunCounters
-from spark_jobs.lake import LakeConfig
-from spark_jobs.manifest import RunManifest, code_version, new_run_id
+from spark_jobs.lake.config import LakeConfig
+from spark_jobs.lake.failures import DETAILS_ATTRIBUTE, JobFailed, check_endpoint, error_text, one_line
+from spark_jobs.runs import lineage, session, signals
+from spark_jobs.runs.manifest import RunManifest, code_version, new_run_id
 
 Progress = Callable[[str], None]
 
@@ -42,7 +43,7 @@ class JobRun:
     # Recompute everything from the whole input (``--full``), not only what is new since the watermark.
     full: bool = False
     # Called with what is about to be committed, right before each commit: ``run_layer`` renews the run's
-    # lease there (``spark_jobs.leases.fence``), and a run that lost it stops before the commit.
+    # lease there (``spark_jobs.runs.leases.fence``), and a run that lost it stops before the commit.
     fence_hook: Callable[[str], None] | None = None
     validations: quality.RunValidations = dataclasses.field(default_factory=quality.RunValidations)
     # Spark jobs and S3 requests per stage (spark_jobs/jobs/counters.py); None: not counted.
@@ -147,7 +148,7 @@ def job_run(spark: SparkSession, lake: LakeConfig, contract: Contract, layer: st
         run.counters = RunCounters(spark, lake.lake_uri)
     quality.prewarm()
     run.stage("start", run_id=manifest.run_id)
-    lineage.run_started(run)  # OpenLineage START (spark_jobs/lineage.py); never fails the run
+    lineage.run_started(run)  # OpenLineage START (spark_jobs/runs/lineage.py); never fails the run
     try:
         _remove_write_leftovers(run)
         yield run

@@ -27,16 +27,16 @@ import functools
 
 from pyspark.sql import functions as F
 
-from spark_jobs import contract_plan
-from spark_jobs.contract import Contract
-from spark_jobs.contract_parts import MALFORMED_RULE, UNKNOWN_FIELDS_RULE
-from spark_jobs.contract_plan import publish_evolved
-from spark_jobs.failures import JobFailed
+from spark_jobs.contract.model import Contract
+from spark_jobs.contract.parts import MALFORMED_RULE, UNKNOWN_FIELDS_RULE
 from spark_jobs.io import readers, storage, tables, writers
 from spark_jobs.io.partitioning import Partitioning, granule, silver_partitioning
 from spark_jobs.jobs import increment
 from spark_jobs.jobs.runtime import JobRun
-from spark_jobs.manifest import InvariantViolation
+from spark_jobs.lake.failures import JobFailed
+from spark_jobs.runs.manifest import InvariantViolation
+from spark_jobs.tables import plan as contract_plan
+from spark_jobs.tables.plan import publish_evolved
 from spark_jobs.transforms import bronze as bronze_tx
 from spark_jobs.transforms import silver as silver_tx
 
@@ -283,7 +283,7 @@ def _publish_from_staging(run: JobRun, silver_table: tables.Table, loaded, plan,
         write_quarantine(run, quarantine, partitioning, covered_dates, counts["quarantine_dates"])
     run.stage("quarantine written", rows=manifest.quarantined)
     # The contract's allowed schema changes first, in one metadata commit, undone if the write fails
-    # (spark_jobs/contract_plan.py); a full run covers the null partition too (rows without an event time).
+    # (spark_jobs/tables/plan.py); a full run covers the null partition too (rows without an event time).
     marks = None if plan.mode == "date" else {tables.BRONZE_BATCH_MARK: str(plan.watermark)}
     snapshot, manifest.evolution["silver"] = publish_evolved(run, silver_table, silver, "silver", partitioning,
                                                              covered_dates, include_null, loaded, marks)

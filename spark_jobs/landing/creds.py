@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 
 import tenant_model
 from spark_jobs.io.s3 import aws_client
-from spark_jobs.lake import LakeConfigError, read_lake_outputs
+from spark_jobs.lake.config import LakeConfigError, read_lake_outputs
 
 # STS AssumeRole bounds: 900 s minimum; the maximum is the roles' max_session_duration (the tenant model's).
 TTL_MIN_SECONDS = 900

@@ -30,8 +30,8 @@ import zlib
 from pathlib import Path
 from typing import BinaryIO, Iterator, TextIO
 
-from spark_jobs.contract import Contract
-from spark_jobs.contract_parts import LandingSpec
+from spark_jobs.contract.model import Contract
+from spark_jobs.contract.parts import LandingSpec
 
 GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"

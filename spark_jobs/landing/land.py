@@ -36,10 +36,10 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
-from spark_jobs.contract import Contract, load_contract
+from spark_jobs.contract.model import Contract, load_contract
 from spark_jobs.io.landing import is_landing_file
 from spark_jobs.io.s3 import aws_client, lake_client
-from spark_jobs.lake import LakeConfig, lake_from_args, lake_selection
+from spark_jobs.lake.config import LakeConfig, lake_from_args, lake_selection
 from spark_jobs.landing.files import FileCheck, check_file
 
 ENV_VAR = "TENANTLAKE_ENV"

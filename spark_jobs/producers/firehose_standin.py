@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     import sys
 
     from spark_jobs.io.s3 import aws_client
-    from spark_jobs.lake import LakeConfigError, read_lake_outputs
+    from spark_jobs.lake.config import LakeConfigError, read_lake_outputs
 
     parser = argparse.ArgumentParser(prog="python -m spark_jobs.producers.firehose_standin",
                                      description="Deliver a Kinesis-sourced Firehose once (local stand-in; see README).")

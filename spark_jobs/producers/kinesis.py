@@ -112,7 +112,7 @@ def put_records(client: Any, stream_name: str, records: list[StreamRecord], slee
 def stream_for(dataset: str, tenant: str = "", lake_config: str = "") -> tuple[str, dict]:
     """The dataset's Kinesis stream name from the tenant's lake.json (output ``kinesis_stream_names``),
     and the lake.json itself; a one-line ``ProducerError`` when the tenant does not stream it."""
-    from spark_jobs.lake import read_lake_outputs
+    from spark_jobs.lake.config import read_lake_outputs
 
     outputs, path = read_lake_outputs(tenant=tenant, lake_config=lake_config)
     streams = outputs.get("kinesis_stream_names") or {}

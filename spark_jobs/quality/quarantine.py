@@ -55,7 +55,7 @@ def mask_record(raw: str | None, contract: Any) -> str | None:
     if _field(landing, "format") == "csv":
         if _field(landing, "header", True):
             return _withheld(raw, "csv record (its file's header names the fields)")
-        from spark_jobs.contract_parts import LandingSpec
+        from spark_jobs.contract.parts import LandingSpec
         from spark_jobs.landing.files import csv_reader
 
         spec = LandingSpec(**landing) if isinstance(landing, Mapping) else landing

@@ -17,7 +17,7 @@ def sync_from_lake(tenant: str, mirror_reports: Path) -> int:
     """Copy new report files from the tenant's lake into ``mirror_reports``; return how many were copied.
 
     Raises ``FileNotFoundError`` when the tenant has no ``lake.json`` (never applied)."""
-    from spark_jobs.lake import lake_from_outputs, tenant_lake_file
+    from spark_jobs.lake.config import lake_from_outputs, tenant_lake_file
     import json
 
     lake_file = tenant_lake_file(tenant)

@@ -39,9 +39,9 @@ import dataclasses
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import tenant_model
-from spark_jobs.contract import Contract, available_datasets, load_contract
-from spark_jobs.lake import LakeConfig, gold_table_name, lake_from_args
-from spark_jobs.session import command_session
+from spark_jobs.contract.model import Contract, available_datasets, load_contract
+from spark_jobs.lake.config import LakeConfig, gold_table_name, lake_from_args
+from spark_jobs.runs.session import command_session
 
 
 class LfTagError(ValueError):

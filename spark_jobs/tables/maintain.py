@@ -24,7 +24,7 @@ mirror, whose data-quality index lists it): per table the data files, bytes and 
 after, what each procedure did, and the totals.
 
 Each dataset's tables are maintained under the pipeline's leases of its silver and gold layers
-(``spark_jobs.leases``): a pipeline run that writes them (``run --layer silver|gold``, ``run-all``) and
+(``spark_jobs.runs.leases``): a pipeline run that writes them (``run --layer silver|gold``, ``run-all``) and
 maintenance exclude each other, so a compaction never races a commit (the Hadoop catalog takes one writer).
 A dataset whose silver or gold lease a live run holds stops maintenance at once, in one line naming that
 run (exit 1, the datasets before it stay maintained); so does a dataset an erase request holds (a compaction
@@ -41,12 +41,12 @@ import json
 import sys
 from typing import Any, Callable
 
-from spark_jobs import lineage
-from spark_jobs.contract import available_datasets, load_contract
+from spark_jobs.contract.model import available_datasets, load_contract
 from spark_jobs.io import tables
-from spark_jobs.lake import LakeConfig, gold_table_name, lake_from_args, read_lake_outputs
-from spark_jobs.leases import fence, held_lease
-from spark_jobs.session import command_session, table_folders
+from spark_jobs.lake.config import LakeConfig, gold_table_name, lake_from_args, read_lake_outputs
+from spark_jobs.runs import lineage
+from spark_jobs.runs.leases import fence, held_lease
+from spark_jobs.runs.session import command_session, table_folders
 
 REPORT_VERSION = 1
 REPORTS_PREFIX = "reports/maintenance"  # reports/maintenance/<run_id>/report.json
@@ -211,7 +211,7 @@ def run_maintenance(spark, lake: LakeConfig, datasets: list[str], options: Maint
     """``maintain`` plus its report: ``reports/maintenance/<run_id>/report.json`` in the lake and the local
     mirror (whose data-quality index is rebuilt). The report is written when a dataset is refused or a
     procedure fails too (``status`` "failed", ``error``, the tables done before), and the error re-raised."""
-    from spark_jobs.manifest import new_run_id
+    from spark_jobs.runs.manifest import new_run_id
 
     started = dt.datetime.now(dt.timezone.utc)
     report: dict[str, Any] = {

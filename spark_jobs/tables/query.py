@@ -7,7 +7,7 @@
 The lake's catalog is the session's default, so tables are ``silver.<dataset>`` and ``gold.<gold_name>``
 (metadata tables too: ``silver.iot.snapshots``, ``gold.iot_hourly.files``). When the lake config names the
 tenant's Glue databases (``glue_database_names``), the names consumers use in Athena work too:
-``acme_gold.iot_hourly`` is ``gold.iot_hourly`` (``spark_jobs.catalog.consumer_conf``). ``--as-of`` reads every
+``acme_gold.iot_hourly`` is ``gold.iot_hourly`` (``spark_jobs.lake.catalog.consumer_conf``). ``--as-of`` reads every
 silver/gold table the query names as of a snapshot id (one table only: ids are per table) or a UTC
 timestamp (the snapshot current at that time), by adding ``VERSION AS OF`` / ``TIMESTAMP AS OF`` after
 each table name (found by parsing the query as Spark SQL with sqlglot: never inside a string or a comment,
@@ -22,10 +22,10 @@ import datetime as dt
 import json
 from typing import Any
 
-from spark_jobs import catalog
-from spark_jobs.catalog import CatalogSettings, LAYERS_WITH_TABLES
-from spark_jobs.lake import lake_from_args
-from spark_jobs.session import command_session
+from spark_jobs.lake import catalog
+from spark_jobs.lake.catalog import CatalogSettings, LAYERS_WITH_TABLES
+from spark_jobs.lake.config import lake_from_args
+from spark_jobs.runs.session import command_session
 
 DEFAULT_MAX_ROWS = 100
 _TIMESTAMP_FORMATS = ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S.%fZ",

@@ -41,8 +41,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_type
 
-from spark_jobs.contract import Contract
-from spark_jobs.contract_parts import LandingSpec
+from spark_jobs.contract.model import Contract
+from spark_jobs.contract.parts import LandingSpec
 from spark_jobs.transforms import csv_records
 from spark_jobs.transforms import landing_lines, landing_text
 from spark_jobs.transforms.stream_records import STREAM_COLUMNS, STREAM_OBJECT_PATTERN, envelope_columns

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from spark_jobs.contract_parts import LandingSpec
+from spark_jobs.contract.parts import LandingSpec
 from spark_jobs.transforms.landing_csv import CsvPatterns, csv_patterns
 
 

@@ -21,8 +21,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from spark_jobs.contract import Contract
-from spark_jobs.contract_parts import ColumnSpec, ContractError, MALFORMED_RULE, UNKNOWN_FIELDS_RULE
+from spark_jobs.contract.model import Contract
+from spark_jobs.contract.parts import ColumnSpec, ContractError, MALFORMED_RULE, UNKNOWN_FIELDS_RULE
 from spark_jobs.transforms import bronze as bronze_tx
 from spark_jobs.transforms import csv_records
 from spark_jobs.transforms.bronze import FIELDS_COLUMN, FIELDS_ID_COLUMN, UNKNOWN_COLUMN, is_json_object

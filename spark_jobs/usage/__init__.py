@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from spark_jobs.io.s3 import ObjectVersion, lake_client
-from spark_jobs.lake import LakeConfig, gold_table_name
+from spark_jobs.lake.config import LakeConfig, gold_table_name
 from spark_jobs.usage import cost, emr, objects, runs
 
 REPORT_VERSION = 1
@@ -42,7 +42,7 @@ def month_days(month: str) -> list[str]:
 
 def gold_datasets() -> dict[str, str]:
     """Gold table -> its dataset, over every contract."""
-    from spark_jobs.contract import available_datasets, load_contract
+    from spark_jobs.contract.model import available_datasets, load_contract
 
     mapping = {}
     for dataset in available_datasets():

@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from spark_jobs.lake import lake_from_args, read_lake_outputs
+from spark_jobs.lake.config import lake_from_args, read_lake_outputs
 from spark_jobs.quality import index
 from spark_jobs.quality.report import mirror_root
 from spark_jobs.usage import collect_usage, cost, render, write_report

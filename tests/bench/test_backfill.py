@@ -16,5 +16,5 @@ def test_the_baseline_is_a_git_archive_of_the_ref(tmp_path):
     status = _git("status", "--porcelain")
     commit = backfill.export_ref("HEAD", tmp_path / "src")
     assert commit == _git("rev-parse", "HEAD").strip()
-    assert (tmp_path / "src" / "spark_jobs" / "cli.py").read_text() == _git("show", "HEAD:spark_jobs/cli.py")
+    assert (tmp_path / "src" / "spark_jobs" / "cli" / "__init__.py").read_text() == _git("show", "HEAD:spark_jobs/cli/__init__.py")
     assert _git("status", "--porcelain") == status

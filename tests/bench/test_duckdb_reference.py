@@ -9,16 +9,16 @@ import pytest
 
 from bench import duckdb_reference as ref
 from spark_jobs import cli
-from spark_jobs.contract import load_contract
+from spark_jobs.contract.model import load_contract
 from spark_jobs.jobs.layer import run_layer
-from spark_jobs.lake import resolve_lake
+from spark_jobs.lake.config import resolve_lake
 
 RECORDS = {"iot": 3000, "clickstream": 3000}
 
 
 @pytest.fixture(scope="module")
 def spark():
-    from spark_jobs.session import build_session
+    from spark_jobs.runs.session import build_session
 
     return build_session("tenantlake-bench-tests", driver_memory="1g", small_inputs=True)
 

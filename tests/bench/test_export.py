@@ -9,7 +9,7 @@ import math
 from bench import export, report
 from bench.common import target_line, write_result
 from bench.ingest_data import expected_counts, write_file
-from spark_jobs.contract import load_contract
+from spark_jobs.contract.model import load_contract
 
 
 def test_the_export_spans_rows_over_stations_hours(tmp_path):

@@ -39,7 +39,7 @@ def reports_root(tmp_path_factory):
     """Two silver runs of tenant 'acme': a clean one, then one blocked by quarantined bad sensor ids."""
     import datetime as dt
 
-    from spark_jobs.session import build_session
+    from spark_jobs.runs.session import build_session
     from tests.spark_jobs.quality.conftest import CONTRACT, SILVER_DDL, silver_rows
 
     state = tmp_path_factory.mktemp("state")

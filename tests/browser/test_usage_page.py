@@ -15,8 +15,8 @@ import threading
 import pytest
 
 from spark_jobs import cli
-from spark_jobs.manifest import RunManifest
 from spark_jobs.quality import report
+from spark_jobs.runs.manifest import RunManifest
 from tests.browser.test_dq_report import _QuietHandler, chromium, page  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_jobs.contract import parse_contract
+from spark_jobs.contract.model import parse_contract
 
 
 def test_a_dataset_whose_rule_name_would_not_fit_is_refused_in_one_line(monkeypatch):
@@ -14,7 +14,7 @@ def test_a_dataset_whose_rule_name_would_not_fit_is_refused_in_one_line(monkeypa
     contract = parse_contract({"dataset": long_name, "landing": {"format": "json_lines"}, "key": ["id"],
                                "event_time": "ts", "schema": [{"name": "id", "type": "string"},
                                                               {"name": "ts", "type": "timestamp"}]})
-    monkeypatch.setattr("spark_jobs.contract.packaged_contracts", lambda: [contract])
+    monkeypatch.setattr("spark_jobs.contract.model.packaged_contracts", lambda: [contract])
     with pytest.raises(ValueError) as info:
         orchestration.contracts_for_orchestration()
     assert str(info.value) == (f"contract '{long_name}': its pipeline schedule name would be 73 characters for a "

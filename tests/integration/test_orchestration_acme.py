@@ -24,9 +24,9 @@ from infra.deploy.target import target_from_outputs
 from modules.alert_rules import emr_job_failed_pattern, pipeline_failed_pattern, publish_blocked_pattern
 from modules.pipeline_state_machine import EMR_SYNC_RESOURCE, LAYERS, swap_sync_tasks
 from modules.pipeline_triggers import MAX_EVENT_AGE_SECONDS, MAX_RETRY_ATTEMPTS, arrival_pattern
-from spark_jobs import signals
-from spark_jobs.lake import lake_from_outputs
+from spark_jobs.lake.config import lake_from_outputs
 from spark_jobs.quality import LayerValidation
+from spark_jobs.runs import signals
 from tests.conftest import REPO_ROOT, TEST_STATE_DIR
 from tests.modules.event_examples import EMR_JOB_RUN_STATE_CHANGE, EXECUTION_STATUS_CHANGE, variant
 from tenant_model import PUBLISHED_METRIC
@@ -204,7 +204,7 @@ def test_a_run_made_to_fail_shows_in_status_and_its_alert_reaches_a_subscription
     failed = subprocess.run([sys.executable, "-m", "spark_jobs", "run", "--tenant", TENANT, "--dataset", "clickstream",
                              "--layer", "silver"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert failed.returncode == 1 and "bronze clickstream has no data" in failed.stderr, failed.stderr[-2000:]
-    # The freshness metric as a publish puts it (spark_jobs/signals.py), and iot's freshness alarm in ALARM.
+    # The freshness metric as a publish puts it (spark_jobs/runs/signals.py), and iot's freshness alarm in ALARM.
     aws("cloudwatch").put_metric_data(Namespace="tenantlake/acme", MetricData=[
         signals.published_metric("iot", "silver", dt.datetime.now(dt.timezone.utc))])
     aws("cloudwatch").set_alarm_state(AlarmName="acme-iot-freshness", StateValue="ALARM", StateReason="test")

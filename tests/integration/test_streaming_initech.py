@@ -117,7 +117,7 @@ def test_vended_credentials_put_under_their_prefix(lake, clients, aws_env, monke
 def streamed(lake, clients, aws_env, tmp_path_factory):
     """Produce to Kinesis, deliver with the stand-in, run bronze -> silver -> gold; yield what tests read."""
     from infra.local.s3a_jars import ensure_jars
-    from spark_jobs.contract import load_contract
+    from spark_jobs.contract.model import load_contract
     from spark_jobs.datagen import DatagenConfig, generate
     from spark_jobs.producers import firehose_standin, kinesis as producer
 

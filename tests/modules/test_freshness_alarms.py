@@ -2,7 +2,7 @@
 silver publish, breaching when no data arrives."""
 from __future__ import annotations
 
-from spark_jobs.contract import packaged_contracts
+from spark_jobs.contract.model import packaged_contracts
 from tests.modules.helpers import resource
 from tenant_model import PUBLISHED_METRIC
 

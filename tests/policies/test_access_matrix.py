@@ -266,7 +266,7 @@ def lake_formation(matrix, lf_matrix, applied_tenant, client):
     Glue tables, the local catalog being a Hadoop catalog), then its Lake Formation read back: ``(state, owner
     outputs, the tagged tables' plans)``."""
     from policies.lake_formation import read_lake_formation
-    from spark_jobs.contract import available_datasets, load_contract
+    from spark_jobs.contract.model import available_datasets, load_contract
     from spark_jobs.tables import lf_tags
     from tests.spark_jobs.declared_columns import declared_columns
 
@@ -468,8 +468,8 @@ def test_no_object_the_consumer_may_read_holds_a_user_id_while_the_quarantine_do
 def test_each_gold_table_is_in_glue_and_its_column_tags_read_back_from_the_table(matrix, applied, client, demo_lake):
     """The run registered its silver and gold tables in the emulator's Glue (spark_jobs/io/glue_tables.py) and tagged
     their columns: GetResourceLFTags of each gold table answers every column's tag."""
-    from spark_jobs.contract import load_contract
-    from spark_jobs.lake import gold_table_name
+    from spark_jobs.contract.model import load_contract
+    from spark_jobs.lake.config import gold_table_name
     from spark_jobs.tables import lf_tags
     from tests.spark_jobs.declared_columns import declared_columns
 

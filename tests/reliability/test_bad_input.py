@@ -35,7 +35,7 @@ from spark_jobs import cli
 from spark_jobs.datagen import DatagenConfig, generate
 from spark_jobs.datagen.sink import write_landing
 from spark_jobs.io import tables
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 pytestmark = pytest.mark.integration
 
@@ -320,7 +320,7 @@ def _case_of(source_file: str) -> str:
 
 @pytest.fixture(scope="module")
 def spark():
-    from spark_jobs.session import build_session
+    from spark_jobs.runs.session import build_session
 
     return build_session("tenantlake-reliability-tests", driver_memory="1g", small_inputs=True)
 

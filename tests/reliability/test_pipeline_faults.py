@@ -24,7 +24,7 @@ import pytest
 from spark_jobs.datagen import DatagenConfig, generate
 from spark_jobs.datagen.sink import write_landing
 from spark_jobs.io import iceberg_files, tables
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.integration
@@ -56,7 +56,7 @@ def _ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
 def spark():
     """One Spark session in the test process for the runs that are not killed (no JVM start per run).
     Built like every other test package's session, so it is shared with them, and never stopped here."""
-    from spark_jobs.session import build_session
+    from spark_jobs.runs.session import build_session
 
     return build_session("tenantlake-reliability", driver_memory="1g", small_inputs=True)
 
@@ -496,8 +496,8 @@ def test_every_layer_checks_the_endpoint_first_so_run_all_stops_at_the_layer_aft
     """run-all runs each layer on one session: the check is per layer, before anything touches the lake
     (a manifest write included, which s3a would retry for minutes)."""
     from infra.local.emulator import free_port
-    from spark_jobs.failures import EndpointUnreachable
     from spark_jobs.jobs.layer import run_layer
+    from spark_jobs.lake.failures import EndpointUnreachable
 
     endpoint = f"https://127.0.0.1:{free_port()}"  # nothing listens there
     lake = LakeConfig(lake_uri="s3a://tenantlake-gone", kms_key_arn="arn:aws:kms:eu-west-1:123456789012:key/gone",

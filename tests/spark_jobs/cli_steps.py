@@ -23,8 +23,8 @@ import time
 
 def main(path: str) -> int:
     from spark_jobs import cli
-    from spark_jobs.lake import resolve_lake
-    from spark_jobs.session import session_for
+    from spark_jobs.lake.config import resolve_lake
+    from spark_jobs.runs.session import session_for
 
     spec = json.loads(open(path).read())
     lake = resolve_lake(tenant=spec.get("tenant", ""), lake_uri=spec.get("lake_uri", ""))

@@ -1,6 +1,6 @@
 """Fixtures for the spark_jobs tests: ONE local Spark session for the whole pytest run.
 
-``spark_jobs.session.build_session`` ends in ``getOrCreate()``, so any other package's session
+``spark_jobs.runs.session.build_session`` ends in ``getOrCreate()``, so any other package's session
 fixture built the same way gets this same JVM. The end-to-end test on the emulator runs the real CLI
 in a subprocess (its own JVM with the s3a jars), so this session needs no s3a settings.
 """
@@ -13,7 +13,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark():
-    from spark_jobs.session import build_session
+    from spark_jobs.runs.session import build_session
 
     # Tests run small inputs: C1 only, as `run`/`run-all` choose for them (spark_jobs/README.md, "Small inputs";
     # every package's fixture says the same, as the first one built is the one all of them get).

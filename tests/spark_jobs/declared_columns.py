@@ -2,8 +2,8 @@
 test hands ``lf_tags.plan_dataset`` instead of the columns a catalog holds (the jobs read those from Glue)."""
 from __future__ import annotations
 
-from spark_jobs.contract import Contract
-from spark_jobs.lake import gold_table_name
+from spark_jobs.contract.model import Contract
+from spark_jobs.lake.config import gold_table_name
 from spark_jobs.tables import lf_tags
 
 

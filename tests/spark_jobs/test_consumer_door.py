@@ -3,7 +3,7 @@
 job recorded.
 
 Locally the names resolve through Iceberg's Hadoop catalog, one catalog per Glue database over that
-layer's folder (``spark_jobs.catalog.consumer_conf``). On AWS they are the Glue catalog's own namespaces:
+layer's folder (``spark_jobs.lake.catalog.consumer_conf``). On AWS they are the Glue catalog's own namespaces:
 that branch is checked as generated configuration against the databases an applied tenant holds (Glue
 and Athena themselves cannot run against the emulator; spark_jobs/README.md says what stays unproven).
 """
@@ -14,11 +14,12 @@ import re
 
 import pytest
 
-from spark_jobs import catalog, cli
-from spark_jobs.contract import available_datasets, load_contract
+from spark_jobs import cli
+from spark_jobs.contract.model import available_datasets, load_contract
 from spark_jobs.io import tables
 from spark_jobs.io.partitioning import Partitioning
-from spark_jobs.lake import LakeConfig, gold_table_name
+from spark_jobs.lake import catalog
+from spark_jobs.lake.config import LakeConfig, gold_table_name
 
 pytestmark = pytest.mark.integration
 GLUE = (("gold", "acme_gold"), ("silver", "acme_silver"))

@@ -67,7 +67,7 @@ def _landing(lake_dir) -> dict[str, bytes]:
 
 def test_the_same_seed_again_is_already_landed_and_another_seed_under_the_same_names_is_refused(tmp_path):
     from spark_jobs.datagen.sink import LandingConflict, write_landing
-    from spark_jobs.lake import LakeConfig
+    from spark_jobs.lake.config import LakeConfig
 
     lake = LakeConfig(str(tmp_path / "lake"))
     first = write_landing(lake, "iot", _files(1))

@@ -111,7 +111,7 @@ def pipeline(emulator, aws_env, tmp_path_factory):
     lake_json.write_text(json.dumps({
         "tenant_id": TENANT, "region": REGION, "lake_bucket_name": BUCKET, "kms_key_arn": key_arn,
         "s3_endpoint": emulator.endpoint, "ca_bundle": emulator.ca_bundle, "truststore": emulator.truststore,
-        # As a tenant with orchestration: each publish puts its metric in this namespace (spark_jobs/signals.py).
+        # As a tenant with orchestration: each publish puts its metric in this namespace (spark_jobs/runs/signals.py).
         "orchestration": {"metric_namespace": METRIC_NAMESPACE, "event_source": "tenantlake.e2e"},
     }))
     env = {**os.environ, **aws_env, "TENANTLAKE_STATE_DIR": str(state_dir), "SPARK_LOCAL_IP": "127.0.0.1",
@@ -268,7 +268,7 @@ def test_every_bad_record_is_quarantined_with_its_reason(pipeline, dataset):
 
 @pytest.mark.parametrize("dataset", list(DATASETS))
 def test_silver_has_no_duplicate_keys_and_exactly_the_valid_rows(pipeline, dataset):
-    from spark_jobs.contract import load_contract
+    from spark_jobs.contract.model import load_contract
 
     contract = load_contract(dataset)
     folder = pipeline["run1"] / "silver" / dataset
@@ -359,7 +359,7 @@ def test_gold_clickstream_equals_plain_python_over_the_generated_rows(pipeline):
 
 
 def test_gold_inventory_equals_plain_python_over_the_generated_rows(pipeline):
-    from spark_jobs.contract import load_contract
+    from spark_jobs.contract.model import load_contract
 
     valid = pipeline["truth"]["inventory"]["valid"]
     usage = collections.defaultdict(list)
@@ -409,7 +409,7 @@ def test_a_second_run_changes_nothing(pipeline):
         assert _table(run1 / "silver" / dataset) == _table(run2 / "silver" / dataset)
         assert _table(run1 / "quarantine" / dataset, exclude=("_run_id",)) == \
             _table(run2 / "quarantine" / dataset, exclude=("_run_id",))
-        from spark_jobs.contract import load_contract
+        from spark_jobs.contract.model import load_contract
 
         for gold in load_contract(dataset).gold:
             assert _table(run1 / "gold" / gold) == _table(run2 / "gold" / gold)
@@ -479,7 +479,7 @@ def _check_table_against(folder: Path, record: dict, expected_columns: list[str]
 def test_every_published_table_has_the_schema_partitioning_and_snapshot_its_manifest_records(pipeline, dataset):
     import importlib
 
-    from spark_jobs.contract import load_contract
+    from spark_jobs.contract.model import load_contract
     from spark_jobs.transforms.silver import silver_columns
 
     contract, s3, run2 = load_contract(dataset), pipeline["s3"], pipeline["run2"]
@@ -535,9 +535,9 @@ def test_lineage_events_of_the_runs_form_landing_bronze_silver_gold_for_every_da
     """Every layer run of both run-alls emitted START and COMPLETE (valid for the client's model of the
     spec, one SSE-KMS object each), and their inputs and outputs connect each dataset's landing files to
     each of its gold tables."""
-    from spark_jobs.contract import load_contract
-    from spark_jobs.lake import gold_table_name
-    from tests.spark_jobs.lineage_events import validate
+    from spark_jobs.contract.model import load_contract
+    from spark_jobs.lake.config import gold_table_name
+    from tests.spark_jobs.runs.lineage_events import validate
 
     s3 = pipeline["s3"]
     events = _lineage_events(s3)

@@ -218,7 +218,7 @@ def test_orchestration_is_off_by_default_and_subscriptions_are_checked():
 
 
 def test_per_dataset_names_of_the_longest_tenant_and_packaged_datasets_fit_eventbridge():
-    from spark_jobs.contract import packaged_contracts
+    from spark_jobs.contract.model import packaged_contracts
 
     for contract in packaged_contracts():
         for kind in model.PIPELINE_NAME_TEMPLATES:

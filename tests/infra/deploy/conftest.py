@@ -182,7 +182,7 @@ def write_manifest(emu: DrivenEmulator, bucket: str, dataset: str, layer: str, s
     with the jobs' own ``RunManifest``: what a job run on the cluster leaves in the lake. Returns the key."""
     import datetime as dt
 
-    from spark_jobs.manifest import RunManifest, new_run_id
+    from spark_jobs.runs.manifest import RunManifest, new_run_id
 
     manifest = RunManifest(run_id=new_run_id(), dataset=dataset, layer=layer, lake_uri=f"s3://{bucket}",
                            started_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

@@ -42,7 +42,7 @@ from infra.deploy.request import (
 from infra.deploy.target import DeployTarget
 from infra.deploy.upload import location_of
 from infra.local.iceberg_jar import ensure_jar
-from spark_jobs.catalog import EMR_ICEBERG_JAR
+from spark_jobs.lake.catalog import EMR_ICEBERG_JAR
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 REPO = Path(__file__).resolve().parents[3]

@@ -263,9 +263,9 @@ def test_missing_glue_databases_are_named():
 def test_the_request_carries_the_glue_catalog_and_emrs_iceberg():
     """The job gets the Glue databases as an argument; spark-defaults carry the same catalog the job registers
     (Glue, S3FileIO writing SSE-KMS with the tenant key), and the jar is the release's own."""
-    from spark_jobs import catalog
     from spark_jobs.cli import build_parser
-    from spark_jobs.lake import resolve_lake
+    from spark_jobs.lake import catalog
+    from spark_jobs.lake.config import resolve_lake
 
     request = build_request(TARGET, LOCATION, SPEC, "x")
     driver = request["jobDriver"]["sparkSubmitJobDriver"]
@@ -298,7 +298,7 @@ def test_a_personal_data_tenants_classification_reaches_the_job():
     import dataclasses
 
     from spark_jobs.cli import build_parser
-    from spark_jobs.lake import lake_from_args
+    from spark_jobs.lake.config import lake_from_args
 
     outputs = {"tenant_id": "acme", "region": "eu-west-1", "lake_bucket_name": "b", "kms_key_arn": KEY,
                "job_execution_role_arn": TARGET.role_arn, "emr_virtual_cluster_id": "x", "log_group_name": "g",
@@ -319,7 +319,7 @@ def test_the_lake_formation_tag_reaches_pipeline_runs_which_tag_their_tables():
     import dataclasses
 
     from spark_jobs.cli import build_parser
-    from spark_jobs.lake import lake_from_args
+    from spark_jobs.lake.config import lake_from_args
 
     outputs = {"tenant_id": "acme", "region": "eu-west-1", "lake_bucket_name": "b", "kms_key_arn": KEY,
                "job_execution_role_arn": TARGET.role_arn, "emr_virtual_cluster_id": "x", "log_group_name": "g",

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
-from spark_jobs.contract import parse_contract
+from spark_jobs.contract.model import parse_contract
 from spark_jobs.erasure import records
 from spark_jobs.erasure.scan import Matchers, batch_hits, scan_chunks
 from spark_jobs.erasure.subjects import Subject, needles

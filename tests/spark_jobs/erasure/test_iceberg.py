@@ -12,7 +12,7 @@ from spark_jobs.erasure import iceberg
 from spark_jobs.erasure.matching import KeyRule, Needles
 from spark_jobs.erasure.scan import Matcher, scan_chunks
 from spark_jobs.io import tables
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 
 def _holding(folder, matcher) -> list[str]:

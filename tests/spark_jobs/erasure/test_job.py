@@ -33,7 +33,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 def test_only_hits_in_a_dataset_the_request_left_out_are_set_apart():
     """``erase --dataset D`` scans the whole bucket; a hit in another dataset's own objects is named in the
     receipt, not counted against the request. Anything else (a similar name, a report) still is."""
-    from spark_jobs.contract import load_contract
+    from spark_jobs.contract.model import load_contract
     from spark_jobs.erasure.job import _outside_request
     from spark_jobs.io.s3 import ObjectVersion as Version
 

@@ -43,7 +43,7 @@ def test_erasure_of_a_dataset_stored_by_month(clickmonth_removed_after, tmp_path
 
     import yaml
 
-    from spark_jobs.contract import CONTRACTS_DIR
+    from spark_jobs.contract.model import CONTRACTS_DIR
 
     tenant, dataset = clickmonth_removed_after, MONTH_DATASET
     contracts = tmp_path / "contracts"

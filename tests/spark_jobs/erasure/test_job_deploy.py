@@ -31,7 +31,7 @@ def test_the_erasure_run_make_deploy_jobs_submits_runs_with_a_bare_python_and_th
     from infra.deploy import job_deps
     from infra.local.iceberg_jar import ensure_jar
     from infra.local.s3a_jars import ensure_jars
-    from spark_jobs.catalog import EMR_ICEBERG_JAR
+    from spark_jobs.lake.catalog import EMR_ICEBERG_JAR
     from tests.infra.deploy.test_entrypoint import PYTHONPATH_ENTRY, VENV_BIN, _spark_submit_command, bare_python
 
     tenant = loaded

@@ -2,7 +2,7 @@
 (issue 51: the lock was an overwrite, and the first to finish deleted it under the second).
 
 Real processes race on a folder lake (the lease store's create-only hard link; the S3 store's If-None-Match is
-the same ``create``, proven against the emulator in tests/spark_jobs/test_leases.py). No Spark: the locks need
+the same ``create``, proven against the emulator in tests/spark_jobs/runs/test_leases.py). No Spark: the locks need
 none. The end-to-end refusal of a second request while one runs is in test_exact.py.
 """
 from __future__ import annotations
@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs import leases
-from spark_jobs.contract import parse_contract
+from spark_jobs.contract.model import parse_contract
 from spark_jobs.erasure import ErasureError
 from spark_jobs.erasure.job import _resolve_request
 from spark_jobs.io import create_only
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
+from spark_jobs.runs import leases
 from tests.conftest import REPO_ROOT
 
 CONTRACT = parse_contract({
@@ -30,12 +30,12 @@ CONTRACT = parse_contract({
 RACER = """
 import sys, time
 from pathlib import Path
-from spark_jobs.contract import parse_contract
+from spark_jobs.contract.model import parse_contract
 from spark_jobs.erasure import ErasureError
 from spark_jobs.erasure.job import _take_locks
 from spark_jobs.io import create_only
-from spark_jobs.lake import LakeConfig
-from spark_jobs.leases import lock_text
+from spark_jobs.lake.config import LakeConfig
+from spark_jobs.runs.leases import lock_text
 lake, go, request = LakeConfig(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 contract = parse_contract({"dataset": "people", "landing": {"format": "json_lines"}, "key": ["email"],
                            "event_time": "ts", "schema": [{"name": "ts", "type": "timestamp"},

@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from spark_jobs.pseudonyms import pseudonym
+from spark_jobs.jobs.pseudonyms import pseudonym
 from tests import shell
 
 pytestmark = pytest.mark.timeout(900)

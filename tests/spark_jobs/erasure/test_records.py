@@ -10,11 +10,11 @@ import datetime as dt
 
 from pyspark.sql import functions as F
 
-from spark_jobs.contract import parse_contract
+from spark_jobs.contract.model import parse_contract
 from spark_jobs.erasure import records, rewrites
 from spark_jobs.erasure.subjects import Subject, needles
 from spark_jobs.io import tables
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 CONTRACT_SPEC = {
     "dataset": "people", "landing": {"format": "json_lines"}, "key": ["email", "ts"], "event_time": "ts",

@@ -124,8 +124,8 @@ def test_iceberg_manifest_bounds_hold_numeric_ids_and_hint_at_truncated_ones(spa
     prefix shared by another id was taken for a hit that no erasure could clear)."""
     from pathlib import Path
 
-    from spark_jobs.catalog import register
-    from spark_jobs.lake import LakeConfig
+    from spark_jobs.lake.catalog import register
+    from spark_jobs.lake.config import LakeConfig
 
     table = register(spark, LakeConfig(lake_uri=str(tmp_path))).qualified("silver", "scan_bounds")
     spark.sql(f"CREATE TABLE {table} (customer_id bigint, email string, bytes bigint) USING iceberg")

@@ -6,12 +6,12 @@ import hmac
 
 import pytest
 
-from spark_jobs.contract import load_contract
-from spark_jobs.contract import parse_contract
+from spark_jobs.contract.model import load_contract
+from spark_jobs.contract.model import parse_contract
 from spark_jobs.erasure.subjects import (
     Subject, SubjectError, check_request, needles, new_request_id, normalised, parse_subject, read_subjects,
     subject_hash, subjects_digest, typed_value)
-from spark_jobs.pseudonyms import pseudonym
+from spark_jobs.jobs.pseudonyms import pseudonym
 
 
 def test_subjects_from_arguments_and_files(tmp_path):
@@ -106,7 +106,7 @@ def test_gold_pseudonyms_keep_the_key_out_of_the_plan(spark):
     in the plan Spark logs (issue 40: they were literals in it)."""
     from pyspark.sql import functions as F
 
-    from spark_jobs.pseudonyms import pseudonymiser
+    from spark_jobs.jobs.pseudonyms import pseudonymiser
 
     key = bytes(range(100, 132))
     frame = spark.createDataFrame([("user-0042",), (None,)], "user_id string")

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from spark_jobs import cli
-from spark_jobs.contract import parse_contract
+from spark_jobs.contract.model import parse_contract
 from spark_jobs.infer.draft import infer
 
 

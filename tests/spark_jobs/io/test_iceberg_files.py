@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.io import iceberg_files, tables
 from spark_jobs.io.partitioning import Partitioning
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 from tests.spark_jobs.conftest import ts
 
 DAYS = Partitioning("event_ts", "day")

@@ -6,7 +6,7 @@ import pytest
 from botocore.exceptions import NoCredentialsError
 
 from spark_jobs.io.s3 import lake_client, list_versions
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 BUCKET = "tenantlake-test-io-s3"
 

@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.io import iceberg_files, tables
 from spark_jobs.io.partitioning import MAX_RANGE_TERMS, Partitioning, _date_ranges, granule
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 from tests.spark_jobs.conftest import ts
 
 
@@ -101,7 +101,7 @@ def test_a_write_never_changes_the_schema_an_evolution_does_without_rewriting_a_
     """A DataFrame with a column the table lacks fails the write (no merge-schema: the contract's plan decides);
     ``evolve`` adds, widens, renames and drops in ONE metadata commit: no snapshot, the same data files, old rows
     null in the new column, and the first snapshot still read with its own schema (time travel)."""
-    from spark_jobs.failures import one_line
+    from spark_jobs.lake.failures import one_line
 
     rows = spark.createDataFrame([("a", ts("2020-11-16 10:00:00"), 1.0, 7, "x")],
                                  "id string, event_ts timestamp, v double, n int, gone string").withColumn(

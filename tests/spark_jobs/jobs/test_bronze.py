@@ -8,7 +8,7 @@ from spark_jobs.datagen import DatagenConfig, generate
 from spark_jobs.datagen.sink import write_landing
 from spark_jobs.io import storage
 from spark_jobs.jobs.layer import run_layer
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 
 @pytest.fixture
@@ -157,7 +157,7 @@ def test_a_file_not_of_the_declared_format_fails_bronze_naming_it(spark, lake, c
     """Nothing of the batch is written; once the file is moved out, the replayed batch ingests the rest."""
     import duckdb
 
-    from spark_jobs.failures import JobFailed
+    from spark_jobs.lake.failures import JobFailed
 
     good = tmp_path / "good"
     good.mkdir()

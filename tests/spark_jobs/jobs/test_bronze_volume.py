@@ -19,10 +19,10 @@ from pyspark.sql import functions as F
 from bench import duckdb_reference as ref
 from bench.ingest_data import CONTRACTS_DIR, DATASETS, WIDE_DATASETS, write_file, write_wide_span_file
 from spark_jobs import cli
-from spark_jobs.contract import load_contract
+from spark_jobs.contract.model import load_contract
 from spark_jobs.io import landing as landing_io
-from spark_jobs.lake import LakeConfig, resolve_lake
 from spark_jobs.jobs.report import layer_counts
+from spark_jobs.lake.config import LakeConfig, resolve_lake
 from spark_jobs.transforms import bronze as bronze_tx
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ import pytest
 
 from spark_jobs import cli
 from spark_jobs.io import tables
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 pytestmark = pytest.mark.integration
 

@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from spark_jobs import cli
-from spark_jobs.contract import CONTRACTS_DIR
+from spark_jobs.contract.model import CONTRACTS_DIR
 from spark_jobs.io import tables
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 
 pytestmark = pytest.mark.integration
 

@@ -35,13 +35,13 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from spark_jobs import leases
-from spark_jobs.contract import load_contract
+from spark_jobs.contract.model import load_contract
 from spark_jobs.erasure import iceberg
 from spark_jobs.io import storage, tables
 from spark_jobs.io.partitioning import silver_partitioning
 from spark_jobs.jobs.layer import run_layer
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
+from spark_jobs.runs import leases
 
 pytestmark = pytest.mark.integration
 

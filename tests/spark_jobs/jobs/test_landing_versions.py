@@ -66,7 +66,7 @@ def test_without_etags_a_rewrite_after_bronze_read_the_name_is_flagged():
 
 def test_the_warning_names_the_versions_and_says_how_to_land_them(monkeypatch):
     from spark_jobs.jobs import landing_versions
-    from spark_jobs.lake import LakeConfig
+    from spark_jobs.lake.config import LakeConfig
 
     monkeypatch.setattr(landing_versions, "MAX_NAMED", 1)
     result = _reconcile([_v("c.json", 10, "C"), _v("c.json", 30, "C2"), _v("x.json", 10, "X"),
@@ -87,7 +87,7 @@ def test_an_overwritten_landing_file_is_named_by_bronze_the_report_and_counts_ev
     from spark_jobs.jobs import report
     from spark_jobs.jobs.checkpoint import recover_checkpoint
     from spark_jobs.jobs.layer import run_layer
-    from spark_jobs.lake import LakeConfig
+    from spark_jobs.lake.config import LakeConfig
 
     monkeypatch.setenv("TENANTLAKE_STATE_DIR", str(tmp_path / "state"))
     lake = LakeConfig(str(tmp_path / "lake"))

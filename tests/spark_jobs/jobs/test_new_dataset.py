@@ -5,10 +5,10 @@ import re
 
 import pytest
 
-from spark_jobs.jobs.layer import run_layer
 from spark_jobs.datagen.sink import write_landing
 from spark_jobs.io import tables
-from spark_jobs.lake import LakeConfig
+from spark_jobs.jobs.layer import run_layer
+from spark_jobs.lake.config import LakeConfig
 from tests.conftest import REPO_ROOT
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from spark_jobs import cli
-from spark_jobs.jobs import report
-from spark_jobs.contract import load_contract
+from spark_jobs.contract.model import load_contract
 from spark_jobs.io import tables
+from spark_jobs.jobs import report
 from spark_jobs.jobs.layer import run_layer
-from spark_jobs.lake import LakeConfig, gold_table_name
+from spark_jobs.lake.config import LakeConfig, gold_table_name
 
 pytestmark = pytest.mark.integration
 DATASETS = ["iot", "inventory"]

@@ -1,7 +1,7 @@
 """spark_jobs/jobs/runtime.py: every error as ONE line, never cut mid-thought; the whole text for the manifest."""
 from __future__ import annotations
 
-from spark_jobs.failures import ERROR_LINE_CHARS, error_text, one_line
+from spark_jobs.lake.failures import ERROR_LINE_CHARS, error_text, one_line
 
 ICEBERG = """Cannot write incompatible dataset to table with schema:
 table {

@@ -10,10 +10,10 @@ import pytest
 
 from bench import small
 from spark_jobs import cli
-from spark_jobs import session
 from spark_jobs.io import tables
 from spark_jobs.jobs.layer import run_layer
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
+from spark_jobs.runs import session
 
 pytestmark = pytest.mark.integration
 QUIET = {"progress": lambda _: None}

@@ -90,8 +90,8 @@ def test_land_needs_nothing_but_the_ingest_writer_put(iam_enforcing_emulator, in
     upload, refused at completion, is aborted (s3:AbortMultipartUpload)."""
     from botocore.exceptions import ClientError
 
-    from spark_jobs.contract import parse_contract
-    from spark_jobs.lake import LakeConfig
+    from spark_jobs.contract.model import parse_contract
+    from spark_jobs.lake.config import LakeConfig
     from spark_jobs.landing.land import land
 
     s3 = _vend(iam_enforcing_emulator, ingest_writer, monkeypatch, "landing/readings")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from spark_jobs import cli
-from spark_jobs.contract import parse_contract
+from spark_jobs.contract.model import parse_contract
 from spark_jobs.landing.files import check_file
 
 CONTRACT = parse_contract({

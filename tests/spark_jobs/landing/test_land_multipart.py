@@ -20,9 +20,9 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from spark_jobs import cli
+from spark_jobs.contract.model import parse_contract
+from spark_jobs.lake.config import LakeConfig
 from spark_jobs.landing import land
-from spark_jobs.contract import parse_contract
-from spark_jobs.lake import LakeConfig
 from spark_jobs.landing.files import check_file
 from tests.conftest import REPO_ROOT
 

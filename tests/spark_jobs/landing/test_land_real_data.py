@@ -33,7 +33,7 @@ import duckdb
 import pytest
 
 from spark_jobs.io import iceberg_files
-from spark_jobs.lake import gold_table_name
+from spark_jobs.lake.config import gold_table_name
 from tests.conftest import REPO_ROOT, TEST_STATE_DIR
 
 # The fixture applies initech when no earlier test did (minutes on a busy machine), then lands and runs two datasets.

@@ -36,7 +36,7 @@ def contract():
 
 @pytest.fixture(scope="session")
 def spark():
-    from spark_jobs.session import build_session
+    from spark_jobs.runs.session import build_session
 
     session = build_session("tenantlake-dq-tests", driver_memory="1g", small_inputs=True)
     yield session

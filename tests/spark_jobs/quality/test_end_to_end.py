@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 
 def test_bad_data_blocks_silver_and_the_report_shows_exact_failures(spark, tmp_path, monkeypatch):
     from spark_jobs import cli
-    from spark_jobs.contract import CONTRACTS_DIR
+    from spark_jobs.contract.model import CONTRACTS_DIR
 
     contracts = tmp_path / "contracts"
     contracts.mkdir()

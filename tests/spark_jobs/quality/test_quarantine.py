@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from spark_jobs.contract import load_contract
+from spark_jobs.contract.model import load_contract
 from spark_jobs.quality.quarantine import PERSONAL_MASK, UNKNOWN_MASK, mask_record, open_fields
 
 

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from spark_jobs import cli
-from spark_jobs.contract import CONTRACTS_DIR, load_contract, parse_contract
-from spark_jobs.lake import LakeConfig
+from spark_jobs.contract.model import CONTRACTS_DIR, load_contract, parse_contract
+from spark_jobs.lake.config import LakeConfig
 from spark_jobs.tables import lf_tags
 from spark_jobs.transforms.silver import LINEAGE_COLUMNS
 from tests.spark_jobs.declared_columns import declared_columns

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from spark_jobs import cli
 from spark_jobs.io import iceberg_files, tables
 from spark_jobs.io.partitioning import Partitioning
-from spark_jobs.lake import LakeConfig
+from spark_jobs.lake.config import LakeConfig
 from spark_jobs.tables import maintain
 from tests.conftest import run_make
 from tests.spark_jobs.conftest import ts
@@ -94,8 +94,8 @@ def test_maintain_holds_a_lease_and_refuses_a_dataset_an_erasure_request_holds(s
     lease; a dataset locked by an erase request is refused before its tables are touched."""
     import json
 
-    from spark_jobs import leases
     from spark_jobs.io import storage
+    from spark_jobs.runs import leases
 
     lake = LakeConfig(lake_uri=str(tmp_path / "lake"))
     silver = tables.table(spark, lake, "silver", "iot")
@@ -127,8 +127,8 @@ def test_maintain_holds_a_lease_and_refuses_a_dataset_an_erasure_request_holds(s
 
 HOLDER = """
 import sys, time
-from spark_jobs.lake import LakeConfig
-from spark_jobs.leases import held_leases
+from spark_jobs.lake.config import LakeConfig
+from spark_jobs.runs.leases import held_leases
 with held_leases(LakeConfig(sys.argv[1]), [("iot", "silver")], label="silver", command="run") as run_id:
     print(run_id, flush=True)
     time.sleep(600)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark_jobs.contract_parts import LandingSpec
+from spark_jobs.contract.parts import LandingSpec
 from spark_jobs.transforms import bronze, landing_text
 
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from spark_jobs.contract import parse_contract
-from spark_jobs.contract_parts import LandingSpec
+from spark_jobs.contract.model import parse_contract
+from spark_jobs.contract.parts import LandingSpec
 from spark_jobs.transforms import bronze
 from tests.spark_jobs.transforms.landing_records import split_landing_records
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
-from spark_jobs.contract_parts import LandingSpec
+from spark_jobs.contract.parts import LandingSpec
 from spark_jobs.transforms import csv_records
 from spark_jobs.transforms.landing_csv import CsvGrammar
 from spark_jobs.transforms.landing_text import LineOptions

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from spark_jobs.contract import parse_contract
+from spark_jobs.contract.model import parse_contract
 from spark_jobs.transforms import silver
 from tests.spark_jobs.conftest import ts
 
@@ -186,7 +186,7 @@ def test_csv_without_header_reads_fields_in_schema_order(spark):
 
 
 def test_a_computed_column_that_does_not_evaluate_names_the_column(spark):
-    from spark_jobs.contract_parts import ContractError
+    from spark_jobs.contract.parts import ContractError
 
     contract = parse_contract({"dataset": "bad", "landing": {"format": "csv"}, "key": ["a"], "event_time": "t",
                                "schema": [{"name": "a", "type": "string"},

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
-from spark_jobs.contract_parts import ColumnSpec
+from spark_jobs.contract.parts import ColumnSpec
 from spark_jobs.transforms import silver as silver_tx
 from spark_jobs.transforms.typed_text import SPACE, canonical_number, number_forms, string_value
 

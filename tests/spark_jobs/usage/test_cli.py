@@ -7,7 +7,7 @@ import json
 import pytest
 
 from spark_jobs import cli
-from spark_jobs.manifest import RunManifest
+from spark_jobs.runs.manifest import RunManifest
 
 
 @pytest.fixture

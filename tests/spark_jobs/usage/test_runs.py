@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from spark_jobs.lake import LakeConfig
-from spark_jobs.manifest import RunManifest
+from spark_jobs.lake.config import LakeConfig
+from spark_jobs.runs.manifest import RunManifest
 from spark_jobs.usage import LakeStore, month_days, runs
 
 

@@ -1,6 +1,6 @@
 import datetime as dt
 
-from spark_jobs.contract import load_contract
+from spark_jobs.contract.model import load_contract
 from spark_jobs.transforms.gold import inventory_compliance
 from tests.spark_jobs.conftest import ts
 
