@@ -6,7 +6,7 @@ import pytest
 
 from spark_jobs.datagen import DatagenConfig, generate
 from spark_jobs.datagen.sink import write_landing
-from spark_jobs.contract import load_contract
+from spark_jobs.contract.model import load_contract
 from spark_jobs.io import storage
 from spark_jobs.jobs.checkpoint import nothing_new
 from spark_jobs.jobs.layer import run_layer
