@@ -84,6 +84,12 @@ def landing_files(spark: SparkSession, landing_uri: str, landing: LandingSpec) -
     return [(r[0], int(r[1])) for r in listed.select("path", "length").collect()]
 
 
+def landing_paths(spark: SparkSession, landing_uri: str, landing: LandingSpec) -> list[str]:
+    """The URIs of ``landing_files``, as the stream's file source records them (``FileStatus`` path as a URI),
+    from the driver's listing alone: no Spark job."""
+    return list(_listing(spark.read, landing_uri, landing).load(landing_uri).inputFiles())
+
+
 MAX_SPLIT_BYTES = 128 * 1024 * 1024  # Spark's spark.sql.files.maxPartitionBytes default
 
 

@@ -25,9 +25,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from spark_jobs import quality
 from spark_jobs.io import landing as landing_io
 from spark_jobs.io import readers, storage, writers
-from spark_jobs.jobs.checkpoint import CheckpointCorruptError, check_checkpoint, is_checkpoint_failure
+from spark_jobs.jobs.checkpoint import CheckpointCorruptError, check_checkpoint, is_checkpoint_failure, nothing_new
 from spark_jobs.jobs.runtime import JobRun
 from spark_jobs.lake.failures import JobFailed
 from spark_jobs.runs.manifest import InvariantViolation
@@ -51,6 +52,11 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
                         f"`python -m spark_jobs land --dataset {dataset} PATH...` (or `datagen` for the seed datasets)", 1)
     # A broken checkpoint must stop the run before Spark starts the query: see jobs/checkpoint.py.
     check_checkpoint(spark, lake, dataset)
+    if not continuous and nothing_new(spark, lake, dataset, landing):
+        run.stage("no new landing files", stream="not started: every landing file was read already")
+        manifest.check_invariant()
+        manifest.published = True
+        return
 
     failures: list[BaseException] = []
 
@@ -62,6 +68,7 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
             raise
 
     def write_one_batch(landing_batch: DataFrame, batch_id: int) -> None:
+        quality.prewarm()  # a batch to validate: Great Expectations loads while the batch is read
         listed = [(r[0], int(r[1])) for r in landing_batch.select("_source_file", "length").collect()]
         staging = f"{staging_root}/_batch_id={batch_id}"
         writers.delete_path(spark, staging_root)

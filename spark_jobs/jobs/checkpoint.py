@@ -180,6 +180,25 @@ def handed_out_files(spark: SparkSession, lake: LakeConfig, dataset: str) -> tup
     return files, (commits[-1][0] if commits else None)
 
 
+def nothing_new(spark: SparkSession, lake: LakeConfig, dataset: str, landing) -> bool:
+    """True when a bronze run of ``dataset`` has provably nothing to do: its checkpoint has no batch to
+    replay (the latest offsets are committed; every file its log handed out is in a committed batch), and
+    every landing file, listed as the stream lists them (``io.landing.landing_paths``), is a name the log
+    handed out already, which the file source never hands out again. The stream would then start, list,
+    find no new file and stop without writing anything (on a small lake about 10 s of a session's time).
+    Any doubt (no checkpoint, a name written differently, a file too old for the source) is False: the
+    stream runs and decides, as it always did."""
+    root = lake.checkpoint(dataset)
+    offsets = _batch_ids(spark, f"{root}/offsets")
+    if not offsets:
+        return False
+    handed_out, committed = handed_out_files(spark, lake, dataset)
+    if committed is None or offsets[-1][0] != committed or any(f.batch_id > committed for f in handed_out):
+        return False
+    seen = {f.path for f in handed_out}
+    return all(path in seen for path in landing_io.landing_paths(spark, lake.landing(dataset), landing))
+
+
 def is_checkpoint_failure(exc: BaseException, lake: LakeConfig, dataset: str) -> bool:
     """True when Spark's own error is about a file of this checkpoint (a case ``check_checkpoint`` let through)."""
     text = str(exc)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
+from spark_jobs import quality
 from spark_jobs.io import readers, tables
 from spark_jobs.io.partitioning import gold_partitioning, silver_partitioning
 from spark_jobs.jobs import increment
@@ -83,6 +84,7 @@ def run_gold(run: JobRun) -> None:
             manifest.published = True  # nothing to commit: every table is up to date
             return
         silver = silver.where(F.expr(partitioning.rows(plan.read_dates, plan.read_null)))
+    quality.prewarm()  # tables to validate: Great Expectations loads while silver is read
     # The whole table on a full run; else what the plan reads, as Spark sizes the pruned scan.
     input_bytes = (tables.snapshot_bytes(silver_loaded) if plan.mode == "full" else readers.planned_bytes(silver))
     small = run.size_for_input(input_bytes)

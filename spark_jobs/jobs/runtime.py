@@ -146,7 +146,6 @@ def job_run(spark: SparkSession, lake: LakeConfig, contract: Contract, layer: st
         run.stage("lease taken")
     else:
         run.counters = RunCounters(spark, lake.lake_uri)
-    quality.prewarm()
     run.stage("start", run_id=manifest.run_id)
     lineage.run_started(run)  # OpenLineage START (spark_jobs/runs/lineage.py); never fails the run
     try:

@@ -27,6 +27,7 @@ import functools
 
 from pyspark.sql import functions as F
 
+from spark_jobs import quality
 from spark_jobs.contract.model import Contract
 from spark_jobs.contract.parts import MALFORMED_RULE, UNKNOWN_FIELDS_RULE
 from spark_jobs.io import readers, storage, tables, writers
@@ -174,6 +175,7 @@ def run_silver(run: JobRun) -> None:
         manifest.check_invariant()
         manifest.published = True  # nothing to commit: the table is up to date
         return
+    quality.prewarm()  # rows to validate: Great Expectations loads while they are read
     schema = bronze_tx.bronze_schema(contract, readers.record_index_type(spark, bronze_uri))
     bronze = increment.read_bronze(spark, bronze_uri, schema, plan)
     input_bytes = readers.planned_bytes(bronze)

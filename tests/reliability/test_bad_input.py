@@ -336,7 +336,7 @@ def _as_format(dataset: str, files: list[tuple[str, bytes]]) -> list[tuple[str, 
 
 
 def _reports(lake_root: Path, layer: str, dataset: str) -> list[Path]:
-    return sorted((lake_root / "reports" / layer / dataset).glob("*/"))
+    return sorted((lake_root / "reports" / layer / dataset).glob("*/"), key=lambda run: run.stat().st_mtime_ns)
 
 
 def _run_all(lake: LakeConfig, datasets: tuple[str, ...]) -> int:

@@ -245,7 +245,7 @@ def _data_files_on_disk(table: Path) -> set[Path]:
 
 
 def _latest_manifest(lake_dir: Path, layer: str) -> dict:
-    runs = sorted((lake_dir / "reports" / layer / DATASET).iterdir())
+    runs = sorted((lake_dir / "reports" / layer / DATASET).iterdir(), key=lambda run: run.stat().st_mtime_ns)
     return json.loads((runs[-1] / "manifest.json").read_text())
 
 
@@ -296,7 +296,7 @@ def test_silver_and_gold_killed_during_their_write_leave_the_previous_snapshot_a
     assert tables.read(in_process.spark, silver_table).count() == len(clean["silver"][1])
     # A run manifest is a report: a corrupt one must not change what a re-run does.
     for layer in ("bronze", "silver", "gold"):
-        runs = sorted((lake_dir / "reports" / layer / DATASET).iterdir())
+        runs = sorted((lake_dir / "reports" / layer / DATASET).iterdir(), key=lambda run: run.stat().st_mtime_ns)
         (runs[-1] / "manifest.json").write_text('{"status": "succeeded", "rows_out": ')
 
     code, rerun = in_process(*run_all, "--full")  # the killed runs were full: so is their re-run

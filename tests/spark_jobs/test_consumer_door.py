@@ -27,7 +27,7 @@ ATHENA_NAME = re.compile(r"^[a-z0-9_]{1,255}$")  # Glue and Athena: lowercase le
 
 
 def _manifest(lake_dir, layer: str, dataset: str) -> dict:
-    runs = sorted((lake_dir / "reports" / layer / dataset).iterdir())
+    runs = sorted((lake_dir / "reports" / layer / dataset).iterdir(), key=lambda run: run.stat().st_mtime_ns)
     return json.loads((runs[-1] / "manifest.json").read_text())
 
 

@@ -6,7 +6,9 @@ import pytest
 
 from spark_jobs.datagen import DatagenConfig, generate
 from spark_jobs.datagen.sink import write_landing
+from spark_jobs.contract.model import load_contract
 from spark_jobs.io import storage
+from spark_jobs.jobs.checkpoint import nothing_new
 from spark_jobs.jobs.layer import run_layer
 from spark_jobs.lake.config import LakeConfig
 
@@ -37,14 +39,20 @@ def test_restart_replays_the_unfinished_batch_without_duplicating(spark, lake, t
     commits = tmp_path / "lake" / "checkpoints" / "iot" / "bronze" / "commits"
     for leftover in commits.glob("*0*"):
         leftover.unlink()
+    assert not nothing_new(spark, lake, "iot", load_contract("iot").landing)  # a batch to replay: the stream runs
     replay = run_layer(spark, lake, "iot", "bronze", progress=lambda _: None)
     assert [b["batch_id"] for b in replay["batches"]] == [0]
     assert _bronze_rows(spark, lake) == data.raw_records
     assert [n for n in storage.list_dir(spark, lake.bronze("iot")) if "=" in n] == ["_batch_id=0"]
 
-    # Nothing new: nothing read.
+    # Nothing new: nothing read, and the stream not even started (its checkpoint is left as it was).
+    assert nothing_new(spark, lake, "iot", load_contract("iot").landing)
+    checkpoint = sorted(p.relative_to(tmp_path) for p in (tmp_path / "lake" / "checkpoints" / "iot").rglob("*"))
     idle = run_layer(spark, lake, "iot", "bronze", progress=lambda _: None)
     assert (idle["rows_in"], idle["batches"]) == (0, [])
+    assert [s.get("stream") for s in idle["stages"] if s["stage"] == "no new landing files"] == [
+        "not started: every landing file was read already"]
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "lake" / "checkpoints" / "iot").rglob("*")) == checkpoint
 
     # A new producer file: only it is read, in the next batch.
     extra = [{"event_id": f"x{i}", "sensor_id": "sensor-009", "event_ts": "2020-11-17T00:00:0{i}Z",
@@ -53,6 +61,7 @@ def test_restart_replays_the_unfinished_batch_without_duplicating(spark, lake, t
     # break was seen, so the batch is written again without them, the file kept whole as ONE record.
     cut = json.dumps(extra[:2] + [{"event_id": "x9"}], indent=2).encode()[:-12]
     write_landing(lake, "iot", [("part-1-000000.json", json.dumps(extra).encode()), ("part-1-000001.json", cut)])
+    assert not nothing_new(spark, lake, "iot", load_contract("iot").landing)
     more = run_layer(spark, lake, "iot", "bronze", progress=lambda _: None)
     assert [(b["batch_id"], b["rows"], b["malformed"]) for b in more["batches"]] == [(1, 4, 1)]
     assert "batch 1 broken arrays added" not in [s["stage"] for s in more["stages"]]
@@ -68,6 +77,23 @@ def test_manifest_is_written_per_run(spark, lake):
     assert stored["status"] == "succeeded" and stored["invariant_holds"] is True and stored["published"] is True
     assert stored["rows_in"] == 10 and stored["inputs"] == [lake.landing("iot")]
     assert stored["code_version"].startswith("spark_jobs-")
+
+
+def test_a_run_with_nothing_new_still_writes_its_manifest_and_report(spark, tmp_path, monkeypatch):
+    """Validation on: the second bronze run finds every landing file read already, starts no stream and
+    validates nothing, and still leaves a succeeded manifest and its data-quality report."""
+    monkeypatch.setenv("TENANTLAKE_STATE_DIR", str(tmp_path / "state"))
+    lake = LakeConfig(lake_uri=str(tmp_path / "lake"))
+    write_landing(lake, "iot", generate(DatagenConfig(dataset="iot", records=10)).files)
+    assert run_layer(spark, lake, "iot", "bronze", progress=lambda _: None)["rows_in"] == 10
+    idle = run_layer(spark, lake, "iot", "bronze", progress=lambda _: None)
+    assert (idle["status"], idle["published"], idle["rows_in"], idle["validation"]) == ("succeeded", True, 0, {})
+    folder = lake.report_dir("bronze", "iot", idle["run_id"])
+    stored = json.loads(storage.read_text(spark, f"{folder}/manifest.json"))
+    assert [s["stage"] for s in stored["stages"]][-2:] == ["no new landing files", "landing reconciled"]
+    summary = json.loads(storage.read_text(spark, f"{folder}/summary.json"))
+    assert (summary["run_id"], summary["layer"], summary["dataset"]) == (idle["run_id"], "bronze", "iot")
+    assert summary["landing"]["versions"] == summary["landing"]["ingested"] > 0
 
 
 def test_continuous_mode_ingests_then_stops_at_max_runtime(spark, lake):

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration
 
 
 def _last_manifest(lake_dir, layer: str) -> dict:
-    runs = sorted((lake_dir / "reports" / layer / "iot").iterdir())
+    runs = sorted((lake_dir / "reports" / layer / "iot").iterdir(), key=lambda run: run.stat().st_mtime_ns)
     return json.loads((runs[-1] / "manifest.json").read_text())
 
 

@@ -22,7 +22,7 @@ def _contract(folder, granularity: str) -> None:
 
 
 def _last_manifest(lake_dir, layer: str) -> dict:
-    runs = sorted((lake_dir / "reports" / layer / "iot").iterdir())
+    runs = sorted((lake_dir / "reports" / layer / "iot").iterdir(), key=lambda run: run.stat().st_mtime_ns)
     return json.loads((runs[-1] / "manifest.json").read_text())
 
 

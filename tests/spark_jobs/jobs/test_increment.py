@@ -312,7 +312,7 @@ def test_any_sequence_of_batches_gives_what_a_full_recompute_gives(spark, contra
 
 
 def _manifest(lake_dir: Path, layer: str) -> dict:
-    runs = sorted((lake_dir / "reports" / layer / "iot").iterdir())
+    runs = sorted((lake_dir / "reports" / layer / "iot").iterdir(), key=lambda run: run.stat().st_mtime_ns)
     return json.loads((runs[-1] / "manifest.json").read_text())
 
 

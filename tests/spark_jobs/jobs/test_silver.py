@@ -20,7 +20,7 @@ def _manifest(lake_dir, run_id: str) -> dict:
 
 
 def _runs(lake_dir) -> list[str]:
-    return sorted(p.name for p in (lake_dir / "reports" / "silver" / "iot").iterdir())
+    return [p.name for p in sorted((lake_dir / "reports" / "silver" / "iot").iterdir(), key=lambda run: run.stat().st_mtime_ns)]
 
 
 def _snapshots(spark, tbl) -> list[int]:

@@ -40,7 +40,7 @@ def test_bad_data_blocks_silver_and_the_report_shows_exact_failures(spark, tmp_p
     bronze_code = cli.main(["run", "--dataset", "iot", "--layer", "bronze", "--lake-uri", str(lake)])
     assert cli.main(["run", "--dataset", "iot", "--layer", "silver", "--lake-uri", str(lake)]) == 4
 
-    silver_runs = sorted((lake / "reports" / "silver" / "iot").iterdir())
+    silver_runs = sorted((lake / "reports" / "silver" / "iot").iterdir(), key=lambda run: run.stat().st_mtime_ns)
     summary = json.loads((silver_runs[-1] / "summary.json").read_text())
     assert summary["status"] == "fail" and summary["exit_code"] == 4 and summary["published"] is False
     assert [name for name in summary["failed_expectations"] if name != "event_ts_freshness"] == ["temperature_type"]
