@@ -233,8 +233,11 @@ def landing_file(data_dir: Path, size: int, landing_format: str, compression: st
 
 
 def bench_file(work: Path, env: dict[str, str], log: Path, landing_format: str, compression: str, size: int,
-               repeats: int, keep: bool, reparse: bool = False, shape: str = "narrow") -> dict[str, Any]:
-    """Bronze, silver and DuckDB on one file (wide-span: also gold and run-all); returns rows and checks."""
+               repeats: int, keep: bool, reparse: bool = False, shape: str = "narrow",
+               layer_jobs: bool = True) -> dict[str, Any]:
+    """Bronze, silver and DuckDB on one file (wide-span: also gold and run-all); returns rows and checks.
+    ``layer_jobs`` false (wide-span only): no job per layer and no DuckDB ingest; run-all's own silver and
+    gold are checked against DuckDB's instead."""
     from bench import duckdb_reference as ref
 
     wide = shape == WIDE_SPAN
@@ -250,14 +253,16 @@ def bench_file(work: Path, env: dict[str, str], log: Path, landing_format: str, 
         (lake / "landing" / dataset).mkdir(parents=True)
         os.link(path, lake / "landing" / dataset / path.name)
 
-    rows = [run_repeated({**base, "layer": "bronze"}, env, log, repeats, before_each=fresh_lake)]
-    if reparse:  # the same silver, parsing _raw as before bronze parsed once (run first: the outputs compared are silver's)
+    rows = [run_repeated({**base, "layer": "bronze"}, env, log, repeats, before_each=fresh_lake)] if layer_jobs else []
+    if reparse and layer_jobs:  # the same silver, parsing _raw as before bronze parsed once (run first: the outputs compared are silver's)
         rows.append(run_repeated({**base, "layer": "silver_reparse"}, env, log, repeats))
-    rows.append(run_repeated({**base, "layer": "silver"}, env, log, repeats))
-    if wide:
+    if layer_jobs:
+        rows.append(run_repeated({**base, "layer": "silver"}, env, log, repeats))
+    if wide and layer_jobs:
         rows.append(run_repeated({**base, "layer": "gold"}, env, log, repeats))
     shutil.rmtree(reference_dir, ignore_errors=True)
-    rows.append(run_repeated({**base, "layer": "duckdb_ingest"}, env, log, repeats))
+    if layer_jobs:
+        rows.append(run_repeated({**base, "layer": "duckdb_ingest"}, env, log, repeats))
     rows.append(run_repeated({**base, "layer": "duckdb_silver"}, env, log, repeats))
     if wide:
         rows.append(run_repeated({**base, "layer": "duckdb_gold"}, env, log, repeats))
@@ -270,7 +275,11 @@ def bench_file(work: Path, env: dict[str, str], log: Path, landing_format: str, 
 
         rows.append(run_repeated({**base, "lake_uri": str(run_all_lake), "layer": "run_all"}, env, log, repeats,
                                  before_each=fresh_run_all_lake))
-        shutil.rmtree(run_all_lake, ignore_errors=True)
+        if layer_jobs:
+            shutil.rmtree(run_all_lake, ignore_errors=True)
+        else:  # run-all's own outputs are the ones checked
+            shutil.rmtree(lake, ignore_errors=True)
+            run_all_lake.rename(lake)
         if landing_format == "csv":  # the floor and the plain query read a CSV export
             floor_lake = work / f"floor-{landing_format}-{compression}-{size}"
             rows.append(run_repeated({**base, "lake_uri": str(floor_lake), "layer": "pyspark_floor"}, env, log, repeats,
@@ -280,8 +289,10 @@ def bench_file(work: Path, env: dict[str, str], log: Path, landing_format: str, 
     bronze, silver, duck_ingest, duck_silver = (_find(rows, layer=layer) for layer in
                                                 ("bronze", "silver", "duckdb_ingest", "duckdb_silver"))
     tag = {"format": landing_format, "compression": compression, "size": size}
-    checks = [{**tag, "check": "bronze_rows", "ours": bronze["rows_out"], "duckdb": duck_ingest["rows_out"],
-               "equal": bronze["rows_out"] == duck_ingest["rows_out"] and bronze.get("malformed") == 0}]
+    checks = []
+    if layer_jobs:
+        checks.append({**tag, "check": "bronze_rows", "ours": bronze["rows_out"], "duckdb": duck_ingest["rows_out"],
+                       "equal": bronze["rows_out"] == duck_ingest["rows_out"] and bronze.get("malformed") == 0})
     from spark_jobs.contract import load_contract
 
     os.environ["TENANTLAKE_CONTRACTS_DIR"] = str(CONTRACTS_DIR)
@@ -298,12 +309,13 @@ def bench_file(work: Path, env: dict[str, str], log: Path, landing_format: str, 
                                       ("duckdb_plain", reference_dir / "plain")):
                     for check in ref.compare_plain(con, load_contract(dataset), folder, reference_dir, label):
                         checks.append({**tag, **check})
-            checks.append({**tag, "check": "run_all_counts_equal_layers",
-                           "ours": {"silver_rows": run_all["rows_out"], "output_rows": run_all.get("output_rows")},
-                           "duckdb": {"silver_rows": duck_silver["rows_out"],
-                                      "output_rows": _find(rows, layer="gold").get("output_rows")},
-                           "equal": run_all["rows_out"] == duck_silver["rows_out"]
-                           and run_all.get("output_rows") == _find(rows, layer="gold").get("output_rows")})
+            if layer_jobs:
+                checks.append({**tag, "check": "run_all_counts_equal_layers",
+                               "ours": {"silver_rows": run_all["rows_out"], "output_rows": run_all.get("output_rows")},
+                               "duckdb": {"silver_rows": duck_silver["rows_out"],
+                                          "output_rows": _find(rows, layer="gold").get("output_rows")},
+                               "equal": run_all["rows_out"] == duck_silver["rows_out"]
+                               and run_all.get("output_rows") == _find(rows, layer="gold").get("output_rows")})
     finally:
         con.close()
     if not keep:
@@ -456,6 +468,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=1, help="runs per job (the median is shown)")
     parser.add_argument("--reparse-sizes", default="1000000",
                         help="sizes at which silver also runs parsing _raw as before bronze parsed once (comma-separated)")
+    parser.add_argument("--no-layer-jobs", action="store_true",
+                        help="wide-span: run-all, the PySpark floor and DuckDB only (no job per layer); run-all's "
+                        "own silver and gold are checked")
     parser.add_argument("--work-dir", default="", help="where files and lakes go (default: a new folder under /tmp)")
     parser.add_argument("--keep", action="store_true", help="keep the lakes and DuckDB outputs")
     parser.add_argument("--result", default="", help="result name: <results dir>/<name>.json (default ingest, "
@@ -494,7 +509,8 @@ def main(argv: list[str] | None = None) -> int:
             for size in sizes:
                 try:
                     done = bench_file(work, env, log, landing_format, compression, size, args.repeats, args.keep,
-                                      reparse=size in reparse_sizes, shape=args.shape)
+                                      reparse=size in reparse_sizes, shape=args.shape,
+                                      layer_jobs=not (wide and args.no_layer_jobs))
                 except JobError as exc:
                     failures.append(str(exc))
                     print(f"[bench] FAILED: {exc}", file=sys.stderr, flush=True)

@@ -10,11 +10,11 @@ from pyspark.sql import types as T
 
 from bench import duckdb_reference as ref
 from bench import pyspark_floor as floor
-from bench.ingest_data import CONTRACTS_DIR, expected_counts, write_wide_span_file
+from bench.ingest_data import CONTRACTS_DIR, expected_counts, write_file
 from spark_jobs.contract import load_contract
 
 DATASET = "stations_wide_csv"
-RECORDS = 4_000
+RECORDS = 4_000  # 8 readings of each of 500 stations
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,10 @@ def spark():
 
 @pytest.fixture(scope="module")
 def landing(tmp_path_factory):
-    path = write_wide_span_file(tmp_path_factory.mktemp("floor-data") / "stations-wide-span.csv", RECORDS, "csv")
+    # The wide-span shape over 4 months instead of 384 (8 readings a station, 12 days apart): the same rows and
+    # rules, fewer partitions to commit, so the test stays quick.
+    path = write_file(tmp_path_factory.mktemp("floor-data") / "stations-wide-span.csv", RECORDS, "csv",
+                      step_seconds=12 * 86400, start="1990-01-01 00:00:00")
     return path, expected_counts(path, "csv")
 
 
@@ -60,10 +63,10 @@ def test_partition_terms():
     assert floor.partition_term("event_date", "day", True) == "`event_date`"
 
 
-def test_a_contract_the_floor_cannot_read_is_refused_in_one_line(contract):
-    json_lines = dataclasses.replace(contract, landing=dataclasses.replace(contract.landing, format="json_lines"))
-    with pytest.raises(floor.FloorError, match="landing format json_lines; the floor job reads CSV"):
-        floor.csv_options(json_lines)
+def test_a_contract_the_floor_cannot_read_is_refused_in_one_line(monkeypatch):
+    monkeypatch.setenv("TENANTLAKE_CONTRACTS_DIR", str(CONTRACTS_DIR))
+    with pytest.raises(floor.FloorError, match="^stations_wide_jsonl: landing format json_lines; the floor job reads CSV$"):
+        floor.csv_options(load_contract("stations_wide_jsonl"))
 
 
 def test_valid_rows_drop_exactly_the_rule_breakers_and_dedupe_keeps_one_per_key(spark, contract):
