@@ -36,7 +36,15 @@ table in ONE process on a fresh lake, as ``python -m spark_jobs run-all`` runs t
 computes the gold from its silver (``duckdb_gold``; silver, quarantine and gold partitioned by month as
 ours). Ratios add gold / DuckDB gold and run-all / (DuckDB silver + gold): the same work from the landing
 file to gold. Targets: bronze >= 0.25x, silver >= 0.25x, run-all within 6x DuckDB's time, peak RSS under
-3 GB, doubling ratio <= 2.2.
+3 GiB (``peak_total_mb`` is MiB: 3,072 MiB = 3,221,225,472 bytes), doubling ratio <= 2.2.
+
+The floor (issue 56, CSV files only): after run-all, ``pyspark_floor`` runs the hand-written PySpark job of
+``bench/pyspark_floor.py`` on the same file in a fresh process with our session settings, and
+``duckdb_plain`` DuckDB's plain query (``duckdb_reference.run_plain_from_file``); both are checked against
+DuckDB's mirror of silver and its gold (silver rows, the content checksum without the late flag, every gold
+value). Ratios add run-all / floor (time; target <= 1.5x), floor / DuckDB plain, and run-all's seconds
+beyond the floor's per step (``_floor_split``). ``--no-layer-jobs`` skips the job per layer and DuckDB's
+ingest: run-all, the floor and DuckDB only, with run-all's own silver and gold checked.
 """
 from __future__ import annotations
 
