@@ -456,6 +456,69 @@ def run_silver_from_file(con: duckdb.DuckDBPyConnection, contract: Contract, pat
     return _finish_silver(con, contract, out, started)
 
 
+def plain_rules_sql(contract: Contract) -> str:
+    """The contract's column rules over typed columns, as a plain query's WHERE says them (a null passes
+    every rule but ``required``, as in silver)."""
+    conditions = []
+    for col in contract.schema:
+        name = _ident(col.name)
+        if col.required:
+            conditions.append(f"{name} IS NOT NULL")
+        if col.min is not None:
+            conditions.append(f"({name} IS NULL OR {name} >= {_num(col.min)})")
+        if col.max is not None:
+            conditions.append(f"({name} IS NULL OR {name} <= {_num(col.max)})")
+        if col.allowed is not None:
+            conditions.append(f"({name} IS NULL OR {name} IN ({', '.join(_lit(v) for v in col.allowed)}))")
+        if col.regex is not None:
+            conditions.append(f"({name} IS NULL OR regexp_matches({name}, {_lit(col.regex)}))")
+    return " AND ".join(conditions) or "true"
+
+
+def plain_silver_sql(contract: Contract, path: str | Path) -> str:
+    """DuckDB's plain query (what a DuckDB user writes for the same file, issue 56): ``read_csv`` with the
+    contract's types, the rows that pass its column rules, one row per key. Unlike ``flagged_from_file_sql``
+    it keeps no text, lists no failed rules and writes no quarantine; a value that does not cast fails the read."""
+    landing = contract.landing
+    if landing.format != "csv" or contract.derived or any(col.computed for col in contract.schema):
+        raise ReferenceError(f"{contract.dataset}: the plain query reads a CSV of plain columns")
+    types = {"string": "VARCHAR", "boolean": "BOOLEAN", "timestamp": "TIMESTAMP", "date": "DATE", **_DUCK_TYPES}
+    columns = ", ".join(f"{_lit(col.landing_name)}: {_lit(types.get(col.type, col.type.upper()))}" for col in contract.schema)
+    formats = {col.type: col.format for col in contract.schema if col.type in ("timestamp", "date") and col.format}
+    nulls = "[" + ", ".join(_lit(v) for v in landing.null_values) + "]"
+    source = (f"read_csv({_lit(str(path))}, header = {str(landing.header).lower()}, columns = {{{columns}}}, "
+              f"delim = {_lit(landing.delimiter)}, quote = {_lit(landing.quote)}, escape = {_lit(landing.escape)}, "
+              f"nullstr = {nulls}"
+              + "".join(f", {kind}format = {_lit(strftime_pattern(fmt))}" for kind, fmt in formats.items()) + ")")
+    key = ", ".join(_ident(k) for k in contract.key)
+    named = ", ".join(f"{_ident(col.landing_name)} AS {_ident(col.name)}" for col in contract.schema)
+    return (f"SELECT *, CAST({_ident(contract.event_time)} AS DATE) AS event_date FROM (SELECT {named} FROM {source}) "
+            f"WHERE {plain_rules_sql(contract)} QUALIFY row_number() OVER (PARTITION BY {key}) = 1")
+
+
+def run_plain_from_file(con: duckdb.DuckDBPyConnection, contract: Contract, path: str | Path,
+                        out_dir: str | Path) -> dict[str, Any]:
+    """The plain query (``plain_silver_sql``) -> ``out_dir/silver/<dataset>``, then each gold from it ->
+    ``out_dir/gold/<gold table>`` (Parquet, partitioned as ours): the work of the PySpark floor
+    (``bench/pyspark_floor.py``) in DuckDB. Returns the rows and gold rows; ``steps_s`` per step."""
+    out = Path(out_dir)
+    started = time.perf_counter()
+    con.execute(f"CREATE OR REPLACE TEMP TABLE plain_silver AS {plain_silver_sql(contract, path)}")
+    _copy(con, *_partitioned(contract, "SELECT * FROM plain_silver"), out / "silver" / contract.dataset)
+    silver_s = time.perf_counter() - started
+    output_rows = {}
+    for name in contract.gold:
+        options = dict(contract.gold_options.get(name, {}))
+        target = out / "gold" / gold_table_name(contract.dataset, name)
+        _copy(con, *_partitioned(contract, gold_reference(name, options).sql("plain_silver", options)), target)
+        output_rows[name] = int(con.execute(f"SELECT count(*) FROM {_parquet(target)}").fetchone()[0])
+    wall = time.perf_counter() - started
+    rows_out = int(con.execute("SELECT count(*) FROM plain_silver").fetchone()[0])
+    con.execute("DROP TABLE IF EXISTS plain_silver")
+    return {"wall_s": wall, "rows_out": rows_out, "output_rows": output_rows,
+            "steps_s": {"silver": round(silver_s, 2), "gold": round(wall - silver_s, 2)}}
+
+
 def run_gold(con: duckdb.DuckDBPyConnection, contract: Contract, silver_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     """silver parquet -> ``out_dir/gold/<name>`` for every gold of the contract; returns rows per gold."""
     started = time.perf_counter()
@@ -478,13 +541,15 @@ def _check(name: str, ours: Any, reference: Any, equal: bool | None = None, deta
             **({"detail": detail} if detail else {})}
 
 
-def silver_checksum(con: duckdb.DuckDBPyConnection, contract: Contract, silver_dir: str | Path) -> list[Any]:
-    """Order-independent fingerprint of the silver content (contract columns, event_date, _is_late)."""
+def silver_checksum(con: duckdb.DuckDBPyConnection, contract: Contract, silver_dir: str | Path,
+                    late: bool = True) -> list[Any]:
+    """Order-independent fingerprint of the silver content (contract columns, event_date, and ``_is_late``
+    unless ``late`` is false: a silver without the flag, the floor's or the plain query's)."""
     cols = []
     for col in contract.schema:
         cast = {"timestamp": "TIMESTAMP", "date": "DATE"}.get(col.type)
         cols.append(f"CAST({_ident(col.name)} AS {cast})" if cast else _ident(col.name))
-    fingerprint = f"hash({', '.join(cols)}, CAST(event_date AS DATE), _is_late)"
+    fingerprint = f"hash({', '.join(cols)}, CAST(event_date AS DATE){', _is_late' if late else ''})"
     row = con.execute(f"SELECT count(*), sum({fingerprint} % 1000000007), bit_xor({fingerprint}) "
                       f"FROM {_relation(silver_dir)}").fetchone()
     return [int(v) if v is not None else None for v in row]
@@ -510,6 +575,22 @@ def compare_silver(con: duckdb.DuckDBPyConnection, contract: Contract, ours_lake
     if ours_manifest is not None and reference_counts is not None:
         for field in ("duplicates", "late"):
             checks.append(_check(f"silver_{field}", int(ours_manifest.get(field, -1)), int(reference_counts[field])))
+    return checks
+
+
+def compare_plain(con: duckdb.DuckDBPyConnection, contract: Contract, ours_lake: str | Path,
+                  reference_dir: str | Path, label: str) -> list[dict[str, Any]]:
+    """A plain job's silver (``<ours_lake>/silver/<dataset>``, no late flag) and gold (``<ours_lake>/gold/...``)
+    against the reference's: silver rows, the content checksum without ``_is_late``, and every gold value.
+    Check names start with ``label`` (e.g. ``floor``)."""
+    ours, ref = Path(ours_lake) / "silver" / contract.dataset, Path(reference_dir) / "silver"
+    ours_n = int(con.execute(f"SELECT count(*) FROM {_relation(ours)}").fetchone()[0])
+    ref_n = int(con.execute(f"SELECT count(*) FROM {_parquet(ref)}").fetchone()[0])
+    checks = [_check(f"{label}_silver_rows", ours_n, ref_n),
+              _check(f"{label}_silver_checksum", silver_checksum(con, contract, ours, late=False),
+                     silver_checksum(con, contract, ref, late=False))]
+    for check in compare_gold(con, contract, ours_lake, reference_dir):
+        checks.append({**check, "check": f"{label}_{check['check']}"})
     return checks
 
 

@@ -36,7 +36,15 @@ table in ONE process on a fresh lake, as ``python -m spark_jobs run-all`` runs t
 computes the gold from its silver (``duckdb_gold``; silver, quarantine and gold partitioned by month as
 ours). Ratios add gold / DuckDB gold and run-all / (DuckDB silver + gold): the same work from the landing
 file to gold. Targets: bronze >= 0.25x, silver >= 0.25x, run-all within 6x DuckDB's time, peak RSS under
-3 GB, doubling ratio <= 2.2.
+3 GiB (``peak_total_mb`` is MiB: 3,072 MiB = 3,221,225,472 bytes), doubling ratio <= 2.2.
+
+The floor (issue 56, CSV files only): after run-all, ``pyspark_floor`` runs the hand-written PySpark job of
+``bench/pyspark_floor.py`` on the same file in a fresh process with our session settings, and
+``duckdb_plain`` DuckDB's plain query (``duckdb_reference.run_plain_from_file``); both are checked against
+DuckDB's mirror of silver and its gold (silver rows, the content checksum without the late flag, every gold
+value). Ratios add run-all / floor (time; target <= 1.5x), floor / DuckDB plain, and run-all's seconds
+beyond the floor's per step (``_floor_split``). ``--no-layer-jobs`` skips the job per layer and DuckDB's
+ingest: run-all, the floor and DuckDB only, with run-all's own silver and gold checked.
 """
 from __future__ import annotations
 
@@ -62,8 +70,10 @@ WIDE_SPAN = "wide-span"
 SHAPES = ("narrow", WIDE_SPAN)
 WIDE_SPAN_SIZES = (5_000_000, 10_000_000)
 WIDE_SPAN_TARGETS = {**TARGETS, "bronze_over_duckdb": 0.25, "run_all_over_duckdb": round(1 / 6, 3)}
-SPARK_LAYERS = ("bronze", "silver", "silver_reparse", "gold", "run_all")
-DUCKDB_LAYERS = ("duckdb_ingest", "duckdb_silver", "duckdb_gold")
+SPARK_LAYERS = ("bronze", "silver", "silver_reparse", "gold", "run_all", "pyspark_floor")
+DUCKDB_LAYERS = ("duckdb_ingest", "duckdb_silver", "duckdb_gold", "duckdb_plain")
+# The plain PySpark floor (issue 56, part 3): run-all within 1.5x the hand-written job's time on the same file.
+WIDE_SPAN_TARGETS["run_all_times_floor"] = 1.5
 RESULT_PREFIX = "BENCH_RESULT "
 WORKER_TIMEOUT_S = 7200
 DUCKDB_THREADS = 2
@@ -85,6 +95,8 @@ def _spark_worker(spec: dict[str, Any]) -> dict[str, Any]:
         bronze_tx.fields_id = lambda landing, field_names: -1
         layer = "silver"
     started = time.perf_counter()
+    if layer == "pyspark_floor":
+        return _floor_worker(spec, started)
     spark, _ = session_for(lake, f"bench-ingest-{spec['layer']}")
     session_s = time.perf_counter() - started
     started = time.perf_counter()
@@ -100,6 +112,23 @@ def _spark_worker(spec: dict[str, Any]) -> dict[str, Any]:
             "duplicates": manifest.get("duplicates", 0), "late": manifest.get("late", 0),
             "status": manifest.get("status"), "run_id": manifest["run_id"], "output_rows": manifest.get("output_rows") or {},
             "stages": {stage["stage"]: stage.get("elapsed_seconds") for stage in manifest.get("stages") or [] if "stage" in stage}}
+
+
+def _floor_worker(spec: dict[str, Any], started: float) -> dict[str, Any]:
+    """The plain PySpark floor (``bench/pyspark_floor.py``) on the landing file, in a session built as ours,
+    its tables in a Hadoop catalog at ``spec['lake_uri']``."""
+    from bench import pyspark_floor as floor
+    from spark_jobs.contract.model import load_contract
+    from spark_jobs.runs.session import build_session
+
+    spark = build_session("bench-ingest-pyspark-floor", extra_conf=floor.catalog_conf(spec["lake_uri"]))
+    session_s = time.perf_counter() - started
+    started = time.perf_counter()
+    result = floor.run_floor(spark, load_contract(spec["dataset"]), spec["file"],
+                             progress=lambda line: print(line, file=sys.stderr))
+    wall = time.perf_counter() - started
+    spark.stop()
+    return {"wall_s": wall, "session_s": session_s, "rows_in": spec["size"], **result}
 
 
 def _run_all_worker(spark, lake, spec: dict[str, Any], session_s: float, started: float) -> dict[str, Any]:
@@ -126,7 +155,10 @@ def _run_all_worker(spark, lake, spec: dict[str, Any], session_s: float, started
     return {"wall_s": wall, "session_s": session_s, "rows_in": manifests["bronze"]["rows_in"],
             "rows_out": manifests["silver"]["rows_out"], "quarantined": manifests["silver"].get("quarantined", 0),
             "layers_s": layers, "output_rows": manifests["gold"].get("output_rows", {}),
-            "status": manifests["gold"].get("status")}
+            "status": manifests["gold"].get("status"),
+            # each layer's progress lines, seconds since the layer's start: where run-all's time goes per step
+            "layer_stages": {layer: {stage["stage"]: stage.get("elapsed_seconds") for stage in manifest.get("stages") or []
+                                     if "stage" in stage} for layer, manifest in manifests.items()}}
 
 
 def _duckdb_worker(spec: dict[str, Any]) -> dict[str, Any]:
@@ -140,6 +172,8 @@ def _duckdb_worker(spec: dict[str, Any]) -> dict[str, Any]:
         return ref.ingest_file(con, contract, spec["file"], out / "ingest.parquet")
     if spec["layer"] == "duckdb_gold":  # from DuckDB's own silver, as our gold reads our silver
         return ref.run_gold(con, contract, out / "silver", out)
+    if spec["layer"] == "duckdb_plain":  # the plain query a DuckDB user writes, beside the mirror of silver
+        return {"rows_in": spec["size"], **ref.run_plain_from_file(con, contract, spec["file"], out / "plain")}
     return ref.run_silver_from_file(con, contract, spec["file"], out)
 
 
@@ -207,8 +241,11 @@ def landing_file(data_dir: Path, size: int, landing_format: str, compression: st
 
 
 def bench_file(work: Path, env: dict[str, str], log: Path, landing_format: str, compression: str, size: int,
-               repeats: int, keep: bool, reparse: bool = False, shape: str = "narrow") -> dict[str, Any]:
-    """Bronze, silver and DuckDB on one file (wide-span: also gold and run-all); returns rows and checks."""
+               repeats: int, keep: bool, reparse: bool = False, shape: str = "narrow",
+               layer_jobs: bool = True) -> dict[str, Any]:
+    """Bronze, silver and DuckDB on one file (wide-span: also gold and run-all); returns rows and checks.
+    ``layer_jobs`` false (wide-span only): no job per layer and no DuckDB ingest; run-all's own silver and
+    gold are checked against DuckDB's instead."""
     from bench import duckdb_reference as ref
 
     wide = shape == WIDE_SPAN
@@ -224,14 +261,16 @@ def bench_file(work: Path, env: dict[str, str], log: Path, landing_format: str, 
         (lake / "landing" / dataset).mkdir(parents=True)
         os.link(path, lake / "landing" / dataset / path.name)
 
-    rows = [run_repeated({**base, "layer": "bronze"}, env, log, repeats, before_each=fresh_lake)]
-    if reparse:  # the same silver, parsing _raw as before bronze parsed once (run first: the outputs compared are silver's)
+    rows = [run_repeated({**base, "layer": "bronze"}, env, log, repeats, before_each=fresh_lake)] if layer_jobs else []
+    if reparse and layer_jobs:  # the same silver, parsing _raw as before bronze parsed once (run first: the outputs compared are silver's)
         rows.append(run_repeated({**base, "layer": "silver_reparse"}, env, log, repeats))
-    rows.append(run_repeated({**base, "layer": "silver"}, env, log, repeats))
-    if wide:
+    if layer_jobs:
+        rows.append(run_repeated({**base, "layer": "silver"}, env, log, repeats))
+    if wide and layer_jobs:
         rows.append(run_repeated({**base, "layer": "gold"}, env, log, repeats))
     shutil.rmtree(reference_dir, ignore_errors=True)
-    rows.append(run_repeated({**base, "layer": "duckdb_ingest"}, env, log, repeats))
+    if layer_jobs:
+        rows.append(run_repeated({**base, "layer": "duckdb_ingest"}, env, log, repeats))
     rows.append(run_repeated({**base, "layer": "duckdb_silver"}, env, log, repeats))
     if wide:
         rows.append(run_repeated({**base, "layer": "duckdb_gold"}, env, log, repeats))
@@ -244,12 +283,24 @@ def bench_file(work: Path, env: dict[str, str], log: Path, landing_format: str, 
 
         rows.append(run_repeated({**base, "lake_uri": str(run_all_lake), "layer": "run_all"}, env, log, repeats,
                                  before_each=fresh_run_all_lake))
-        shutil.rmtree(run_all_lake, ignore_errors=True)
+        if layer_jobs:
+            shutil.rmtree(run_all_lake, ignore_errors=True)
+        else:  # run-all's own outputs are the ones checked
+            shutil.rmtree(lake, ignore_errors=True)
+            run_all_lake.rename(lake)
+        if landing_format == "csv":  # the floor and the plain query read a CSV export
+            floor_lake = work / f"floor-{landing_format}-{compression}-{size}"
+            rows.append(run_repeated({**base, "lake_uri": str(floor_lake), "layer": "pyspark_floor"}, env, log, repeats,
+                                     before_each=lambda: shutil.rmtree(floor_lake, ignore_errors=True)))
+            rows.append(run_repeated({**base, "layer": "duckdb_plain"}, env, log, repeats,
+                                     before_each=lambda: shutil.rmtree(reference_dir / "plain", ignore_errors=True)))
     bronze, silver, duck_ingest, duck_silver = (_find(rows, layer=layer) for layer in
                                                 ("bronze", "silver", "duckdb_ingest", "duckdb_silver"))
     tag = {"format": landing_format, "compression": compression, "size": size}
-    checks = [{**tag, "check": "bronze_rows", "ours": bronze["rows_out"], "duckdb": duck_ingest["rows_out"],
-               "equal": bronze["rows_out"] == duck_ingest["rows_out"] and bronze.get("malformed") == 0}]
+    checks = []
+    if layer_jobs:
+        checks.append({**tag, "check": "bronze_rows", "ours": bronze["rows_out"], "duckdb": duck_ingest["rows_out"],
+                       "equal": bronze["rows_out"] == duck_ingest["rows_out"] and bronze.get("malformed") == 0})
     from spark_jobs.contract.model import load_contract
 
     os.environ["TENANTLAKE_CONTRACTS_DIR"] = str(CONTRACTS_DIR)
@@ -261,17 +312,24 @@ def bench_file(work: Path, env: dict[str, str], log: Path, landing_format: str, 
             for check in ref.compare_gold(con, load_contract(dataset), lake, reference_dir):
                 checks.append({**tag, **check})
             run_all = _find(rows, layer="run_all")
-            checks.append({**tag, "check": "run_all_counts_equal_layers",
-                           "ours": {"silver_rows": run_all["rows_out"], "output_rows": run_all.get("output_rows")},
-                           "duckdb": {"silver_rows": duck_silver["rows_out"],
-                                      "output_rows": _find(rows, layer="gold").get("output_rows")},
-                           "equal": run_all["rows_out"] == duck_silver["rows_out"]
-                           and run_all.get("output_rows") == _find(rows, layer="gold").get("output_rows")})
+            if _find(rows, layer="pyspark_floor"):
+                for label, folder in (("floor", work / f"floor-{landing_format}-{compression}-{size}"),
+                                      ("duckdb_plain", reference_dir / "plain")):
+                    for check in ref.compare_plain(con, load_contract(dataset), folder, reference_dir, label):
+                        checks.append({**tag, **check})
+            if layer_jobs:
+                checks.append({**tag, "check": "run_all_counts_equal_layers",
+                               "ours": {"silver_rows": run_all["rows_out"], "output_rows": run_all.get("output_rows")},
+                               "duckdb": {"silver_rows": duck_silver["rows_out"],
+                                          "output_rows": _find(rows, layer="gold").get("output_rows")},
+                               "equal": run_all["rows_out"] == duck_silver["rows_out"]
+                               and run_all.get("output_rows") == _find(rows, layer="gold").get("output_rows")})
     finally:
         con.close()
     if not keep:
         shutil.rmtree(lake, ignore_errors=True)
         shutil.rmtree(reference_dir, ignore_errors=True)
+        shutil.rmtree(work / f"floor-{landing_format}-{compression}-{size}", ignore_errors=True)
     return {"rows": rows, "checks": checks}
 
 
@@ -288,7 +346,8 @@ def compute_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for landing_format, compression, size in keys:
         where = {"format": landing_format, "compression": compression, "size": size}
         entry: dict[str, Any] = dict(where)
-        layers = ("bronze", "silver", "gold", "run_all", "duckdb_ingest", "duckdb_silver", "duckdb_gold")
+        layers = ("bronze", "silver", "gold", "run_all", "duckdb_ingest", "duckdb_silver", "duckdb_gold",
+                  "pyspark_floor", "duckdb_plain")
         found = {layer: _find(rows, **where, layer=layer) for layer in layers}
         if found["gold"] and found["duckdb_gold"]:
             entry["gold_over_duckdb"] = round(found["duckdb_gold"]["wall_s"] / found["gold"]["wall_s"], 3)
@@ -298,6 +357,16 @@ def compute_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             duck = found["duckdb_silver"]["wall_s"] + found["duckdb_gold"]["wall_s"]
             entry["run_all_over_duckdb"] = round(duck / found["run_all"]["wall_s"], 3)
             entry["run_all_times_duckdb"] = round(found["run_all"]["wall_s"] / duck, 2)
+        if found["run_all"] and found["pyspark_floor"]:  # time ratios: how many times the floor's time
+            entry["run_all_times_floor"] = round(found["run_all"]["wall_s"] / found["pyspark_floor"]["wall_s"], 2)
+            entry.update(_floor_split(found["run_all"], found["pyspark_floor"]))
+        if found["pyspark_floor"] and found["duckdb_plain"]:
+            entry["floor_times_duckdb_plain"] = round(found["pyspark_floor"]["wall_s"] / found["duckdb_plain"]["wall_s"], 2)
+        if found["run_all"] and found["duckdb_plain"]:
+            entry["run_all_times_duckdb_plain"] = round(found["run_all"]["wall_s"] / found["duckdb_plain"]["wall_s"], 2)
+        if found["duckdb_silver"] and found["duckdb_gold"] and found["duckdb_plain"]:
+            entry["duckdb_mirror_times_plain"] = round((found["duckdb_silver"]["wall_s"] + found["duckdb_gold"]["wall_s"])
+                                                       / found["duckdb_plain"]["wall_s"], 2)
         if found["bronze"] and found["duckdb_ingest"]:
             entry["bronze_over_duckdb"] = round(found["duckdb_ingest"]["wall_s"] / found["bronze"]["wall_s"], 3)
         if found["silver"] and found["duckdb_silver"]:
@@ -316,6 +385,20 @@ def compute_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return ratios
 
 
+def _floor_split(run_all: dict[str, Any], floor: dict[str, Any]) -> dict[str, Any]:
+    """Where run-all's time beyond the floor's goes, per step (seconds): bronze (the landing records copied,
+    a step the floor has not), silver and gold each beyond the floor's own step, the counts table (the floor
+    has none), and the rest (between the layers: run-all's own bookkeeping)."""
+    layers, steps = run_all.get("layers_s") or {}, floor.get("steps_s") or {}
+    split = {"extra_bronze_s": layers.get("bronze"), "extra_counts_s": layers.get("counts")}
+    for layer in ("silver", "gold"):
+        if layer in layers and layer in steps:
+            split[f"extra_{layer}_s"] = round(layers[layer] - steps[layer], 2)
+    known = sum(layers.get(layer, 0.0) for layer in ("bronze", "silver", "gold", "counts"))
+    split["extra_other_s"] = round(run_all["wall_s"] - known - (floor["wall_s"] - sum(steps.values())), 2)
+    return {key: value for key, value in split.items() if value is not None}
+
+
 def compute_targets(rows: list[dict[str, Any]], ratios: list[dict[str, Any]],
                     targets_defined: dict[str, float] | None = None) -> list[dict[str, Any]]:
     goals = targets_defined or TARGETS
@@ -327,6 +410,9 @@ def compute_targets(rows: list[dict[str, Any]], ratios: list[dict[str, Any]],
                 targets.append(target_line(f"{tag} -> {2 * ratio['size']:,}: {layer} doubling ratio",
                                            ratio[f"{layer}_doubling"], goals["doubling_ratio"], higher_is_better=False,
                                            unit="x"))
+            if layer == "run_all" and "run_all_times_floor" in ratio and "run_all_times_floor" in goals:
+                targets.append(target_line(f"{tag}: run-all time / the plain PySpark floor's", ratio["run_all_times_floor"],
+                                           goals["run_all_times_floor"], higher_is_better=False, unit="x"))
             if f"{layer}_over_duckdb" in ratio and f"{layer}_over_duckdb" in goals:
                 label = ("run-all / DuckDB (silver + gold from the file)" if layer == "run_all"
                          else f"{layer} / DuckDB throughput")
@@ -336,9 +422,10 @@ def compute_targets(rows: list[dict[str, Any]], ratios: list[dict[str, Any]],
     if ours:
         largest = max(r["size"] for r in ours)
         worst = max((r for r in ours if r["size"] == largest), key=lambda r: r.get("peak_total_mb", 0))
+        # peak_total_mb is MiB (2^20 bytes): the target is 3 GiB = 3,221,225,472 bytes.
         targets.append(target_line(
             f"peak RSS at {largest:,} rows, worst job ({worst['format']} {worst['compression']} {worst['layer']})",
-            round(worst["peak_total_mb"] / 1024, 2), goals["peak_rss_mb"] / 1024, higher_is_better=False, unit=" GB"))
+            round(worst["peak_total_mb"] / 1024, 3), goals["peak_rss_mb"] / 1024, higher_is_better=False, unit=" GiB"))
     return targets
 
 
@@ -352,7 +439,7 @@ def format_table(rows: list[dict[str, Any]], ratios: list[dict[str, Any]], targe
                      f"{r.get('session_s', 0):>9.1f} {r['rows_per_s'] or 0:>9,} {r['peak_total_mb']:>8.0f}")
     lines += ["", f"{'format':<10} {'gz':<5} {'rows':>10} {'bronze/DuckDB':>14} {'silver/DuckDB':>14} "
                   f"{'x2 bronze':>10} {'x2 silver':>10} {'x2 DuckDB':>10} {'parse once':>10} {'gold/DuckDB':>12} "
-                  f"{'run-all/DuckDB':>15} {'x2 run-all':>10}"]
+                  f"{'run-all/DuckDB':>15} {'x2 run-all':>10} {'run-all/floor':>14} {'floor/DuckDB plain':>19}"]
 
     def fmt(q: dict[str, Any], key: str) -> str:
         return f"{q[key]:.3f}x" if key in q else "-"
@@ -361,7 +448,8 @@ def format_table(rows: list[dict[str, Any]], ratios: list[dict[str, Any]], targe
         lines.append(f"{q['format']:<10} {q['compression']:<5} {q['size']:>10,} {fmt(q, 'bronze_over_duckdb'):>14} "
                      f"{fmt(q, 'silver_over_duckdb'):>14} {fmt(q, 'bronze_doubling'):>10} {fmt(q, 'silver_doubling'):>10} "
                      f"{fmt(q, 'duckdb_ingest_doubling'):>10} {fmt(q, 'silver_parse_once_speedup'):>10} "
-                     f"{fmt(q, 'gold_over_duckdb'):>12} {fmt(q, 'run_all_over_duckdb'):>15} {fmt(q, 'run_all_doubling'):>10}")
+                     f"{fmt(q, 'gold_over_duckdb'):>12} {fmt(q, 'run_all_over_duckdb'):>15} {fmt(q, 'run_all_doubling'):>10} "
+                     f"{fmt(q, 'run_all_times_floor'):>14} {fmt(q, 'floor_times_duckdb_plain'):>19}")
     lines += ["", "Targets (a report, not a test):"] + [f"  {t['text']}" for t in targets]
     failed = [c for c in checks if not c["equal"]]
     lines += ["", f"Equality checks: {len(checks) - len(failed)}/{len(checks)} equal"]
@@ -388,6 +476,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=1, help="runs per job (the median is shown)")
     parser.add_argument("--reparse-sizes", default="1000000",
                         help="sizes at which silver also runs parsing _raw as before bronze parsed once (comma-separated)")
+    parser.add_argument("--no-layer-jobs", action="store_true",
+                        help="wide-span: run-all, the PySpark floor and DuckDB only (no job per layer); run-all's "
+                        "own silver and gold are checked")
     parser.add_argument("--work-dir", default="", help="where files and lakes go (default: a new folder under /tmp)")
     parser.add_argument("--keep", action="store_true", help="keep the lakes and DuckDB outputs")
     parser.add_argument("--result", default="", help="result name: <results dir>/<name>.json (default ingest, "
@@ -426,7 +517,8 @@ def main(argv: list[str] | None = None) -> int:
             for size in sizes:
                 try:
                     done = bench_file(work, env, log, landing_format, compression, size, args.repeats, args.keep,
-                                      reparse=size in reparse_sizes, shape=args.shape)
+                                      reparse=size in reparse_sizes, shape=args.shape,
+                                      layer_jobs=not (wide and args.no_layer_jobs))
                 except JobError as exc:
                     failures.append(str(exc))
                     print(f"[bench] FAILED: {exc}", file=sys.stderr, flush=True)

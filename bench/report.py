@@ -101,7 +101,7 @@ INFRA_COLUMNS = [("measure", "measure"), ("n_tenants", "tenants"), ("parallelism
                  ("wall_s", "wall s"), ("per_tenant_s", "s per tenant"), ("note", "note")]
 INGEST_COLUMNS = [("format", "format"), ("compression", "compression"), ("size", "rows"), ("layer", "job"),
                   ("wall_s", "wall s"), ("runs", "runs"), ("session_s", "session s"), ("rows_in", "rows in"),
-                  ("rows_out", "rows out"), ("rows_per_s", "rows/s"), ("peak_total_mb", "peak RSS MB")]
+                  ("rows_out", "rows out"), ("rows_per_s", "rows/s"), ("peak_total_mb", "peak RSS MiB")]
 INGEST_RATIO_COLUMNS = [("format", "format"), ("compression", "compression"), ("size", "rows"),
                         ("bronze_over_duckdb", "bronze / DuckDB ingest"), ("silver_over_duckdb", "silver / DuckDB silver"),
                         ("ingest_over_duckdb", "bronze + silver / DuckDB silver"), ("bronze_doubling", "bronze x2"),
@@ -111,6 +111,12 @@ INGEST_RATIO_COLUMNS = [("format", "format"), ("compression", "compression"), ("
                         ("gold_over_duckdb", "gold / DuckDB gold"), ("gold_doubling", "gold x2"),
                         ("run_all_over_duckdb", "run-all / DuckDB silver + gold"),
                         ("run_all_times_duckdb", "run-all time / DuckDB's"), ("run_all_doubling", "run-all x2")]
+# The wide-span row's plain PySpark floor (issue 56): time ratios, and run-all's seconds beyond the floor per step.
+FLOOR_COLUMNS = [("format", "format"), ("size", "rows"), ("run_all_times_floor", "run-all / floor"),
+                 ("floor_times_duckdb_plain", "floor / DuckDB plain"), ("run_all_times_duckdb_plain", "run-all / DuckDB plain"),
+                 ("duckdb_mirror_times_plain", "DuckDB silver + gold / DuckDB plain"),
+                 ("extra_bronze_s", "+ bronze s"), ("extra_silver_s", "+ silver s"), ("extra_gold_s", "+ gold s"),
+                 ("extra_counts_s", "+ counts s"), ("extra_other_s", "+ other s")]
 SMALL_COLUMNS = [("run", "run"), ("dataset", "dataset"), ("layer", "layer"), ("wall_s", "wall s"), ("wall_s_min", "min s"),
                  ("wall_s_max", "max s"), ("runs", "runs"), ("step_lease", "lease"), ("step_listing", "listing"),
                  ("step_read + transform", "read + transform"), ("step_bronze batches", "bronze batches"),
@@ -155,7 +161,7 @@ DETAIL_KEYS = {
     "pipeline": frozenset({"batches", "duplicates", "late", "peak_total_mb", "process_s", "quarantined", "session_s",
                            "silver_rows"}),
     "ingest": frozenset({"duplicates", "late", "malformed", "peak_jvm_mb", "peak_python_mb", "process_s", "quarantined",
-                         "status", "wall_s_max", "wall_s_min"}),
+                         "status", "wall_s_max", "wall_s_min", *(key for key, _ in FLOOR_COLUMNS[2:])}),
     "erasure": frozenset({"bronze_rows_removed", "gb_verified", "gold_dates_recomputed", "object_versions_removed",
                           "quarantine_rows_removed", "read_s", "users", "versions_verified"}),
     "export": frozenset({"partitions", "peak_jvm_mb"}),
@@ -201,6 +207,13 @@ def _body(result: dict[str, Any], path: Path, columns: list[tuple[str, str]], hi
     elif benchmark.startswith("ingest") and ratios:
         lines += ["", "Ratios (throughput, same rows: DuckDB time / ours; x2 = time(2n) / time(n), n = the row's size):",
                   "", *_table(ratios, INGEST_RATIO_COLUMNS, digits=3, hidden=hidden)]
+        floors = [{key: ratio[key] for key, _ in FLOOR_COLUMNS if key in ratio} for ratio in ratios
+                  if "run_all_times_floor" in ratio]
+        if floors:
+            lines += ["", "Against the plain PySpark floor (`bench/pyspark_floor.py`; time ratios, above 1 is slower) and "
+                          "run-all's seconds beyond the floor's per step (bronze and the counts table: the floor has "
+                          "none; silver and gold: run-all's layer minus the floor's step):", "",
+                      *_table(floors, FLOOR_COLUMNS, digits=2)]
         checks = result.get("checks") or []
         lines += ["", f"Equality checks: {sum(1 for c in checks if c.get('equal'))}/{len(checks)} equal."]
     elif benchmark.startswith("small") and result.get("runs"):
