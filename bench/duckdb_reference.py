@@ -458,20 +458,14 @@ def run_silver_from_file(con: duckdb.DuckDBPyConnection, contract: Contract, pat
 
 def plain_rules_sql(contract: Contract) -> str:
     """The contract's column rules over typed columns, as a plain query's WHERE says them (a null passes
-    every rule but ``required``, as in silver)."""
+    every rule but ``required``, as in silver): ``required`` on the typed value, the others the negation of
+    ``column_failures_sql``'s (whose ``required`` and ``_type`` read the text the plain query does not keep)."""
     conditions = []
     for col in contract.schema:
-        name = _ident(col.name)
         if col.required:
-            conditions.append(f"{name} IS NOT NULL")
-        if col.min is not None:
-            conditions.append(f"({name} IS NULL OR {name} >= {_num(col.min)})")
-        if col.max is not None:
-            conditions.append(f"({name} IS NULL OR {name} <= {_num(col.max)})")
-        if col.allowed is not None:
-            conditions.append(f"({name} IS NULL OR {name} IN ({', '.join(_lit(v) for v in col.allowed)}))")
-        if col.regex is not None:
-            conditions.append(f"({name} IS NULL OR regexp_matches({name}, {_lit(col.regex)}))")
+            conditions.append(f"{_ident(col.name)} IS NOT NULL")
+        conditions += [f"NOT {failed}" for rule, failed in column_failures_sql(col)
+                       if rule not in (f"{col.name}_required", f"{col.name}_type")]
     return " AND ".join(conditions) or "true"
 
 

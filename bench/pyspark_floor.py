@@ -39,6 +39,7 @@ from pyspark.sql import types as T
 
 from spark_jobs.contract.model import Contract
 from spark_jobs.contract.parts import ColumnSpec, decimal_precision_scale, is_decimal_type
+from spark_jobs.io.partitioning import Partitioning
 from spark_jobs.lake.config import gold_table_name
 from spark_jobs.transforms.gold import load_gold
 
@@ -144,10 +145,9 @@ def gold_tables(silver: DataFrame, contract: Contract) -> dict[str, DataFrame]:
 
 
 def partition_term(column: str, granularity: str, is_date: bool) -> str:
-    """The ``PARTITIONED BY`` term: ``months(col)`` by month, else ``days(col)`` (a date column: itself)."""
-    if granularity == "month":
-        return f"months(`{column}`)"
-    return f"`{column}`" if is_date else f"days(`{column}`)"
+    """The ``PARTITIONED BY`` term our tables use (``io.partitioning.Partitioning``): ``months(col)`` by month,
+    else ``days(col)`` (a date column: itself)."""
+    return Partitioning.of(column, "date" if is_date else "timestamp", granularity).sql
 
 
 # ---------------------------------------------------------------------------- I/O and timing

@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from spark_jobs.contract.parts import LandingSpec
 from spark_jobs.io import landing as landing_io
 from spark_jobs.io import storage
 from spark_jobs.lake.config import LakeConfig
@@ -180,7 +181,7 @@ def handed_out_files(spark: SparkSession, lake: LakeConfig, dataset: str) -> tup
     return files, (commits[-1][0] if commits else None)
 
 
-def nothing_new(spark: SparkSession, lake: LakeConfig, dataset: str, landing) -> bool:
+def nothing_new(spark: SparkSession, lake: LakeConfig, dataset: str, landing: LandingSpec) -> bool:
     """True when a bronze run of ``dataset`` has provably nothing to do: its checkpoint has no batch to
     replay (the latest offsets are committed; every file its log handed out is in a committed batch), and
     every landing file, listed as the stream lists them (``io.landing.landing_paths``), is a name the log
