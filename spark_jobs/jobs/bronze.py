@@ -73,15 +73,15 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
         staging = f"{staging_root}/_batch_id={batch_id}"
         writers.delete_path(spark, staging_root)
         report = spark.sparkContext.accumulator(set(), bronze_tx.FileReport())
-        split = _split_batch(spark, listed, contract, report)
         stamp = functools.partial(bronze_tx.add_ingest_metadata, batch_id=batch_id,
                                   ingested_at=dt.datetime.now(dt.timezone.utc), source_field=contract.source_field,
                                   source=bronze_tx.source_value(contract), record_index=record_index)
-        records = stamp(split)
         # ONE pass over the batch's files: read, split into records, write. The records go to a staging
         # folder first: nothing is visible in bronze until the batch is checked, counted and validated.
+        # Planning the read may run Spark jobs over the files (a large file's split plan): inside the same handler.
         try:
-            _write_records(records, staging)
+            split = _split_batch(spark, listed, contract, report)
+            _write_records(stamp(split), staging)
         except Exception as exc:  # a file Hadoop cannot decompress fails the read
             bad_files = landing_io.unreadable_text_files(spark, landing_io.failed_file(exc)) if landing.is_text else []
             writers.delete_path(spark, staging_root)
