@@ -119,12 +119,13 @@ def staging_folder(lake, dataset: str) -> str:
     return lake.staging(dataset, "silver")
 
 
-def deduped(spark, valid, contract: Contract, prefer: str | None = None):
+def deduped(spark, valid, contract: Contract, prefer: str | None = None, keys=None):
     """``valid`` deduped on the contract key, and how many duplicates were dropped. The duplicated keys are
     found first (an aggregation of the key columns alone); up to ``BROADCAST_DUPLICATE_KEYS`` of them, only
     their rows are ranked (the others pass without a shuffle), more and every row is (one shuffle and sort).
-    ``prefer``: the column that breaks the last tie (``silver_tx.dedupe_latest``)."""
-    duplicates = silver_tx.duplicate_keys(valid, contract).persist()
+    ``prefer``: the column that breaks the last tie (``silver_tx.dedupe_latest``). ``keys``: the key columns
+    of ``valid``'s rows from a cheaper plan (every row's key, no row added or dropped); None: ``valid``'s own."""
+    duplicates = silver_tx.duplicate_keys(valid if keys is None else keys, contract).persist()
     try:
         row = duplicates.agg(F.count(F.lit(1)).alias("keys"), F.sum(F.col("_rows") - 1).alias("dropped")).first()
         keys, dropped = int(row["keys"]), int(row["dropped"] or 0)
@@ -252,7 +253,12 @@ def _publish_from_staging(run: JobRun, silver_table: tables.Table, loaded, plan,
         candidates = computed.withColumn(INCOMING, F.lit(1))
     valid_in = counts["valid"] + reread
     manifest.rows_in = new_rows + reread
-    rows, dropped, duplicates = deduped(spark, candidates, contract, prefer=INCOMING)
+    # The candidates' keys are the valid records' keys (the late flag's join keeps every row and key) and the
+    # re-read rows' keys: their duplicates are found from those columns alone, without computing the late flag.
+    keys = valid.select(*contract.key)
+    if current_rows is not None:
+        keys = keys.unionByName(current_rows.select(*contract.key))
+    rows, dropped, duplicates = deduped(spark, candidates, contract, prefer=INCOMING, keys=keys)
     rows = rows.drop(INCOMING)
     if kept:
         rows = _carry_kept_values(spark, rows, silver_table, loaded, partitioning, covered_dates, include_null, kept)
