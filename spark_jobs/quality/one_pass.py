@@ -27,7 +27,10 @@ import json
 import threading
 from typing import Any
 
+from spark_jobs.quality.suites import rule_condition
+
 SUITE_METRIC = "tenantlake.suite_aggregates"
+CONDITION_METRIC = "tenantlake.rows_where_condition.count"  # a row rule's count (runner.row_condition_expectation_class)
 VALUE_METRIC = "tenantlake.suite_value"
 GROUP_ROWS = "_tenantlake_rows"  # the rows per key in a grouped plan
 
@@ -85,8 +88,8 @@ class AggregatePlan:
             return metric_name.split(".")[1], column
         if metric_name.endswith(".unexpected_values") and self.partial_unexpected_count == 0:
             return "empty_list", None
-        if metric_name == _condition_metric():
-            condition = _rule_condition(value.get("unexpected_rows_query", ""))
+        if metric_name == CONDITION_METRIC:
+            condition = rule_condition(value.get("unexpected_rows_query", ""))
             return ("count_where", F.expr(condition)) if condition else None
         if column is not None:
             unexpected = self._column_unexpected(metric_name, column, value)
@@ -235,18 +238,6 @@ def _combined(kind: str, payload: Any, name: str):
     if kind == "duplicates":  # payload: the key's rows are outside the domain (a null key)
         return F.coalesce(F.sum(F.when(~payload & (F.col(GROUP_ROWS) > 1), F.col(GROUP_ROWS)).otherwise(0)), F.lit(0))
     return {"max": F.max, "min": F.min, "sum": F.sum}[kind](name)
-
-
-def _condition_metric() -> str:
-    from spark_jobs.quality.runner import CONDITION_METRIC
-
-    return CONDITION_METRIC
-
-
-def _rule_condition(query: str) -> str | None:
-    from spark_jobs.quality.runner import rule_condition
-
-    return rule_condition(query)
 
 
 class active_plan:

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from spark_jobs.quality import one_pass
-from spark_jobs.quality.suites import ExpectationSpec
+from spark_jobs.quality.one_pass import CONDITION_METRIC  # noqa: F401 - the row-condition metric's name
+from spark_jobs.quality.suites import ExpectationSpec, rule_condition  # noqa: F401 - rule_condition: runner's API
 
 # Observed values and unexpected counts, but no unexpected-value samples: those cost one more Spark job per
 # expectation (1M rows, 22 expectations: 2.5 s -> 1.4 s), and the report shows quarantined sample rows instead.
@@ -100,17 +101,7 @@ def row_rule_expectation_class():
     return _ROW_RULE_CLASS
 
 
-# A row rule's query as the suites write it (suites.silver_specs): every row of the batch where a condition
-# holds. Its count is an aggregate over the batch, which GX can compute with the table's other aggregates.
-CONDITION_QUERY = re.compile(r"^SELECT \* FROM \{batch\} WHERE (?P<condition>NOT \(.*\))$", re.DOTALL)
-CONDITION_METRIC = "tenantlake.rows_where_condition.count"
 _ROW_CONDITION_CLASS: Any = None
-
-
-def rule_condition(query: str) -> str | None:
-    """The condition of a row rule's query ``SELECT * FROM {batch} WHERE NOT (<expr>)``; None for any other query."""
-    match = CONDITION_QUERY.match(query.strip())
-    return match.group("condition") if match else None
 
 
 def row_condition_expectation_class():
