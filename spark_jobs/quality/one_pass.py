@@ -10,11 +10,14 @@ each expectation whose domain is filtered or whose condition is a window: a colu
 Here each expectation of a suite is the stock GX class with one method changed (``folded_class``): its
 validation dependencies. Every data metric it asks for (``table.row_count``, ``<map metric>.unexpected_count``,
 ``filtered_row_count``, ``column.max``, ...) is replaced by a lookup (``VALUE_METRIC``) into one table
-metric (``SUITE_METRIC``) that computes them all in one ``agg`` over the batch (grouped by the key first when
-the suite checks a uniqueness: one query, one shuffle). GX's own ``_validate`` and Data Docs renderers then
-run on the same values, so the results are the stock ones (``tests/spark_jobs/quality/test_one_pass.py``
-runs both on failing and passing rows). A metric this module does not know (a ``row_condition``, another
-expectation type, unexpected-value samples) stays GX's own, with its own Spark job: slower, never different.
+metric (``SUITE_METRIC``) that computes them all in one ``agg`` over the batch, grouped by the key first when
+the suite checks a uniqueness. That is one Spark job on a frame of one partition (``validate_layer`` hands GX
+a small frame so); on more partitions the grouping adds a shuffle, and adaptive execution a job per shuffle
+stage. GX's own ``_validate`` and Data Docs renderers then run on the same values, so the results are the
+stock ones (``tests/spark_jobs/quality/test_one_pass.py`` runs both on failing and passing rows). A metric
+this module does not compute as GX does (a ``row_condition``, a range on a string column, a second
+uniqueness, another expectation type, unexpected-value samples beyond ``partial_unexpected_count`` 0) stays
+GX's own, with its own Spark job: slower, never different.
 
 The values are computed the way GX computes them on Spark (its ``_spark`` metric functions, 1.24.1): a
 column map's unexpected count is ``sum(CASE WHEN <unexpected> THEN 1 ELSE 0 END)`` over the table (NULL on an
@@ -34,7 +37,8 @@ CONDITION_METRIC = "tenantlake.rows_where_condition.count"  # a row rule's count
 VALUE_METRIC = "tenantlake.suite_value"
 GROUP_ROWS = "_tenantlake_rows"  # the rows per key in a grouped plan
 
-# Domain kwargs an aggregate of the whole batch can honour (a row_condition or a table name cannot).
+# Domain kwargs a metric may carry; a row_condition, its parser or a table name must be unset (the aggregate
+# reads the whole batch).
 _DOMAIN_KEYS = {"batch_id", "table", "column", "column_A", "column_B", "column_list", "ignore_row_if",
                 "row_condition", "condition_parser"}
 _COMPARABLE_TYPES = ("byte", "short", "int", "bigint", "long", "float", "double", "decimal", "date", "timestamp")

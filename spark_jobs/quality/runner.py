@@ -1,8 +1,9 @@
 """Run an expectation suite with Great Expectations 1.x on the DataFrame a job already holds in memory.
 
 One ephemeral GX context per validation: a Spark data source with a whole-DataFrame batch, the suite
-built from ``ExpectationSpec``s, one ``ValidationDefinition.run``. GX bundles the aggregate metrics of
-the suite into few Spark jobs; ``result_format=BASIC`` keeps extra passes (unexpected samples) small.
+built from ``ExpectationSpec``s, one ``ValidationDefinition.run``. Every metric of the suite is computed
+in one aggregation (``one_pass.py``: one Spark job on a small frame); ``result_format=BASIC`` without
+unexpected-value samples keeps GX from adding passes of its own.
 Data Docs are rendered into a local folder right after the run (the validation result lives only in
 the ephemeral context).
 
