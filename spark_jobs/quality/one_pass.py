@@ -11,9 +11,9 @@ Here each expectation of a suite is the stock GX class with one method changed (
 validation dependencies. Every data metric it asks for (``table.row_count``, ``<map metric>.unexpected_count``,
 ``filtered_row_count``, ``column.max``, ...) is replaced by a lookup (``VALUE_METRIC``) into one table
 metric (``SUITE_METRIC``) that computes them all in one ``agg`` over the batch, grouped by the key first when
-the suite checks a uniqueness. That is one Spark job on a frame of one partition (``validate_layer`` hands GX
-a small frame so); on more partitions the grouping adds a shuffle, and adaptive execution a job per shuffle
-stage. GX's own ``_validate`` and Data Docs renderers then run on the same values, so the results are the
+the suite checks a uniqueness and the frame has one partition (``validate_layer`` hands GX a small frame so):
+one Spark job. On a larger frame GX keeps the uniqueness (its window shuffles the key alone; grouped, every
+metric's partial would travel with it), and the rest is still one aggregation. GX's own ``_validate`` and Data Docs renderers then run on the same values, so the results are the
 stock ones (``tests/spark_jobs/quality/test_one_pass.py`` runs both on failing and passing rows). A metric
 this module does not compute as GX does (a ``row_condition``, a range on a string column, a second
 uniqueness, another expectation type, unexpected-value samples beyond ``partial_unexpected_count`` 0) stays
@@ -57,9 +57,10 @@ class AggregatePlan:
     ``duplicates`` (rows whose key occurs more than once, over the rows not ``excluded``), ``empty_list``
     (no Spark work: the unexpected-value samples at ``partial_unexpected_count`` 0)."""
 
-    def __init__(self, column_types: dict[str, str], partial_unexpected_count: int):
+    def __init__(self, column_types: dict[str, str], partial_unexpected_count: int, may_group: bool = True):
         self.column_types = column_types
         self.partial_unexpected_count = partial_unexpected_count
+        self.may_group = may_group
         self.entries: dict[str, tuple[str, Any]] = {}
         self.group: tuple[str, ...] | None = None
         self.token = f"plan-{next(_tokens)}"
@@ -191,7 +192,10 @@ class AggregatePlan:
         return None
 
     def _groups_by(self, columns: tuple[str, ...]) -> bool:
-        """One uniqueness per plan is folded (the aggregation groups by its columns); another stays GX's own."""
+        """One uniqueness per plan is folded (the aggregation groups by its columns), on a frame of one
+        partition only (``plan_for``); another, or any on a larger frame, stays GX's own."""
+        if not self.may_group:
+            return False
         if self.group is None:
             self.group = columns
         return self.group == columns
@@ -264,8 +268,24 @@ class active_plan:
 
 
 def plan_for(df: Any, partial_unexpected_count: int) -> AggregatePlan:
-    """An empty plan for a validation of ``df`` (its column types decide which ranges it may compute)."""
-    return AggregatePlan({f.name: f.dataType.simpleString() for f in df.schema.fields}, partial_unexpected_count)
+    """An empty plan for a validation of ``df``: its column types decide which ranges it may compute, and its
+    partitions whether it folds a uniqueness. On one partition (``validate_layer`` hands GX a small frame so)
+    grouping by the key needs no exchange; on more, it would shuffle every row with a partial aggregate of
+    each metric beside its key, where GX's window shuffles the key alone, so there GX keeps the uniqueness."""
+    return AggregatePlan({f.name: f.dataType.simpleString() for f in df.schema.fields}, partial_unexpected_count,
+                         may_group=_one_partition(df))
+
+
+def _one_partition(df: Any) -> bool:
+    """True when ``df``'s physical plan says it has one partition (planning only, no Spark job; under adaptive
+    execution, the plan it starts from)."""
+    try:
+        plan = df._jdf.queryExecution().executedPlan()
+        if plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
+            plan = plan.inputPlan()
+        return int(plan.outputPartitioning().numPartitions()) == 1
+    except Exception:  # noqa: BLE001 - unknown: treat as large
+        return False
 
 
 _METRICS_REGISTERED = False

@@ -98,8 +98,13 @@ def _reported(run) -> dict:
 def test_one_aggregation_reports_what_the_stock_expectations_report(spark, specs):
     df = spark.createDataFrame(_rows(), DDL).repartition(3).cache()  # keys spread over partitions
     df.count()
+    # Three partitions: GX keeps the uniqueness (one_pass.plan_for), the rest is one aggregation.
     ours, _ = _run(spark, df, specs, True, "ours")
     stock, _ = _run(spark, df, specs, False, "stock")
+    assert _reported(ours) == _reported(stock)
+    # One partition, as validate_layer hands GX a small frame: the uniqueness is folded too (grouped by its key).
+    ours, our_jobs = _run(spark, df.coalesce(1), specs, True, "ours-jobs")
+    stock, stock_jobs = _run(spark, df.coalesce(1), specs, False, "stock-jobs")
     assert _reported(ours) == _reported(stock)
     failed = {r["name"] for r in ours.results if not r["success"]}
     expected_failures = {"row_count_max", "id_required", "avg_range", "avg_range_strict", "n_at_least", "status_allowed",
@@ -107,17 +112,14 @@ def test_one_aggregation_reports_what_the_stock_expectations_report(spark, specs
                          "n_sum", "avg_min", "no_fault_hot", "key_unique"}
     assert failed == expected_failures & {s.name for s in specs}  # each rewritten expectation fails on some rows
     assert {r["name"] for r in ours.results} - failed >= {"row_count", "avg_required_mostly"} & {s.name for s in specs}
-    # Counted on one partition, as validate_layer hands GX a small frame (SMALL_FRAME_ROWS): the grouped
-    # aggregation then needs no exchange. Undo the fold and GX takes a job per level and per filtered domain.
-    _, our_jobs = _run(spark, df.coalesce(1), specs, True, "ours-jobs")
-    _, stock_jobs = _run(spark, df.coalesce(1), specs, False, "stock-jobs")
+    # Undo the fold and GX takes a job per level and per filtered domain.
     assert our_jobs == 1 and stock_jobs >= 8, (our_jobs, stock_jobs)
     df.unpersist()
 
 
 def test_one_aggregation_on_an_empty_batch_matches_the_stock_expectations(spark):
     """No rows: GX's column-map counts are NULL (a SUM over nothing), its filtered counts 0."""
-    df = spark.createDataFrame([], DDL)
+    df = spark.createDataFrame([], DDL).coalesce(1)
     ours, _ = _run(spark, df, SPECS + [COMPOUND], True, "ours-empty")
     stock, _ = _run(spark, df, SPECS + [COMPOUND], False, "stock-empty")
     assert _reported(ours) == _reported(stock)
