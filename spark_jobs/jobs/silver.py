@@ -74,35 +74,39 @@ def quarantine_kept(spark, uri: str, months: list[str], dates: list[str], column
     return kept
 
 
-def input_counts(flagged, contract: Contract) -> dict:
-    """Every count the manifest needs from the flagged records, in ONE aggregation (one Spark job): rows
-    in, valid, quarantined, malformed, the event dates covered, those of the valid rows and of the quarantined
-    ones (and whether any of either has none), and the landing fields the ``unknown_fields`` rows failed on
-    (named in a blocked publish's reason)."""
+def input_count_columns(contract: Contract) -> dict:
+    """Every count the manifest needs from the flagged records, as aggregates computed while they are written
+    (``writers.write_counted``: no Spark job of their own): rows in, valid, quarantined, malformed, the event
+    dates covered, those of the valid rows and of the quarantined ones (and whether any of either has none),
+    and the landing fields the ``unknown_fields`` rows failed on (named in a blocked publish's reason)."""
     invalid = silver_tx.is_invalid()
     event_date = F.to_date(contract.event_time).cast("string")
-    row = flagged.agg(
-        F.count(F.lit(1)).alias("rows_in"),
-        F.count(F.when(~invalid, 1)).alias("valid"),
-        F.count(F.when(invalid, 1)).alias("quarantined"),
-        F.count(F.when(F.array_contains("_failed_rules", MALFORMED_RULE), 1)).alias("malformed"),
-        F.collect_set(event_date).alias("dates"),
-        F.collect_set(F.when(~invalid, event_date)).alias("valid_dates"),
-        F.max(F.when(~invalid, event_date.isNull())).alias("valid_null"),
-        F.collect_set(F.when(invalid, event_date)).alias("quarantine_dates"),
-        F.max(F.when(invalid, event_date.isNull())).alias("quarantine_null"),
-        F.array_distinct(F.flatten(F.collect_set("_unknown_fields"))).alias("unknown_fields"),
-    ).first()
+    return {
+        "rows_in": F.count(F.lit(1)),
+        "valid": F.count(F.when(~invalid, 1)),
+        "quarantined": F.count(F.when(invalid, 1)),
+        "malformed": F.count(F.when(F.array_contains("_failed_rules", MALFORMED_RULE), 1)),
+        "dates": F.collect_set(event_date),
+        "valid_dates": F.collect_set(F.when(~invalid, event_date)),
+        "valid_null": F.max(F.when(~invalid, event_date.isNull())),
+        "quarantine_dates": F.collect_set(F.when(invalid, event_date)),
+        "quarantine_null": F.max(F.when(invalid, event_date.isNull())),
+        "unknown_fields": F.array_distinct(F.flatten(F.collect_set("_unknown_fields"))),
+    }
+
+
+def input_counts(row: dict) -> dict:
+    """The manifest's counts from the values of ``input_count_columns``."""
     return {"rows_in": int(row["rows_in"]), "valid": int(row["valid"]), "quarantined": int(row["quarantined"]),
-            "malformed": int(row["malformed"]), "dates": sorted(row["dates"]), "valid_dates": sorted(row["valid_dates"]),
-            "valid_null": bool(row["valid_null"]), "quarantine_dates": sorted(row["quarantine_dates"]),
+            "malformed": int(row["malformed"]), "dates": sorted(row["dates"] or []),
+            "valid_dates": sorted(row["valid_dates"] or []), "valid_null": bool(row["valid_null"]),
+            "quarantine_dates": sorted(row["quarantine_dates"] or []),
             "quarantine_null": bool(row["quarantine_null"]), "unknown_fields": sorted(row["unknown_fields"] or [])}
 
 
-def output_counts(silver) -> tuple[int, int]:
-    """(silver rows, late rows) in one aggregation."""
-    row = silver.agg(F.count(F.lit(1)).alias("rows"), F.count(F.when(F.col("_is_late"), 1)).alias("late")).first()
-    return int(row["rows"]), int(row["late"])
+def output_count_columns() -> dict:
+    """(silver rows, late rows), computed while the silver rows are written."""
+    return {"rows": F.count(F.lit(1)), "late": F.count(F.when(F.col("_is_late"), 1))}
 
 
 FLAGGED_FOLDER, ROWS_FOLDER = "flagged", "rows"  # in the staging folder: every record flagged; the silver rows
@@ -115,12 +119,13 @@ def staging_folder(lake, dataset: str) -> str:
     return lake.staging(dataset, "silver")
 
 
-def deduped(spark, valid, contract: Contract, prefer: str | None = None):
+def deduped(spark, valid, contract: Contract, prefer: str | None = None, keys=None):
     """``valid`` deduped on the contract key, and how many duplicates were dropped. The duplicated keys are
     found first (an aggregation of the key columns alone); up to ``BROADCAST_DUPLICATE_KEYS`` of them, only
     their rows are ranked (the others pass without a shuffle), more and every row is (one shuffle and sort).
-    ``prefer``: the column that breaks the last tie (``silver_tx.dedupe_latest``)."""
-    duplicates = silver_tx.duplicate_keys(valid, contract).persist()
+    ``prefer``: the column that breaks the last tie (``silver_tx.dedupe_latest``). ``keys``: the key columns
+    of ``valid``'s rows from a cheaper plan (every row's key, no row added or dropped); None: ``valid``'s own."""
+    duplicates = silver_tx.duplicate_keys(valid if keys is None else keys, contract).persist()
     try:
         row = duplicates.agg(F.count(F.lit(1)).alias("keys"), F.sum(F.col("_rows") - 1).alias("dropped")).first()
         keys, dropped = int(row["keys"]), int(row["dropped"] or 0)
@@ -189,9 +194,10 @@ def run_silver(run: JobRun) -> None:
     staging = staging_folder(lake, dataset)
     writers.delete_path(spark, staging)
     flagged_uri = f"{staging}/{FLAGGED_FOLDER}"
-    silver_tx.narrow(silver_tx.flag_invalid_rows(parsed, contract), contract).write.mode("overwrite").parquet(flagged_uri)
     try:
-        _publish_from_staging(run, silver_table, loaded, plan, spark.read.parquet(flagged_uri), staging)
+        flagged, counted = writers.write_counted(silver_tx.narrow(silver_tx.flag_invalid_rows(parsed, contract), contract),
+                                                 flagged_uri, input_count_columns(contract))
+        _publish_from_staging(run, silver_table, loaded, plan, flagged, input_counts(counted), staging)
     finally:
         writers.delete_path(spark, staging)
 
@@ -214,11 +220,11 @@ def _touched(run: JobRun, loaded, valid, counts: dict) -> tuple[list[str], bool]
     return increment.whole_partitions(dates, contract.partition_granularity), null
 
 
-def _publish_from_staging(run: JobRun, silver_table: tables.Table, loaded, plan, flagged, staging: str) -> None:
+def _publish_from_staging(run: JobRun, silver_table: tables.Table, loaded, plan, flagged, counts: dict,
+                          staging: str) -> None:
     spark, contract, manifest = run.spark, run.contract, run.manifest
     dataset = contract.dataset
     rows_uri = f"{staging}/{ROWS_FOLDER}"
-    counts = input_counts(flagged, contract)
     new_rows = counts["rows_in"]
     manifest.quarantined, manifest.malformed = counts["quarantined"], counts["malformed"]
     run.stage("read + parsed", rows_in=new_rows)
@@ -247,19 +253,23 @@ def _publish_from_staging(run: JobRun, silver_table: tables.Table, loaded, plan,
         candidates = computed.withColumn(INCOMING, F.lit(1))
     valid_in = counts["valid"] + reread
     manifest.rows_in = new_rows + reread
-    rows, dropped, duplicates = deduped(spark, candidates, contract, prefer=INCOMING)
+    # The candidates' keys are the valid records' keys (the late flag's join keeps every row and key) and the
+    # re-read rows' keys: their duplicates are found from those columns alone, without computing the late flag.
+    keys = valid.select(*contract.key)
+    if current_rows is not None:
+        keys = keys.unionByName(current_rows.select(*contract.key))
+    rows, dropped, duplicates = deduped(spark, candidates, contract, prefer=INCOMING, keys=keys)
     rows = rows.drop(INCOMING)
     if kept:
         rows = _carry_kept_values(spark, rows, silver_table, loaded, partitioning, covered_dates, include_null, kept)
-    # The silver rows are written once, to be read back (only the columns each needs) by the counts, every
-    # pass of the validation and the commit, instead of each of them deduping and flagging again.
-    rows.write.mode("overwrite").parquet(rows_uri)
-    silver = spark.read.parquet(rows_uri)
+    # The silver rows are written once (counted as they are written), to be read back (only the columns each
+    # needs) by every pass of the validation and the commit, instead of each of them deduping and flagging again.
+    silver, written = writers.write_counted(rows, rows_uri, output_count_columns())
     for small in (newest, duplicates):
         if small is not None:
             small.unpersist()
     quarantine = silver_tx.to_quarantine(silver_tx.invalid_rows(flagged), contract, run.run_id)
-    manifest.rows_out, manifest.late = output_counts(silver)
+    manifest.rows_out, manifest.late = int(written["rows"]), int(written["late"])
     manifest.duplicates = valid_in - manifest.rows_out
     rewritten = {granule(day, contract.partition_granularity) for day in covered_dates}
     manifest.increment.update({"bronze_rows": new_rows, "silver_rows_reread": reread,

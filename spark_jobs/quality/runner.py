@@ -1,8 +1,9 @@
 """Run an expectation suite with Great Expectations 1.x on the DataFrame a job already holds in memory.
 
 One ephemeral GX context per validation: a Spark data source with a whole-DataFrame batch, the suite
-built from ``ExpectationSpec``s, one ``ValidationDefinition.run``. GX bundles the aggregate metrics of
-the suite into few Spark jobs; ``result_format=BASIC`` keeps extra passes (unexpected samples) small.
+built from ``ExpectationSpec``s, one ``ValidationDefinition.run``. Every metric of the suite is computed
+in one aggregation (``one_pass.py``: one Spark job on a small frame); ``result_format=BASIC`` without
+unexpected-value samples keeps GX from adding passes of its own.
 Data Docs are rendered into a local folder right after the run (the validation result lives only in
 the ephemeral context).
 
@@ -21,7 +22,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.quality.suites import ExpectationSpec
+from spark_jobs.quality import one_pass
+from spark_jobs.quality.one_pass import CONDITION_METRIC  # noqa: F401 - the row-condition metric's name
+from spark_jobs.quality.suites import ExpectationSpec, rule_condition  # noqa: F401 - rule_condition: runner's API
 
 # Observed values and unexpected counts, but no unexpected-value samples: those cost one more Spark job per
 # expectation (1M rows, 22 expectations: 2.5 s -> 1.4 s), and the report shows quarantined sample rows instead.
@@ -99,17 +102,7 @@ def row_rule_expectation_class():
     return _ROW_RULE_CLASS
 
 
-# A row rule's query as the suites write it (suites.silver_specs): every row of the batch where a condition
-# holds. Its count is an aggregate over the batch, which GX can compute with the table's other aggregates.
-CONDITION_QUERY = re.compile(r"^SELECT \* FROM \{batch\} WHERE (?P<condition>NOT \(.*\))$", re.DOTALL)
-CONDITION_METRIC = "tenantlake.rows_where_condition.count"
 _ROW_CONDITION_CLASS: Any = None
-
-
-def rule_condition(query: str) -> str | None:
-    """The condition of a row rule's query ``SELECT * FROM {batch} WHERE NOT (<expr>)``; None for any other query."""
-    match = CONDITION_QUERY.match(query.strip())
-    return match.group("condition") if match else None
 
 
 def row_condition_expectation_class():
@@ -168,18 +161,22 @@ def _is_expression(spark: Any, condition: str) -> bool:
 def to_gx_expectation(spec: ExpectationSpec, spark: Any = None):
     """The GX 1.x expectation object for ``spec`` (severity and our metadata ride along in ``meta``). With
     ``spark``, a row rule whose query is ``SELECT * FROM {batch} WHERE NOT (<expression>)`` is counted as an
-    aggregate (``row_condition_expectation_class``); any other row-rule query keeps its own Spark job."""
+    aggregate (``row_condition_expectation_class``); any other row-rule query keeps its own Spark job. With
+    ``spark``, every other expectation is its stock class folded (``one_pass.folded_class``): inside
+    ``run_suite`` its metrics come from the suite's one aggregation."""
     import great_expectations.expectations as gxe
     from great_expectations.expectations.metadata_types import FailureSeverity
 
     row_rule = spec.expectation == "unexpected_rows_expectation"
     cls = row_rule_expectation_class() if row_rule else getattr(gxe, _camel(spec.expectation), None)
+    if cls is None:
+        raise ValueError(f"expectation '{spec.name}': {spec.expectation} is not a Great Expectations 1.x expectation")
     if row_rule and spark is not None:
         condition = rule_condition(str(spec.kwargs.get("unexpected_rows_query", "")))
         if condition is not None and _is_expression(spark, condition):
             cls = row_condition_expectation_class()
-    if cls is None:
-        raise ValueError(f"expectation '{spec.name}': {spec.expectation} is not a Great Expectations 1.x expectation")
+    if spark is not None and cls is not row_rule_expectation_class():
+        cls = one_pass.folded_class(cls)  # its metrics from the suite's one aggregation (one_pass.py)
     kwargs = dict(spec.kwargs)
     if spec.mostly is not None:
         kwargs["mostly"] = spec.mostly
@@ -229,14 +226,17 @@ def _result_row(spec: ExpectationSpec, gx_row: Any) -> dict[str, Any]:
 
 
 def run_suite(df: Any, specs: list[ExpectationSpec], *, suite_name: str, docs_dir: str | Path | None = None,
-              background_docs: bool = False) -> SuiteRun:
+              background_docs: bool = False, one_aggregation: bool = True) -> SuiteRun:
     """Validate ``df`` (not re-read, not re-computed by us: cache it in the job) against ``specs``.
 
     ``background_docs``: render the Data Docs in a background thread and return at once (``docs_pending``):
     rendering is about a second of Python (GX compiles its page templates for every context) that then
-    overlaps the job's commit instead of delaying it. The results do not depend on the docs."""
+    overlaps the job's commit instead of delaying it. The results do not depend on the docs.
+
+    ``one_aggregation``: the suite's metrics in one Spark job (``one_pass``); False runs GX's stock
+    expectations (the tests compare both)."""
     with _GX_LOCK:
-        run, context = _validate(df, specs, suite_name)
+        run, context = _validate(df, specs, suite_name, one_aggregation)
     if docs_dir is not None:
         if background_docs:
             run.docs_dir, run.docs_pending = str(docs_dir), _docs_thread().submit(_locked_docs, context, Path(docs_dir))
@@ -250,7 +250,7 @@ def _locked_docs(context: Any, docs_dir: Path) -> tuple[str, str]:
         return _build_docs(context, docs_dir)
 
 
-def _validate(df: Any, specs: list[ExpectationSpec], suite_name: str) -> tuple[SuiteRun, Any]:
+def _validate(df: Any, specs: list[ExpectationSpec], suite_name: str, one_aggregation: bool = True) -> tuple[SuiteRun, Any]:
     import great_expectations as gx
     from great_expectations.core import ValidationDefinition
     from great_expectations.core.expectation_suite import ExpectationSuite
@@ -267,12 +267,13 @@ def _validate(df: Any, specs: list[ExpectationSpec], suite_name: str) -> tuple[S
              .add_batch_definition_whole_dataframe("whole_dataframe"))
     suite = ExpectationSuite(name=suite_name)
     for spec in specs:
-        suite.add_expectation(to_gx_expectation(spec, df.sparkSession))
+        suite.add_expectation(to_gx_expectation(spec, df.sparkSession if one_aggregation else None))
     suite = context.suites.add(suite)
     validation = context.validation_definitions.add(
         ValidationDefinition(name=f"{suite_name}.validation", data=batch, suite=suite))
     started = time.perf_counter()
-    outcome = validation.run(batch_parameters={"dataframe": df}, result_format=RESULT_FORMAT)
+    with one_pass.active_plan(one_pass.plan_for(df, RESULT_FORMAT["partial_unexpected_count"]) if one_aggregation else None):
+        outcome = validation.run(batch_parameters={"dataframe": df}, result_format=RESULT_FORMAT)
     seconds = time.perf_counter() - started
     spec_by_name = {spec.name: spec for spec in specs}
     rows_by_name = {}

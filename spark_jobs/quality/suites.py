@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 from typing import Any, Iterable, Mapping
 
 LAYERS = ("bronze", "silver", "gold")
@@ -35,6 +36,18 @@ SPARK_TYPE_NAMES = {
     "bigint": "LongType", "int": "IntegerType", "integer": "IntegerType", "short": "ShortType",
     "boolean": "BooleanType", "bool": "BooleanType", "timestamp": "TimestampType", "date": "DateType",
 }
+
+
+# A row rule's query as the suites write it (``silver_specs``): every row of the batch where a condition holds.
+# Its count is an aggregate over the batch, which GX can compute with the table's other aggregates
+# (quality/runner.row_condition_expectation_class, quality/one_pass.py).
+CONDITION_QUERY = re.compile(r"^SELECT \* FROM \{batch\} WHERE (?P<condition>NOT \(.*\))$", re.DOTALL)
+
+
+def rule_condition(query: str) -> str | None:
+    """The condition of a row rule's query ``SELECT * FROM {batch} WHERE NOT (<expr>)``; None for any other query."""
+    match = CONDITION_QUERY.match(query.strip())
+    return match.group("condition") if match else None
 
 
 class SuiteError(ValueError):
