@@ -11,9 +11,12 @@ the window is the commit step only; EMR's S3-optimized committer narrows it furt
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType
 
 from spark_jobs.io import storage
 
@@ -65,13 +68,9 @@ def write_counted(df: DataFrame, uri: str, aggregates: dict[str, Column]) -> tup
     write's own Spark job (an ``Observation``), instead of a job that reads them back to count. Returns the
     written rows (read with ``df``'s schema: no job to infer it from the files' footers) and the values. An
     aggregate of an array type comes back through JSON (``to_json``), as a Python list."""
-    import json
-
-    from pyspark.sql import Observation
-    from pyspark.sql import functions as F
-
+    types = df.agg(*[column.alias(name) for name, column in aggregates.items()]).schema  # analysed only: no job
+    as_json = {field.name for field in types.fields if isinstance(field.dataType, ArrayType)}
     observation = Observation("tenantlake-write-counts")
-    as_json = {name for name, column in aggregates.items() if _is_array(df, column)}
     observed = df.observe(observation, *[(F.to_json(column) if name in as_json else column).alias(name)
                                          for name, column in aggregates.items()])
     observed.write.mode("overwrite").parquet(uri)
@@ -79,9 +78,3 @@ def write_counted(df: DataFrame, uri: str, aggregates: dict[str, Column]) -> tup
     for name in as_json:
         values[name] = json.loads(values[name]) if values[name] is not None else None
     return df.sparkSession.read.schema(df.schema).parquet(uri), values
-
-
-def _is_array(df: DataFrame, aggregate: Column) -> bool:
-    from pyspark.sql.types import ArrayType
-
-    return isinstance(df.agg(aggregate.alias("v")).schema["v"].dataType, ArrayType)  # analysed only: no job

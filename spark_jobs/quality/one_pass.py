@@ -97,10 +97,7 @@ class AggregatePlan:
             condition = rule_condition(value.get("unexpected_rows_query", ""))
             return ("count_where", F.expr(condition)) if condition else None
         if column is not None:
-            unexpected = self._column_unexpected(metric_name, column, value)
-            if unexpected is None:
-                return None
-            return unexpected
+            return self._column_unexpected(metric_name, column, value)
         if "column_A" in domain and "column_B" in domain:
             return self._pair(metric_name, domain, value)
         if "column_list" in domain:
@@ -156,10 +153,8 @@ class AggregatePlan:
     def _pair(self, metric_name: str, domain: dict[str, Any], value: dict[str, Any]):
         from pyspark.sql import functions as F
 
-        a_name, b_name, ignore = domain["column_A"], domain["column_B"], domain.get("ignore_row_if", "both_values_are_missing")
-        if a_name not in self.column_types or b_name not in self.column_types:
-            return None
-        a, b = F.col(a_name), F.col(b_name)
+        ignore = domain.get("ignore_row_if", "both_values_are_missing")  # both columns known (``_entry``)
+        a, b = F.col(domain["column_A"]), F.col(domain["column_B"])
         kept = {"both_values_are_missing": ~(a.isNull() & b.isNull()), "either_value_is_missing": ~(a.isNull() | b.isNull()),
                 "neither": F.lit(True)}.get(ignore)
         if kept is None:
@@ -176,8 +171,8 @@ class AggregatePlan:
 
         from pyspark.sql import functions as F
 
-        columns = tuple(domain["column_list"])
-        if value or any(c not in self.column_types for c in columns):
+        columns = tuple(domain["column_list"])  # every one known (``_entry``)
+        if value:
             return None
         nulls = [F.col(c).isNull() for c in columns]
         ignore = domain.get("ignore_row_if", "all_values_are_missing")
