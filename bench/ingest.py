@@ -21,7 +21,10 @@ For each landing format (``--formats``: ``csv`` and ``json_lines``), compression
 
 Ratios (throughput; the same rows, so time ratios): bronze / ``duckdb_ingest``, silver /
 ``duckdb_silver``; the doubling ratio time(2n) / time(n) of each job for every size whose double is
-also measured. Targets (a report, not a test): doubling ratio <= 2.2, bronze >= 0.2x, silver >=
+also measured. The ingest floor (issue 56, part 2): ``spark_ingest`` is DuckDB's ingest done by Spark's own
+reader (``bench/pyspark_floor.run_ingest``: every field as text to Parquet, no raw text, checks or count) in a
+session built as ours, its rows checked against DuckDB's; ratios add Spark ingest / DuckDB ingest (the most a
+Spark bronze could reach) and bronze / Spark ingest. Targets (a report, not a test): doubling ratio <= 2.2, bronze >= 0.2x, silver >=
 0.25x, peak RSS under 3 GB at the largest size (10M rows: about 1 GB of CSV).
 
 Writes ``bench/results/ingest.json`` (machine, commit, load average at the start and the end, rows,
@@ -70,7 +73,7 @@ WIDE_SPAN = "wide-span"
 SHAPES = ("narrow", WIDE_SPAN)
 WIDE_SPAN_SIZES = (5_000_000, 10_000_000)
 WIDE_SPAN_TARGETS = {**TARGETS, "bronze_over_duckdb": 0.25, "run_all_over_duckdb": round(1 / 6, 3)}
-SPARK_LAYERS = ("bronze", "silver", "silver_reparse", "gold", "run_all", "pyspark_floor")
+SPARK_LAYERS = ("bronze", "silver", "silver_reparse", "gold", "run_all", "pyspark_floor", "spark_ingest")
 DUCKDB_LAYERS = ("duckdb_ingest", "duckdb_silver", "duckdb_gold", "duckdb_plain")
 # The plain PySpark floor (issue 56, part 3): run-all within 1.5x the hand-written job's time on the same file.
 WIDE_SPAN_TARGETS["run_all_times_floor"] = 1.5
@@ -95,7 +98,7 @@ def _spark_worker(spec: dict[str, Any]) -> dict[str, Any]:
         bronze_tx.fields_id = lambda landing, field_names: -1
         layer = "silver"
     started = time.perf_counter()
-    if layer == "pyspark_floor":
+    if layer in ("pyspark_floor", "spark_ingest"):
         return _floor_worker(spec, started)
     spark, _ = session_for(lake, f"bench-ingest-{spec['layer']}")
     session_s = time.perf_counter() - started
@@ -121,11 +124,15 @@ def _floor_worker(spec: dict[str, Any], started: float) -> dict[str, Any]:
     from spark_jobs.contract.model import load_contract
     from spark_jobs.runs.session import build_session
 
-    spark = build_session("bench-ingest-pyspark-floor", extra_conf=floor.catalog_conf(spec["lake_uri"]))
+    spark = build_session(f"bench-ingest-{spec['layer'].replace('_', '-')}", extra_conf=floor.catalog_conf(spec["lake_uri"]))
     session_s = time.perf_counter() - started
+    contract = load_contract(spec["dataset"])
+    if spec["layer"] == "spark_ingest":  # Spark's own reader, every field as text, to Parquet: DuckDB's ingest
+        result = floor.run_ingest(spark, contract, spec["file"], Path(spec["lake_uri"]) / "ingest")
+        spark.stop()
+        return {"session_s": session_s, "rows_in": result["rows_out"], **result}
     started = time.perf_counter()
-    result = floor.run_floor(spark, load_contract(spec["dataset"]), spec["file"],
-                             progress=lambda line: print(line, file=sys.stderr))
+    result = floor.run_floor(spark, contract, spec["file"], progress=lambda line: print(line, file=sys.stderr))
     wall = time.perf_counter() - started
     spark.stop()
     return {"wall_s": wall, "session_s": session_s, "rows_in": spec["size"], **result}
@@ -271,6 +278,9 @@ def bench_file(work: Path, env: dict[str, str], log: Path, landing_format: str, 
     shutil.rmtree(reference_dir, ignore_errors=True)
     if layer_jobs:
         rows.append(run_repeated({**base, "layer": "duckdb_ingest"}, env, log, repeats))
+        ingest_lake = work / f"spark-ingest-{landing_format}-{compression}-{size}"
+        rows.append(run_repeated({**base, "lake_uri": str(ingest_lake), "layer": "spark_ingest"}, env, log, repeats))
+        shutil.rmtree(ingest_lake, ignore_errors=True)
     rows.append(run_repeated({**base, "layer": "duckdb_silver"}, env, log, repeats))
     if wide:
         rows.append(run_repeated({**base, "layer": "duckdb_gold"}, env, log, repeats))
@@ -294,13 +304,16 @@ def bench_file(work: Path, env: dict[str, str], log: Path, landing_format: str, 
                                      before_each=lambda: shutil.rmtree(floor_lake, ignore_errors=True)))
             rows.append(run_repeated({**base, "layer": "duckdb_plain"}, env, log, repeats,
                                      before_each=lambda: shutil.rmtree(reference_dir / "plain", ignore_errors=True)))
-    bronze, silver, duck_ingest, duck_silver = (_find(rows, layer=layer) for layer in
-                                                ("bronze", "silver", "duckdb_ingest", "duckdb_silver"))
+    bronze, silver, duck_ingest, duck_silver, spark_ingest = (_find(rows, layer=layer) for layer in
+                                                              ("bronze", "silver", "duckdb_ingest", "duckdb_silver",
+                                                               "spark_ingest"))
     tag = {"format": landing_format, "compression": compression, "size": size}
     checks = []
     if layer_jobs:
         checks.append({**tag, "check": "bronze_rows", "ours": bronze["rows_out"], "duckdb": duck_ingest["rows_out"],
                        "equal": bronze["rows_out"] == duck_ingest["rows_out"] and bronze.get("malformed") == 0})
+        checks.append({**tag, "check": "spark_ingest_rows", "ours": spark_ingest["rows_out"],
+                       "duckdb": duck_ingest["rows_out"], "equal": spark_ingest["rows_out"] == duck_ingest["rows_out"]})
     from spark_jobs.contract.model import load_contract
 
     os.environ["TENANTLAKE_CONTRACTS_DIR"] = str(CONTRACTS_DIR)
@@ -347,7 +360,7 @@ def compute_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         where = {"format": landing_format, "compression": compression, "size": size}
         entry: dict[str, Any] = dict(where)
         layers = ("bronze", "silver", "gold", "run_all", "duckdb_ingest", "duckdb_silver", "duckdb_gold",
-                  "pyspark_floor", "duckdb_plain")
+                  "pyspark_floor", "duckdb_plain", "spark_ingest")
         found = {layer: _find(rows, **where, layer=layer) for layer in layers}
         if found["gold"] and found["duckdb_gold"]:
             entry["gold_over_duckdb"] = round(found["duckdb_gold"]["wall_s"] / found["gold"]["wall_s"], 3)
@@ -369,6 +382,10 @@ def compute_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                                        / found["duckdb_plain"]["wall_s"], 2)
         if found["bronze"] and found["duckdb_ingest"]:
             entry["bronze_over_duckdb"] = round(found["duckdb_ingest"]["wall_s"] / found["bronze"]["wall_s"], 3)
+        if found["spark_ingest"] and found["duckdb_ingest"]:  # the best a Spark bronze could do here
+            entry["spark_ingest_over_duckdb"] = round(found["duckdb_ingest"]["wall_s"] / found["spark_ingest"]["wall_s"], 3)
+        if found["bronze"] and found["spark_ingest"]:
+            entry["bronze_over_spark_ingest"] = round(found["spark_ingest"]["wall_s"] / found["bronze"]["wall_s"], 3)
         if found["silver"] and found["duckdb_silver"]:
             entry["silver_over_duckdb"] = round(found["duckdb_silver"]["wall_s"] / found["silver"]["wall_s"], 3)
         reparse = _find(rows, **where, layer="silver_reparse")
@@ -450,6 +467,11 @@ def format_table(rows: list[dict[str, Any]], ratios: list[dict[str, Any]], targe
                      f"{fmt(q, 'duckdb_ingest_doubling'):>10} {fmt(q, 'silver_parse_once_speedup'):>10} "
                      f"{fmt(q, 'gold_over_duckdb'):>12} {fmt(q, 'run_all_over_duckdb'):>15} {fmt(q, 'run_all_doubling'):>10} "
                      f"{fmt(q, 'run_all_times_floor'):>14} {fmt(q, 'floor_times_duckdb_plain'):>19}")
+    ingest = [q for q in ratios if "spark_ingest_over_duckdb" in q]
+    if ingest:  # the ingest floor: Spark's own reader writing every field as text (bench/pyspark_floor.run_ingest)
+        lines += ["", f"{'format':<10} {'gz':<5} {'rows':>10} {'Spark ingest/DuckDB':>20} {'bronze/Spark ingest':>20}"]
+        lines += [f"{q['format']:<10} {q['compression']:<5} {q['size']:>10,} {fmt(q, 'spark_ingest_over_duckdb'):>20} "
+                  f"{fmt(q, 'bronze_over_spark_ingest'):>20}" for q in ingest]
     lines += ["", "Targets (a report, not a test):"] + [f"  {t['text']}" for t in targets]
     failed = [c for c in checks if not c["equal"]]
     lines += ["", f"Equality checks: {len(checks) - len(failed)}/{len(checks)} equal"]

@@ -26,6 +26,12 @@ cast is null here (Spark's PERMISSIVE mode), where ours quarantines it under ``<
 columns, late flag, strings trimmed, unknown-fields check, quarantine, expectations, report, manifest, lease,
 bronze copy of the landing records, or counts table. On the benchmark's files no value fails to cast and no
 string has blanks around it, so silver's rows and gold's values are the same (checked against DuckDB).
+
+The ingest floor (issue 56, part 2; ``run_ingest``): Spark's own readers doing what DuckDB's ingest does
+(``bench/duckdb_reference.ingest_file``): the landing file (CSV with the contract's dialect, ``multiLine`` as
+the file has quoted line breaks, or JSON lines) read with every landing field as text, the file's path and a
+batch id added, written as Parquet. No raw text, line numbers, malformed or unknown-field checks, staging,
+count or expectations: the least a Spark bronze can cost on this machine, beside bronze and DuckDB's ingest.
 """
 from __future__ import annotations
 
@@ -88,6 +94,28 @@ def csv_options(contract: Contract) -> dict[str, str]:
             "escape": landing.escape, "nullValue": null_text, "multiLine": "true", "mode": "PERMISSIVE",
             "timestampFormat": timestamp or DEFAULT_TIMESTAMP_FORMAT, "dateFormat": date or "yyyy-MM-dd",
             "encoding": landing.encoding}
+
+
+def text_schema(contract: Contract) -> T.StructType:
+    """The landing file's fields, every one as text (``StringType``): what bronze and DuckDB's ingest keep."""
+    return T.StructType([T.StructField(col.landing_name, T.StringType()) for col in contract.schema
+                         if col.landing_name is not None])
+
+
+def ingest_reader_options(contract: Contract) -> dict[str, str]:
+    """``spark.read`` options for the ingest floor: ``csv_options`` without the typed parts (a text field needs
+    no timestamp format); none for JSON lines (Spark reads a number into a text field as its text)."""
+    if contract.landing.format == "json_lines":
+        return {"mode": "PERMISSIVE"}
+    options = csv_options(contract)
+    for typed in ("timestampFormat", "dateFormat"):
+        options.pop(typed)
+    return options
+
+
+def ingest_rows(records: DataFrame) -> DataFrame:
+    """The records as the ingest floor writes them: the fields, the landing file's path and batch 0."""
+    return records.select("*", F.col("_metadata.file_path").alias("_source_file"), F.lit(0).cast("long").alias("_batch_id"))
 
 
 def rule_conditions(contract: Contract) -> dict[str, Column]:
@@ -171,6 +199,24 @@ def committed_rows(spark: SparkSession, table: str) -> int:
     """Rows in the table's current snapshot, from its summary (metadata only, no scan)."""
     summary = spark.sql(f"SELECT summary FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1").first()
     return int(summary["summary"]["total-records"])
+
+
+def run_ingest(spark: SparkSession, contract: Contract, landing_file: str | Path, out: str | Path) -> dict[str, Any]:
+    """The ingest floor: ``landing_file`` read by Spark's own reader (``ingest_reader_options``, every field as
+    text) and written as Parquet to ``out``. ``wall_s`` is the read and the write (as DuckDB's ``ingest_file``
+    times its ``COPY``); the rows are counted after, from the written files."""
+    landing = contract.landing
+    if landing.format not in ("csv", "json_lines"):
+        raise FloorError(f"{contract.dataset}: landing format {landing.format}; the ingest floor reads CSV or JSON lines")
+    if contract.derived or any(col.computed for col in contract.schema):
+        raise FloorError(f"{contract.dataset}: computed or derived columns need more than a text read")
+    started = time.perf_counter()
+    reader = spark.read.options(**ingest_reader_options(contract)).schema(text_schema(contract))
+    records = reader.csv(str(landing_file)) if landing.format == "csv" else reader.json(str(landing_file))
+    ingest_rows(records).write.mode("overwrite").parquet(str(out))
+    wall = time.perf_counter() - started
+    rows = spark.read.parquet(str(out)).count()
+    return {"wall_s": wall, "rows_out": rows}
 
 
 def run_floor(spark: SparkSession, contract: Contract, landing_file: str | Path,

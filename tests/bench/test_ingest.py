@@ -1,7 +1,7 @@
 """bench/ingest.py: the wide-span row's ratios against the plain PySpark floor, and its targets (pure, no jobs)."""
 from __future__ import annotations
 
-from bench.ingest import WIDE_SPAN_TARGETS, compute_ratios, compute_targets
+from bench.ingest import WIDE_SPAN_TARGETS, compute_ratios, compute_targets, format_table
 
 TAG = {"format": "csv", "compression": "plain", "size": 1000}
 
@@ -36,3 +36,13 @@ def test_the_floor_and_memory_targets_are_reported_in_their_units():
     rss = targets["peak RSS at 1,000 rows, worst job (csv plain run_all)"]
     assert (rss["target"], rss["unit"], rss["met"]) == (3.0, " GiB", False)  # 3,100 MiB is over 3 GiB
     assert WIDE_SPAN_TARGETS["peak_rss_mb"] * 2**20 == 3_221_225_472
+
+
+def test_the_ingest_floor_is_shown_against_duckdbs_ingest_and_bronze():
+    rows = [{**TAG, "layer": layer, "wall_s": wall, "rows_per_s": int(1000 / wall), "peak_total_mb": 100.0}
+            for layer, wall in (("bronze", 40.0), ("duckdb_ingest", 4.0), ("spark_ingest", 10.0))]
+    (ratio,) = compute_ratios(rows)
+    assert (ratio["bronze_over_duckdb"], ratio["spark_ingest_over_duckdb"], ratio["bronze_over_spark_ingest"]) \
+        == (0.1, 0.4, 0.25)
+    table = format_table(rows, [ratio], [], [])
+    assert "Spark ingest/DuckDB" in table and "0.400x" in table and "0.250x" in table

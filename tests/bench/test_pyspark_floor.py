@@ -10,7 +10,7 @@ from pyspark.sql import types as T
 
 from bench import duckdb_reference as ref
 from bench import pyspark_floor as floor
-from bench.ingest_data import CONTRACTS_DIR, expected_counts, write_file
+from bench.ingest_data import CONTRACTS_DIR, WIDE_DATASETS, expected_counts, write_file
 from spark_jobs.contract.model import load_contract
 
 DATASET = "stations_wide_csv"
@@ -119,3 +119,35 @@ def test_a_different_silver_fails_the_comparison(spark, contract, landing, tmp_p
     failed = {c["check"] for c in ref.compare_plain(con, contract, reference / "plain", reference, "plain")
               if not c["equal"]}
     assert failed == {"plain_silver_rows", "plain_silver_checksum", "plain_gold_period_summary"}
+
+
+@pytest.mark.parametrize("landing_format", ["csv", "json_lines"])
+def test_the_ingest_floor_writes_the_fields_duckdbs_ingest_writes(spark, landing_format, tmp_path, monkeypatch):
+    """Spark's own reader (bench/pyspark_floor.run_ingest) and DuckDB's ingest write the same rows, field for field
+    (quoted line breaks, NA), so the bench's Spark ingest / DuckDB ratio compares the same work."""
+    monkeypatch.setenv("TENANTLAKE_CONTRACTS_DIR", str(CONTRACTS_DIR))
+    contract = load_contract(WIDE_DATASETS[landing_format])
+    path = write_file(tmp_path / f"stations.{'csv' if landing_format == 'csv' else 'jsonl'}", 2_000, landing_format,
+                      step_seconds=12 * 86400, start="1990-01-01 00:00:00")
+    result = floor.run_ingest(spark, contract, path, tmp_path / "spark-ingest")
+    con = ref.connect(2)
+    duck = ref.ingest_file(con, contract, path, tmp_path / "duckdb" / "ingest.parquet")
+    assert result["rows_out"] == duck["rows_out"] == expected_counts(path, landing_format)["rows"]
+    fields = [col.landing_name for col in contract.schema if col.landing_name is not None]
+    ours = ", ".join(f'"{name}"' for name in fields)
+    theirs = ", ".join(f'"{ref.RAW_PREFIX}{col.name}"' for col in contract.schema if col.landing_name is not None)
+    differ = con.execute(f"""SELECT count(*) FROM (
+        (SELECT {ours} FROM read_parquet('{tmp_path}/spark-ingest/*.parquet')
+         EXCEPT ALL SELECT {theirs} FROM read_parquet('{tmp_path}/duckdb/ingest.parquet'))
+        UNION ALL
+        (SELECT {theirs} FROM read_parquet('{tmp_path}/duckdb/ingest.parquet')
+         EXCEPT ALL SELECT {ours} FROM read_parquet('{tmp_path}/spark-ingest/*.parquet')))""").fetchone()[0]
+    assert differ == 0
+    files = con.execute(f"SELECT DISTINCT _source_file, _batch_id FROM read_parquet('{tmp_path}/spark-ingest/*.parquet')").fetchall()
+    assert len(files) == 1 and files[0][0].endswith(f"/{path.name}") and files[0][1] == 0
+
+
+def test_the_ingest_floor_refuses_a_format_it_cannot_read_in_one_line(spark, tmp_path):
+    iot = load_contract("iot")  # JSON arrays: one record spans lines, no plain reader takes it
+    with pytest.raises(floor.FloorError, match="^iot: landing format json_array; the ingest floor reads CSV or JSON lines$"):
+        floor.run_ingest(spark, iot, tmp_path / "x.json", tmp_path / "out")
