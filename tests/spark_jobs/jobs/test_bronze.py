@@ -231,3 +231,11 @@ def test_a_batch_is_counted_by_its_own_write_and_writes_raw_without_a_dictionary
     dictionary = {largest.column(i).path_in_schema: largest.column(i).has_dictionary_page
                   for i in range(largest.num_columns)}
     assert (dictionary["_raw"], dictionary["_source_file"]) == (False, True), dictionary
+
+
+def test_a_batch_of_only_empty_files_is_counted_as_nothing(spark, lake, contracts):
+    """The observed counts of a write with no rows (no task had a line) are zeros, not missing: no partition."""
+    write_landing(lake, "readings", [("c.csv", b""), ("d.csv", b"")])
+    manifest = run_layer(spark, lake, "readings", "bronze", progress=lambda _: None)
+    assert [(b["files"], b["rows"], b["malformed"]) for b in manifest["batches"]] == [(0, 0, 0)]
+    assert not storage.has_data_files(spark, lake.bronze("readings"))
