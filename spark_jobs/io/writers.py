@@ -63,17 +63,20 @@ def delete_path(spark: SparkSession, uri: str) -> None:
         fs.delete(path, True)
 
 
-def write_counted(df: DataFrame, uri: str, aggregates: dict[str, Column]) -> tuple[DataFrame, dict[str, Any]]:
+def write_counted(df: DataFrame, uri: str, aggregates: dict[str, Column],
+                  options: dict[str, str] | None = None) -> tuple[DataFrame, dict[str, Any]]:
     """Write ``df`` as Parquet to ``uri`` (overwrite) and compute ``aggregates`` over the rows written, in the
     write's own Spark job (an ``Observation``), instead of a job that reads them back to count. Returns the
     written rows (read with ``df``'s schema: no job to infer it from the files' footers) and the values. An
-    aggregate of an array type comes back through JSON (``to_json``), as a Python list."""
+    aggregate of an array type comes back through JSON (``to_json``), as a Python list. An observed aggregate
+    cannot be a distinct one: count distinct values as ``F.size(F.collect_set(...))``. ``options``: the
+    write's own (Parquet writer settings, e.g. ``parquet.enable.dictionary#<column>``)."""
     types = df.agg(*[column.alias(name) for name, column in aggregates.items()]).schema  # analysed only: no job
     as_json = {field.name for field in types.fields if isinstance(field.dataType, ArrayType)}
     observation = Observation("tenantlake-write-counts")
     observed = df.observe(observation, *[(F.to_json(column) if name in as_json else column).alias(name)
                                          for name, column in aggregates.items()])
-    observed.write.mode("overwrite").parquet(uri)
+    observed.write.mode("overwrite").options(**(options or {})).parquet(uri)
     values = dict(observation.get)
     for name in as_json:
         values[name] = json.loads(values[name]) if values[name] is not None else None

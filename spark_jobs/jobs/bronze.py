@@ -6,8 +6,9 @@ BEFORE the batch runs, and marks the batch done in its commit log AFTER the sink
 therefore replays an unfinished batch with the SAME id and the SAME files, and never re-reads a
 committed one. The sink is ``foreachBatch``: it reads the batch's files itself (``io/landing.py``), in
 ONE pass that splits them into records and writes them to a staging folder
-(``checkpoints/<dataset>/bronze-staging/``), then counts, checks and validates what it wrote (read
-back from Parquet), and only then moves it into the partition ``_batch_id=<id>``, replacing what a
+(``checkpoints/<dataset>/bronze-staging/``), counting its rows, malformed rows and files on that write's own
+Spark job (``writers.write_counted``), then checks and validates what it wrote (read back from Parquet),
+and only then moves it into the partition ``_batch_id=<id>``, replacing what a
 replay of the same batch left: every landing record is in bronze exactly once. (The built-in file
 sink with its ``_spark_metadata`` log is exactly-once too, but then every reader of bronze must go
 through that log; a plain partitioned layout is readable by any engine.)
@@ -21,7 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -81,7 +82,7 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
         # Planning the read may run Spark jobs over the files (a large file's split plan): inside the same handler.
         try:
             split = _split_batch(spark, listed, contract, report)
-            _write_records(stamp(split), staging)
+            counts = _write_records(stamp(split), staging)
         except Exception as exc:  # a file Hadoop cannot decompress fails the read
             bad_files = landing_io.unreadable_text_files(spark, landing_io.failed_file(exc)) if landing.is_text else []
             writers.delete_path(spark, staging_root)
@@ -114,11 +115,8 @@ def run_bronze(run: JobRun, *, continuous: bool = False, trigger_seconds: int = 
                 # folder is a listing; an emulator may still list a deleted one, and a rename is a copy anyway).
                 writers.delete_path(spark, staging_root)
         written = spark.read.parquet(records_root)
-        counts = written.agg(
-            F.count(F.lit(1)).alias("rows"),
-            F.sum(F.col("_is_malformed").cast("int")).alias("malformed"),
-            F.countDistinct("_source_file").alias("files"),
-        ).first()
+        if broken:  # records were added or written again: counted from the files (a rare batch)
+            counts = written.agg(*[column.alias(name) for name, column in batch_counts().items()]).first().asDict()
         rows_in, malformed, files = int(counts["rows"]), int(counts["malformed"] or 0), int(counts["files"])
         run.stage(f"batch {batch_id} counted", rows=rows_in)
         try:
@@ -229,13 +227,32 @@ def fixed_folder(staging_root: str) -> str:
     return f"{staging_root}-fixed"
 
 
-def _write_records(records: DataFrame, uri: str, add_batch_id: bool = True, mode: str = "overwrite") -> None:
+def batch_counts() -> dict[str, Column]:
+    """What a batch's manifest entry says of its records: rows, malformed rows and files (those with a record).
+    Observed on the write's own Spark job (``writers.write_counted``), where an aggregate cannot be a distinct
+    one: hence ``size(collect_set)`` (at most ``max_files_per_trigger`` paths)."""
+    return {"rows": F.count(F.lit(1)), "malformed": F.sum(F.col("_is_malformed").cast("int")),
+            "files": F.size(F.collect_set("_source_file"))}
+
+
+# ``_raw`` is one record's text, distinct per row: a dictionary of it never pays (Parquet's writer falls back to
+# plain encoding for it), but the writer hashes and compares each value until it does. The other columns keep
+# theirs (``_source_file``, ``_header`` and the fields of few values shrink by it).
+PARQUET_OPTIONS = {"parquet.enable.dictionary#_raw": "false"}
+
+
+def _write_records(records: DataFrame, uri: str, add_batch_id: bool = True, mode: str = "overwrite"
+                   ) -> dict[str, int | None] | None:
     """The batch's records (not the rows that only report a file) as Parquet files in ``uri`` (the
     ``_batch_id`` folder of a staging tree: the column is the folder, as in bronze); ``mode`` ``append``
-    adds files beside those already there."""
+    adds files beside those already there. The batch's first write (``overwrite``, ``add_batch_id``) returns
+    ``batch_counts`` of the rows it wrote, counted by the write's own job; the others None."""
     if add_batch_id:
         records = records.where(F.col("_kind") == F.lit(bronze_tx.RECORD_KIND)).drop("_kind", "_file_problem", "_batch_id")
-    records.write.mode(mode).parquet(uri)
+        if mode == "overwrite":
+            return writers.write_counted(records, uri, batch_counts(), PARQUET_OPTIONS)[1]
+    records.write.mode(mode).options(**PARQUET_OPTIONS).parquet(uri)
+    return None
 
 
 def _publish(spark, staging: str, partition: str, bronze_uri: str) -> None:

@@ -205,3 +205,37 @@ def test_a_file_not_of_the_declared_format_fails_bronze_naming_it(spark, lake, c
     bad_path.rename(tmp_path / bad_name)
     again = run_layer(spark, lake, dataset, "bronze", progress=lambda _: None)
     assert [(b["batch_id"], b["files"], b["rows"]) for b in again["batches"]] == [(0, 1, 2)]
+
+
+def test_a_batch_is_counted_by_its_own_write_and_writes_raw_without_a_dictionary(spark, lake, contracts):
+    """The batch's rows, malformed rows and files come from the write's own Spark job (observed), not from a
+    job reading the staged files back; ``_raw``, one record's text per row, is written without a Parquet
+    dictionary, while a column of few values keeps one. An empty file adds no file to the count."""
+    import glob
+
+    import pyarrow.parquet as pq
+
+    # The same record 40 times: with a dictionary, Parquet would keep one for _raw too.
+    write_landing(lake, "readings", [
+        ("a.csv", b"id,ts,v\n" + b"1,2024-01-01T00:00:00Z,NA\n" * 40 + b"2,2024-01-01T01:00:00Z,2,extra\n"),
+        ("b.csv", b"id,ts,v\n3,2024-01-01T02:00:00Z,3\n"),
+        ("c.csv", b""),
+    ])
+    manifest = run_layer(spark, lake, "readings", "bronze", progress=lambda _: None)
+    assert [(b["files"], b["rows"], b["malformed"]) for b in manifest["batches"]] == [(2, 42, 1)]
+    counted = [stage for stage in manifest["stages"] if stage["stage"] == "batch 0 counted"]
+    # The one job left: Spark reads the staged files' schema from a footer (the counts come with the write).
+    assert [stage["spark_jobs"] for stage in counted] == [1]
+    files = {path: pq.ParquetFile(path).metadata for path in glob.glob(f"{lake.bronze('readings')}/_batch_id=0/*.parquet")}
+    largest = max(files.values(), key=lambda meta: meta.num_rows).row_group(0)  # a.csv's records
+    dictionary = {largest.column(i).path_in_schema: largest.column(i).has_dictionary_page
+                  for i in range(largest.num_columns)}
+    assert (dictionary["_raw"], dictionary["_source_file"]) == (False, True), dictionary
+
+
+def test_a_batch_of_only_empty_files_is_counted_as_nothing(spark, lake, contracts):
+    """The observed counts of a write with no rows (no task had a line) are zeros, not missing: no partition."""
+    write_landing(lake, "readings", [("c.csv", b""), ("d.csv", b"")])
+    manifest = run_layer(spark, lake, "readings", "bronze", progress=lambda _: None)
+    assert [(b["files"], b["rows"], b["malformed"]) for b in manifest["batches"]] == [(0, 0, 0)]
+    assert not storage.has_data_files(spark, lake.bronze("readings"))
