@@ -22,6 +22,45 @@ def read_layer(spark: SparkSession, uri: str, what: str, hint: str, schema: Stru
 
 
 
+# Up to this many files, ``constant_in_footers`` reads their footers one by one in the driver; more, and it
+# gives up (the caller's Spark job reads them in parallel instead).
+MAX_FOOTER_FILES = 32
+
+
+def _footer(spark: SparkSession, path: str):
+    """The Parquet footer of one file (a read of its tail through Hadoop's FileSystem; no Spark job)."""
+    jvm = spark.sparkContext._jvm
+    return jvm.org.apache.parquet.hadoop.ParquetFileReader.readFooter(
+        spark.sparkContext._jsc.hadoopConfiguration(), jvm.org.apache.hadoop.fs.Path(path),
+        jvm.org.apache.parquet.format.converter.ParquetMetadataConverter.NO_FILTER)
+
+
+def constant_in_footers(spark: SparkSession, files: list[str], column: str):
+    """The one value the top-level ``column`` holds in every row of the Parquet ``files``, as their footers'
+    statistics prove it: in every row group no null, and min = max, the same value in all. None when they do
+    not prove one: no files or more than ``MAX_FOOTER_FILES``, a file without the column or without
+    statistics for it, a null, two values. Reads each footer (a few requests per file), no Spark job."""
+    if not files or len(files) > MAX_FOOTER_FILES:
+        return None
+    values = set()
+    for path in files:
+        blocks = list(_footer(spark, path).getBlocks())
+        for block in blocks:
+            chunks = [c for c in block.getColumns() if str(c.getPath().toDotString()) == column]
+            if len(chunks) != 1:
+                return None
+            stats = chunks[0].getStatistics()
+            if stats is None or stats.isEmpty() or not stats.hasNonNullValue() or int(stats.getNumNulls()) != 0:
+                return None
+            low, high = stats.genericGetMin(), stats.genericGetMax()
+            if low != high:
+                return None
+            values.add(low)
+        if len(values) > 1:
+            return None
+    return values.pop() if len(values) == 1 else None
+
+
 def record_index_type(spark: SparkSession, bronze_uri: str) -> str:
     """How the bronze layer at ``bronze_uri`` stores ``_record_index``: ``long`` (64-bit), or ``int`` in a layer
     written before it was 64-bit. Such a layer keeps 32 bits for every batch after, so that all its partitions
@@ -31,12 +70,7 @@ def record_index_type(spark: SparkSession, bronze_uri: str) -> str:
     first = storage.first_data_file(spark, bronze_uri)
     if first is None:
         return "long"
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(first)
-    footer = jvm.org.apache.parquet.hadoop.ParquetFileReader.readFooter(
-        spark.sparkContext._jsc.hadoopConfiguration(), path, jvm.org.apache.parquet.format.converter
-        .ParquetMetadataConverter.NO_FILTER)
-    schema = footer.getFileMetaData().getSchema()
+    schema = _footer(spark, first).getFileMetaData().getSchema()
     if not schema.containsField("_record_index"):
         return "long"
     kind = str(schema.getType("_record_index").asPrimitiveType().getPrimitiveTypeName().name())

@@ -140,6 +140,20 @@ def deduped(spark, valid, contract: Contract, prefer: str | None = None, keys=No
         raise
 
 
+def needs_reparse(spark, bronze, contract: Contract) -> bool:
+    """Whether some bronze row holds another contract's parse (``silver_tx.parsed_for_another_contract``), so
+    silver must parse ``_raw`` again. Bronze parsed its records once and stamped each row with the parse's id
+    (``_fields_id``): when the footers of the files read prove that every row holds this contract's id
+    (``readers.constant_in_footers``: no null, one value), no row needs it, and no Spark job runs; otherwise
+    (older bronze, another id, a null, more files than the driver reads footers of) a Spark job looks for
+    one such row."""
+    if bronze_tx.FIELDS_ID_COLUMN in bronze.columns:
+        stamped = readers.constant_in_footers(spark, list(bronze.inputFiles()), bronze_tx.FIELDS_ID_COLUMN)
+        if stamped is not None and int(stamped) == silver_tx.contract_fields_id(contract):
+            return False
+    return bool(bronze.where(silver_tx.parsed_for_another_contract(bronze, contract)).limit(1).count())
+
+
 def run_silver(run: JobRun) -> None:
     """Silver from the bronze batches it has not taken yet (``jobs/increment.py``; all of them with ``--full``
     or on a first run): one pass over them (parse once, flag, write the flagged records to a staging folder),
@@ -186,8 +200,7 @@ def run_silver(run: JobRun) -> None:
     input_bytes = readers.planned_bytes(bronze)
     run.stage("inputs listed", input_bytes=input_bytes, small_input=run.size_for_input(input_bytes), mode=plan.mode,
               batches=len(plan.batches))
-    # Bronze parsed its records once: silver parses _raw only if some row holds another contract's parse.
-    reparse = bool(bronze.where(silver_tx.parsed_for_another_contract(bronze, contract)).limit(1).count())
+    reparse = needs_reparse(spark, bronze, contract)
     parsed = silver_tx.parse_records(bronze, contract, reparse=reparse)
     if manifest.date:
         parsed = parsed.where(F.to_date(contract.event_time) == F.lit(manifest.date).cast("date"))
