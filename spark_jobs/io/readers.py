@@ -22,7 +22,7 @@ def read_layer(spark: SparkSession, uri: str, what: str, hint: str, schema: Stru
 
 
 
-# Up to this many files, ``constant_in_footers`` reads their footers one by one in the driver; more, and it
+# Up to this many files, ``row_group_statistics`` reads their footers one by one in the driver; more, and it
 # gives up (the caller's Spark job reads them in parallel instead).
 MAX_FOOTER_FILES = 32
 
@@ -35,30 +35,24 @@ def _footer(spark: SparkSession, path: str):
         jvm.org.apache.parquet.format.converter.ParquetMetadataConverter.NO_FILTER)
 
 
-def constant_in_footers(spark: SparkSession, files: list[str], column: str):
-    """The one value the top-level ``column`` holds in every row of the Parquet ``files``, as their footers'
-    statistics prove it: in every row group no null, and min = max, the same value in all. None when they do
-    not prove one: no files or more than ``MAX_FOOTER_FILES``, a file without the column or without
-    statistics for it, a null, two values. Reads each footer (a few requests per file), no Spark job."""
+def row_group_statistics(spark: SparkSession, files: list[str], columns: tuple[str, ...]) -> list[dict] | None:
+    """Per row group of the Parquet ``files``, from their footers: ``{column: (min, max, nulls)}`` for each of
+    the top-level ``columns`` whose statistics the file holds (a column without them, or with only nulls, is
+    left out). None for no files or more than ``MAX_FOOTER_FILES``. Reads each footer (a few requests per
+    file), no Spark job."""
     if not files or len(files) > MAX_FOOTER_FILES:
         return None
-    values = set()
+    groups = []
     for path in files:
-        blocks = list(_footer(spark, path).getBlocks())
-        for block in blocks:
-            chunks = [c for c in block.getColumns() if str(c.getPath().toDotString()) == column]
-            if len(chunks) != 1:
-                return None
-            stats = chunks[0].getStatistics()
-            if stats is None or stats.isEmpty() or not stats.hasNonNullValue() or int(stats.getNumNulls()) != 0:
-                return None
-            low, high = stats.genericGetMin(), stats.genericGetMax()
-            if low != high:
-                return None
-            values.add(low)
-        if len(values) > 1:
-            return None
-    return values.pop() if len(values) == 1 else None
+        for block in _footer(spark, path).getBlocks():
+            found = {}
+            for chunk in block.getColumns():
+                name = str(chunk.getPath().toDotString())
+                stats = chunk.getStatistics()
+                if name in columns and stats is not None and not stats.isEmpty() and stats.hasNonNullValue():
+                    found[name] = (stats.genericGetMin(), stats.genericGetMax(), int(stats.getNumNulls()))
+            groups.append(found)
+    return groups
 
 
 def record_index_type(spark: SparkSession, bronze_uri: str) -> str:

@@ -143,13 +143,17 @@ def deduped(spark, valid, contract: Contract, prefer: str | None = None, keys=No
 def needs_reparse(spark, bronze, contract: Contract) -> bool:
     """Whether some bronze row holds another contract's parse (``silver_tx.parsed_for_another_contract``), so
     silver must parse ``_raw`` again. Bronze parsed its records once and stamped each row with the parse's id
-    (``_fields_id``): when the footers of the files read prove that every row holds this contract's id
-    (``readers.constant_in_footers``: no null, one value), no row needs it, and no Spark job runs; otherwise
-    (older bronze, another id, a null, more files than the driver reads footers of) a Spark job looks for
-    one such row."""
-    if bronze_tx.FIELDS_ID_COLUMN in bronze.columns:
-        stamped = readers.constant_in_footers(spark, list(bronze.inputFiles()), bronze_tx.FIELDS_ID_COLUMN)
-        if stamped is not None and int(stamped) == silver_tx.contract_fields_id(contract):
+    (``_fields_id``). When the footers of the files read prove, row group by row group, that every row holds
+    this contract's id (no null, one value) or is malformed (silver does not parse those), no row needs it
+    and no Spark job runs (``readers.row_group_statistics``). Otherwise (older bronze, another id, a null on a
+    row not proven malformed, more files than the driver reads footers of) a Spark job looks for such a row."""
+    columns = (bronze_tx.FIELDS_ID_COLUMN, "_is_malformed")
+    if set(columns) <= set(bronze.columns):
+        current = silver_tx.contract_fields_id(contract)
+        groups = readers.row_group_statistics(spark, list(bronze.inputFiles()), columns)
+        if groups is not None and all(group.get("_is_malformed") == (True, True, 0)
+                                      or group.get(bronze_tx.FIELDS_ID_COLUMN) == (current, current, 0)
+                                      for group in groups):
             return False
     return bool(bronze.where(silver_tx.parsed_for_another_contract(bronze, contract)).limit(1).count())
 
