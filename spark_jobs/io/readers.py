@@ -22,6 +22,39 @@ def read_layer(spark: SparkSession, uri: str, what: str, hint: str, schema: Stru
 
 
 
+# Up to this many files, ``row_group_statistics`` reads their footers one by one in the driver; more, and it
+# gives up (the caller's Spark job reads them in parallel instead).
+MAX_FOOTER_FILES = 32
+
+
+def _footer(spark: SparkSession, path: str):
+    """The Parquet footer of one file (a read of its tail through Hadoop's FileSystem; no Spark job)."""
+    jvm = spark.sparkContext._jvm
+    return jvm.org.apache.parquet.hadoop.ParquetFileReader.readFooter(
+        spark.sparkContext._jsc.hadoopConfiguration(), jvm.org.apache.hadoop.fs.Path(path),
+        jvm.org.apache.parquet.format.converter.ParquetMetadataConverter.NO_FILTER)
+
+
+def row_group_statistics(spark: SparkSession, files: list[str], columns: tuple[str, ...]) -> list[dict] | None:
+    """Per row group of the Parquet ``files``, from their footers: ``{column: (min, max, nulls)}`` for each of
+    the top-level ``columns`` whose statistics the file holds (a column without them, or with only nulls, is
+    left out). None for no files or more than ``MAX_FOOTER_FILES``. Reads each footer (a few requests per
+    file), no Spark job."""
+    if not files or len(files) > MAX_FOOTER_FILES:
+        return None
+    groups = []
+    for path in files:
+        for block in _footer(spark, path).getBlocks():
+            found = {}
+            for chunk in block.getColumns():
+                name = str(chunk.getPath().toDotString())
+                stats = chunk.getStatistics()
+                if name in columns and stats is not None and not stats.isEmpty() and stats.hasNonNullValue():
+                    found[name] = (stats.genericGetMin(), stats.genericGetMax(), int(stats.getNumNulls()))
+            groups.append(found)
+    return groups
+
+
 def record_index_type(spark: SparkSession, bronze_uri: str) -> str:
     """How the bronze layer at ``bronze_uri`` stores ``_record_index``: ``long`` (64-bit), or ``int`` in a layer
     written before it was 64-bit. Such a layer keeps 32 bits for every batch after, so that all its partitions
@@ -31,12 +64,7 @@ def record_index_type(spark: SparkSession, bronze_uri: str) -> str:
     first = storage.first_data_file(spark, bronze_uri)
     if first is None:
         return "long"
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(first)
-    footer = jvm.org.apache.parquet.hadoop.ParquetFileReader.readFooter(
-        spark.sparkContext._jsc.hadoopConfiguration(), path, jvm.org.apache.parquet.format.converter
-        .ParquetMetadataConverter.NO_FILTER)
-    schema = footer.getFileMetaData().getSchema()
+    schema = _footer(spark, first).getFileMetaData().getSchema()
     if not schema.containsField("_record_index"):
         return "long"
     kind = str(schema.getType("_record_index").asPrimitiveType().getPrimitiveTypeName().name())

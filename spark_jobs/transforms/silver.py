@@ -72,8 +72,13 @@ def parsed_for_another_contract(bronze: DataFrame, contract: Contract) -> Column
     ``_fields`` not this contract's parse (another ``_fields_id``, or none: bronze written before)."""
     if not {FIELDS_COLUMN, UNKNOWN_COLUMN, FIELDS_ID_COLUMN} <= set(bronze.columns):
         return ~F.col("_is_malformed")
-    current_id = bronze_tx.fields_id(contract.landing, contract.landing_fields)
+    current_id = contract_fields_id(contract)
     return ~F.col("_is_malformed") & ~F.coalesce(F.col(FIELDS_ID_COLUMN) == F.lit(current_id), F.lit(False))
+
+
+def contract_fields_id(contract: Contract) -> int:
+    """The ``_fields_id`` of a bronze row whose ``_fields`` are this contract's parse (``bronze_tx.fields_id``)."""
+    return bronze_tx.fields_id(contract.landing, contract.landing_fields)
 
 
 def parse_records(bronze: DataFrame, contract: Contract, read_schema: T.StructType | None = None,

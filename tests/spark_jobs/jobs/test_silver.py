@@ -120,3 +120,44 @@ def test_a_removed_column_under_additive_keeps_every_old_rows_value(spark, tmp_p
     assert silver_dewp() == kept
     run_layer(spark, lake, "readings", "silver", date="2024-05-01", progress=lambda line: None)
     assert silver_dewp() == kept
+
+
+def test_the_reparse_check_reads_bronze_footers_and_runs_a_job_only_when_they_do_not_prove_the_answer(spark, tmp_path):
+    """Silver parses ``_raw`` again only when a well-formed bronze row holds another contract's parse. When every
+    row group's footer statistics prove that its rows carry this contract's ``_fields_id`` (no null, one value) or
+    are all malformed (a broken JSON array's row: no id), the answer is "no" without a Spark job; any other footer
+    leaves it to the job, which finds such a row or not."""
+    from spark_jobs.contract.model import load_contract
+    from spark_jobs.jobs.counters import spark_jobs_started
+    from spark_jobs.jobs.silver import needs_reparse
+    from spark_jobs.transforms import bronze as bronze_tx
+
+    contract = load_contract("iot")
+    current = bronze_tx.fields_id(contract.landing, contract.landing_fields)
+    schema = bronze_tx.bronze_schema(contract, "long")
+
+    def bronze_of(name, files):  # per file, its rows: (_is_malformed, _fields_id); the other columns as defaults
+        folder = tmp_path / name
+        for rows in files:
+            frame = [[{"_raw": "{}", "_is_malformed": malformed, "_source_file": "f.jsonl", "_record_index": index,
+                       "_fields_id": fields_id, "_batch_id": 0}.get(field.name) for field in schema.fields]
+                     for index, (malformed, fields_id) in enumerate(rows)]
+            spark.createDataFrame(frame, schema).coalesce(1).write.mode("append").parquet(str(folder))
+        return spark.read.schema(schema).parquet(str(folder))
+
+    def checked(frame):
+        before = spark_jobs_started(spark)
+        answer = needs_reparse(spark, frame, contract)
+        return answer, spark_jobs_started(spark) - before
+
+    # Every row stamped with this contract's parse (a malformed one too), and a file of one broken array's row
+    # (malformed, no id): proven from the footers, no job.
+    assert checked(bronze_of("current", [[(False, current), (True, current)], [(True, None)]])) == (False, 0)
+    # Another parse in one file: the job runs and finds it.
+    answer, jobs = checked(bronze_of("other", [[(False, current)], [(False, current + 1)]]))
+    assert answer is True and jobs >= 1
+    # A null id beside well-formed rows in one file: the footers prove nothing, the job says no.
+    answer, jobs = checked(bronze_of("mixed", [[(False, current), (True, None)]]))
+    assert answer is False and jobs >= 1
+    # A null id on a well-formed row (bronze written before it parsed once): the job finds it.
+    assert checked(bronze_of("older", [[(False, None)]]))[0] is True

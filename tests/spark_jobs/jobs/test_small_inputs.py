@@ -97,3 +97,14 @@ def test_a_small_input_runs_fewer_spark_jobs_for_the_same_rows_and_restores_the_
         assert [v for v in ours if isinstance(v, float)] == pytest.approx([v for v in theirs if isinstance(v, float)],
                                                                           rel=1e-9)
     assert {key: spark.conf.get(key, None) for key in session.SMALL_INPUT_CONF} == before
+
+
+def test_silver_answers_its_reparse_check_and_its_commit_check_without_a_spark_job(spark, small_lake, monkeypatch):
+    """Issue 56 part 6: bronze's footers prove that no row needs parsing again (every row holds this contract's
+    parse, or is a broken array's malformed row), so reading and parsing is the flagged write's one job; the
+    commit is checked from its own record count, so publishing runs none."""
+    monkeypatch.setenv("TENANTLAKE_VALIDATION", "off")
+    silver = run_layer(spark, small_lake, "iot", "silver", full=True, **QUIET)
+    jobs = {stage["stage"]: stage["spark_jobs"] for stage in silver["stages"]}
+    assert (jobs["read + parsed"], jobs["published"]) == (1, 0), silver["stages"]
+    assert silver["tables"]["silver"]["added_records"] == silver["rows_out"] > 0
