@@ -71,12 +71,17 @@ def spark_type(col: ColumnSpec) -> T.DataType:
     return _SPARK_TYPES[col.type]()
 
 
+def landing_columns(contract: Contract) -> list[ColumnSpec]:
+    """The contract's columns read from the landing file, in its order; a contract with computed or derived
+    columns is refused (a plain read cannot make them)."""
+    if contract.derived or any(col.computed for col in contract.schema):
+        raise FloorError(f"{contract.dataset}: computed or derived columns need more than a plain read of the file")
+    return [col for col in contract.schema if col.landing_name is not None]
+
+
 def floor_schema(contract: Contract) -> T.StructType:
     """The landing file's columns, in the contract's order, typed: the schema a hand-written read passes."""
-    if contract.derived or any(col.computed for col in contract.schema):
-        raise FloorError(f"{contract.dataset}: computed or derived columns need more than a typed CSV read")
-    return T.StructType([T.StructField(col.landing_name or col.name, spark_type(col)) for col in contract.schema
-                         if col.landing_name is not None])
+    return T.StructType([T.StructField(col.landing_name, spark_type(col)) for col in landing_columns(contract)])
 
 
 def csv_options(contract: Contract) -> dict[str, str]:
@@ -98,8 +103,7 @@ def csv_options(contract: Contract) -> dict[str, str]:
 
 def text_schema(contract: Contract) -> T.StructType:
     """The landing file's fields, every one as text (``StringType``): what bronze and DuckDB's ingest keep."""
-    return T.StructType([T.StructField(col.landing_name, T.StringType()) for col in contract.schema
-                         if col.landing_name is not None])
+    return T.StructType([T.StructField(col.landing_name, T.StringType()) for col in landing_columns(contract)])
 
 
 def ingest_reader_options(contract: Contract) -> dict[str, str]:
@@ -208,8 +212,6 @@ def run_ingest(spark: SparkSession, contract: Contract, landing_file: str | Path
     landing = contract.landing
     if landing.format not in ("csv", "json_lines"):
         raise FloorError(f"{contract.dataset}: landing format {landing.format}; the ingest floor reads CSV or JSON lines")
-    if contract.derived or any(col.computed for col in contract.schema):
-        raise FloorError(f"{contract.dataset}: computed or derived columns need more than a text read")
     started = time.perf_counter()
     reader = spark.read.options(**ingest_reader_options(contract)).schema(text_schema(contract))
     records = reader.csv(str(landing_file)) if landing.format == "csv" else reader.json(str(landing_file))

@@ -496,13 +496,6 @@ def read(spark: SparkSession, tbl: Table, snapshot_id: int | None = None) -> Dat
     return reader.table(tbl.qualified)
 
 
-def count_where(spark: SparkSession, tbl: Table, snapshot_id: int, condition: str) -> int:
-    """Rows of snapshot ``snapshot_id`` matching ``condition``, read back from its data files (Iceberg's
-    aggregate push-down is off here: it would answer from the manifests' record counts instead)."""
-    return (spark.read.option("snapshot-id", str(snapshot_id)).option("aggregate-push-down-enabled", "false")
-            .table(tbl.qualified).where(F.expr(condition)).count())
-
-
 def publish_record(spark: SparkSession, tbl: Table, snapshot: dict[str, Any]) -> dict[str, Any]:
     """What the run manifest records about one publish: table, location, the snapshot it created,
     and the schema and partitioning the table has after it."""

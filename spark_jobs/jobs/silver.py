@@ -148,9 +148,7 @@ def needs_reparse(spark, bronze, contract: Contract) -> bool:
     and no Spark job runs (``readers.row_group_statistics``). Otherwise (older bronze, another id, a null on a
     row not proven malformed, more files than the driver reads footers of) a Spark job looks for such a row."""
     columns = (bronze_tx.FIELDS_ID_COLUMN, "_is_malformed")
-    # Without bronze's parse columns every well-formed row is parsed again (``parsed_for_another_contract``).
-    parse_columns = {bronze_tx.FIELDS_COLUMN, bronze_tx.UNKNOWN_COLUMN, *columns}
-    if parse_columns <= set(bronze.columns):
+    if silver_tx.holds_parse(bronze):  # without them every well-formed row is parsed again: the job decides
         current = silver_tx.contract_fields_id(contract)
         groups = readers.row_group_statistics(spark, list(bronze.inputFiles()), columns)
         if groups is not None and all(group.get("_is_malformed") == (True, True, 0)

@@ -70,10 +70,16 @@ def _typed(col: ColumnSpec) -> Column:
 def parsed_for_another_contract(bronze: DataFrame, contract: Contract) -> Column:
     """True for a bronze row whose fields silver must parse from ``_raw``: not flagged malformed, and its
     ``_fields`` not this contract's parse (another ``_fields_id``, or none: bronze written before)."""
-    if not {FIELDS_COLUMN, UNKNOWN_COLUMN, FIELDS_ID_COLUMN} <= set(bronze.columns):
+    if not holds_parse(bronze):
         return ~F.col("_is_malformed")
     current_id = contract_fields_id(contract)
     return ~F.col("_is_malformed") & ~F.coalesce(F.col(FIELDS_ID_COLUMN) == F.lit(current_id), F.lit(False))
+
+
+def holds_parse(bronze: DataFrame) -> bool:
+    """Whether bronze's rows carry the parse bronze made (``_fields``, ``_unknown_fields``, ``_fields_id``);
+    bronze written before it parsed once does not, and silver parses every well-formed row from ``_raw``."""
+    return {FIELDS_COLUMN, UNKNOWN_COLUMN, FIELDS_ID_COLUMN} <= set(bronze.columns)
 
 
 def contract_fields_id(contract: Contract) -> int:

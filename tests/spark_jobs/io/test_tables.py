@@ -38,6 +38,13 @@ def _rows(spark, rows):
         "event_date", F.to_date("event_ts"))
 
 
+def _count_where(spark, tbl, snapshot_id, condition):
+    """Rows of the snapshot matching ``condition``, read from its data files (Iceberg's aggregate push-down off:
+    it would answer from the manifests' record counts, which the jobs check commits with)."""
+    return (spark.read.option("snapshot-id", str(snapshot_id)).option("aggregate-push-down-enabled", "false")
+            .table(tbl.qualified).where(F.expr(condition)).count())
+
+
 def _content(spark, tbl, snapshot_id=None):
     return sorted(tuple(r) for r in tables.read(spark, tbl, snapshot_id).select("id", "event_ts", "v").collect())
 
@@ -71,7 +78,7 @@ def test_overwrite_replaces_exactly_the_covered_days_in_one_commit(spark, silver
     three = tables.overwrite(second, silver, DAYS, DAYS.covering(["2020-11-17", "2020-11-18"], False), "run-3")
     assert (three["added_records"], three["deleted_records"]) == (1, 1)
     assert _content(spark, silver, three["snapshot_id"]) == _content(spark, silver, two["snapshot_id"])
-    assert tables.count_where(spark, silver, three["snapshot_id"], DAYS.covering(["2020-11-17"], False)) == 1
+    assert _count_where(spark, silver, three["snapshot_id"], DAYS.covering(["2020-11-17"], False)) == 1
 
 
 def test_table_is_format_v2_with_hidden_day_partitions_and_the_manifest_record_matches(spark, silver):
@@ -222,7 +229,7 @@ def test_month_partitions_replace_one_day_and_keep_the_months_other_days_in_one_
     assert (two["added_records"], two["deleted_records"], two["kept_records"], two["total_records"]) == (2, 2, 1, 3)
     assert _content(spark, silver) == [("a", ts("2024-01-30 10:00:00"), 1.0), ("b2", ts("2024-01-31 11:00:00"), 2.0),
                                        ("c", ts("2024-02-01 10:00:00"), 1.0)]
-    assert tables.count_where(spark, silver, two["snapshot_id"], MONTHS.rows(["2024-01-31"], False)) == 1
+    assert _count_where(spark, silver, two["snapshot_id"], MONTHS.rows(["2024-01-31"], False)) == 1
     assert {f.path.parent.name for f in iceberg_files.data_files(silver.location, two["snapshot_id"])} == {
         "event_ts_month=2024-01", "event_ts_month=2024-02"}
 
